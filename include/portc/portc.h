@@ -1,0 +1,270 @@
+/*
+ * portc.h: the whole public C API of libportc.
+ *
+ * An application builds a tensor graph (or loads one from the .ptg text format), checks it, and
+ * runs it. Today the one executor is the float64 reference evaluator, the ground truth that every
+ * compiled target is checked against.
+ *
+ * Conventions
+ *  - Calls that build a node return a portc_node: >= 0 is the new node; < 0 is a failure whose
+ *    status is portc_node_status(n). portc_last_error() then names the node and the problem.
+ *    A failed node passed to a later call makes that call fail too, so a chain of calls can be
+ *    checked once at the end.
+ *  - Calls that can fail otherwise return a portc_status and set portc_last_error().
+ *  - Nothing aborts on bad input; the graph stays usable after a failed call.
+ *  - Strings returned by the library are owned by it unless the comment says "free with free()".
+ */
+#ifndef PORTC_PORTC_H
+#define PORTC_PORTC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum portc_status {
+  PORTC_OK = 0,
+  PORTC_ERR_INVALID = 1, /* bad argument: unknown node or name, wrong input count, bad attribute */
+  PORTC_ERR_DTYPE = 2,   /* an op does not accept these element types */
+  PORTC_ERR_SHAPE = 3,   /* shapes do not fit the op, or a symbol value contradicts a shape */
+  PORTC_ERR_PARSE = 4,   /* malformed .ptg or .npy text */
+  PORTC_ERR_IO = 5,      /* a file could not be read or written */
+  PORTC_ERR_NOMEM = 6,   /* out of memory */
+  PORTC_ERR_RUNTIME = 7, /* a value problem while running: index out of range, integer division by zero */
+} portc_status;
+
+typedef enum portc_dtype {
+  PORTC_F32 = 0,
+  PORTC_F16 = 1,
+  PORTC_BF16 = 2,
+  PORTC_I32 = 3,
+  PORTC_I64 = 4,
+  PORTC_BOOL = 5,
+  PORTC_F64 = 6, /* host tensors only: the reference evaluator's results. Not a graph dtype. */
+} portc_dtype;
+
+#define PORTC_MAX_RANK 8
+
+/* A node of a graph, or a failure (< 0). PORTC_NONE marks an optional input left out. */
+typedef int32_t portc_node;
+#define PORTC_NONE ((portc_node)INT32_MIN)
+
+typedef struct portc_graph portc_graph;
+
+/* One dimension of a shape: a constant size, or a named symbol bound at run time. */
+typedef struct portc_dim {
+  int64_t size;       /* used when symbol is NULL */
+  const char *symbol; /* e.g. "N"; NULL for a constant */
+} portc_dim;
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+/* The message of the last failed call on this thread ("" when none). */
+const char *portc_last_error(void);
+const char *portc_status_name(portc_status s);
+static inline portc_status portc_node_status(portc_node n) {
+  return n >= 0 ? PORTC_OK : n == PORTC_NONE ? PORTC_ERR_INVALID : (portc_status)(-n);
+}
+
+/* ---- dtypes ---------------------------------------------------------------------------------- */
+
+const char *portc_dtype_name(portc_dtype t);              /* "f32", "bf16", ... */
+bool portc_dtype_parse(const char *name, portc_dtype *out); /* the inverse */
+size_t portc_dtype_size(portc_dtype t);                    /* bytes per element in a portc_tensor */
+
+/* ---- graphs ---------------------------------------------------------------------------------- */
+
+portc_graph *portc_graph_new(const char *name); /* NULL when out of memory */
+void portc_graph_free(portc_graph *g);
+
+/* Parse .ptg text. source_name is used in messages ("model.ptg:3:7: ..."). On failure *out is
+ * NULL and portc_last_error() lists every problem found, one per line. */
+portc_status portc_graph_parse(const char *text, const char *source_name, portc_graph **out);
+portc_status portc_graph_load(const char *path, portc_graph **out);
+/* The normalized text of a graph; parsing it gives back an equal graph. Free with free(). */
+char *portc_graph_print(const portc_graph *g);
+
+/* Checks every invariant and reports every problem, not only the first. On failure, when report
+ * is not NULL, *report is the list of problems followed by the graph annotated with them (free
+ * with free()). */
+portc_status portc_graph_verify(const portc_graph *g, char **report);
+
+/* Structural hash: graphs that compute the same thing with the same input, parameter and output
+ * names hash equal, whatever their intermediate values are called. */
+uint64_t portc_graph_hash(const portc_graph *g);
+
+const char *portc_graph_name(const portc_graph *g);
+int portc_graph_node_count(const portc_graph *g);
+int portc_graph_output_count(const portc_graph *g);
+portc_node portc_graph_output(const portc_graph *g, int i);
+int portc_graph_input_count(const portc_graph *g); /* inputs only, not params */
+portc_node portc_graph_input(const portc_graph *g, int i);
+portc_node portc_graph_find(const portc_graph *g, const char *name); /* failure when absent */
+
+const char *portc_node_name(const portc_graph *g, portc_node n);
+const char *portc_node_op(const portc_graph *g, portc_node n);
+portc_dtype portc_node_dtype(const portc_graph *g, portc_node n);
+int portc_node_rank(const portc_graph *g, portc_node n);
+/* dims[i].symbol points into the graph and lives as long as it. */
+void portc_node_shape(const portc_graph *g, portc_node n, portc_dim dims[PORTC_MAX_RANK]);
+
+/* Names a node (names are unique; the builder names unnamed nodes t0, t1, ...). */
+portc_status portc_set_name(portc_graph *g, portc_node n, const char *name);
+/* Marks a node as a graph output. */
+portc_status portc_output(portc_graph *g, portc_node n);
+
+/* ---- sources --------------------------------------------------------------------------------- */
+
+portc_node portc_input(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims);
+/* A parameter given at run time (portc_bindings_set). */
+portc_node portc_param(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims);
+/* A parameter loaded from a .npy file when the graph runs. A relative path is taken from the
+ * folder of the .ptg file the graph was loaded from, else from the working directory. */
+portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int rank,
+                            const portc_dim *dims, const char *npy_path);
+typedef enum portc_init { PORTC_INIT_ZEROS, PORTC_INIT_ONES, PORTC_INIT_NORMAL, PORTC_INIT_UNIFORM } portc_init;
+/* A parameter filled from a seeded generator: NORMAL(mean=a, std=b), UNIFORM(low=a, high=b). */
+portc_node portc_param_init(portc_graph *g, const char *name, portc_dtype t, int rank,
+                            const portc_dim *dims, portc_init init, uint64_t seed, double a, double b);
+/* A constant; values are row-major, rounded to t. numel values, or one value that fills it all. */
+portc_node portc_const(portc_graph *g, portc_dtype t, int rank, const int64_t *shape,
+                       const double *values, int64_t nvalues);
+portc_node portc_scalar(portc_graph *g, portc_dtype t, double value);
+
+/* ---- ops ------------------------------------------------------------------------------------- */
+/* Elementwise ops take operands of one dtype (insert a cast to mix) and broadcast like numpy. */
+
+portc_node portc_neg(portc_graph *g, portc_node x);
+portc_node portc_abs(portc_graph *g, portc_node x);
+portc_node portc_exp(portc_graph *g, portc_node x);
+portc_node portc_log(portc_graph *g, portc_node x);
+portc_node portc_sqrt(portc_graph *g, portc_node x);
+portc_node portc_rsqrt(portc_graph *g, portc_node x);
+portc_node portc_reciprocal(portc_graph *g, portc_node x);
+portc_node portc_tanh(portc_graph *g, portc_node x);
+portc_node portc_sigmoid(portc_graph *g, portc_node x);
+portc_node portc_relu(portc_graph *g, portc_node x);
+portc_node portc_gelu(portc_graph *g, portc_node x); /* erf form */
+portc_node portc_gelu_tanh(portc_graph *g, portc_node x);
+portc_node portc_silu(portc_graph *g, portc_node x);
+portc_node portc_erf(portc_graph *g, portc_node x);
+portc_node portc_sin(portc_graph *g, portc_node x);
+portc_node portc_cos(portc_graph *g, portc_node x);
+portc_node portc_floor(portc_graph *g, portc_node x);
+portc_node portc_ceil(portc_graph *g, portc_node x);
+portc_node portc_sign(portc_graph *g, portc_node x);
+portc_node portc_not(portc_graph *g, portc_node x);
+
+portc_node portc_add(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_sub(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_mul(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_div(portc_graph *g, portc_node a, portc_node b); /* integers: truncates */
+portc_node portc_pow(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_maximum(portc_graph *g, portc_node a, portc_node b); /* NaN propagates */
+portc_node portc_minimum(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_eq(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_ne(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_lt(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_le(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_gt(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_ge(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_and(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_or(portc_graph *g, portc_node a, portc_node b);
+portc_node portc_where(portc_graph *g, portc_node cond, portc_node a, portc_node b);
+portc_node portc_cast(portc_graph *g, portc_node x, portc_dtype to);
+
+/* Reductions over a set of axes (naxes 0: all axes); negative axes count from the end. */
+portc_node portc_sum(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+portc_node portc_mean(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+portc_node portc_max(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+portc_node portc_min(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+portc_node portc_prod(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+portc_node portc_argmax(portc_graph *g, portc_node x, int64_t axis, bool keepdim); /* i64 result */
+
+/* numpy matmul: batch dimensions broadcast; a 1-D operand is a row (a) or a column (b). */
+portc_node portc_matmul(portc_graph *g, portc_node a, portc_node b);
+
+typedef struct portc_conv2d_opts {
+  int64_t stride[2], padding[2], dilation[2], groups; /* zeros mean 1, 0, 1, 1 */
+} portc_conv2d_opts;
+/* x [N,C,H,W], w [O,C/groups,kh,kw], bias [O] or PORTC_NONE; opts may be NULL. */
+portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node bias,
+                        const portc_conv2d_opts *opts);
+typedef struct portc_pool2d_opts {
+  int64_t kernel[2], stride[2], padding[2]; /* stride 0: the kernel size */
+} portc_pool2d_opts;
+portc_node portc_max_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts);
+portc_node portc_avg_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts); /* padding counts */
+
+/* Views. dims may hold one -1 (reshape: inferred; expand: kept) and symbols. */
+portc_node portc_reshape(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
+portc_node portc_permute(portc_graph *g, portc_node x, int rank, const int64_t *perm);
+portc_node portc_expand(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
+#define PORTC_END INT64_MAX /* slice stop: to the end */
+portc_node portc_slice(portc_graph *g, portc_node x, int64_t axis, int64_t start, int64_t stop, int64_t step);
+portc_node portc_concat(portc_graph *g, int n, const portc_node *xs, int64_t axis);
+/* pads: (before, after) for each dimension in order, 2*rank values; constant value. */
+portc_node portc_pad(portc_graph *g, portc_node x, int npads, const int64_t *pads, double value);
+/* x[..., idx, ...] along axis, like numpy.take; idx is i32 or i64, negative counts from the end. */
+portc_node portc_gather(portc_graph *g, portc_node x, portc_node idx, int64_t axis);
+
+/* Composites. Later passes decompose them and fuse them back into one kernel each. */
+portc_node portc_softmax(portc_graph *g, portc_node x, int64_t axis);
+portc_node portc_log_softmax(portc_graph *g, portc_node x, int64_t axis);
+/* Over the last dimension; weight and bias [D] or PORTC_NONE. */
+portc_node portc_layer_norm(portc_graph *g, portc_node x, portc_node weight, portc_node bias, double eps);
+portc_node portc_rms_norm(portc_graph *g, portc_node x, portc_node weight, double eps);
+/* q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv]; causal masks key j > query i; scale 0 means
+ * 1/sqrt(D). */
+portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_node v, bool causal, double scale);
+
+/* Any op by its .ptg name, attributes in .ptg syntax: portc_op(g, "sum", 1, &x, "axes=[1], keepdim=true"). */
+portc_node portc_op(portc_graph *g, const char *op, int ninputs, const portc_node *inputs, const char *attrs);
+
+/* The op table, one line per op: "name(inputs) kind attr:kind=default ...". Free with free(). */
+char *portc_ops_describe(void);
+
+/* ---- host tensors ---------------------------------------------------------------------------- */
+
+/* Row-major data; f16 and bf16 are stored as their uint16_t bits, bool as uint8_t 0/1. */
+typedef struct portc_tensor {
+  portc_dtype dtype;
+  int rank;
+  int64_t shape[PORTC_MAX_RANK];
+  void *data;
+} portc_tensor;
+
+portc_tensor *portc_tensor_new(portc_dtype t, int rank, const int64_t *shape); /* zeroed; NULL on failure */
+void portc_tensor_free(portc_tensor *t);
+int64_t portc_tensor_numel(const portc_tensor *t);
+double portc_tensor_get(const portc_tensor *t, int64_t i); /* element i as a double */
+void portc_tensor_set(portc_tensor *t, int64_t i, double v); /* rounded to the tensor's dtype */
+portc_status portc_tensor_load_npy(const char *path, portc_tensor **out);
+portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path); /* bf16 is saved as f32 */
+
+/* ---- running on the reference evaluator ------------------------------------------------------ */
+
+/* What one run needs: symbol values, input and parameter tensors, and a seed for the rest. */
+typedef struct portc_bindings portc_bindings;
+portc_bindings *portc_bindings_new(const portc_graph *g);
+void portc_bindings_free(portc_bindings *b);
+portc_status portc_bindings_set_symbol(portc_bindings *b, const char *symbol, int64_t value);
+/* An input or a run-time parameter; the tensor is copied. Symbols in its shape are bound. */
+portc_status portc_bindings_set(portc_bindings *b, const char *name, const portc_tensor *t);
+/* Inputs and run-time parameters left unbound are filled from this seed: floats uniform in
+ * [-1, 1), integers in [0, 8), bools 0/1. Without a seed they are an error. */
+void portc_bindings_set_seed(portc_bindings *b, uint64_t seed);
+
+/* Evaluates the graph in float64 (integers exactly). outputs[i] receives a new tensor for graph
+ * output i: F64 for floating outputs, the output's own dtype otherwise. Free each one. */
+portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs);
+/* The tensor an input or parameter had in the last run (after seeding and rounding), or NULL. */
+const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,331 @@
+/*
+ * graph.c: creating and growing graphs. Every node enters through graph_add or graph_add_source,
+ * which check inputs, attributes and names and run shape inference first, so a graph held by a
+ * caller is always well formed; a failed call leaves the graph exactly as it was.
+ */
+#include "graph.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+
+portc_graph *portc_graph_new(const char *name) {
+  portc_graph *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->name = strdup(name && *name ? name : "main");
+  if (!g->name) {
+    free(g);
+    return NULL;
+  }
+  return g;
+}
+
+void node_free_data(node *n) {
+  free(n->name);
+  free(n->in);
+  free(n->value.f);
+  free(n->value.i);
+  free(n->file);
+}
+
+void portc_graph_free(portc_graph *g) {
+  if (!g) return;
+  for (int i = 0; i < g->n; i++) node_free_data(&g->nodes[i]);
+  for (int i = 0; i < g->nsyms; i++) free(g->syms[i]);
+  free(g->nodes);
+  free(g->syms);
+  free(g->outputs);
+  free(g->name);
+  free(g->basedir);
+  free(g);
+}
+
+bool valid_ident(const char *s) {
+  if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
+  for (s++; *s; s++)
+    if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.')) return false;
+  return true;
+}
+
+bool is_reserved(const char *s) {
+  static const char *const words[] = {"graph", "input", "param", "const", "output"};
+  for (unsigned i = 0; i < sizeof words / sizeof *words; i++)
+    if (strcmp(s, words[i]) == 0) return true;
+  return false;
+}
+
+int graph_find_symbol(const portc_graph *g, const char *name) {
+  for (int i = 0; i < g->nsyms; i++)
+    if (strcmp(g->syms[i], name) == 0) return i;
+  return -1;
+}
+
+int graph_symbol(portc_graph *g, const char *name) {
+  int i = graph_find_symbol(g, name);
+  if (i >= 0) return i;
+  char **syms = realloc(g->syms, (size_t)(g->nsyms + 1) * sizeof *syms);
+  if (!syms) return -1;
+  g->syms = syms;
+  if (!(syms[g->nsyms] = strdup(name))) return -1;
+  return g->nsyms++;
+}
+
+bool dim_eq(dim a, dim b) { return a.sym == b.sym && (a.sym >= 0 || a.c == b.c); }
+
+void shape_str(const portc_graph *g, const shape *s, char *buf, size_t len) {
+  size_t at = 0;
+  at += (size_t)snprintf(buf, len, "[");
+  for (int i = 0; i < s->rank && at < len; i++) {
+    const char *sep = i ? ", " : "";
+    if (s->d[i].sym >= 0)
+      at += (size_t)snprintf(buf + at, len - at, "%s%s", sep,
+                             s->d[i].sym < g->nsyms ? g->syms[s->d[i].sym] : "?");
+    else
+      at += (size_t)snprintf(buf + at, len - at, "%s%lld", sep, (long long)s->d[i].c);
+  }
+  if (at < len) snprintf(buf + at, len - at, "]");
+}
+
+int64_t shape_numel_const(const shape *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) {
+    if (s->d[i].sym >= 0) return -1;
+    n *= s->d[i].c;
+  }
+  return n;
+}
+
+portc_node graph_find(const portc_graph *g, const char *name) {
+  for (int i = 0; i < g->n; i++)
+    if (strcmp(g->nodes[i].name, name) == 0) return i;
+  return -(portc_node)PORTC_ERR_INVALID;
+}
+
+bool node_name_taken(const portc_graph *g, const char *name) { return graph_find(g, name) >= 0; }
+
+static bool grow(portc_graph *g) {
+  if (g->n < g->cap) return true;
+  int cap = g->cap ? g->cap * 2 : 32;
+  node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+  if (!nodes) return false;
+  g->nodes = nodes;
+  g->cap = cap;
+  return true;
+}
+
+/* A fresh automatic name, or a copy of the requested one after checking it. */
+static char *take_name(portc_graph *g, const char *want, const char *op) {
+  char buf[32];
+  if (want) {
+    if (!valid_ident(want)) {
+      err_set(PORTC_ERR_INVALID, "%s: '%s' is not a valid name (a letter or '_', then letters, digits, '_' or '.')", op, want);
+      return NULL;
+    }
+    if (is_reserved(want)) {
+      err_set(PORTC_ERR_INVALID, "%s: '%s' is a reserved word of the text format and cannot name a node", op, want);
+      return NULL;
+    }
+    if (node_name_taken(g, want)) {
+      err_set(PORTC_ERR_INVALID, "%s: the name '%s' is already used by another node", op, want);
+      return NULL;
+    }
+    return strdup(want);
+  }
+  do snprintf(buf, sizeof buf, "t%d", g->next_auto++);
+  while (node_name_taken(g, buf));
+  return strdup(buf);
+}
+
+void spec_init(node_spec *s, enum op op, int nin, const int32_t *in) {
+  memset(s, 0, sizeof *s);
+  s->op = op;
+  s->nin = nin;
+  s->in = in;
+}
+
+portc_node graph_add(portc_graph *g, node_spec *s) {
+  const op_info *info = op_get(s->op);
+  if (!info || info->kind == K_SOURCE)
+    return err_node(PORTC_ERR_INVALID, "graph_add: not a computing op");
+  if (s->nin < info->min_in || s->nin > info->max_in) {
+    if (info->min_in == info->max_in)
+      return err_node(PORTC_ERR_INVALID, "%s takes %d input%s, got %d", info->name, info->min_in,
+                      info->min_in == 1 ? "" : "s", s->nin);
+    return err_node(PORTC_ERR_INVALID, "%s takes %d to %d inputs, got %d", info->name,
+                    info->min_in, info->max_in, s->nin);
+  }
+  for (int i = 0; i < s->nin; i++) {
+    if (s->in[i] >= 0 && s->in[i] < g->n) continue;
+    if (s->in[i] < 0 && s->in[i] != PORTC_NONE)
+      return err_node(portc_node_status(s->in[i]), "%s: input %d is a failed node (%s)", info->name,
+                      i, portc_status_name(portc_node_status(s->in[i])));
+    return err_node(PORTC_ERR_INVALID, "%s: input %d is not a node of this graph", info->name, i);
+  }
+  for (int i = 0; i < info->nattrs; i++) {
+    const attr_spec *sp = &info->attrs[i];
+    if (s->a[i].set) continue;
+    if (sp->required)
+      return err_node(PORTC_ERR_INVALID, "%s: missing attribute '%s'", info->name, sp->name);
+    if (sp->def.set) s->a[i] = sp->def;
+  }
+  if (!grow(g)) return err_node(PORTC_ERR_NOMEM, "%s: out of memory", info->name);
+  node *n = &g->nodes[g->n];
+  memset(n, 0, sizeof *n);
+  n->op = s->op;
+  n->nin = s->nin;
+  n->in = (int32_t *)s->in; /* borrowed until inference passes */
+  memcpy(n->a, s->a, sizeof n->a);
+  portc_status st = infer(g, n, &n->dt, &n->sh);
+  if (st != PORTC_OK) return -(portc_node)st;
+  n->in = malloc((size_t)(s->nin ? s->nin : 1) * sizeof *n->in);
+  n->name = take_name(g, s->name, info->name);
+  if (!n->in || !n->name) {
+    portc_status e = n->in && !n->name && s->name ? PORTC_ERR_INVALID : PORTC_ERR_NOMEM;
+    free(n->in);
+    free(n->name);
+    if (e == PORTC_ERR_NOMEM) return err_node(e, "%s: out of memory", info->name);
+    return -(portc_node)e;
+  }
+  memcpy(n->in, s->in, (size_t)s->nin * sizeof *n->in);
+  return g->n++;
+}
+
+portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_dtype t, const shape *sh) {
+  const char *what = op_get(op)->name;
+  if (!name) return err_node(PORTC_ERR_INVALID, "%s: a name is required", what);
+  if (!dtype_valid_in_graph(t))
+    return err_node(PORTC_ERR_DTYPE, "%s %s: %s is not a graph dtype", what, name, portc_dtype_name(t));
+  if (sh->rank < 0 || sh->rank > PORTC_MAX_RANK)
+    return err_node(PORTC_ERR_SHAPE, "%s %s: rank %d is outside 0..%d", what, name, sh->rank, PORTC_MAX_RANK);
+  for (int i = 0; i < sh->rank; i++)
+    if (sh->d[i].sym < 0 && sh->d[i].c < 0)
+      return err_node(PORTC_ERR_SHAPE, "%s %s: dimension %d is negative (%lld)", what, name, i,
+                      (long long)sh->d[i].c);
+  if (!grow(g)) return err_node(PORTC_ERR_NOMEM, "%s %s: out of memory", what, name);
+  node *n = &g->nodes[g->n];
+  memset(n, 0, sizeof *n);
+  n->op = op;
+  n->dt = t;
+  n->sh = *sh;
+  if (!(n->name = take_name(g, name, what))) return -(portc_node)PORTC_ERR_INVALID;
+  return g->n++;
+}
+
+/* ---- public accessors ---- */
+
+static const node *get(const portc_graph *g, portc_node n) {
+  return g && n >= 0 && n < g->n ? &g->nodes[n] : NULL;
+}
+
+const char *portc_graph_name(const portc_graph *g) { return g->name; }
+int portc_graph_node_count(const portc_graph *g) { return g->n; }
+int portc_graph_output_count(const portc_graph *g) { return g->nout; }
+portc_node portc_graph_output(const portc_graph *g, int i) {
+  return i >= 0 && i < g->nout ? g->outputs[i] : err_node(PORTC_ERR_INVALID, "output %d does not exist", i);
+}
+
+int portc_graph_input_count(const portc_graph *g) {
+  int k = 0;
+  for (int i = 0; i < g->n; i++) k += g->nodes[i].op == OP_input;
+  return k;
+}
+
+portc_node portc_graph_input(const portc_graph *g, int idx) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].op == OP_input && idx-- == 0) return i;
+  return err_node(PORTC_ERR_INVALID, "input %d does not exist", idx);
+}
+
+portc_node portc_graph_find(const portc_graph *g, const char *name) {
+  portc_node n = graph_find(g, name);
+  if (n < 0) err_set(PORTC_ERR_INVALID, "no node named '%s'", name);
+  return n;
+}
+
+const char *portc_node_name(const portc_graph *g, portc_node n) {
+  const node *x = get(g, n);
+  return x ? x->name : NULL;
+}
+const char *portc_node_op(const portc_graph *g, portc_node n) {
+  const node *x = get(g, n);
+  return x ? op_get(x->op)->name : NULL;
+}
+portc_dtype portc_node_dtype(const portc_graph *g, portc_node n) {
+  const node *x = get(g, n);
+  return x ? x->dt : PORTC_F32;
+}
+int portc_node_rank(const portc_graph *g, portc_node n) {
+  const node *x = get(g, n);
+  return x ? x->sh.rank : -1;
+}
+void portc_node_shape(const portc_graph *g, portc_node n, portc_dim dims[PORTC_MAX_RANK]) {
+  const node *x = get(g, n);
+  for (int i = 0; x && i < x->sh.rank; i++) {
+    dims[i].size = x->sh.d[i].sym >= 0 ? -1 : x->sh.d[i].c;
+    dims[i].symbol = x->sh.d[i].sym >= 0 ? g->syms[x->sh.d[i].sym] : NULL;
+  }
+}
+
+portc_status portc_set_name(portc_graph *g, portc_node n, const char *name) {
+  node *x = (node *)get(g, n);
+  if (!x) return err_set(PORTC_ERR_INVALID, "set_name: %d is not a node of this graph", n);
+  if (strcmp(x->name, name ? name : "") == 0) return PORTC_OK;
+  char *copy = take_name(g, name, "set_name");
+  if (!copy) return name ? PORTC_ERR_INVALID : err_set(PORTC_ERR_INVALID, "set_name: no name given");
+  free(x->name);
+  x->name = copy;
+  return PORTC_OK;
+}
+
+portc_status portc_output(portc_graph *g, portc_node n) {
+  if (n < 0 && n != PORTC_NONE)
+    return err_set(portc_node_status(n), "output: the node failed to build (%s)", portc_status_name(portc_node_status(n)));
+  if (!get(g, n)) return err_set(PORTC_ERR_INVALID, "output: %d is not a node of this graph", n);
+  for (int i = 0; i < g->nout; i++)
+    if (g->outputs[i] == n)
+      return err_set(PORTC_ERR_INVALID, "output: '%s' is already an output", g->nodes[n].name);
+  int32_t *o = realloc(g->outputs, (size_t)(g->nout + 1) * sizeof *o);
+  if (!o) return err_set(PORTC_ERR_NOMEM, "output: out of memory");
+  g->outputs = o;
+  o[g->nout++] = n;
+  return PORTC_OK;
+}
+
+portc_node graph_add_const(portc_graph *g, const char *name, portc_dtype t, const shape *sh, const cdata *v) {
+  int64_t numel = 1;
+  for (int i = 0; i < sh->rank; i++) {
+    if (sh->d[i].sym >= 0) return err_node(PORTC_ERR_SHAPE, "const: dimension %d is symbolic; constants need sizes", i);
+    if (sh->d[i].c < 0) return err_node(PORTC_ERR_SHAPE, "const: dimension %d is negative", i);
+    if (sh->d[i].c && numel > ((int64_t)1 << 40) / sh->d[i].c) return err_node(PORTC_ERR_SHAPE, "const: too many elements");
+    numel *= sh->d[i].c;
+  }
+  if (v->n != numel && v->n != 1)
+    return err_node(PORTC_ERR_SHAPE, "const: %lld values for %lld elements (give all of them, or one to fill)",
+                    (long long)v->n, (long long)numel);
+  char autoname[32];
+  if (!name) {
+    do snprintf(autoname, sizeof autoname, "c%d", g->next_auto++);
+    while (node_name_taken(g, autoname));
+    name = autoname;
+  }
+  bool isf = dtype_is_float(t);
+  double *f = isf ? malloc((size_t)(numel + 1) * sizeof *f) : NULL;
+  int64_t *iv = isf ? NULL : malloc((size_t)(numel + 1) * sizeof *iv);
+  if (!f && !iv) return err_node(PORTC_ERR_NOMEM, "const %s: out of memory for %lld values", name, (long long)numel);
+  for (int64_t i = 0; i < numel; i++) {
+    int64_t k = v->n == 1 ? 0 : i;
+    if (isf) f[i] = round_to_dtype(v->f[k], t);
+    else iv[i] = wrap_int(v->i[k], t);
+  }
+  portc_node n = graph_add_source(g, OP_const, name, t, sh);
+  if (n < 0) {
+    free(f);
+    free(iv);
+    return n;
+  }
+  g->nodes[n].value = (cdata){.n = numel, .f = f, .i = iv};
+  return n;
+}

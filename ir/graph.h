@@ -1,0 +1,174 @@
+/*
+ * graph.h: the in-memory tensor graph shared by the builder, the text format, the verifier, the
+ * hash and the reference evaluator.
+ *
+ * A graph is a flat array of nodes in topological order: a node's inputs always come earlier, so
+ * a walk from 0 to n-1 is a valid evaluation order and cycles cannot be expressed. A dimension is
+ * a constant or a symbol of the graph's symbol table; attributes follow the schema that ops.def
+ * declares for each op.
+ */
+#ifndef PORTC_IR_GRAPH_H
+#define PORTC_IR_GRAPH_H
+
+#include <stdarg.h>
+
+#include "portc/portc.h"
+
+enum op {
+#define OP(id, mi, ma, kind, attrs) OP_##id,
+#include "ops.def"
+  OP_COUNT
+};
+
+enum op_kind {
+  K_SOURCE, K_UNARY, K_BINARY, K_COMPARE, K_WHERE, K_CAST, K_REDUCE, K_ARGMAX,
+  K_MATMUL, K_CONV, K_POOL, K_VIEW, K_COMPOSITE,
+};
+
+enum attr_kind { A_INT, A_INTS, A_FLOAT, A_BOOL, A_DTYPE, A_DIMS };
+#define MAX_ATTRS 6
+#define MAX_LIST 16 /* longest list attribute: pads of a rank-8 tensor */
+
+/* A dimension: sym < 0 is the constant c; otherwise the graph's symbol number sym. */
+typedef struct dim {
+  int64_t c;
+  int32_t sym;
+} dim;
+
+typedef struct shape {
+  int rank;
+  dim d[PORTC_MAX_RANK];
+} shape;
+
+/* One attribute value. INT, BOOL and DTYPE live in v[0]; FLOAT in f; INTS and DIMS in v[0..n)
+ * with sym[i] >= 0 marking a symbol in a DIMS list. */
+typedef struct attr {
+  bool set;
+  int n;
+  int64_t v[MAX_LIST];
+  int32_t sym[MAX_LIST];
+  double f;
+} attr;
+
+typedef struct attr_spec {
+  const char *name;
+  enum attr_kind kind;
+  bool required;
+  attr def; /* def.set: there is a default */
+} attr_spec;
+
+typedef struct op_info {
+  const char *name;
+  int min_in, max_in;
+  enum op_kind kind;
+  int accepts; /* elementwise ops: ACC_* */
+  int nattrs;
+  attr_spec attrs[MAX_ATTRS];
+} op_info;
+
+enum { ACC_FLT = 1, ACC_INT = 2, ACC_BOOL = 4, ACC_NUM = ACC_FLT | ACC_INT, ACC_ANY = 7 };
+
+/* Host data of a constant: doubles for floating dtypes, int64 for integers and bool. */
+typedef struct cdata {
+  int64_t n;
+  double *f;
+  int64_t *i;
+} cdata;
+
+typedef struct node {
+  enum op op;
+  portc_dtype dt;
+  shape sh;
+  char *name;
+  int nin;
+  int32_t *in;
+  attr a[MAX_ATTRS];
+  /* sources */
+  cdata value;       /* const */
+  portc_init init;   /* param with has_init */
+  bool has_init;
+  uint64_t seed;
+  double p0, p1;
+  char *file;        /* param loaded from .npy */
+  int line;          /* where it was parsed from (0: built through the API) */
+} node;
+
+struct portc_graph {
+  char *name;
+  char *basedir; /* folder of the .ptg file, for relative parameter files */
+  node *nodes;
+  int n, cap;
+  char **syms;
+  int nsyms;
+  int32_t *outputs;
+  int nout;
+  int next_auto; /* for t0, t1, ... */
+};
+
+/* ---- op table ---- */
+const op_info *op_get(enum op op);
+bool op_lookup(const char *name, enum op *out);
+int attr_index(enum op op, const char *name); /* -1 when the op has no such attribute */
+const char *op_kind_name(enum op_kind k);
+
+/* attribute access by name on a node whose op declares it */
+int64_t attr_i(const node *n, const char *name);
+double attr_f(const node *n, const char *name);
+const attr *attr_get(const node *n, const char *name);
+
+/* ---- errors: thread-local last error (error.c) ---- */
+portc_status err_set(portc_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+portc_status err_setv(portc_status s, const char *fmt, va_list ap);
+portc_node err_node(portc_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* growable message buffer used by the verifier, the printer and the parser */
+typedef struct strbuf {
+  char *s;
+  size_t len, cap;
+  bool oom;
+} strbuf;
+void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
+char *sb_take(strbuf *b); /* the string (never NULL unless out of memory); resets b */
+
+/* ---- graph and symbols (graph.c) ---- */
+int graph_symbol(portc_graph *g, const char *name); /* interns; -1 when out of memory */
+int graph_find_symbol(const portc_graph *g, const char *name);
+bool dim_eq(dim a, dim b);
+bool valid_ident(const char *s);
+bool is_reserved(const char *s); /* the .ptg statement words */
+void shape_str(const portc_graph *g, const shape *s, char *buf, size_t len); /* "[N, 4]" */
+int64_t shape_numel_const(const shape *s); /* -1 when a dimension is symbolic */
+portc_node graph_find(const portc_graph *g, const char *name);
+
+/* A node under construction: op, inputs and attributes, before shape inference. */
+typedef struct node_spec {
+  enum op op;
+  int nin;
+  const int32_t *in;
+  attr a[MAX_ATTRS];
+  const char *name; /* NULL: automatic */
+} node_spec;
+void spec_init(node_spec *s, enum op op, int nin, const int32_t *in);
+/* Fills defaults, checks inputs and attributes, infers dtype and shape, appends. */
+portc_node graph_add(portc_graph *g, node_spec *s);
+/* Appends a source node whose type is given. */
+portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_dtype t, const shape *sh);
+/* Appends a constant; v holds numel values or one that fills (doubles or int64 by dtype). */
+portc_node graph_add_const(portc_graph *g, const char *name, portc_dtype t, const shape *sh, const cdata *v);
+bool node_name_taken(const portc_graph *g, const char *name);
+void node_free_data(node *n);
+
+/* ---- shape inference (shape.c) ---- */
+/* Infers dt and sh of node n (whose op, inputs and attributes are set) from its inputs. On failure
+ * sets the last error (prefixed with the node) and returns its status. */
+portc_status infer(const portc_graph *g, const node *n, portc_dtype *dt, shape *sh);
+int64_t norm_axis(int64_t axis, int rank); /* -1 when out of range */
+int64_t clamp_index(int64_t i, int64_t n);  /* python slice bound: negative from the end, clamped to [0, n] */
+/* fills out with numpy broadcasting of a and b; false when they do not broadcast */
+bool broadcast(const shape *a, const shape *b, shape *out);
+
+/* ---- other graph services ---- */
+void graph_print_node(const portc_graph *g, const node *n, strbuf *b); /* one .ptg line, no \n */
+portc_status graph_parse_attrs(portc_graph *g, enum op op, const char *text, attr *out);
+
+#endif

@@ -1,0 +1,686 @@
+/*
+ * text_parse.c: reads the .ptg text format (grammar in docs/ptg.md) into a graph.
+ *
+ * The parser does not stop at the first problem. A statement with an error is reported with its
+ * line and column and skipped; a later statement that uses a value whose definition failed is
+ * skipped silently (it would only repeat the first error). All messages are returned together,
+ * one per line, in the form "SOURCE:LINE:COL: what was expected / what is wrong".
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "graph.h"
+
+#define MAX_ERRORS 50
+
+typedef enum { T_END, T_EOL, T_IDENT, T_INT, T_FLOAT, T_STRING, T_PUNCT, T_BAD } tkind;
+
+typedef struct tok {
+  tkind k;
+  const char *s;
+  int len;
+  int line, col;
+} tok;
+
+typedef struct parser {
+  const char *src;  /* source name for messages */
+  const char *p;    /* cursor */
+  const char *bol;  /* beginning of the current line */
+  int line;
+  tok t;            /* current token */
+  portc_graph *g;
+  strbuf errs;
+  int nerr;
+  portc_status first; /* status of the first error */
+  char **poisoned;    /* names whose definition failed */
+  int npoisoned;
+  bool stmt_failed;   /* the current statement already reported */
+  bool quiet_fail;    /* the current statement uses a poisoned value */
+  char defining[128]; /* the name the current statement defines */
+} parser;
+
+/* ---- lexer ---- */
+
+static void lex(parser *ps) {
+  const char *p = ps->p;
+  while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+  if (*p == '#')
+    while (*p && *p != '\n') p++;
+  tok t = {.s = p, .line = ps->line, .col = (int)(p - ps->bol) + 1};
+  if (!*p) {
+    t.k = T_END;
+  } else if (*p == '\n') {
+    t.k = T_EOL;
+    t.len = 1;
+  } else if (isalpha((unsigned char)*p) || *p == '_') {
+    t.k = T_IDENT;
+    while (isalnum((unsigned char)p[t.len]) || p[t.len] == '_' || p[t.len] == '.') t.len++;
+  } else if (isdigit((unsigned char)*p) || ((*p == '-' || *p == '+' || *p == '.') && (isdigit((unsigned char)p[1]) || p[1] == '.' || (*p != '.' && (strncmp(p + 1, "inf", 3) == 0 || strncmp(p + 1, "nan", 3) == 0))))) {
+    const char *q = p;
+    if (*q == '-' || *q == '+') q++;
+    if (strncmp(q, "inf", 3) == 0 || strncmp(q, "nan", 3) == 0) {
+      t.k = T_FLOAT;
+      q += 3;
+    } else {
+      t.k = T_INT;
+      while (isdigit((unsigned char)*q)) q++;
+      if (*q == '.') {
+        t.k = T_FLOAT;
+        q++;
+        while (isdigit((unsigned char)*q)) q++;
+      }
+      if ((*q == 'e' || *q == 'E') && (isdigit((unsigned char)q[1]) || ((q[1] == '-' || q[1] == '+') && isdigit((unsigned char)q[2])))) {
+        t.k = T_FLOAT;
+        q += 2;
+        while (isdigit((unsigned char)*q)) q++;
+      }
+    }
+    if (isalpha((unsigned char)*q) || *q == '_') t.k = T_BAD; /* 12abc */
+    while (isalnum((unsigned char)*q) || *q == '_') q++;
+    t.len = (int)(q - p);
+  } else if (*p == '"') {
+    t.k = T_STRING;
+    t.len = 1;
+    while (p[t.len] && p[t.len] != '"' && p[t.len] != '\n') t.len += p[t.len] == '\\' && p[t.len + 1] && p[t.len + 1] != '\n' ? 2 : 1;
+    if (p[t.len] == '"') t.len++;
+    else t.k = T_BAD;
+  } else if (strchr(":=(),[]", *p)) {
+    t.k = T_PUNCT;
+    t.len = 1;
+  } else {
+    t.k = T_BAD;
+    t.len = 1;
+    while ((unsigned char)p[t.len] >= 0x80 && (p[t.len] & 0xc0) == 0x80) t.len++; /* whole UTF-8 char */
+  }
+  ps->t = t;
+  ps->p = p + t.len;
+}
+
+static void next(parser *ps) {
+  if (ps->t.k == T_EOL) {
+    ps->line++;
+    ps->bol = ps->p;
+  }
+  lex(ps);
+}
+
+static const char *describe(const tok *t, char *buf, size_t len) {
+  switch (t->k) {
+  case T_END: return "end of input";
+  case T_EOL: return "end of line";
+  case T_BAD: snprintf(buf, len, "invalid text '%.*s'", t->len > 40 ? 40 : t->len, t->s); return buf;
+  default: snprintf(buf, len, "'%.*s'", t->len > 40 ? 40 : t->len, t->s); return buf;
+  }
+}
+
+/* ---- errors ---- */
+
+static void errorf_at(parser *ps, int line, int col, portc_status s, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void errorf_at(parser *ps, int line, int col, portc_status s, const char *fmt, ...) {
+  if (ps->stmt_failed) return;
+  ps->stmt_failed = true;
+  if (!ps->nerr) ps->first = s;
+  if (ps->nerr++ >= MAX_ERRORS) return;
+  sb_printf(&ps->errs, "%s:%d:%d: ", ps->src, line, col);
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(&ps->errs, fmt, ap);
+  va_end(ap);
+  sb_printf(&ps->errs, "\n");
+}
+
+/* "expected X, found Y" at the current token */
+static bool expected(parser *ps, const char *what) {
+  char buf[80];
+  errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "expected %s, found %s", what, describe(&ps->t, buf, sizeof buf));
+  return false;
+}
+
+static bool is_punct(const parser *ps, char c) { return ps->t.k == T_PUNCT && *ps->t.s == c; }
+static bool is_word(const parser *ps, const char *w) {
+  return ps->t.k == T_IDENT && (size_t)ps->t.len == strlen(w) && strncmp(ps->t.s, w, (size_t)ps->t.len) == 0;
+}
+
+static bool accept(parser *ps, char c) {
+  if (!is_punct(ps, c)) return false;
+  next(ps);
+  return true;
+}
+
+static bool expect(parser *ps, char c, const char *what) {
+  if (accept(ps, c)) return true;
+  return expected(ps, what);
+}
+
+static bool ident(parser *ps, char *out, size_t len, const char *what) {
+  if (ps->t.k != T_IDENT) return expected(ps, what);
+  if ((size_t)ps->t.len >= len) {
+    errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "name is longer than %zu characters", len - 1);
+    return false;
+  }
+  memcpy(out, ps->t.s, (size_t)ps->t.len);
+  out[ps->t.len] = 0;
+  next(ps);
+  return true;
+}
+
+/* ---- values ---- */
+
+static bool int_value(parser *ps, int64_t *out) {
+  if (ps->t.k != T_INT) return expected(ps, "an integer");
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
+  errno = 0;
+  long long v = strtoll(buf, NULL, 10);
+  if (errno == ERANGE) {
+    errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "integer %s is out of range", buf);
+    return false;
+  }
+  *out = v;
+  next(ps);
+  return true;
+}
+
+static bool float_value(parser *ps, double *out) {
+  if (ps->t.k != T_INT && ps->t.k != T_FLOAT && !is_word(ps, "inf") && !is_word(ps, "nan")) return expected(ps, "a number");
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
+  *out = strtod(buf, NULL); /* overflow gives inf, as written */
+  next(ps);
+  return true;
+}
+
+static bool bool_value(parser *ps, int64_t *out) {
+  if (is_word(ps, "true")) *out = 1;
+  else if (is_word(ps, "false")) *out = 0;
+  else return expected(ps, "true or false");
+  next(ps);
+  return true;
+}
+
+static bool dtype_value(parser *ps, portc_dtype *out) {
+  char buf[16] = "";
+  if (ps->t.k == T_IDENT && ps->t.len < 16) snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
+  if (!portc_dtype_parse(buf, out) || !dtype_valid_in_graph(*out)) return expected(ps, "a dtype (f32, f16, bf16, i32, i64, bool)");
+  next(ps);
+  return true;
+}
+
+/* [a, b, ...] of ints, or of ints and symbols when syms is set */
+static bool list_value(parser *ps, attr *a, bool syms) {
+  if (!expect(ps, '[', "'['")) return false;
+  a->n = 0;
+  if (accept(ps, ']')) return true;
+  do {
+    if (a->n == MAX_LIST) {
+      errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "list is longer than %d", MAX_LIST);
+      return false;
+    }
+    a->sym[a->n] = -1;
+    a->v[a->n] = 0;
+    if (syms && ps->t.k == T_IDENT) {
+      char name[64];
+      if (!ident(ps, name, sizeof name, "a symbol")) return false;
+      if ((a->sym[a->n] = graph_symbol(ps->g, name)) < 0) {
+        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_NOMEM, "out of memory");
+        return false;
+      }
+    } else if (!int_value(ps, &a->v[a->n])) {
+      return false;
+    }
+    a->n++;
+  } while (accept(ps, ','));
+  return expect(ps, ']', "',' or ']'");
+}
+
+static bool attr_value(parser *ps, const attr_spec *sp, attr *a) {
+  a->set = true;
+  switch (sp->kind) {
+  case A_INT: return int_value(ps, &a->v[0]);
+  case A_FLOAT: return float_value(ps, &a->f);
+  case A_BOOL: return bool_value(ps, &a->v[0]);
+  case A_DTYPE: {
+    portc_dtype t;
+    if (!dtype_value(ps, &t)) return false;
+    a->v[0] = t;
+    return true;
+  }
+  case A_INTS: return list_value(ps, a, false);
+  case A_DIMS: return list_value(ps, a, true);
+  }
+  return false;
+}
+
+/* NAME=VALUE for op; the current token is NAME */
+static bool attribute(parser *ps, enum op op, attr *attrs) {
+  const op_info *info = op_get(op);
+  tok at = ps->t;
+  char name[64];
+  if (!ident(ps, name, sizeof name, "an attribute name")) return false;
+  int i = attr_index(op, name);
+  if (i < 0) {
+    strbuf b = {0};
+    for (int k = 0; k < info->nattrs; k++) sb_printf(&b, "%s%s", k ? ", " : "", info->attrs[k].name);
+    char *list = sb_take(&b);
+    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s has no attribute '%s' (it has: %s)", info->name, name,
+              list && *list ? list : "none");
+    free(list);
+    return false;
+  }
+  if (attrs[i].set) {
+    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "attribute '%s' is given twice", name);
+    return false;
+  }
+  if (!expect(ps, '=', "'=' after the attribute name")) return false;
+  return attr_value(ps, &info->attrs[i], &attrs[i]);
+}
+
+/* dtype[dims] */
+static bool type(parser *ps, portc_dtype *dt, shape *sh) {
+  if (!dtype_value(ps, dt)) return false;
+  attr a = {0};
+  tok at = ps->t;
+  if (!list_value(ps, &a, true)) return false;
+  if (a.n > PORTC_MAX_RANK) {
+    errorf_at(ps, at.line, at.col, PORTC_ERR_SHAPE, "rank %d is more than %d", a.n, PORTC_MAX_RANK);
+    return false;
+  }
+  sh->rank = a.n;
+  for (int i = 0; i < a.n; i++) {
+    if (a.sym[i] < 0 && a.v[i] < 0) {
+      errorf_at(ps, at.line, at.col, PORTC_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)a.v[i]);
+      return false;
+    }
+    sh->d[i] = (dim){a.v[i], a.sym[i]};
+  }
+  return true;
+}
+
+static bool end_of_statement(parser *ps) {
+  if (ps->t.k == T_EOL || ps->t.k == T_END) return true;
+  return expected(ps, "end of line");
+}
+
+/* ---- names ---- */
+
+static bool is_poisoned(const parser *ps, const char *name) {
+  for (int i = 0; i < ps->npoisoned; i++)
+    if (strcmp(ps->poisoned[i], name) == 0) return true;
+  return false;
+}
+
+static void poison(parser *ps, const char *name) {
+  char **p = realloc(ps->poisoned, (size_t)(ps->npoisoned + 1) * sizeof *p);
+  if (!p) return;
+  ps->poisoned = p;
+  if ((p[ps->npoisoned] = strdup(name))) ps->npoisoned++;
+}
+
+/* a name about to be defined */
+static bool new_name(parser *ps, char *out, size_t len) {
+  tok at = ps->t;
+  if (!ident(ps, out, len, "a name")) return false;
+  if (is_reserved(out)) {
+    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is a reserved word and cannot name a value", out);
+    return false;
+  }
+  if (node_name_taken(ps->g, out) || is_poisoned(ps, out)) {
+    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is already defined", out);
+    return false;
+  }
+  snprintf(ps->defining, sizeof ps->defining, "%s", out);
+  return true;
+}
+
+/* a use of an earlier value; -1 with quiet_fail set when it was poisoned */
+static int32_t use(parser *ps) {
+  tok at = ps->t;
+  char name[128];
+  if (!ident(ps, name, sizeof name, "a value name")) return -1;
+  portc_node n = graph_find(ps->g, name);
+  if (n >= 0) return n;
+  if (is_poisoned(ps, name)) ps->quiet_fail = true;
+  else errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is not defined", name);
+  return -1;
+}
+
+/* reports the builder's last error at a position, prefixed with the value being defined */
+static void report_build_error(parser *ps, tok at, const char *name, portc_node n) {
+  errorf_at(ps, at.line, at.col, portc_node_status(n), "%s: %s", name, portc_last_error());
+}
+
+/* ---- statements ---- */
+
+static void stmt_graph(parser *ps) {
+  char name[128];
+  if (!ident(ps, name, sizeof name, "a graph name") || !end_of_statement(ps)) return;
+  char *copy = strdup(name);
+  if (!copy) return;
+  free(ps->g->name);
+  ps->g->name = copy;
+}
+
+static bool param_init(parser *ps, node *n) {
+  static const char *const inits[] = {"zeros", "ones", "normal", "uniform"};
+  if (is_word(ps, "file")) {
+    next(ps);
+    if (!expect(ps, '(', "'(' after file")) return false;
+    if (ps->t.k != T_STRING) return expected(ps, "a quoted path");
+    strbuf b = {0};
+    for (int i = 1; i < ps->t.len - 1; i++) {
+      if (ps->t.s[i] == '\\') i++;
+      sb_printf(&b, "%c", ps->t.s[i]);
+    }
+    n->file = sb_take(&b);
+    next(ps);
+    return expect(ps, ')', "')'");
+  }
+  for (int k = 0; k < 4; k++) {
+    if (!is_word(ps, inits[k])) continue;
+    next(ps);
+    n->has_init = true;
+    n->init = (portc_init)k;
+    n->p1 = k == PORTC_INIT_NORMAL || k == PORTC_INIT_UNIFORM ? 1 : 0;
+    if (k < PORTC_INIT_NORMAL) return true;
+    if (!expect(ps, '(', "'(' and the generator's settings")) return false;
+    if (accept(ps, ')')) return true;
+    do {
+      tok at = ps->t;
+      char key[16];
+      if (!ident(ps, key, sizeof key, "mean, std, low, high or seed") || !expect(ps, '=', "'='")) return false;
+      bool normal = k == PORTC_INIT_NORMAL;
+      if (strcmp(key, "seed") == 0) {
+        int64_t s;
+        if (!int_value(ps, &s)) return false;
+        n->seed = (uint64_t)s;
+      } else if (strcmp(key, normal ? "mean" : "low") == 0) {
+        if (!float_value(ps, &n->p0)) return false;
+      } else if (strcmp(key, normal ? "std" : "high") == 0) {
+        if (!float_value(ps, &n->p1)) return false;
+      } else {
+        errorf_at(ps, at.line, at.col, PORTC_ERR_PARSE, "%s takes %s, not '%s'", inits[k], normal ? "mean, std and seed" : "low, high and seed", key);
+        return false;
+      }
+    } while (accept(ps, ','));
+    return expect(ps, ')', "',' or ')'");
+  }
+  return expected(ps, "zeros, ones, normal(...), uniform(...) or file(\"...\")");
+}
+
+static void stmt_param(parser *ps, tok at) {
+  char name[128];
+  portc_dtype dt;
+  shape sh;
+  if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh)) return;
+  node tmp = {0};
+  if (accept(ps, '=') && !param_init(ps, &tmp)) {
+    free(tmp.file);
+    return;
+  }
+  if (!end_of_statement(ps)) {
+    free(tmp.file);
+    return;
+  }
+  portc_dim dims[PORTC_MAX_RANK];
+  for (int i = 0; i < sh.rank; i++) dims[i] = (portc_dim){sh.d[i].c, sh.d[i].sym >= 0 ? ps->g->syms[sh.d[i].sym] : NULL};
+  portc_node n;
+  if (tmp.file) n = portc_param_file(ps->g, name, dt, sh.rank, dims, tmp.file);
+  else if (tmp.has_init) n = portc_param_init(ps->g, name, dt, sh.rank, dims, tmp.init, tmp.seed, tmp.p0, tmp.p1);
+  else n = portc_param(ps->g, name, dt, sh.rank, dims);
+  free(tmp.file);
+  if (n < 0) report_build_error(ps, at, name, n);
+}
+
+static void stmt_input(parser *ps, tok at) {
+  char name[128];
+  portc_dtype dt;
+  shape sh;
+  if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh) || !end_of_statement(ps)) return;
+  portc_node n = graph_add_source(ps->g, OP_input, name, dt, &sh);
+  if (n < 0) report_build_error(ps, at, name, n);
+}
+
+static bool const_scalar(parser *ps, portc_dtype dt, cdata *v, int64_t i) {
+  if (dtype_is_float(dt)) return float_value(ps, &v->f[i]);
+  if (dt == PORTC_BOOL) return bool_value(ps, &v->i[i]);
+  return int_value(ps, &v->i[i]);
+}
+
+static void stmt_const(parser *ps, tok at) {
+  char name[128];
+  portc_dtype dt;
+  shape sh;
+  if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh) || !expect(ps, '=', "'=' and the value")) return;
+  int64_t cap = 16;
+  cdata v = {0};
+  bool isf = dtype_is_float(dt), ok = true;
+  double *f = NULL;
+  int64_t *iv = NULL;
+  if (!(isf ? (f = malloc((size_t)cap * 8)) != NULL : (iv = malloc((size_t)cap * 8)) != NULL)) return;
+  v.f = f, v.i = iv;
+  if (accept(ps, '[')) {
+    if (!accept(ps, ']')) {
+      do {
+        if (v.n == cap) {
+          cap *= 2;
+          void *p = realloc(isf ? (void *)v.f : (void *)v.i, (size_t)cap * 8);
+          if (!p) { ok = false; break; }
+          if (isf) v.f = p; else v.i = p;
+        }
+        if (!(ok = const_scalar(ps, dt, &v, v.n))) break;
+        v.n++;
+      } while (accept(ps, ','));
+      ok = ok && expect(ps, ']', "',' or ']'");
+    }
+  } else {
+    ok = const_scalar(ps, dt, &v, 0);
+    v.n = 1;
+  }
+  if (ok && end_of_statement(ps)) {
+    portc_node n = graph_add_const(ps->g, name, dt, &sh, &v);
+    if (n < 0) report_build_error(ps, at, name, n);
+  }
+  free(v.f);
+  free(v.i);
+}
+
+static void stmt_output(parser *ps) {
+  do {
+    tok at = ps->t;
+    int32_t n = use(ps);
+    if (n < 0) return;
+    if (portc_output(ps->g, n) != PORTC_OK) {
+      errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
+      return;
+    }
+  } while (accept(ps, ','));
+  end_of_statement(ps);
+}
+
+static bool same_type(portc_dtype a, const shape *sa, portc_dtype b, const shape *sb) {
+  if (a != b || sa->rank != sb->rank) return false;
+  for (int i = 0; i < sa->rank; i++)
+    if (!dim_eq(sa->d[i], sb->d[i])) return false;
+  return true;
+}
+
+/* NAME [: TYPE] = OP(ARGS) */
+static void stmt_op(parser *ps) {
+  char name[128];
+  if (!new_name(ps, name, sizeof name)) return;
+  portc_dtype dt = PORTC_F32;
+  shape sh = {0};
+  bool typed = false;
+  tok type_at = ps->t;
+  if (accept(ps, ':')) {
+    type_at = ps->t;
+    if (!type(ps, &dt, &sh)) return;
+    typed = true;
+  }
+  if (!expect(ps, '=', typed ? "'=' and an op" : "':' and a type, or '=' and an op")) return;
+  tok op_at = ps->t;
+  char opname[64];
+  if (!ident(ps, opname, sizeof opname, "an op name")) return;
+  enum op op;
+  if (!op_lookup(opname, &op) || op_get(op)->kind == K_SOURCE) {
+    errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "'%s' is not an op", opname);
+    return;
+  }
+  if (!expect(ps, '(', "'(' after the op name")) return;
+  int32_t in[64];
+  node_spec s;
+  spec_init(&s, op, 0, in);
+  if (!is_punct(ps, ')')) {
+    do {
+      if (ps->t.k == T_IDENT && ps->p[0] == '=') { /* NAME= starts an attribute */
+        if (!attribute(ps, op, s.a)) return;
+        continue;
+      }
+      if (ps->t.k == T_IDENT && (ps->p[0] == ' ' || ps->p[0] == '\t')) { /* NAME = with spaces */
+        const char *q = ps->p;
+        while (*q == ' ' || *q == '\t') q++;
+        if (*q == '=') {
+          if (!attribute(ps, op, s.a)) return;
+          continue;
+        }
+      }
+      if (s.nin == 64) {
+        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 inputs");
+        return;
+      }
+      int32_t v = use(ps);
+      if (v < 0) return;
+      in[s.nin++] = v;
+    } while (accept(ps, ','));
+  }
+  if (!expect(ps, ')', "',' or ')'") || !end_of_statement(ps)) return;
+  s.name = name;
+  portc_node n = graph_add(ps->g, &s);
+  if (n < 0) {
+    report_build_error(ps, op_at, name, n);
+    return;
+  }
+  const node *x = &ps->g->nodes[n];
+  if (typed && !same_type(dt, &sh, x->dt, &x->sh)) {
+    char want[256], got[256];
+    shape_str(ps->g, &sh, want, sizeof want);
+    shape_str(ps->g, &x->sh, got, sizeof got);
+    errorf_at(ps, type_at.line, type_at.col, PORTC_ERR_SHAPE, "%s is declared %s%s but %s gives %s%s", name,
+              portc_dtype_name(dt), want, opname, portc_dtype_name(x->dt), got);
+  }
+}
+
+static void statement(parser *ps) {
+  tok at = ps->t;
+  if (is_word(ps, "graph")) next(ps), stmt_graph(ps);
+  else if (is_word(ps, "input")) next(ps), stmt_input(ps, at);
+  else if (is_word(ps, "param")) next(ps), stmt_param(ps, at);
+  else if (is_word(ps, "const")) next(ps), stmt_const(ps, at);
+  else if (is_word(ps, "output")) next(ps), stmt_output(ps);
+  else if (ps->t.k == T_IDENT) stmt_op(ps);
+  else expected(ps, "a statement (graph, input, param, const, output, or NAME = op(...))");
+}
+
+static void skip_line(parser *ps) {
+  while (ps->t.k != T_EOL && ps->t.k != T_END) next(ps);
+}
+
+static void parser_free(parser *ps) {
+  for (int i = 0; i < ps->npoisoned; i++) free(ps->poisoned[i]);
+  free(ps->poisoned);
+  free(ps->errs.s);
+}
+
+portc_status portc_graph_parse(const char *text, const char *source_name, portc_graph **out) {
+  if (!out) return err_set(PORTC_ERR_INVALID, "graph_parse: out is NULL");
+  *out = NULL;
+  if (!text) return err_set(PORTC_ERR_INVALID, "graph_parse: text is NULL");
+  parser ps = {.src = source_name ? source_name : "<text>", .p = text, .bol = text, .line = 1};
+  if (!(ps.g = portc_graph_new("main"))) return err_set(PORTC_ERR_NOMEM, "graph_parse: out of memory");
+  lex(&ps);
+  while (ps.t.k != T_END) {
+    ps.stmt_failed = ps.quiet_fail = false;
+    ps.defining[0] = 0;
+    if (ps.t.k != T_EOL) {
+      int line = ps.t.line, before = ps.g->n;
+      statement(&ps);
+      if (ps.g->n > before) ps.g->nodes[ps.g->n - 1].line = line;
+      if (ps.stmt_failed || ps.quiet_fail) {
+        /* a failed definition poisons its name so that later uses stay quiet */
+        if (ps.defining[0] && !node_name_taken(ps.g, ps.defining)) poison(&ps, ps.defining);
+        skip_line(&ps);
+      }
+    }
+    if (ps.t.k == T_EOL) next(&ps);
+  }
+  if (ps.nerr) {
+    if (ps.nerr > MAX_ERRORS) sb_printf(&ps.errs, "... and %d more errors\n", ps.nerr - MAX_ERRORS);
+    if (ps.errs.len && ps.errs.s[ps.errs.len - 1] == '\n') ps.errs.s[--ps.errs.len] = 0;
+    portc_status s = err_set(ps.first, "%s", ps.errs.s ? ps.errs.s : "parse error");
+    portc_graph_free(ps.g);
+    parser_free(&ps);
+    return s;
+  }
+  parser_free(&ps);
+  *out = ps.g;
+  return PORTC_OK;
+}
+
+/* "axes=[1], keepdim=true" for portc_op */
+portc_status graph_parse_attrs(portc_graph *g, enum op op, const char *text, attr *out) {
+  parser ps = {.src = "attributes", .p = text, .bol = text, .line = 1, .g = g};
+  lex(&ps);
+  while (ps.t.k != T_END && ps.t.k != T_EOL && !ps.stmt_failed) {
+    if (!attribute(&ps, op, out)) break;
+    if (!accept(&ps, ',') && ps.t.k != T_END) expected(&ps, "',' or the end of the attributes");
+  }
+  if (ps.t.k == T_EOL && !ps.stmt_failed) expected(&ps, "an attribute");
+  portc_status s = PORTC_OK;
+  if (ps.nerr) {
+    if (ps.errs.len) ps.errs.s[--ps.errs.len] = 0;
+    s = err_set(ps.first, "%s: %s", op_get(op)->name, ps.errs.s);
+  }
+  parser_free(&ps);
+  return s;
+}
+
+portc_status portc_graph_load(const char *path, portc_graph **out) {
+  if (!out) return err_set(PORTC_ERR_INVALID, "graph_load: out is NULL");
+  *out = NULL;
+  FILE *fp = path ? fopen(path, "rb") : NULL;
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path ? path : "(null)");
+  strbuf b = {0};
+  char chunk[65536];
+  size_t got;
+  bool has_nul = false;
+  while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+    has_nul = has_nul || memchr(chunk, 0, got) != NULL;
+    sb_printf(&b, "%.*s", (int)got, chunk);
+  }
+  bool bad = ferror(fp);
+  fclose(fp);
+  char *text = sb_take(&b);
+  if (bad || !text) {
+    free(text);
+    return err_set(bad ? PORTC_ERR_IO : PORTC_ERR_NOMEM, "%s: cannot read", path);
+  }
+  if (has_nul) {
+    free(text);
+    return err_set(PORTC_ERR_PARSE, "%s: contains a NUL byte; a .ptg file is text", path);
+  }
+  portc_status st = portc_graph_parse(text, path, out);
+  free(text);
+  if (st) return st;
+  const char *slash = strrchr(path, '/');
+  if (slash && !((*out)->basedir = strndup(path, (size_t)(slash - path ? slash - path : 1)))) {
+    portc_graph_free(*out);
+    *out = NULL;
+    return err_set(PORTC_ERR_NOMEM, "%s: out of memory", path);
+  }
+  return PORTC_OK;
+}

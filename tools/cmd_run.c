@@ -1,0 +1,180 @@
+/*
+ * cmd_run.c: `portc run G.ptg` evaluates a graph and prints a line of statistics per output,
+ * optionally writing each output as NAME.npy. Inputs come from .npy files or a seed; symbols
+ * come from --set or from the shapes of the given inputs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static const char *const help =
+    "usage: portc run G.ptg [-t TARGET] [--input NAME=FILE.npy]... [--seed S] [--set SYM=N]...\n"
+    "                 [--out DIR] [--f64]\n"
+    "\n"
+    "Runs the graph and prints, for each output, its shape and min, max, mean and std.\n"
+    "\n"
+    "  -t TARGET            where to run: ref (the float64 reference evaluator; the only one so far)\n"
+    "  --input NAME=FILE    bind input or parameter NAME to a NumPy .npy file\n"
+    "  --seed S             fill inputs and run-time parameters left unbound from seed S\n"
+    "                       (floats uniform in [-1, 1), integers in [0, 8), bools 0/1)\n"
+    "  --set SYM=N          give symbolic dimension SYM the value N\n"
+    "  --out DIR            write each output to DIR/NAME.npy in the output's dtype (bf16 as f32)\n"
+    "  --f64                with --out, write floating outputs as the unrounded float64 reference\n";
+
+typedef struct run_opts {
+  const char *path, *out_dir;
+  bool f64, seeded;
+  uint64_t seed;
+  int ninputs, nsets;
+  char *inputs[64], *sets[64];
+} run_opts;
+
+static bool parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || *s == '-') return false;
+  *out = v;
+  return true;
+}
+
+static int parse_args(int argc, char **argv, run_opts *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (is_help(a)) {
+      fputs(help, stdout);
+      return -1;
+    }
+    bool takes = strcmp(a, "-t") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--seed") == 0 ||
+                 strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0;
+    if (takes && i + 1 >= argc) return usage_error("run", "%s needs a value", a);
+    if (strcmp(a, "-t") == 0) {
+      if (strcmp(argv[++i], "ref") != 0) return usage_error("run", "unknown target '%s' (available: ref)", argv[i]);
+    } else if (strcmp(a, "--input") == 0) {
+      if (!strchr(argv[++i], '=')) return usage_error("run", "--input wants NAME=FILE.npy, got '%s'", argv[i]);
+      if (o->ninputs == 64) return usage_error("run", "more than 64 --input options");
+      o->inputs[o->ninputs++] = argv[i];
+    } else if (strcmp(a, "--set") == 0) {
+      if (!strchr(argv[++i], '=')) return usage_error("run", "--set wants SYM=N, got '%s'", argv[i]);
+      if (o->nsets == 64) return usage_error("run", "more than 64 --set options");
+      o->sets[o->nsets++] = argv[i];
+    } else if (strcmp(a, "--seed") == 0) {
+      if (!parse_u64(argv[++i], &o->seed)) return usage_error("run", "--seed wants a non-negative integer, got '%s'", argv[i]);
+      o->seeded = true;
+    } else if (strcmp(a, "--out") == 0) {
+      o->out_dir = argv[++i];
+    } else if (strcmp(a, "--f64") == 0) {
+      o->f64 = true;
+    } else if (a[0] == '-') {
+      return usage_error("run", "unknown option '%s'", a);
+    } else if (o->path) {
+      return usage_error("run", "one graph at a time ('%s' and '%s')", o->path, a);
+    } else {
+      o->path = a;
+    }
+  }
+  if (!o->path) return usage_error("run", "no graph file given");
+  return 0;
+}
+
+static int bind(portc_bindings *b, const run_opts *o) {
+  for (int i = 0; i < o->nsets; i++) {
+    char name[128];
+    const char *eq = strchr(o->sets[i], '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq - o->sets[i]), o->sets[i]);
+    uint64_t v;
+    if (!parse_u64(eq + 1, &v)) return usage_error("run", "--set %s: '%s' is not a size", name, eq + 1);
+    if (portc_bindings_set_symbol(b, name, (int64_t)v) != PORTC_OK) {
+      fprintf(stderr, "portc run: --set %s: %s\n", name, portc_last_error());
+      return EXIT_FAIL;
+    }
+  }
+  for (int i = 0; i < o->ninputs; i++) {
+    char name[128];
+    const char *eq = strchr(o->inputs[i], '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq - o->inputs[i]), o->inputs[i]);
+    portc_tensor *t;
+    if (portc_tensor_load_npy(eq + 1, &t) != PORTC_OK) {
+      fprintf(stderr, "portc run: --input %s: %s\n", name, portc_last_error());
+      return EXIT_FAIL;
+    }
+    portc_status st = portc_bindings_set(b, name, t);
+    portc_tensor_free(t);
+    if (st != PORTC_OK) {
+      fprintf(stderr, "portc run: --input %s: %s\n", name, portc_last_error());
+      return EXIT_FAIL;
+    }
+  }
+  if (o->seeded) portc_bindings_set_seed(b, o->seed);
+  return EXIT_OK;
+}
+
+/* the output as it would be stored in its graph dtype */
+static portc_tensor *rounded(const portc_tensor *t, portc_dtype dt) {
+  if (t->dtype == dt) return NULL;
+  portc_tensor *r = portc_tensor_new(dt, t->rank, t->shape);
+  if (!r) return NULL;
+  for (int64_t i = 0; i < portc_tensor_numel(t); i++) portc_tensor_set(r, i, portc_tensor_get(t, i));
+  return r;
+}
+
+static int write_outputs(const portc_graph *g, portc_tensor **outs, const run_opts *o) {
+  if (mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "portc run: cannot create %s: %s\n", o->out_dir, strerror(errno));
+    return EXIT_FAIL;
+  }
+  for (int k = 0; k < portc_graph_output_count(g); k++) {
+    portc_node n = portc_graph_output(g, k);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", o->out_dir, portc_node_name(g, n));
+    portc_tensor *r = o->f64 ? NULL : rounded(outs[k], portc_node_dtype(g, n));
+    portc_status st = portc_tensor_save_npy(r ? r : outs[k], path);
+    portc_tensor_free(r);
+    if (st != PORTC_OK) {
+      fprintf(stderr, "portc run: %s\n", portc_last_error());
+      return EXIT_FAIL;
+    }
+    printf("wrote %s\n", path);
+  }
+  return EXIT_OK;
+}
+
+int cmd_run(int argc, char **argv) {
+  run_opts o = {0};
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  portc_graph *g;
+  if (portc_graph_load(o.path, &g) != PORTC_OK) {
+    fprintf(stderr, "%s\n", portc_last_error());
+    return EXIT_FAIL;
+  }
+  portc_bindings *b = portc_bindings_new(g);
+  int nout = portc_graph_output_count(g);
+  portc_tensor **outs = calloc((size_t)nout + 1, sizeof *outs);
+  if (!b || !outs) {
+    fprintf(stderr, "portc run: out of memory\n");
+    rc = EXIT_FAIL;
+  } else if ((rc = bind(b, &o)) == EXIT_OK) {
+    if (portc_reference_run(g, b, outs) != PORTC_OK) {
+      fprintf(stderr, "portc run: %s: %s\n", o.path, portc_last_error());
+      if (!o.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");
+      rc = EXIT_FAIL;
+    } else {
+      for (int k = 0; k < nout; k++) {
+        portc_node n = portc_graph_output(g, k);
+        portc_dim dims[PORTC_MAX_RANK];
+        portc_node_shape(g, n, dims);
+        print_summary(stdout, portc_node_name(g, n), outs[k], portc_node_dtype(g, n), dims);
+      }
+      if (o.out_dir) rc = write_outputs(g, outs, &o);
+    }
+  }
+  for (int k = 0; outs && k < nout; k++) portc_tensor_free(outs[k]);
+  free(outs);
+  portc_bindings_free(b);
+  portc_graph_free(g);
+  return rc;
+}

@@ -1,0 +1,51 @@
+/*
+ * main.c: the portc command: a verb, then its arguments. Every verb answers --help.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *const usage =
+    "usage: portc VERB [ARGS]\n"
+    "\n"
+    "verbs:\n"
+    "  run G.ptg     run a graph on the float64 reference and summarize its outputs\n"
+    "  check G.ptg   verify a graph and print its normalized text\n"
+    "  ops           list the ops, their inputs and attributes\n"
+    "\n"
+    "'portc VERB --help' describes a verb. Exit codes: 0 success, 1 failure, 2 usage error.\n";
+
+bool is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
+
+int usage_error(const char *verb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "portc %s: ", verb);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n(see 'portc %s --help')\n", verb);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+  static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
+      {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}};
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return EXIT_USAGE;
+  }
+  if (is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+    if (argc > 2 && strcmp(argv[1], "help") == 0) {
+      char *help[] = {argv[2], "--help", NULL};
+      for (unsigned i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        if (strcmp(argv[2], verbs[i].name) == 0) return verbs[i].fn(2, help);
+    }
+    fputs(usage, stdout);
+    return EXIT_OK;
+  }
+  for (unsigned i = 0; i < sizeof verbs / sizeof *verbs; i++)
+    if (strcmp(argv[1], verbs[i].name) == 0) return verbs[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "portc: unknown verb '%s'\n\n%s", argv[1], usage);
+  return EXIT_USAGE;
+}
