@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command: install what is missing, then build and run the whole suite twice, once as
+# released and once under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs=$(nproc)
+for variant in release asan; do
+  dir=build-test-$variant
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  [ "$variant" = asan ] && flags+=(-DPORTC_SANITIZE=ON)
+  echo "== $variant build ($dir)"
+  cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  echo "== $variant tests"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+done

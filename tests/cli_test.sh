@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# cli_test.sh: the portc command end to end: exit codes (0 ok, 1 failure, 2 usage), --help for
+# every verb, check's normalized output, run's summaries and .npy outputs, and error messages.
+# Usage: cli_test.sh PORTC_BINARY SOURCE_DIR
+set -u
+portc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# expect CODE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit code; output in $tmp/out
+expect() {
+  local code=$1 what=$2
+  shift 3
+  "$@" >"$tmp/out" 2>&1
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL: $what: exit $got, want $code"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
+  fi
+}
+# contains TEXT DESCRIPTION: the last output contains TEXT
+contains() {
+  if ! grep -qF -- "$1" "$tmp/out"; then
+    echo "FAIL: $2: output lacks '$1'"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
+  fi
+}
+
+expect 2 "no verb" -- "$portc"
+expect 2 "unknown verb" -- "$portc" frobnicate
+contains "unknown verb 'frobnicate'" "unknown verb message"
+expect 0 "top-level help" -- "$portc" --help
+contains "run G.ptg" "help lists run"
+for verb in run check ops; do
+  expect 0 "$verb --help" -- "$portc" "$verb" --help
+  contains "usage: portc $verb" "$verb help text"
+  expect 0 "help $verb" -- "$portc" help "$verb"
+done
+
+expect 0 "check example" -- "$portc" check "$src/examples/transformer.ptg"
+contains "att: f32[B, 4, S, 64] = attention(q, k, v)" "check prints inferred types"
+contains "# ok: encoder, 43 nodes" "check summary"
+expect 2 "check without file" -- "$portc" check
+expect 2 "check bad option" -- "$portc" check --frob x.ptg
+expect 1 "check missing file" -- "$portc" check "$tmp/none.ptg"
+contains "cannot open" "missing file message"
+
+printf 'input x: f32[4]\ny = exp(q)\nz = sum(x, axes=[3])\n' >"$tmp/bad.ptg"
+expect 1 "check bad graph" -- "$portc" check "$tmp/bad.ptg"
+contains "bad.ptg:2:9: 'q' is not defined" "first problem located"
+contains "bad.ptg:3:5: z: sum(x): axis 3 is out of range for rank 1" "second problem located"
+printf 'input x: f32[4]\ny = exp(x)\n' >"$tmp/noout.ptg"
+expect 1 "check graph without outputs" -- "$portc" check "$tmp/noout.ptg"
+contains "the graph has no outputs" "verifier message"
+
+# check's output is a fixed point of check
+"$portc" check "$src/examples/cnn.ptg" | grep -v '^# ok' >"$tmp/cnn1.ptg"
+"$portc" check "$tmp/cnn1.ptg" | grep -v '^# ok' >"$tmp/cnn2.ptg"
+cmp -s "$tmp/cnn1.ptg" "$tmp/cnn2.ptg" || { echo "FAIL: check output is not a fixed point"; fails=$((fails + 1)); }
+
+expect 0 "run softmax" -- "$portc" run "$src/examples/softmax.ptg" --seed 3 --set N=5 --out "$tmp/o"
+contains "y: f32[N=5, 1000]" "run summary shape"
+contains "wrote $tmp/o/y.npy" "run wrote output"
+[ -s "$tmp/o/y.npy" ] || { echo "FAIL: y.npy missing"; fails=$((fails + 1)); }
+expect 0 "run with the output as input" -- "$portc" run "$src/examples/softmax.ptg" --input "x=$tmp/o/y.npy"
+contains "y: f32[N=5, 1000]" "symbols bound from input shapes"
+expect 1 "run unbound input" -- "$portc" run "$src/examples/softmax.ptg" --set N=2
+contains "input x has no value" "unbound input message"
+contains "give --input NAME=FILE.npy or --seed S" "unbound input hint"
+expect 1 "run unbound symbol" -- "$portc" run "$src/examples/softmax.ptg" --seed 1
+contains "symbol N has no value" "unbound symbol message"
+expect 1 "run unknown symbol" -- "$portc" run "$src/examples/softmax.ptg" --seed 1 --set Q=3
+contains "symbol 'Q' does not appear" "unknown symbol message"
+expect 1 "run clashing symbol" -- "$portc" run "$src/examples/softmax.ptg" --set N=3 --input "x=$tmp/o/y.npy"
+contains "symbol N is 3, but x has 5" "clash message"
+expect 2 "run unknown target" -- "$portc" run "$src/examples/softmax.ptg" -t cuda
+contains "unknown target 'cuda' (available: ref)" "target message"
+expect 2 "run bad seed" -- "$portc" run "$src/examples/softmax.ptg" --seed -4
+expect 2 "run bad set" -- "$portc" run "$src/examples/softmax.ptg" --set N
+expect 2 "run missing value" -- "$portc" run "$src/examples/softmax.ptg" --seed
+expect 1 "run missing input file" -- "$portc" run "$src/examples/softmax.ptg" --input "x=$tmp/none.npy"
+expect 0 "run f64 output" -- "$portc" run "$src/examples/layer_norm.ptg" --seed 1 --set N=3 --out "$tmp/o64" --f64
+[ "$(head -c 60 "$tmp/o64/y.npy" | grep -c "<f8")" = 1 ] || { echo "FAIL: --f64 did not write float64"; fails=$((fails + 1)); }
+expect 0 "ops" -- "$portc" ops
+contains "attention" "ops lists attention"
+
+if [ "$fails" -ne 0 ]; then echo "$fails CLI checks failed"; exit 1; fi
+echo "all CLI checks passed"
