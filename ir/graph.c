@@ -20,6 +20,10 @@ portc_graph *portc_graph_new(const char *name) {
     free(g);
     return NULL;
   }
+  /* the name is printed as an identifier in .ptg text: keep it one */
+  for (char *c = g->name; *c; c++)
+    if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.')) *c = '_';
+  if (isdigit((unsigned char)g->name[0]) || g->name[0] == '.') g->name[0] = '_';
   return g;
 }
 
@@ -117,26 +121,21 @@ static bool grow(portc_graph *g) {
 }
 
 /* A fresh automatic name, or a copy of the requested one after checking it. */
-static char *take_name(portc_graph *g, const char *want, const char *op) {
+static portc_status take_name(portc_graph *g, const char *want, const char *op, char **out) {
   char buf[32];
   if (want) {
-    if (!valid_ident(want)) {
-      err_set(PORTC_ERR_INVALID, "%s: '%s' is not a valid name (a letter or '_', then letters, digits, '_' or '.')", op, want);
-      return NULL;
-    }
-    if (is_reserved(want)) {
-      err_set(PORTC_ERR_INVALID, "%s: '%s' is a reserved word of the text format and cannot name a node", op, want);
-      return NULL;
-    }
-    if (node_name_taken(g, want)) {
-      err_set(PORTC_ERR_INVALID, "%s: the name '%s' is already used by another node", op, want);
-      return NULL;
-    }
-    return strdup(want);
+    if (!valid_ident(want))
+      return err_set(PORTC_ERR_INVALID, "%s: '%s' is not a valid name (a letter or '_', then letters, digits, '_' or '.')", op, want);
+    if (is_reserved(want))
+      return err_set(PORTC_ERR_INVALID, "%s: '%s' is a reserved word of the text format and cannot name a node", op, want);
+    if (node_name_taken(g, want)) return err_set(PORTC_ERR_INVALID, "%s: the name '%s' is already used by another node", op, want);
+  } else {
+    do snprintf(buf, sizeof buf, "t%d", g->next_auto++);
+    while (node_name_taken(g, buf));
+    want = buf;
   }
-  do snprintf(buf, sizeof buf, "t%d", g->next_auto++);
-  while (node_name_taken(g, buf));
-  return strdup(buf);
+  if (!(*out = strdup(want))) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", op);
+  return PORTC_OK;
 }
 
 void spec_init(node_spec *s, enum op op, int nin, const int32_t *in) {
@@ -179,15 +178,11 @@ portc_node graph_add(portc_graph *g, node_spec *s) {
   n->in = (int32_t *)s->in; /* borrowed until inference passes */
   memcpy(n->a, s->a, sizeof n->a);
   portc_status st = infer(g, n, &n->dt, &n->sh);
+  if (st == PORTC_OK) st = take_name(g, s->name, info->name, &n->name);
   if (st != PORTC_OK) return -(portc_node)st;
-  n->in = malloc((size_t)(s->nin ? s->nin : 1) * sizeof *n->in);
-  n->name = take_name(g, s->name, info->name);
-  if (!n->in || !n->name) {
-    portc_status e = n->in && !n->name && s->name ? PORTC_ERR_INVALID : PORTC_ERR_NOMEM;
-    free(n->in);
+  if (!(n->in = malloc((size_t)(s->nin ? s->nin : 1) * sizeof *n->in))) {
     free(n->name);
-    if (e == PORTC_ERR_NOMEM) return err_node(e, "%s: out of memory", info->name);
-    return -(portc_node)e;
+    return err_node(PORTC_ERR_NOMEM, "%s: out of memory", info->name);
   }
   memcpy(n->in, s->in, (size_t)s->nin * sizeof *n->in);
   return g->n++;
@@ -210,7 +205,8 @@ portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_
   n->op = op;
   n->dt = t;
   n->sh = *sh;
-  if (!(n->name = take_name(g, name, what))) return -(portc_node)PORTC_ERR_INVALID;
+  portc_status st = take_name(g, name, what, &n->name);
+  if (st != PORTC_OK) return -(portc_node)st;
   return g->n++;
 }
 
@@ -273,8 +269,10 @@ portc_status portc_set_name(portc_graph *g, portc_node n, const char *name) {
   node *x = (node *)get(g, n);
   if (!x) return err_set(PORTC_ERR_INVALID, "set_name: %d is not a node of this graph", n);
   if (strcmp(x->name, name ? name : "") == 0) return PORTC_OK;
-  char *copy = take_name(g, name, "set_name");
-  if (!copy) return name ? PORTC_ERR_INVALID : err_set(PORTC_ERR_INVALID, "set_name: no name given");
+  if (!name) return err_set(PORTC_ERR_INVALID, "set_name: no name given");
+  char *copy;
+  portc_status st = take_name(g, name, "set_name", &copy);
+  if (st != PORTC_OK) return st;
   free(x->name);
   x->name = copy;
   return PORTC_OK;

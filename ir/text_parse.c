@@ -509,6 +509,13 @@ static bool same_type(portc_dtype a, const shape *sa, portc_dtype b, const shape
   return true;
 }
 
+/* the current token is a NAME followed by '=': an attribute, not an operand */
+static bool attribute_ahead(const parser *ps) {
+  const char *q = ps->p;
+  while (*q == ' ' || *q == '\t') q++;
+  return ps->t.k == T_IDENT && *q == '=';
+}
+
 /* NAME [: TYPE] = OP(ARGS) */
 static void stmt_op(parser *ps) {
   char name[128];
@@ -537,17 +544,9 @@ static void stmt_op(parser *ps) {
   spec_init(&s, op, 0, in);
   if (!is_punct(ps, ')')) {
     do {
-      if (ps->t.k == T_IDENT && ps->p[0] == '=') { /* NAME= starts an attribute */
+      if (attribute_ahead(ps)) {
         if (!attribute(ps, op, s.a)) return;
         continue;
-      }
-      if (ps->t.k == T_IDENT && (ps->p[0] == ' ' || ps->p[0] == '\t')) { /* NAME = with spaces */
-        const char *q = ps->p;
-        while (*q == ' ' || *q == '\t') q++;
-        if (*q == '=') {
-          if (!attribute(ps, op, s.a)) return;
-          continue;
-        }
       }
       if (s.nin == 64) {
         errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 inputs");

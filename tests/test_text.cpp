@@ -155,3 +155,13 @@ TEST(Text, OpCallTakesAttributeText) {
   EXPECT_LT(portc_op(g.get(), "frobnicate", 1, &x, ""), 0);
   EXPECT_LT(portc_op(g.get(), "input", 0, nullptr, ""), 0);
 }
+
+TEST(Text, GraphNamesStayIdentifiers) {
+  Graph g(portc_graph_new("my model-1"));
+  EXPECT_STREQ(portc_graph_name(g.get()), "my_model_1");
+  portc_dim d[] = {{.size = 2, .symbol = nullptr}};
+  portc_output(g.get(), portc_exp(g.get(), portc_input(g.get(), "x", PORTC_F32, 1, d)));
+  expect_round_trip(g.get(), "named");
+  Graph h(portc_graph_new("3d"));
+  EXPECT_STREQ(portc_graph_name(h.get()), "_d");
+}
