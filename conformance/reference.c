@@ -36,40 +36,15 @@ void rval_free(rval *v) {
   free(v);
 }
 
-/* Binds the symbols in the shapes of given tensors; a clash names both sides. */
-static portc_status bind_symbols(const portc_graph *g, portc_bindings *b) {
-  for (int n = 0; n < g->n; n++) {
-    const portc_tensor *t = b->given[n];
-    if (!t) continue;
-    const node *x = &g->nodes[n];
-    for (int d = 0; d < x->sh.rank; d++) {
-      int s = x->sh.d[d].sym;
-      if (s < 0) continue;
-      if (b->sym_set[s] && b->sym[s] != t->shape[d])
-        return err_set(PORTC_ERR_SHAPE, "symbol %s is %lld, but %s has %lld at dimension %d", g->syms[s], (long long)b->sym[s],
-                       x->name, (long long)t->shape[d], d);
-      b->sym[s] = t->shape[d];
-      b->sym_set[s] = true;
-    }
+/* a source's tensor as a reference value: exact for every dtype */
+static rval *from_tensor(const portc_tensor *t) {
+  rval *v = rval_new(t->dtype, t->rank, t->shape);
+  for (int64_t k = 0; v && k < v->numel; k++) {
+    if (v->f) v->f[k] = portc_tensor_get(t, k);
+    else if (t->dtype == PORTC_I64) v->i[k] = ((const int64_t *)t->data)[k];
+    else v->i[k] = (int64_t)portc_tensor_get(t, k);
   }
-  return PORTC_OK;
-}
-
-#define MAX_ELEMENTS ((int64_t)1 << 36)
-
-static portc_status concrete_shape(const portc_graph *g, const portc_bindings *b, const node *x, int64_t *shape) {
-  int64_t numel = 1;
-  for (int d = 0; d < x->sh.rank; d++) {
-    int s = x->sh.d[d].sym;
-    if (s >= 0 && !b->sym_set[s])
-      return err_set(PORTC_ERR_SHAPE, "symbol %s has no value: set it (portc run --set %s=...), or bind an input that has it",
-                     g->syms[s], g->syms[s]);
-    shape[d] = s >= 0 ? b->sym[s] : x->sh.d[d].c;
-    if (shape[d] && numel > MAX_ELEMENTS / shape[d])
-      return err_set(PORTC_ERR_NOMEM, "%s would have more than 2^36 elements", x->name);
-    numel *= shape[d];
-  }
-  return PORTC_OK;
+  return v;
 }
 
 static portc_tensor *to_tensor(const rval *v) {
@@ -86,8 +61,6 @@ static portc_tensor *to_tensor(const rval *v) {
 
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs) {
   if (!g || !b || !outputs) return err_set(PORTC_ERR_INVALID, "reference_run: NULL argument");
-  if (b->g != g || b->n != g->n || b->nsyms != g->nsyms)
-    return err_set(PORTC_ERR_INVALID, "reference_run: the bindings were made for another graph, or the graph changed since");
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {
     portc_status s = err_set(PORTC_ERR_INVALID, "%s", report ? report : portc_last_error());
@@ -95,7 +68,7 @@ portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_
     return s;
   }
   for (int k = 0; k < g->nout; k++) outputs[k] = NULL;
-  portc_status st = bind_symbols(g, b);
+  portc_status st = bindings_bind_symbols(g, b);
   if (st) return st;
   size_t nn = (size_t)(g->n > 0 ? g->n : 1);
   int *last = malloc(sizeof(int) * nn);
@@ -112,9 +85,12 @@ portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_
   for (int i = 0; i < g->n && !st; i++) {
     const node *x = &g->nodes[i];
     int64_t shape[PORTC_MAX_RANK];
-    if ((st = concrete_shape(g, b, x, shape))) break;
+    if ((st = bindings_shape(g, b, x, shape))) break;
     if (op_get(x->op)->kind == K_SOURCE) {
-      st = ref_source(g, b, i, shape, &vals[i]);
+      portc_tensor *t = NULL;
+      if (!(st = bindings_source(g, b, i, &t)) && !(vals[i] = from_tensor(t)))
+        st = err_set(PORTC_ERR_NOMEM, "%s: out of memory", x->name);
+      portc_tensor_free(t);
     } else if (!(vals[i] = rval_new(x->dt, x->sh.rank, shape))) {
       st = err_set(PORTC_ERR_NOMEM, "node '%s' (%s): out of memory", x->name, op_get(x->op)->name);
     } else {

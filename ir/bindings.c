@@ -1,15 +1,16 @@
 /*
  * bindings.c: what one run of a graph needs from its caller: symbol values, the tensors of
  * inputs and run-time parameters, and a seed for whatever is left unbound. It also produces the
- * value of every source node for the reference evaluator, rounding each to its dtype.
+ * value of every source node (for the reference evaluator and for compiled modules alike), as a
+ * tensor of the node's dtype, so that every executor starts from the same rounded values.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ir/dtype.h"
-#include "reference.h"
+#include "bindings.h"
+#include "dtype.h"
 
 portc_bindings *portc_bindings_new(const portc_graph *g) {
   if (!g) {
@@ -118,18 +119,20 @@ static uint64_t stream(uint64_t seed, const char *name) {
 
 /* ---- source values ---- */
 
-static void fill_seeded(const node *x, uint64_t seed, rval *v) {
+static void fill_seeded(const node *x, uint64_t seed, portc_tensor *t) {
   uint64_t s = stream(seed, x->name);
-  for (int64_t k = 0; k < v->numel; k++) {
-    if (v->f) v->f[k] = round_to_dtype(rng_uniform(&s) * 2.0 - 1.0, v->dt);
-    else if (v->dt == PORTC_BOOL) v->i[k] = (int64_t)(rng_next(&s) >> 63);
-    else v->i[k] = (int64_t)(rng_next(&s) >> 61);
+  int64_t n = portc_tensor_numel(t);
+  for (int64_t k = 0; k < n; k++) {
+    if (dtype_is_float(t->dtype)) portc_tensor_set(t, k, rng_uniform(&s) * 2.0 - 1.0);
+    else if (t->dtype == PORTC_BOOL) portc_tensor_set(t, k, (double)(rng_next(&s) >> 63));
+    else portc_tensor_set(t, k, (double)(rng_next(&s) >> 61));
   }
 }
 
-static void fill_init(const node *x, rval *v) {
+static void fill_init(const node *x, portc_tensor *t) {
   uint64_t s = stream(x->seed, "param");
-  for (int64_t k = 0; k < v->numel; k++) {
+  int64_t n = portc_tensor_numel(t);
+  for (int64_t k = 0; k < n; k++) {
     double r = 0;
     switch (x->init) {
     case PORTC_INIT_ZEROS: r = 0; break;
@@ -137,76 +140,117 @@ static void fill_init(const node *x, rval *v) {
     case PORTC_INIT_NORMAL: r = x->p0 + x->p1 * rng_normal(&s); break;
     case PORTC_INIT_UNIFORM: r = x->p0 + (x->p1 - x->p0) * rng_uniform(&s); break;
     }
-    if (v->f) v->f[k] = round_to_dtype(r, v->dt);
-    else v->i[k] = wrap_int((int64_t)r, v->dt);
+    portc_tensor_set(t, k, r);
   }
 }
 
-static void from_tensor(const portc_tensor *t, rval *v) {
-  for (int64_t k = 0; k < v->numel; k++) {
-    if (v->f) v->f[k] = round_to_dtype(portc_tensor_get(t, k), v->dt);
-    else if (t->dtype == PORTC_I64) v->i[k] = wrap_int(((const int64_t *)t->data)[k], v->dt);
-    else v->i[k] = wrap_int((int64_t)portc_tensor_get(t, k), v->dt);
+/* src converted into dst (same shape): floats rounded to dst's dtype, integers wrapped */
+static void convert(const portc_tensor *src, portc_tensor *dst) {
+  int64_t n = portc_tensor_numel(dst);
+  if (src->dtype == dst->dtype) {
+    memcpy(dst->data, src->data, (size_t)n * portc_dtype_size(dst->dtype));
+    return;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    if (src->dtype == PORTC_I64 && dst->dtype == PORTC_I32)
+      ((int32_t *)dst->data)[k] = (int32_t)wrap_int(((const int64_t *)src->data)[k], PORTC_I32);
+    else if (src->dtype == PORTC_I32 && dst->dtype == PORTC_I64)
+      ((int64_t *)dst->data)[k] = ((const int32_t *)src->data)[k];
+    else
+      portc_tensor_set(dst, k, portc_tensor_get(src, k));
   }
 }
 
-static portc_status load_file(const portc_graph *g, const node *x, rval *v) {
+static portc_status load_file(const portc_graph *g, const node *x, portc_tensor *dst) {
   char path[4096];
   if (x->file[0] != '/' && g->basedir) snprintf(path, sizeof path, "%s/%s", g->basedir, x->file);
   else snprintf(path, sizeof path, "%s", x->file);
   portc_tensor *t;
   portc_status st = portc_tensor_load_npy(path, &t);
   if (st) return err_set(st, "param %s: %s", x->name, portc_last_error());
-  bool ok = t->rank == v->rank && convertible(t->dtype, v->dt);
-  for (int k = 0; ok && k < v->rank; k++) ok = t->shape[k] == v->shape[k];
+  bool ok = t->rank == dst->rank && convertible(t->dtype, dst->dtype);
+  for (int k = 0; ok && k < dst->rank; k++) ok = t->shape[k] == dst->shape[k];
   if (!ok) {
     portc_tensor_free(t);
-    return err_set(PORTC_ERR_SHAPE, "param %s: %s does not hold a %s tensor of the declared shape", x->name, path, portc_dtype_name(v->dt));
+    return err_set(PORTC_ERR_SHAPE, "param %s: %s does not hold a %s tensor of the declared shape", x->name, path,
+                   portc_dtype_name(dst->dtype));
   }
-  from_tensor(t, v);
+  convert(t, dst);
   portc_tensor_free(t);
   return PORTC_OK;
 }
 
-/* the rounded host copy of what was used, for portc_bindings_get */
-static void remember(portc_bindings *b, int id, const rval *v) {
-  portc_tensor *t = portc_tensor_new(v->dt, v->rank, v->shape);
-  if (!t) return;
-  for (int64_t k = 0; k < v->numel; k++) {
-    if (v->f) portc_tensor_set(t, k, v->f[k]);
-    else if (v->dt == PORTC_I64) ((int64_t *)t->data)[k] = v->i[k];
-    else portc_tensor_set(t, k, (double)v->i[k]);
+portc_status bindings_bind_symbols(const portc_graph *g, portc_bindings *b) {
+  if (b->g != g || b->n != g->n || b->nsyms != g->nsyms)
+    return err_set(PORTC_ERR_INVALID, "the bindings were made for another graph, or the graph changed since");
+  for (int n = 0; n < g->n; n++) {
+    const portc_tensor *t = b->given[n];
+    if (!t) continue;
+    const node *x = &g->nodes[n];
+    for (int d = 0; d < x->sh.rank; d++) {
+      int s = x->sh.d[d].sym;
+      if (s < 0) continue;
+      if (b->sym_set[s] && b->sym[s] != t->shape[d])
+        return err_set(PORTC_ERR_SHAPE, "symbol %s is %lld, but %s has %lld at dimension %d", g->syms[s], (long long)b->sym[s],
+                       x->name, (long long)t->shape[d], d);
+      b->sym[s] = t->shape[d];
+      b->sym_set[s] = true;
+    }
   }
-  portc_tensor_free(b->used[id]);
-  b->used[id] = t;
+  return PORTC_OK;
 }
 
-portc_status ref_source(const portc_graph *g, portc_bindings *b, int id, const int64_t *shape, rval **out) {
+#define MAX_ELEMENTS ((int64_t)1 << 36)
+
+portc_status bindings_shape(const portc_graph *g, const portc_bindings *b, const node *x, int64_t *shape) {
+  int64_t numel = 1;
+  for (int d = 0; d < x->sh.rank; d++) {
+    int s = x->sh.d[d].sym;
+    if (s >= 0 && !b->sym_set[s])
+      return err_set(PORTC_ERR_SHAPE, "symbol %s has no value: set it (portc run --set %s=...), or bind an input that has it",
+                     g->syms[s], g->syms[s]);
+    shape[d] = s >= 0 ? b->sym[s] : x->sh.d[d].c;
+    if (shape[d] && numel > MAX_ELEMENTS / shape[d])
+      return err_set(PORTC_ERR_NOMEM, "%s would have more than 2^36 elements", x->name);
+    numel *= shape[d];
+  }
+  return PORTC_OK;
+}
+
+portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, portc_tensor **out) {
   const node *x = &g->nodes[id];
-  rval *v = rval_new(x->dt, x->sh.rank, shape);
-  if (!v) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", x->name);
-  portc_status st = PORTC_OK;
+  int64_t shape[PORTC_MAX_RANK];
+  portc_status st = bindings_shape(g, b, x, shape);
+  if (st) return st;
+  portc_tensor *t = portc_tensor_new(x->dt, x->sh.rank, shape);
+  if (!t) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", x->name);
   if (x->op == OP_const) {
-    for (int64_t k = 0; k < v->numel; k++) {
-      if (v->f) v->f[k] = x->value.f[k];
-      else v->i[k] = x->value.i[k];
+    for (int64_t k = 0; k < x->value.n; k++) {
+      if (x->value.f) portc_tensor_set(t, k, x->value.f[k]);
+      else if (x->dt == PORTC_I64) ((int64_t *)t->data)[k] = x->value.i[k];
+      else portc_tensor_set(t, k, (double)x->value.i[k]);
     }
   } else if (b->given[id]) {
-    from_tensor(b->given[id], v);
+    convert(b->given[id], t);
   } else if (x->op == OP_param && x->file) {
-    st = load_file(g, x, v);
+    st = load_file(g, x, t);
   } else if (x->op == OP_param && x->has_init) {
-    fill_init(x, v);
+    fill_init(x, t);
   } else if (b->seeded) {
-    fill_seeded(x, b->seed, v);
+    fill_seeded(x, b->seed, t);
   } else {
     st = err_set(PORTC_ERR_INVALID, "%s %s has no value: bind a tensor to it, or give a seed", op_get(x->op)->name, x->name);
   }
   if (st) {
-    rval_free(v);
+    portc_tensor_free(t);
     return st;
   }
-  if (x->op != OP_const) remember(b, id, v);
-  *out = v;
+  if (x->op != OP_const) { /* what the run used, for portc_bindings_get */
+    portc_tensor *copy = portc_tensor_new(t->dtype, t->rank, t->shape);
+    if (copy) memcpy(copy->data, t->data, (size_t)portc_tensor_numel(t) * portc_dtype_size(t->dtype));
+    portc_tensor_free(b->used[id]);
+    b->used[id] = copy;
+  }
+  *out = t;
   return PORTC_OK;
 }

@@ -1,0 +1,33 @@
+/*
+ * bindings.h: the run-time side of a graph's interface, shared by every executor: symbol values,
+ * the tensors bound to inputs and parameters, the seed, and the value of each source node.
+ */
+#ifndef PORTC_IR_BINDINGS_H
+#define PORTC_IR_BINDINGS_H
+
+#include "graph.h"
+
+struct portc_bindings {
+  const portc_graph *g;
+  int64_t *sym; /* per graph symbol */
+  bool *sym_set;
+  int nsyms;
+  portc_tensor **given; /* per node: the tensor bound to an input or parameter, or NULL */
+  portc_tensor **used;  /* per node: what the last run used (after seeding and rounding) */
+  int n;
+  bool seeded;
+  uint64_t seed;
+};
+
+/* Binds symbols from the shapes of bound tensors; a clash names both sides. */
+portc_status bindings_bind_symbols(const portc_graph *g, portc_bindings *b);
+/* The concrete shape of a node under the bound symbols. */
+portc_status bindings_shape(const portc_graph *g, const portc_bindings *b, const node *x, int64_t *shape);
+/* The value of source node id, as a new tensor of its dtype. */
+portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, portc_tensor **out);
+
+uint64_t rng_next(uint64_t *state);
+double rng_uniform(uint64_t *state); /* [0, 1) */
+double rng_normal(uint64_t *state);
+
+#endif
