@@ -358,6 +358,11 @@ portc_status ref_eval(const portc_graph *g, const node *n, rval *const *in, rval
   case K_CONV: return ref_conv2d(n, in[0], in[1], n->nin > 2 ? in[2] : NULL, out);
   case K_POOL: return ref_pool2d(n, in[0], out);
   case K_COMPOSITE: return ref_composite(n, in, out);
+  case K_MASK: {
+    int64_t L = out->shape[out->rank - 2], S = out->shape[out->rank - 1];
+    for (int64_t k = 0; k < out->numel; k++) out->f[k] = k % S > (k / S) % L ? -INFINITY : in[0]->f[k];
+    return PORTC_OK;
+  }
   case K_SOURCE: break;
   }
   return err_set(PORTC_ERR_INVALID, "%s cannot be evaluated here", op_get(n->op)->name);

@@ -235,6 +235,12 @@ portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_nod
   return add(g, &s);
 }
 
+portc_node portc_causal_mask(portc_graph *g, portc_node x) {
+  node_spec s;
+  spec_init(&s, OP_causal_mask, 1, &x);
+  return add(g, &s);
+}
+
 portc_node portc_op(portc_graph *g, const char *opname, int nin, const portc_node *in, const char *attrs) {
   enum op op;
   if (!g || !opname) return err_node(PORTC_ERR_INVALID, "op: graph or op name is NULL");

@@ -126,7 +126,7 @@ double attr_f(const node *n, const char *name) {
 const char *op_kind_name(enum op_kind k) {
   static const char *const names[] = {"source", "unary", "binary", "compare", "where",
                                       "cast", "reduce", "argmax", "matmul", "conv",
-                                      "pool", "view", "composite"};
+                                      "pool", "view", "composite", "mask"};
   return names[k];
 }
 

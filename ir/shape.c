@@ -544,6 +544,11 @@ portc_status infer(const portc_graph *g, const node *n, portc_dtype *dt, shape *
   case K_POOL: return pool2d(&c, dt, sh);
   case K_VIEW: return view(&c, dt, sh);
   case K_COMPOSITE: return composite(&c, dt, sh);
+  case K_MASK:
+    if ((st = need_float(&c, c.in[0]))) return st;
+    if (c.in[0]->sh.rank < 2) return fail(&c, PORTC_ERR_SHAPE, "needs rank 2 or more ([..., L, S])");
+    *dt = c.in[0]->dt, *sh = c.in[0]->sh;
+    return PORTC_OK;
   }
   return fail(&c, PORTC_ERR_INVALID, "unknown op kind");
 }

@@ -214,6 +214,11 @@ TEST(Reference, Attention) {
   expect_near(eval(e + "y = attention(q, k, v)\noutput y\n"), {std::exp(4.0) / (std::exp(4.0) + 1)});
 }
 
+TEST(Reference, CausalMask) {
+  expect_near(eval("const x: f32[2, 2, 3] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\ny = causal_mask(x)\noutput y\n"),
+              {1, -inf, -inf, 4, 5, -inf, 7, -inf, -inf, 10, 11, -inf});
+}
+
 TEST(Reference, RuntimeErrorsNameTheNode) {
   EXPECT_NE(eval_error("const a: i32[2] = [1, 2]\nconst b: i32[2] = [1, 0]\nq = div(a, b)\noutput q\n").find("node 'q' (div): integer division by zero at element 1"),
             std::string::npos);

@@ -19,6 +19,14 @@ int cmd_ops(int argc, char **argv);
 bool is_help(const char *arg);
 int usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* compile options shared by run, explain, bench and verify: --eager --dynamic --fullgraph
+ * --mode M --dump DIR --dump-after PASS. Returns how many arguments it used at argv[i] (0: not a
+ * compile option), or -1 after a usage error. */
+int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o);
+extern const char compile_options_help[];
+bool known_target(const char *name);
+const char *target_names(void); /* ", cpu" ... for messages */
+
 /* one line of statistics: shape, min, max, mean, std, NaN and Inf counts */
 void print_summary(FILE *f, const char *name, const portc_tensor *t, portc_dtype graph_dtype, const portc_dim *dims);
 

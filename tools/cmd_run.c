@@ -12,20 +12,23 @@
 
 static const char *const help =
     "usage: portc run G.ptg [-t TARGET] [--input NAME=FILE.npy]... [--seed S] [--set SYM=N]...\n"
-    "                 [--out DIR] [--f64]\n"
+    "                 [--out DIR] [--f64] [COMPILE OPTIONS]\n"
     "\n"
     "Runs the graph and prints, for each output, its shape and min, max, mean and std.\n"
     "\n"
-    "  -t TARGET            where to run: ref (the float64 reference evaluator; the only one so far)\n"
+    "  -t TARGET            where to run: ref (the float64 reference evaluator, the default) or a\n"
+    "                       compiled target (portc devices lists them)\n"
     "  --input NAME=FILE    bind input or parameter NAME to a NumPy .npy file\n"
     "  --seed S             fill inputs and run-time parameters left unbound from seed S\n"
     "                       (floats uniform in [-1, 1), integers in [0, 8), bools 0/1)\n"
     "  --set SYM=N          give symbolic dimension SYM the value N\n"
     "  --out DIR            write each output to DIR/NAME.npy in the output's dtype (bf16 as f32)\n"
-    "  --f64                with --out, write floating outputs as the unrounded float64 reference\n";
+    "  --f64                with --out, write floating outputs as the unrounded float64 reference\n"
+    "%s";
 
 typedef struct run_opts {
-  const char *path, *out_dir;
+  const char *path, *out_dir, *target;
+  portc_compile_options copts;
   bool f64, seeded;
   uint64_t seed;
   int ninputs, nsets;
@@ -45,14 +48,22 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (is_help(a)) {
-      fputs(help, stdout);
+      printf(help, compile_options_help);
       return -1;
+    }
+    int used = parse_compile_option(argc, argv, i, &o->copts);
+    if (used < 0) return EXIT_USAGE;
+    if (used > 0) {
+      i += used - 1;
+      continue;
     }
     bool takes = strcmp(a, "-t") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--seed") == 0 ||
                  strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0;
     if (takes && i + 1 >= argc) return usage_error("run", "%s needs a value", a);
     if (strcmp(a, "-t") == 0) {
-      if (strcmp(argv[++i], "ref") != 0) return usage_error("run", "unknown target '%s' (available: ref)", argv[i]);
+      o->target = argv[++i];
+      if (strcmp(o->target, "ref") != 0 && !known_target(o->target))
+        return usage_error("run", "unknown target '%s' (available: ref%s)", o->target, target_names());
     } else if (strcmp(a, "--input") == 0) {
       if (!strchr(argv[++i], '=')) return usage_error("run", "--input wants NAME=FILE.npy, got '%s'", argv[i]);
       if (o->ninputs == 64) return usage_error("run", "more than 64 --input options");
@@ -142,6 +153,18 @@ static int write_outputs(const portc_graph *g, portc_tensor **outs, const run_op
   return EXIT_OK;
 }
 
+static portc_status run_graph(const portc_graph *g, portc_bindings *b, const run_opts *o, portc_tensor **outs) {
+  if (!o->target || strcmp(o->target, "ref") == 0) return portc_reference_run(g, b, outs);
+  portc_compile_options co = o->copts;
+  co.target = o->target;
+  portc_module *m;
+  portc_status st = portc_compile(g, &co, b, &m);
+  if (st) return st;
+  st = portc_module_run(m, b, outs);
+  portc_module_free(m);
+  return st;
+}
+
 int cmd_run(int argc, char **argv) {
   run_opts o = {0};
   int rc = parse_args(argc, argv, &o);
@@ -158,7 +181,7 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "portc run: out of memory\n");
     rc = EXIT_FAIL;
   } else if ((rc = bind(b, &o)) == EXIT_OK) {
-    if (portc_reference_run(g, b, outs) != PORTC_OK) {
+    if (run_graph(g, b, &o, outs) != PORTC_OK) {
       fprintf(stderr, "portc run: %s: %s\n", o.path, portc_last_error());
       if (!o.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");
       rc = EXIT_FAIL;

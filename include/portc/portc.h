@@ -220,6 +220,8 @@ portc_node portc_rms_norm(portc_graph *g, portc_node x, portc_node weight, doubl
 /* q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv]; causal masks key j > query i; scale 0 means
  * 1/sqrt(D). */
 portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_node v, bool causal, double scale);
+/* y[..., i, j] = j > i ? -inf : x[..., i, j] over the last two dimensions. */
+portc_node portc_causal_mask(portc_graph *g, portc_node x);
 
 /* Any op by its .ptg name, attributes in .ptg syntax: portc_op(g, "sum", 1, &x, "axes=[1], keepdim=true"). */
 portc_node portc_op(portc_graph *g, const char *op, int ninputs, const portc_node *inputs, const char *attrs);
@@ -263,6 +265,58 @@ void portc_bindings_set_seed(portc_bindings *b, uint64_t seed);
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs);
 /* The tensor an input or parameter had in the last run (after seeding and rounding), or NULL. */
 const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
+
+/* ---- compiling for a target ----------------------------------------------------------------- */
+
+typedef enum portc_mode {
+  PORTC_MODE_DEFAULT = 0,         /* heuristics and the shipped schedule */
+  PORTC_MODE_REDUCE_OVERHEAD = 1, /* not implemented yet: an error */
+  PORTC_MODE_MAX_AUTOTUNE = 2,    /* not implemented yet: an error */
+} portc_mode;
+
+typedef struct portc_compile_options {
+  const char *target;     /* "cpu" (the default when NULL) */
+  portc_mode mode;
+  bool dynamic;           /* keep symbols symbolic: one module runs for any value (else specialize) */
+  bool fullgraph;         /* an op the target cannot run is an error naming the node */
+  bool eager;             /* one kernel per op, no fusion: the A/B baseline */
+  const char *dump_dir;   /* write the generated source here (NULL: do not) */
+  const char *dump_after; /* print the graph after this pass to stderr: specialize decompose fold cse dce fuse */
+} portc_compile_options;
+
+typedef struct portc_module portc_module;
+
+/* Compiles g for a target. Without `dynamic`, symbols take their values from b (set with
+ * portc_bindings_set_symbol or bound through input tensors); b may be NULL when g has none. The
+ * graph must outlive the module. */
+portc_status portc_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, portc_module **out);
+void portc_module_free(portc_module *m);
+/* Runs the module; outputs[i] receives a new tensor of graph output i, in its own dtype. */
+portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs);
+/* Binds once, then times `iters` back-to-back executions of the kernels: seconds[i] each. */
+portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
+
+typedef struct portc_module_info {
+  const char *target, *device;
+  int kernels;
+  double compile_seconds; /* lowering, code generation and the compiler (or the cache lookup) */
+  bool cache_hit;
+  int64_t bytes, flops;       /* moved and computed by one run, from the kernel IR (needs symbol values) */
+  int64_t arena_bytes;        /* planned peak of intermediates */
+  int64_t intermediate_bytes; /* the sum of all intermediates, unplanned */
+  int64_t io_bytes;           /* inputs, parameters, constants and outputs */
+} portc_module_info;
+/* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
+portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info);
+/* The fusion groups: for each kernel its kind, the nodes it computes, inputs and outputs, bytes
+ * and FLOPs, and why it ends where it does. Free with free(). */
+char *portc_module_explain(const portc_module *m, portc_bindings *b);
+
+/* Targets compiled into this build, and whether each can run here (why not, when not). */
+int portc_target_count(void);
+const char *portc_target_name(int i);
+bool portc_target_available(int i, char *why, size_t len);
+const char *portc_target_device(int i);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,119 @@
+/*
+ * compile.c: C source to a shared object with the system C compiler ($PORTC_CC, default cc),
+ * run directly (no shell) with its messages captured, so a failure reports what the compiler
+ * said and a missing compiler is named as such.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+extern char **environ;
+
+const char cpu_cflags[] = "-O3 -march=native -fopenmp -shared -fPIC -w";
+
+static const char *compiler_name(void) {
+  const char *cc = getenv("PORTC_CC");
+  return cc && *cc ? cc : "cc";
+}
+
+/* runs argv with stdout and stderr into log_path; the exit status, or -1 when it could not start */
+static int run(char *const *argv, const char *log_path) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char version_line[256];
+static bool version_ok;
+static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
+static char version_cc[256];
+
+bool cpu_compiler(char *cc, size_t cclen, char *version, size_t vlen) {
+  const char *name = compiler_name();
+  snprintf(cc, cclen, "%s", name);
+  pthread_mutex_lock(&version_lock);
+  if (strcmp(version_cc, name) != 0) {
+    char log[] = "/tmp/portc-ccver-XXXXXX";
+    int fd = mkstemp(log);
+    version_ok = false;
+    if (fd >= 0) {
+      close(fd);
+      char *argv[] = {(char *)name, "--version", NULL};
+      if (run(argv, log) == 0) {
+        FILE *f = fopen(log, "r");
+        if (f && fgets(version_line, sizeof version_line, f)) {
+          version_line[strcspn(version_line, "\n")] = 0;
+          version_ok = true;
+        }
+        if (f) fclose(f);
+      }
+      unlink(log);
+    }
+    snprintf(version_cc, sizeof version_cc, "%s", name);
+  }
+  snprintf(version, vlen, "%s", version_ok ? version_line : "");
+  bool ok = version_ok;
+  pthread_mutex_unlock(&version_lock);
+  return ok;
+}
+
+portc_status cpu_compile(const char *source, const char *work_dir, const char *out_path) {
+  char src[4200], log[4300];
+  snprintf(src, sizeof src, "%s/build-%d-XXXXXX.c", work_dir, (int)getpid());
+  int fd = mkstemps(src, 2);
+  if (fd < 0) return err_set(PORTC_ERR_IO, "cpu: cannot write kernel source in %s: %s", work_dir, strerror(errno));
+  size_t n = strlen(source);
+  bool ok = write(fd, source, n) == (ssize_t)n;
+  close(fd);
+  if (!ok) {
+    unlink(src);
+    return err_set(PORTC_ERR_IO, "cpu: cannot write %s", src);
+  }
+  snprintf(log, sizeof log, "%s.log", src);
+  const char *cc = compiler_name();
+  char flags[sizeof cpu_cflags];
+  memcpy(flags, cpu_cflags, sizeof flags);
+  char *argv[32];
+  int a = 0;
+  argv[a++] = (char *)cc;
+  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && a < 24; t = strtok_r(NULL, " ", &save)) argv[a++] = t;
+  argv[a++] = "-o";
+  argv[a++] = (char *)out_path;
+  argv[a++] = src;
+  argv[a++] = "-lm";
+  argv[a] = NULL;
+  int rc = run(argv, log);
+  portc_status st = PORTC_OK;
+  if (rc == -1 || rc == 127) {
+    st = err_set(PORTC_ERR_IO, "cpu: C compiler '%s' not found: install gcc (apt-get install gcc) or set PORTC_CC", cc);
+  } else if (rc != 0) {
+    char msg[2048] = "";
+    FILE *f = fopen(log, "r");
+    if (f) {
+      size_t got = fread(msg, 1, sizeof msg - 1, f);
+      msg[got] = 0;
+      fclose(f);
+    }
+    st = err_set(PORTC_ERR_IO, "cpu: %s failed (exit %d) on the generated source %s:\n%s", cc, rc, src, msg);
+  }
+  unlink(log);
+  if (st == PORTC_OK) unlink(src); /* kept on failure, for the report */
+  return st;
+}

@@ -1,0 +1,598 @@
+/*
+ * dialect.c: how the CPU target spells kernels: C11 with OpenMP. Pointwise kernels split the
+ * last dimension into chunks so that every work item is a contiguous `omp simd` loop; row kernels
+ * give each thread whole rows and run the reductions as simd loops over the row; matmul is
+ * cache-blocked with packed panels and a register-tiled micro-kernel; the epilogue is applied
+ * while the tile is stored.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/dtype.h"
+#include "../targets/emit.h"
+#include "dialect_prelude.h"
+#include "cpu.h"
+
+static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+
+static void declare_buffers(emitter *e) {
+  const kir_kernel *k = e->k;
+  bool used[4096] = {0};
+  for (int i = 0; i < k->nval; i++)
+    if (k->val[i].kind == KV_LOAD && k->val[i].buf < 4096) used[k->val[i].buf] = true;
+  for (int i = 0; i < k->nstore; i++) used[k->store[i].buf] = true;
+  for (int i = 0; i < k->nin; i++)
+    if (k->in_buf[i] >= 0) used[k->in_buf[i]] = true;
+  for (int b = 0; b < e->m->nbuf && b < 4096; b++)
+    if (used[b]) {
+      const char *t = e->d->storage[e->m->buf[b].dt];
+      emit_line(e, "%s *restrict b%d = (%s *)B[%d];", t, b, t, b);
+    }
+}
+
+/* i{first}..i{last-1} from the flat index in `flat` over dims [first, last) of s */
+static void unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names) {
+  if (last <= first) return;
+  if (last - first == 1) {
+    emit_line(e, "const int64_t %s = %s;", names[first], flat);
+    return;
+  }
+  emit_line(e, "int64_t r_%s = %s;", names[first], flat);
+  for (int d = last - 1; d >= first; d--) {
+    char ext[32];
+    emit_dim(e, s->d[d], ext, sizeof ext);
+    if (d == first) emit_line(e, "const int64_t %s = r_%s;", names[d], names[first]);
+    else emit_line(e, "const int64_t %s = r_%s %% %s; r_%s /= %s;", names[d], names[first], ext, names[first], ext);
+  }
+}
+
+static void store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx) {
+  const char *v = emit_value(e, st->val, idx);
+  char vname[16], off[128];
+  snprintf(vname, sizeof vname, "%s", v);
+  emit_offset(e, st->path, space, idx, off, sizeof off);
+  emit_store(e, st->buf, off, vname);
+}
+
+static void pointwise(emitter *e) {
+  const kir_kernel *k = e->k;
+  const shape *s = &k->dom;
+  if (s->rank == 0) {
+    store_at(e, &k->store[0], s, idxnames);
+    return;
+  }
+  char rows[256], cols[32];
+  emit_count(e, s, 0, s->rank - 1, rows, sizeof rows);
+  emit_dim(e, s->d[s->rank - 1], cols, sizeof cols);
+  emit_line(e, "const int64_t R = %s, C = %s, CH = %lld, NCH = (C + CH - 1) / CH;", rows, cols, (long long)k->sched.chunk);
+  emit_line(e, "#pragma omp parallel for schedule(static)");
+  emit_line(e, "for (int64_t t = 0; t < R * NCH; t++) {");
+  e->indent++;
+  emit_line(e, "const int64_t c0 = (t %% NCH) * CH, c1 = pc_min64(c0 + CH, C);");
+  emit_line(e, "const int64_t o = t / NCH;");
+  unravel(e, s, 0, s->rank - 1, "o", idxnames);
+  emit_line(e, "#pragma omp simd");
+  emit_line(e, "for (int64_t %s = c0; %s < c1; %s++) {", idxnames[s->rank - 1], idxnames[s->rank - 1], idxnames[s->rank - 1]);
+  e->indent++;
+  emit_scope_push(e);
+  store_at(e, &k->store[0], s, idxnames);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* ---- row kernels ---- */
+
+static const char *const rownames[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"};
+
+static void row_loop_begin(emitter *e, const char *const *full) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "for (int64_t j = 0; j < L; j++) {");
+  e->indent++;
+  emit_scope_push(e);
+  shape r = k->red;
+  const char *const *jn = full + k->dom.rank;
+  if (r.rank == 1) emit_line(e, "const int64_t %s = j;", jn[0]);
+  else {
+    /* unravel j over the reduced dims */
+    shape full_s = {.rank = k->dom.rank + r.rank};
+    for (int d = 0; d < r.rank; d++) full_s.d[k->dom.rank + d] = r.d[d];
+    unravel(e, &full_s, k->dom.rank, full_s.rank, "j", full);
+  }
+}
+
+static void row_loop_end(emitter *e) {
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+static void row(emitter *e) {
+  const kir_kernel *k = e->k;
+  char no[256], len[256];
+  emit_count(e, &k->dom, 0, k->dom.rank, no, sizeof no);
+  emit_count(e, &k->red, 0, k->red.rank, len, sizeof len);
+  const char *full[2 * PORTC_MAX_RANK];
+  static const char *const jn[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
+  for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
+  for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = jn[d];
+  emit_line(e, "const int64_t NO = %s, L = %s;", no, len);
+  emit_line(e, "#pragma omp parallel for schedule(static)");
+  emit_line(e, "for (int64_t o = 0; o < NO; o++) {");
+  e->indent++;
+  emit_scope_push(e);
+  unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
+  for (int p = 0; p < k->nphase; p++) {
+    const kir_phase *ph = &k->phase[p];
+    portc_dtype t = e->m->g->nodes[k->node].dt;
+    for (int i = 0; i < k->nval; i++)
+      if (k->val[i].kind == KV_ACC && k->val[i].phase == p) t = k->val[i].dt;
+    bool f = dtype_is_float(t);
+    emit_hoisted(e, ph->val, full);
+    const char *red = ph->op == OP_prod ? "*" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "+";
+    bool nanflag = f && (ph->op == OP_max || ph->op == OP_min);
+    bool wrap = !f && (ph->op == OP_sum || ph->op == OP_prod);
+    const char *acc = wrap ? "accu" : "acc"; /* integer sums wrap: accumulate unsigned */
+    emit_line(e, "%s %s%d = %s;", wrap ? "uint64_t" : compute_type(t), acc, p, wrap ? (ph->op == OP_prod ? "1u" : "0u") : reduce_init(ph->op, t));
+    if (nanflag) emit_line(e, "int nan%d = 0;", p);
+    if (nanflag) emit_line(e, "#pragma omp simd reduction(%s:%s%d) reduction(|:nan%d)", red, acc, p, p);
+    else emit_line(e, "#pragma omp simd reduction(%s:%s%d)", red, acc, p);
+    row_loop_begin(e, full);
+    const char *v = emit_value(e, ph->val, full);
+    switch (ph->op) {
+    case OP_prod: emit_line(e, wrap ? "accu%d *= (uint64_t)%s;" : "acc%d *= %s;", p, v); break;
+    case OP_max: emit_line(e, "acc%d = %s > acc%d ? %s : acc%d;", p, v, p, v, p); break;
+    case OP_min: emit_line(e, "acc%d = %s < acc%d ? %s : acc%d;", p, v, p, v, p); break;
+    default: emit_line(e, wrap ? "accu%d += (uint64_t)%s;" : "acc%d += %s;", p, v); break;
+    }
+    if (nanflag) emit_line(e, "nan%d |= %s != %s;", p, v, v);
+    row_loop_end(e);
+    if (nanflag) emit_line(e, "if (nan%d) acc%d = NAN;", p, p);
+    if (ph->op == OP_mean) emit_line(e, "acc%d /= (float)L;", p);
+    if (wrap) emit_line(e, "const int64_t acc%d = (int64_t)accu%d;", p, p);
+  }
+  for (int s = 0; s < k->nstore; s++)
+    if (!k->store[s].row) store_at(e, &k->store[s], &k->dom, rownames);
+  bool any_row = false;
+  for (int s = 0; s < k->nstore; s++) any_row = any_row || k->store[s].row;
+  if (any_row) {
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
+    emit_line(e, "#pragma omp simd");
+    row_loop_begin(e, full);
+    shape xs = {.rank = k->dom.rank + k->red.rank};
+    for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
+    for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) store_at(e, &k->store[s], &xs, full);
+    row_loop_end(e);
+  }
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* ---- matmul: packed panels, register micro-tile, epilogue on store ---- */
+
+/* the element of operand `slot` at index names idx, as a float expression */
+static void operand_expr(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
+  const kir_kernel *k = e->k;
+  int b = k->in_buf[slot];
+  char off[128], bname[16];
+  emit_offset(e, k->in_path[slot], &e->m->buf[b].sh, idx, off, sizeof off);
+  snprintf(bname, sizeof bname, "b%d", b);
+  snprintf(out, len, e->d->load[e->m->buf[b].dt], bname, off);
+}
+
+static void matmul_float(emitter *e) {
+  const kir_kernel *k = e->k;
+  const kir_schedule *sc = &k->sched;
+  int nb = k->dom.rank - 2;
+  char batch[256], M[32], N[32], K[32];
+  emit_count(e, &k->dom, 0, nb, batch, sizeof batch);
+  emit_dim(e, k->mnk[0], M, sizeof M);
+  emit_dim(e, k->mnk[1], N, sizeof N);
+  emit_dim(e, k->mnk[2], K, sizeof K);
+  emit_line(e, "enum { MR = %d, NR = %d, MC = %d, NC = %d, KC = %d };", sc->mr, sc->nr, sc->mc, sc->nc, sc->kc);
+  emit_line(e, "const int64_t NB = %s, M = %s, N = %s, K = %s;", batch, M, N, K);
+  emit_line(e, "const int64_t MT = (M + MC - 1) / MC, NT = (N + NC - 1) / NC;");
+  emit_line(e, "int fail = 0;");
+  emit_line(e, "#pragma omp parallel");
+  emit_line(e, "{");
+  e->indent++;
+  emit_line(e, "float *Ap = aligned_alloc(64, sizeof(float) * MC * KC), *Bp = aligned_alloc(64, sizeof(float) * KC * NC);");
+  emit_line(e, "float *Cb = aligned_alloc(64, sizeof(float) * MC * NC);");
+  emit_line(e, "if (!Ap || !Bp || !Cb) {");
+  emit_line(e, "  free(Ap); free(Bp); free(Cb);");
+  emit_line(e, "  #pragma omp atomic write");
+  emit_line(e, "  fail = 1;");
+  emit_line(e, "} else {");
+  e->indent++;
+  emit_line(e, "#pragma omp for schedule(dynamic, 1)");
+  emit_line(e, "for (int64_t t = 0; t < NB * MT * NT; t++) {");
+  e->indent++;
+  emit_line(e, "const int64_t bt = t / (MT * NT), ic = (t / NT %% MT) * MC, jc = (t %% NT) * NC;");
+  emit_line(e, "const int64_t mc = pc_min64(MC, M - ic), nc = pc_min64(NC, N - jc);");
+  static const char *const bn[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
+  unravel(e, &k->dom, 0, nb, "bt", bn);
+  emit_line(e, "memset(Cb, 0, sizeof(float) * MC * NC);");
+  emit_line(e, "for (int64_t pc = 0; pc < K; pc += KC) {");
+  e->indent++;
+  emit_line(e, "const int64_t kc = pc_min64(KC, K - pc);");
+  /* pack B: panels of NR columns, row p of a panel contiguous */
+  const char *bidx[PORTC_MAX_RANK + 2], *aidx[PORTC_MAX_RANK + 2];
+  for (int d = 0; d < nb; d++) bidx[d] = aidx[d] = bn[d];
+  bidx[nb] = "kk", bidx[nb + 1] = "nn";
+  aidx[nb] = "mm", aidx[nb + 1] = "kk";
+  char be[1200], ae[1200];
+  emit_line(e, "for (int64_t jr = 0; jr < nc; jr += NR)");
+  emit_line(e, "  for (int64_t p = 0; p < kc; p++) {");
+  e->indent += 2;
+  emit_line(e, "const int64_t kk = pc + p;");
+  emit_line(e, "float *dst = Bp + jr * kc + p * NR;");
+  emit_line(e, "for (int64_t j = 0; j < NR; j++) {");
+  e->indent++;
+  emit_line(e, "const int64_t nn = jc + jr + j;");
+  operand_expr(e, 1, bidx, be, sizeof be);
+  emit_line(e, "dst[j] = jr + j < nc ? (float)(%s) : 0.0f;", be);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent -= 2;
+  emit_line(e, "  }");
+  emit_line(e, "for (int64_t ir = 0; ir < mc; ir += MR)");
+  emit_line(e, "  for (int64_t p = 0; p < kc; p++) {");
+  e->indent += 2;
+  emit_line(e, "const int64_t kk = pc + p;");
+  emit_line(e, "float *dst = Ap + ir * kc + p * MR;");
+  emit_line(e, "for (int64_t i = 0; i < MR; i++) {");
+  e->indent++;
+  emit_line(e, "const int64_t mm = ic + ir + i;");
+  operand_expr(e, 0, aidx, ae, sizeof ae);
+  emit_line(e, "dst[i] = ir + i < mc ? (float)(%s) : 0.0f;", ae);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent -= 2;
+  emit_line(e, "  }");
+  emit_line(e, "for (int64_t jr = 0; jr < nc; jr += NR)");
+  emit_line(e, "  for (int64_t ir = 0; ir < mc; ir += MR)");
+  emit_line(e, "    pc_micro_%d_%d(kc, Ap + ir * kc, Bp + jr * kc, Cb + ir * NC + jr, NC);", sc->mr, sc->nr);
+  e->indent--;
+  emit_line(e, "}");
+  /* epilogue and store */
+  emit_line(e, "for (int64_t i = 0; i < mc; i++)");
+  emit_line(e, "  for (int64_t j = 0; j < nc; j++) {");
+  e->indent += 2;
+  const char *oidx[PORTC_MAX_RANK + 2];
+  for (int d = 0; d < nb; d++) oidx[d] = bn[d];
+  oidx[nb] = "m", oidx[nb + 1] = "n";
+  emit_line(e, "const int64_t m = ic + i, n = jc + j;");
+  emit_line(e, "const float acc0 = Cb[i * NC + j];");
+  emit_scope_push(e);
+  store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "free(Ap); free(Bp); free(Cb);");
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "if (fail) return 1;");
+}
+
+static void matmul_int(emitter *e) {
+  const kir_kernel *k = e->k;
+  int nb = k->dom.rank - 2;
+  char all[256], N[32], M[32], K[32];
+  emit_count(e, &k->dom, 0, nb + 1, all, sizeof all);
+  emit_dim(e, k->mnk[0], M, sizeof M);
+  emit_dim(e, k->mnk[1], N, sizeof N);
+  emit_dim(e, k->mnk[2], K, sizeof K);
+  emit_line(e, "const int64_t RM = %s, M = %s, N = %s, K = %s;", all, M, N, K);
+  emit_line(e, "#pragma omp parallel for schedule(static)");
+  emit_line(e, "for (int64_t r = 0; r < RM; r++) {");
+  e->indent++;
+  emit_line(e, "const int64_t bt = r / M, m = r %% M;");
+  static const char *const bn[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
+  unravel(e, &k->dom, 0, nb, "bt", bn);
+  const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
+  for (int d = 0; d < nb; d++) aidx[d] = bidx[d] = oidx[d] = bn[d];
+  aidx[nb] = "m", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "n", oidx[nb] = "m", oidx[nb + 1] = "n";
+  emit_line(e, "for (int64_t n = 0; n < N; n++) {");
+  e->indent++;
+  emit_line(e, "uint64_t s = 0;");
+  char ae[1200], be[1200];
+  emit_line(e, "for (int64_t kk = 0; kk < K; kk++) {");
+  e->indent++;
+  operand_expr(e, 0, aidx, ae, sizeof ae);
+  operand_expr(e, 1, bidx, be, sizeof be);
+  emit_line(e, "s += (uint64_t)(%s) * (uint64_t)(%s);", ae, be);
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "const int64_t acc0 = (int64_t)s;");
+  emit_scope_push(e);
+  store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* ---- conv2d: direct loops over each output plane, epilogue on store ---- */
+
+static int64_t attr2(const node *n, const char *name, int i) {
+  const attr *a = attr_get(n, name);
+  return a->set ? a->v[i] : 1;
+}
+
+static void load_expr(emitter *e, int buf, const char *off, char *out, size_t len) {
+  char bname[16];
+  snprintf(bname, sizeof bname, "b%d", buf);
+  snprintf(out, len, e->d->load[e->m->buf[buf].dt], bname, off);
+}
+
+static void conv(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
+  char NN[32];
+  emit_dim(e, k->dom.d[0], NN, sizeof NN);
+  emit_line(e, "const int64_t NO = %s * %lld, C = %lld, H = %lld, W = %lld, O = %lld, OH = %lld, OW = %lld;", NN,
+            (long long)k->dom.d[1].c, (long long)xs->d[1].c, (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)k->dom.d[1].c,
+            (long long)k->dom.d[2].c, (long long)k->dom.d[3].c);
+  emit_line(e, "const int64_t CG = %lld, KH = %lld, KW = %lld, OG = O / %lld;", (long long)ws->d[1].c, (long long)ws->d[2].c,
+            (long long)ws->d[3].c, (long long)attr_i(n, "groups"));
+  emit_line(e, "#pragma omp parallel for schedule(static)");
+  emit_line(e, "for (int64_t no = 0; no < NO; no++) {");
+  e->indent++;
+  emit_line(e, "const int64_t i0 = no / O, i1 = no %% O, g = i1 / OG;");
+  emit_line(e, "for (int64_t i2 = 0; i2 < OH; i2++)");
+  emit_line(e, "  for (int64_t i3 = 0; i3 < OW; i3++) {");
+  e->indent += 2;
+  char bias[256], xv[512], wv[512];
+  if (k->nin > 2) load_expr(e, k->in_buf[2], "i1", bias, sizeof bias);
+  emit_line(e, "float s = %s;", k->nin > 2 ? bias : "0.0f");
+  emit_line(e, "for (int64_t c = 0; c < CG; c++)");
+  emit_line(e, "  for (int64_t kh = 0; kh < KH; kh++) {");
+  emit_line(e, "    const int64_t ih = i2 * %lld - %lld + kh * %lld;", (long long)attr2(n, "stride", 0),
+            (long long)attr_get(n, "padding")->v[0], (long long)attr2(n, "dilation", 0));
+  emit_line(e, "    if (ih < 0 || ih >= H) continue;");
+  emit_line(e, "    for (int64_t kw = 0; kw < KW; kw++) {");
+  emit_line(e, "      const int64_t iw = i3 * %lld - %lld + kw * %lld;", (long long)attr2(n, "stride", 1),
+            (long long)attr_get(n, "padding")->v[1], (long long)attr2(n, "dilation", 1));
+  emit_line(e, "      if (iw < 0 || iw >= W) continue;");
+  load_expr(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
+  load_expr(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
+  emit_line(e, "      s += %s * %s;", xv, wv);
+  emit_line(e, "    }");
+  emit_line(e, "  }");
+  emit_line(e, "const float acc0 = s;");
+  emit_scope_push(e);
+  store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_scope_pop(e);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* ---- opaque ops: one template each ---- */
+
+static void count_expr(emitter *e, const shape *s, int from, int to, char *buf, size_t len) { emit_count(e, s, from, to, buf, len); }
+
+static void opaque(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const shape *xs = &e->m->buf[k->in_buf[0]].sh;
+  int ob = k->store[0].buf, xb = k->in_buf[0];
+  char outer[256], len[64], inner[256], ld[512], sto[600];
+  switch (n->op) {
+  case OP_argmax: {
+    int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
+    count_expr(e, xs, 0, (int)axis, outer, sizeof outer);
+    emit_dim(e, xs->d[axis], len, sizeof len);
+    count_expr(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+    emit_line(e, "const int64_t OU = %s, LEN = %s, IN = %s;", outer, len, inner);
+    emit_line(e, "#pragma omp parallel for schedule(static)");
+    emit_line(e, "for (int64_t t = 0; t < OU * IN; t++) {");
+    e->indent++;
+    emit_line(e, "const int64_t o = t / IN, i = t %% IN;");
+    load_expr(e, xb, "(o * LEN + 0) * IN + i", ld, sizeof ld);
+    emit_line(e, "int64_t best = 0; %s bv = %s;", compute_type(xs->rank ? e->m->buf[xb].dt : PORTC_F32), ld);
+    load_expr(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
+    emit_line(e, "for (int64_t q = 1; q < LEN; q++) {");
+    emit_line(e, "  const %s v = %s;", compute_type(e->m->buf[xb].dt), ld);
+    if (dtype_is_float(e->m->buf[xb].dt)) emit_line(e, "  if (bv == bv && (v != v || v > bv)) { bv = v; best = q; }");
+    else emit_line(e, "  if (v > bv) { bv = v; best = q; }");
+    emit_line(e, "}");
+    emit_line(e, "b%d[t] = best;", ob);
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  }
+  case OP_max_pool2d:
+  case OP_avg_pool2d: {
+    const attr *ka = attr_get(n, "kernel"), *sa = attr_get(n, "stride"), *pa = attr_get(n, "padding");
+    const int64_t *st = sa->set ? sa->v : ka->v;
+    bool mx = n->op == OP_max_pool2d, f = dtype_is_float(e->m->buf[xb].dt);
+    char nc[256];
+    count_expr(e, xs, 0, 2, nc, sizeof nc);
+    emit_line(e, "const int64_t NC = %s, H = %lld, W = %lld, OH = %lld, OW = %lld;", nc, (long long)xs->d[2].c, (long long)xs->d[3].c,
+              (long long)k->dom.d[2].c, (long long)k->dom.d[3].c);
+    emit_line(e, "#pragma omp parallel for schedule(static)");
+    emit_line(e, "for (int64_t t = 0; t < NC * OH * OW; t++) {");
+    e->indent++;
+    emit_line(e, "const int64_t nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;");
+    emit_line(e, "%s acc = %s;", compute_type(e->m->buf[xb].dt), mx ? (f ? "(-INFINITY)" : "INT64_MIN") : "0.0f");
+    emit_line(e, "for (int64_t kh = 0; kh < %lld; kh++)", (long long)ka->v[0]);
+    emit_line(e, "  for (int64_t kw = 0; kw < %lld; kw++) {", (long long)ka->v[1]);
+    emit_line(e, "    const int64_t ih = oh * %lld - %lld + kh, iw = ow * %lld - %lld + kw;", (long long)st[0], (long long)pa->v[0],
+              (long long)st[1], (long long)pa->v[1]);
+    emit_line(e, "    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;");
+    load_expr(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
+    if (!mx) emit_line(e, "    acc += %s;", ld);
+    else if (f) emit_line(e, "    { const float v = %s; if (acc == acc && (v != v || v > acc)) acc = v; }", ld);
+    else emit_line(e, "    { const int64_t v = %s; if (v > acc) acc = v; }", ld);
+    emit_line(e, "  }");
+    if (!mx) emit_line(e, "acc /= %lld.0f;", (long long)(ka->v[0] * ka->v[1]));
+    snprintf(sto, sizeof sto, "b%d", ob);
+    char line[700];
+    snprintf(line, sizeof line, e->d->store[e->m->buf[ob].dt], sto, "t", "acc");
+    emit_line(e, "%s", line);
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  }
+  case OP_concat: {
+    int64_t axis = norm_axis(attr_i(n, "axis"), k->dom.rank);
+    count_expr(e, &k->dom, 0, (int)axis, outer, sizeof outer);
+    count_expr(e, &k->dom, (int)axis + 1, k->dom.rank, inner, sizeof inner);
+    emit_line(e, "const int64_t OU = %s, IN = %s, OL = INT64_C(%lld);", outer, inner, (long long)k->dom.d[axis].c);
+    int64_t at = 0;
+    size_t es = portc_dtype_size(e->m->buf[ob].dt);
+    for (int i = 0; i < k->nin; i++) {
+      int64_t xl = e->m->buf[k->in_buf[i]].sh.d[axis].c;
+      emit_line(e, "#pragma omp parallel for schedule(static)");
+      emit_line(e, "for (int64_t o = 0; o < OU; o++)");
+      emit_line(e, "  memcpy(b%d + (o * OL + %lld) * IN, b%d + o * %lld * IN, (size_t)(%lld * IN) * %zu);", ob, (long long)at,
+                k->in_buf[i], (long long)xl, (long long)xl, es);
+      at += xl;
+    }
+    break;
+  }
+  case OP_pad: {
+    const attr *pads = attr_get(n, "pads");
+    char total[256], xn[256];
+    count_expr(e, &k->dom, 0, k->dom.rank, total, sizeof total);
+    count_expr(e, xs, 0, xs->rank, xn, sizeof xn);
+    char val[64];
+    double v = attr_f(n, "value");
+    if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%af", v);
+    else snprintf(val, sizeof val, "INT64_C(%lld)", (long long)v);
+    char line[700];
+    snprintf(sto, sizeof sto, "b%d", ob);
+    snprintf(line, sizeof line, e->d->store[e->m->buf[ob].dt], sto, "t", val);
+    emit_line(e, "#pragma omp parallel for schedule(static)");
+    emit_line(e, "for (int64_t t = 0; t < %s; t++) %s", total, line);
+    emit_line(e, "#pragma omp parallel for schedule(static)");
+    emit_line(e, "for (int64_t t = 0; t < %s; t++) {", xn);
+    e->indent++;
+    unravel(e, xs, 0, xs->rank, "t", idxnames);
+    strbuf off = {0};
+    for (int d = 0; d < xs->rank; d++) {
+      char stride[256];
+      emit_count(e, &k->dom, d + 1, k->dom.rank, stride, sizeof stride);
+      sb_printf(&off, "%s(%s + %lld) * %s", d ? " + " : "", idxnames[d], (long long)pads->v[2 * d], stride);
+    }
+    char *os = sb_take(&off);
+    load_expr(e, xb, "t", ld, sizeof ld);
+    snprintf(line, sizeof line, e->d->store[e->m->buf[ob].dt], sto, os && *os ? os : "0", ld);
+    emit_line(e, "%s", line);
+    free(os);
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  }
+  default: { /* gather */
+    int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
+    const shape *is = &e->m->buf[k->in_buf[1]].sh;
+    char nidx[256];
+    count_expr(e, xs, 0, (int)axis, outer, sizeof outer);
+    emit_dim(e, xs->d[axis], len, sizeof len);
+    count_expr(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+    count_expr(e, is, 0, is->rank, nidx, sizeof nidx);
+    emit_line(e, "const int64_t OU = %s, LEN = %s, IN = %s, NI = %s;", outer, len, inner, nidx);
+    emit_line(e, "int bad = 0;");
+    emit_line(e, "#pragma omp parallel for schedule(static) reduction(|:bad)");
+    emit_line(e, "for (int64_t t = 0; t < OU * NI; t++) {");
+    e->indent++;
+    emit_line(e, "const int64_t o = t / NI, q = t %% NI;");
+    load_expr(e, k->in_buf[1], "q", ld, sizeof ld);
+    emit_line(e, "int64_t ix = %s;", ld);
+    emit_line(e, "if (ix < 0) ix += LEN;");
+    emit_line(e, "if (ix < 0 || ix >= LEN) { bad = 1; continue; }");
+    emit_line(e, "memcpy(b%d + t * IN, b%d + (o * LEN + ix) * IN, (size_t)IN * %zu);", ob, xb, portc_dtype_size(e->m->buf[ob].dt));
+    e->indent--;
+    emit_line(e, "}");
+    emit_line(e, "if (bad) return 2;");
+    break;
+  }
+  }
+}
+
+static void kernel(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "/* kernel %d: %s */", index, k->why);
+  emit_line(e, "static int k%d(void *const *restrict B, const int64_t *restrict S) {", index);
+  e->indent++;
+  emit_line(e, "(void)S;");
+  declare_buffers(e);
+  switch (k->kind) {
+  case KK_POINTWISE: pointwise(e); break;
+  case KK_ROW: row(e); break;
+  case KK_MATMUL:
+    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) matmul_float(e);
+    else matmul_int(e);
+    break;
+  case KK_CONV: conv(e); break;
+  case KK_OPAQUE: opaque(e); break;
+  }
+  emit_line(e, "return 0;");
+  e->indent--;
+  emit_line(e, "}\n");
+}
+
+static void module_end(emitter *e) {
+  emit_line(e, "int portc_kernel_count(void) { return %d; }", e->m->nk);
+  emit_line(e, "int portc_kernel_run(int i, void *const *B, const int64_t *S) {");
+  emit_line(e, "  switch (i) {");
+  for (int i = 0; i < e->m->nk; i++) emit_line(e, "  case %d: return k%d(B, S);", i, i);
+  emit_line(e, "  }");
+  emit_line(e, "  return -1;");
+  emit_line(e, "}");
+}
+
+/* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise) */
+const dialect cpu_dialect = {
+    .name = "c-openmp",
+    .prelude = cpu_prelude,
+    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "uint16_t", [PORTC_BF16] = "uint16_t",
+                [PORTC_I32] = "int32_t", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
+    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(%s[%s])", [PORTC_BF16] = "pc_ld_bf16(%s[%s])",
+             [PORTC_I32] = "(int64_t)%s[%s]", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "(int64_t)%s[%s]"},
+    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = pc_st_f16(%s);", [PORTC_BF16] = "%s[%s] = pc_st_bf16(%s);",
+              [PORTC_I32] = "%s[%s] = (int32_t)(%s);", [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = (uint8_t)((%s) != 0);"},
+    .float_ops = {
+        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "expf(%0)", [OP_log] = "logf(%0)",
+        [OP_sqrt] = "sqrtf(%0)", [OP_rsqrt] = "(1.0f / sqrtf(%0))", [OP_reciprocal] = "(1.0f / %0)",
+        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + expf(-%0)))", [OP_relu] = "pc_relu(%0)",
+        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + expf(-%0)))",
+        [OP_erf] = "erff(%0)", [OP_sin] = "sinf(%0)", [OP_cos] = "cosf(%0)", [OP_floor] = "floorf(%0)",
+        [OP_ceil] = "ceilf(%0)", [OP_sign] = "pc_signf(%0)",
+        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
+        [OP_pow] = "powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
+        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
+        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 ? %1 : %2)",
+        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
+    },
+    .int_ops = {
+        [OP_neg] = "(int64_t)(0 - (uint64_t)%0)", [OP_abs] = "(%0 < 0 ? (int64_t)(0 - (uint64_t)%0) : %0)",
+        [OP_relu] = "(%0 > 0 ? %0 : 0)", [OP_sign] = "(int64_t)((%0 > 0) - (%0 < 0))",
+        [OP_not] = "(int64_t)(!%0)",
+        [OP_add] = "(int64_t)((uint64_t)%0 + (uint64_t)%1)", [OP_sub] = "(int64_t)((uint64_t)%0 - (uint64_t)%1)",
+        [OP_mul] = "(int64_t)((uint64_t)%0 * (uint64_t)%1)", [OP_div] = "pc_idiv(%0, %1)",
+        [OP_maximum] = "(%0 > %1 ? %0 : %1)", [OP_minimum] = "(%0 < %1 ? %0 : %1)",
+        [OP_and] = "(int64_t)(%0 && %1)", [OP_or] = "(int64_t)(%0 || %1)",
+        [OP_eq] = "(int64_t)(%0 == %1)", [OP_ne] = "(int64_t)(%0 != %1)", [OP_lt] = "(int64_t)(%0 < %1)",
+        [OP_le] = "(int64_t)(%0 <= %1)", [OP_gt] = "(int64_t)(%0 > %1)", [OP_ge] = "(int64_t)(%0 >= %1)",
+        [OP_where] = "(%0 ? %1 : %2)",
+    },
+    .kernel = kernel,
+    .module_end = module_end,
+};

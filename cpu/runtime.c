@@ -1,0 +1,120 @@
+/*
+ * runtime.c: the CPU target: find the compiled kernels in the cache or build them, load them,
+ * and launch them. OpenMP inside the generated code spreads each kernel over the cores.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../targets/cache.h"
+#include "../targets/dl.h"
+#include "cpu.h"
+
+typedef struct cpu_module {
+  void *dl;
+  int (*run)(int, void *const *, const int64_t *);
+} cpu_module;
+
+static bool available(char *why, size_t len) {
+  char cc[256], ver[256];
+  if (cpu_compiler(cc, sizeof cc, ver, sizeof ver)) return true;
+  snprintf(why, len, "C compiler '%s' not found: install gcc or set PORTC_CC", cc);
+  return false;
+}
+
+static const char *device(void) {
+  static char name[256];
+  if (name[0]) return name;
+  char model[200] = "unknown CPU";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0) {
+      char *c = strchr(line, ':');
+      if (c) snprintf(model, sizeof model, "%s", c + 2);
+      model[strcspn(model, "\n")] = 0;
+      break;
+    }
+  if (f) fclose(f);
+  snprintf(name, sizeof name, "%s, %ld threads", model, sysconf(_SC_NPROCESSORS_ONLN));
+  return name;
+}
+
+static int vector_bytes(void) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx2")) return 32;
+#endif
+  return 16;
+}
+
+static portc_status open_module(const char *path, cpu_module *m) {
+  char why[512];
+  if (!(m->dl = dl_open(path, why, sizeof why))) return err_set(PORTC_ERR_IO, "cpu: cannot load %s: %s", path, why);
+  if (!(m->run = (int (*)(int, void *const *, const int64_t *))dl_sym(m->dl, "portc_kernel_run", why, sizeof why))) {
+    dl_close(m->dl);
+    return err_set(PORTC_ERR_IO, "cpu: %s: %s", path, why);
+  }
+  return PORTC_OK;
+}
+
+static portc_status load(const char *source, const char *graph_name, void **handle, bool *hit) {
+  char dir[4096], cc[256], ver[256], path[4200];
+  portc_status st = cache_dir(dir, sizeof dir);
+  if (st) return st;
+  if (!cpu_compiler(cc, sizeof cc, ver, sizeof ver))
+    return err_set(PORTC_ERR_IO, "cpu: C compiler '%s' not found: install gcc (apt-get install gcc) or set PORTC_CC", cc);
+  const char *parts[] = {source, "cpu", device(), ver, cpu_cflags, NULL};
+  char key[33];
+  cache_key(parts, key);
+  cpu_module *m = calloc(1, sizeof *m);
+  if (!m) return err_set(PORTC_ERR_NOMEM, "cpu: out of memory");
+  *hit = cache_lookup(dir, key, "so", path, sizeof path);
+  if (*hit && open_module(path, m) != PORTC_OK) { /* intact on disk but unloadable: rebuild it */
+    unlink(path);
+    *hit = false;
+  }
+  log_line("cache", "%s %s (graph %s)", *hit ? "hit" : "miss", path, graph_name);
+  if (!*hit) {
+    char built[4200];
+    snprintf(built, sizeof built, "%s/%s.so.%d.tmp", dir, key, (int)getpid());
+    if ((st = cpu_compile(source, dir, built)) || (st = cache_store(dir, key, "so", built, path, sizeof path)) ||
+        (st = open_module(path, m))) {
+      unlink(built);
+      free(m);
+      return st;
+    }
+  }
+  *handle = m;
+  return PORTC_OK;
+}
+
+static portc_status launch(void *handle, int i, void *const *bufs, const int64_t *S) {
+  cpu_module *m = handle;
+  int rc = m->run(i, bufs, S);
+  if (rc == 0) return PORTC_OK;
+  if (rc == 2) return err_set(PORTC_ERR_RUNTIME, "an index is out of range");
+  if (rc == 1) return err_set(PORTC_ERR_NOMEM, "out of memory for a kernel's work buffers");
+  return err_set(PORTC_ERR_RUNTIME, "kernel %d failed (%d)", i, rc);
+}
+
+static void unload(void *handle) {
+  cpu_module *m = handle;
+  if (!m) return;
+  dl_close(m->dl);
+  free(m);
+}
+
+const target cpu_target = {
+    .name = "cpu",
+    .summary = "C with OpenMP, built by the system C compiler",
+    .dialect = &cpu_dialect,
+    .available = available,
+    .device = device,
+    .vector_bytes = vector_bytes,
+    .load = load,
+    .launch = launch,
+    .unload = unload,
+};

@@ -1,0 +1,134 @@
+/*
+ * decompose.c: rewrites each composite op into primitive ops, which fusion then puts back
+ * together into one kernel per composite (Inductor's approach). The formulas are the ones the
+ * reference evaluator uses, term for term.
+ *
+ *   before: y = softmax(x, axis=-1)
+ *   after:  y.max = max(x, axes=[-1], keepdim=true)
+ *           y.sub = sub(x, y.max)
+ *           y.exp = exp(y.sub)
+ *           y.sum = sum(y.exp, axes=[-1], keepdim=true)
+ *           y     = div(y.exp, y.sum)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+typedef struct dctx {
+  portc_graph *g;
+  const char *base; /* the composite's name: pieces are base.piece, the last one is base */
+} dctx;
+
+static portc_node named(dctx *c, portc_node n, const char *piece) {
+  if (n < 0) return n;
+  char name[256];
+  if (piece) snprintf(name, sizeof name, "%s.%s", c->base, piece);
+  else snprintf(name, sizeof name, "%s", c->base);
+  /* the user's graph may already use base.piece: fall back to an automatic name */
+  if (node_name_taken(c->g, name)) return n;
+  portc_status st = portc_set_name(c->g, n, name);
+  return st ? -(portc_node)st : n;
+}
+
+static portc_node scalar(dctx *c, portc_dtype t, double v, const char *piece) {
+  return named(c, portc_scalar(c->g, t, v), piece);
+}
+
+static portc_node softmax(dctx *c, portc_node x, int64_t axis, bool log_form) {
+  portc_graph *g = c->g;
+  portc_node m = named(c, portc_max(g, x, 1, &axis, true), "max");
+  portc_node d = named(c, portc_sub(g, x, m), "sub");
+  portc_node e = named(c, portc_exp(g, d), "exp");
+  portc_node s = named(c, portc_sum(g, e, 1, &axis, true), "sum");
+  if (!log_form) return named(c, portc_div(g, e, s), NULL);
+  portc_node l = named(c, portc_log(g, s), "log");
+  return named(c, portc_sub(g, d, l), NULL);
+}
+
+static portc_node norm(dctx *c, const node *n, const int32_t *in, bool rms) {
+  portc_graph *g = c->g;
+  int64_t last = -1;
+  portc_node x = in[0];
+  portc_dtype t = g->nodes[x].dt;
+  portc_node centered = x;
+  if (!rms) {
+    portc_node mu = named(c, portc_mean(g, x, 1, &last, true), "mean");
+    centered = named(c, portc_sub(g, x, mu), "center");
+  }
+  portc_node sq = named(c, portc_mul(g, centered, centered), "sq");
+  portc_node var = named(c, portc_mean(g, sq, 1, &last, true), rms ? "ms" : "var");
+  portc_node ve = named(c, portc_add(g, var, scalar(c, t, attr_f(n, "eps"), "eps")), "veps");
+  portc_node r = named(c, portc_rsqrt(g, ve), "rstd");
+  bool has_w = n->nin > 1, has_b = n->nin > 2;
+  portc_node y = named(c, portc_mul(g, centered, r), has_w ? "norm" : NULL);
+  if (has_w) y = named(c, portc_mul(g, y, in[1]), has_b ? "scale" : NULL);
+  if (has_b) y = named(c, portc_add(g, y, in[2]), NULL);
+  return y;
+}
+
+static portc_node attention(dctx *c, const node *n, const int32_t *in) {
+  portc_graph *g = c->g;
+  const node *k = &g->nodes[in[1]], *q = &g->nodes[in[0]];
+  int64_t perm[PORTC_MAX_RANK];
+  for (int d = 0; d < k->sh.rank; d++) perm[d] = d;
+  perm[k->sh.rank - 2] = k->sh.rank - 1, perm[k->sh.rank - 1] = k->sh.rank - 2;
+  portc_node kt = named(c, portc_permute(g, in[1], k->sh.rank, perm), "kt");
+  portc_node s = named(c, portc_matmul(g, in[0], kt), "scores");
+  const attr *sc = attr_get(n, "scale");
+  dim D = q->sh.d[q->sh.rank - 1];
+  if (!sc->set && D.sym >= 0) return err_node(PORTC_ERR_SHAPE, "attention %s: a symbolic head size needs an explicit scale", c->base);
+  double scale = sc->set ? sc->f : 1.0 / sqrt((double)D.c);
+  s = named(c, portc_mul(g, s, scalar(c, q->dt, scale, "scale")), "scaled");
+  if (attr_i(n, "causal")) s = named(c, portc_causal_mask(g, s), "masked");
+  dctx inner = *c;
+  char base[256];
+  snprintf(base, sizeof base, "%s.p", c->base);
+  inner.base = base;
+  portc_node p = softmax(&inner, s, -1, false);
+  return named(c, portc_matmul(g, p, in[2]), NULL);
+}
+
+portc_status decompose(portc_graph **gp, bool *changed) {
+  portc_graph *g = *gp, *out = portc_graph_new(g->name);
+  int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
+  if (!out || !remap) {
+    portc_graph_free(out);
+    free(remap);
+    return err_set(PORTC_ERR_NOMEM, "decompose: out of memory");
+  }
+  out->next_auto = g->next_auto;
+  *changed = false;
+  portc_status st = PORTC_OK;
+  for (int i = 0; i < g->n && !st; i++) {
+    const node *x = &g->nodes[i];
+    if (op_get(x->op)->kind != K_COMPOSITE) {
+      remap[i] = copy_node(out, g, i, remap, NULL);
+    } else {
+      int32_t in[3];
+      for (int k = 0; k < x->nin; k++) in[k] = remap[x->in[k]];
+      dctx c = {out, x->name};
+      switch (x->op) {
+      case OP_softmax: remap[i] = softmax(&c, in[0], attr_i(x, "axis"), false); break;
+      case OP_log_softmax: remap[i] = softmax(&c, in[0], attr_i(x, "axis"), true); break;
+      case OP_layer_norm: remap[i] = norm(&c, x, in, false); break;
+      case OP_rms_norm: remap[i] = norm(&c, x, in, true); break;
+      default: remap[i] = attention(&c, x, in); break;
+      }
+      *changed = true;
+    }
+    if (remap[i] < 0) st = err_set(portc_node_status(remap[i]), "decompose %s: %s", x->name, portc_last_error());
+  }
+  for (int k = 0; k < g->nout && !st; k++) st = portc_output(out, remap[g->outputs[k]]);
+  free(remap);
+  if (st) {
+    portc_graph_free(out);
+    return st;
+  }
+  if (g->basedir) out->basedir = strdup(g->basedir);
+  portc_graph_free(g);
+  *gp = out;
+  return PORTC_OK;
+}

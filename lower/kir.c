@@ -1,0 +1,101 @@
+/*
+ * kir.c: kernel IR bookkeeping: growing value and path arrays, freeing a module, and the
+ * concrete numbers (extents, bytes, FLOPs) of a kernel under given symbol values.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kir.h"
+
+int kir_add_val(kir_kernel *k, kir_val v) {
+  if (k->nval == k->capval) {
+    int cap = k->capval ? k->capval * 2 : 32;
+    kir_val *nv = realloc(k->val, sizeof *nv * (size_t)cap);
+    if (!nv) return -1;
+    k->val = nv;
+    k->capval = cap;
+  }
+  k->val[k->nval] = v;
+  return k->nval++;
+}
+
+int kir_add_path(kir_kernel *k, const kir_path *p) {
+  for (int i = 0; i < k->npath; i++)
+    if (k->path[i].n == p->n && memcmp(k->path[i].s, p->s, sizeof(kir_step) * (size_t)p->n) == 0) return i;
+  if (k->npath == k->cappath) {
+    int cap = k->cappath ? k->cappath * 2 : 8;
+    kir_path *np = realloc(k->path, sizeof *np * (size_t)cap);
+    if (!np) return -1;
+    k->path = np;
+    k->cappath = cap;
+  }
+  k->path[k->npath] = *p;
+  return k->npath++;
+}
+
+bool path_push(kir_path *p, kir_step s) {
+  if (p->n == KIR_MAX_STEPS) return false;
+  p->s[p->n++] = s;
+  return true;
+}
+
+void kir_module_free(kir_module *m) {
+  if (!m) return;
+  for (int i = 0; i < m->nk; i++) {
+    free(m->k[i].val);
+    free(m->k[i].path);
+    free(m->k[i].nodes);
+  }
+  free(m->k);
+  free(m->buf);
+  free(m->node_buf);
+  free(m->out_buf);
+  portc_graph_free(m->g);
+  free(m);
+}
+
+int64_t dim_value(dim d, const int64_t *sym) { return d.sym >= 0 ? (sym ? sym[d.sym] : 0) : d.c; }
+
+int64_t shape_count(const shape *s, const int64_t *sym) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) n *= dim_value(s->d[i], sym);
+  return n;
+}
+
+static int64_t buf_bytes(const kir_module *m, int b, const int64_t *sym) {
+  return shape_count(&m->buf[b].sh, sym) * (int64_t)portc_dtype_size(m->buf[b].dt);
+}
+
+void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops) {
+  /* each distinct buffer read once and each store written once: the traffic a fused kernel needs */
+  bool seen[4096] = {0};
+  int64_t b = 0;
+  for (int i = 0; i < k->nval; i++)
+    if (k->val[i].kind == KV_LOAD && k->val[i].buf < 4096 && !seen[k->val[i].buf]) {
+      seen[k->val[i].buf] = true;
+      b += buf_bytes(m, k->val[i].buf, sym);
+    }
+  for (int i = 0; i < k->nin; i++)
+    if (k->in_buf[i] >= 0 && k->in_buf[i] < 4096 && !seen[k->in_buf[i]]) {
+      seen[k->in_buf[i]] = true;
+      b += buf_bytes(m, k->in_buf[i], sym);
+    }
+  for (int i = 0; i < k->nstore; i++) b += buf_bytes(m, k->store[i].buf, sym);
+  int64_t ops = 0;
+  for (int i = 0; i < k->nval; i++) ops += k->val[i].kind == KV_OP;
+  int64_t dom = shape_count(&k->dom, sym), f = 0;
+  if (k->kind == KK_ROW) {
+    f = dom * shape_count(&k->red, sym) * (ops + k->nphase);
+  } else if (k->kind == KK_MATMUL) {
+    const node *a = &m->g->nodes[m->g->nodes[k->node].in[0]];
+    int64_t K = dim_value(a->sh.d[a->sh.rank - 1], sym);
+    f = 2 * dom * K + dom * ops;
+  } else if (k->kind == KK_CONV) {
+    const node *w = &m->g->nodes[m->g->nodes[k->node].in[1]];
+    f = 2 * dom * shape_count(&w->sh, sym) / dim_value(w->sh.d[0], sym) + dom * ops;
+  } else {
+    f = dom * ops;
+  }
+  *bytes = b;
+  *flops = f;
+}

@@ -1,0 +1,151 @@
+/*
+ * kir.h: the kernel IR, the target-independent form every target renders.
+ *
+ * A module is a list of kernels over buffers. A kernel has a kind, an iteration domain with
+ * symbolic extents, a body of typed scalar SSA values, stores, and schedule knobs:
+ *
+ *   POINTWISE  domain = the stored value's shape; one store.
+ *   ROW        domain = outer (kept) dims x reduced dims. Reductions run as phases, one after the
+ *              other over the same row; a phase may use the results of earlier ones (softmax:
+ *              max, then sum of exp(x - max), then the store). Stores are row-level (one value
+ *              per element of the row) or outer-level (one per row).
+ *   MATMUL     domain = the output shape; operands A and B are read through paths from
+ *              (batch..., m, k) and (batch..., k, n); the epilogue is a value DAG on the
+ *              accumulator (KV_ACC 0) and loads at the output index.
+ *   CONV       like MATMUL for conv2d: operands x, w, optional bias, epilogue on the sum.
+ *   OPAQUE     one op the body cannot express (gather, concat, pad, argmax, pooling) over
+ *              materialized inputs; each target has a template for it.
+ *
+ * Loads never copy views: a path is a list of index maps from the kernel's index space to the
+ * loaded buffer's (broadcast, permute, slice, reshape), so transposes, broadcasts and slices are
+ * index arithmetic.
+ */
+#ifndef PORTC_LOWER_KIR_H
+#define PORTC_LOWER_KIR_H
+
+#include "../ir/graph.h"
+
+typedef enum { KK_POINTWISE, KK_ROW, KK_MATMUL, KK_CONV, KK_OPAQUE } kir_kind;
+
+/* One index map, from the consumer's index space `from` to the producer's `to`:
+ *   BCAST    numpy broadcasting: to's dims align right; size-1 dims read index 0
+ *   PERMUTE  to[a[j]] = from[j]
+ *   SLICE    to[a[0]] = a[1] + from[a[0]] * a[2]; other dims pass through
+ *   RESHAPE  same flat index, unravelled over `to`
+ *   OUTER    from is a row kernel's outer index; to has a[d] = 1 where d was reduced
+ *            (index 0 when kept as size 1, absent when dropped) */
+typedef enum { ST_BCAST, ST_PERMUTE, ST_SLICE, ST_RESHAPE, ST_OUTER } step_kind;
+
+typedef struct kir_step {
+  step_kind kind;
+  shape from, to;
+  int64_t a[PORTC_MAX_RANK];
+} kir_step;
+
+#define KIR_MAX_STEPS 12
+typedef struct kir_path {
+  int n;
+  kir_step s[KIR_MAX_STEPS];
+} kir_path;
+
+typedef enum { KV_LOAD, KV_CONST, KV_OP, KV_ACC, KV_INDEX } kv_kind;
+
+typedef struct kir_val {
+  kv_kind kind;
+  portc_dtype dt; /* the value's dtype; floating values are computed in f32 */
+  enum op op;     /* KV_OP: an elementwise op of ops.def (unary, binary, compare, where, cast, causal_mask) */
+  int arg[3];
+  int buf, path;  /* KV_LOAD: buffer and path; KV_INDEX: path */
+  int axis;       /* KV_INDEX: which index of the path's target space */
+  double f;       /* KV_CONST, floating */
+  int64_t i;      /* KV_CONST, integer */
+  int phase;      /* KV_ACC: the reduction phase (ROW), or 0: the accumulator (MATMUL, CONV) */
+  bool row;       /* ROW kernels: depends on the position in the row */
+} kir_val;
+
+typedef struct kir_phase {
+  enum op op; /* sum, mean, max, min, prod */
+  int val;    /* the row-level value reduced */
+} kir_phase;
+
+typedef struct kir_store {
+  int buf, val, path; /* path from the domain to the buffer's index */
+  bool row;           /* ROW kernels: one value per row element (else one per row) */
+} kir_store;
+
+typedef enum { BUF_INPUT, BUF_PARAM, BUF_CONST, BUF_OUTPUT, BUF_TEMP } buf_role;
+
+typedef struct kir_buf {
+  int node; /* the lowered graph's node it holds */
+  buf_role role;
+  portc_dtype dt;
+  shape sh;
+} kir_buf;
+
+typedef struct kir_schedule {
+  int vector;            /* elements per vector operation */
+  int64_t chunk;         /* POINTWISE: elements of the last dimension per work item */
+  int mr, nr, mc, nc, kc; /* MATMUL: micro-tile and cache blocks */
+} kir_schedule;
+
+#define KIR_MAX_PHASES 8
+#define KIR_MAX_STORES 8
+
+typedef struct kir_kernel {
+  kir_kind kind;
+  shape dom;          /* POINTWISE, MATMUL, CONV, OPAQUE: the output index space; ROW: the outer dims */
+  shape red;          /* ROW: the reduced dims */
+  kir_val *val;
+  int nval, capval;
+  kir_path *path;
+  int npath, cappath;
+  kir_phase phase[KIR_MAX_PHASES];
+  int nphase;
+  kir_store store[KIR_MAX_STORES];
+  int nstore;
+  /* MATMUL and CONV operands; OPAQUE inputs */
+  int in_buf[4], in_path[4], nin;
+  dim mnk[3];         /* MATMUL: M, N and K */
+  int node;           /* the anchor node in the lowered graph (MATMUL, CONV, OPAQUE) */
+  int32_t *nodes;     /* every graph node this kernel computes */
+  int nnodes;
+  char why[160];      /* why the kernel ends where it does */
+  kir_schedule sched;
+} kir_kernel;
+
+typedef struct kir_module {
+  portc_graph *g; /* the lowered graph the kernels refer to */
+  kir_kernel *k;
+  int nk;
+  kir_buf *buf;
+  int nbuf;
+  int *node_buf; /* per node of g: its buffer or -1 */
+  int *out_buf;  /* per graph output: its buffer */
+  bool eager;
+} kir_module;
+
+void kir_module_free(kir_module *m);
+int kir_add_val(kir_kernel *k, kir_val v);   /* -1 when out of memory */
+int kir_add_path(kir_kernel *k, const kir_path *p);
+bool path_push(kir_path *p, kir_step s);     /* false when the path is full */
+
+/* fusion and kernel building (fuse.c, kir_build.c) */
+portc_status fuse(portc_graph *g, bool eager, kir_module **out);
+/* schedule knobs for a target with `vector_bytes`-wide vectors (schedule.c) */
+void schedule(kir_module *m, int vector_bytes);
+
+/* concrete numbers for a launch: dims under symbol values (sym may be NULL when none) */
+int64_t dim_value(dim d, const int64_t *sym);
+int64_t shape_count(const shape *s, const int64_t *sym);
+/* bytes read and written, and floating-point operations, of one kernel */
+void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops);
+
+/* memory plan (plan_memory.c): temps share one arena by liveness */
+typedef struct mem_plan {
+  int64_t arena_bytes; /* planned peak */
+  int64_t naive_bytes; /* the sum of all temps */
+} mem_plan;
+/* offsets (per buffer, may be NULL) receives each temp's byte offset in the arena */
+portc_status plan_memory(const kir_module *m, const int64_t *sym, mem_plan *plan, int64_t *offsets);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * passes.h: the graph passes of the lowering pipeline and the helpers they share. A pass that
+ * rebuilds the graph takes it by pointer and replaces it; one that edits in place takes it by
+ * value. Each reports whether it changed anything; failures return a status with the last error.
+ */
+#ifndef PORTC_LOWER_PASSES_H
+#define PORTC_LOWER_PASSES_H
+
+#include "../ir/graph.h"
+
+/* Copies node i of src into dst with inputs renamed through remap; symbols take the values in
+ * symvals (indexed by src symbol) when it is not NULL. Returns the new node or a failure. */
+portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals);
+/* A copy of g, with symbols replaced by symvals when it is not NULL. */
+portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out);
+
+portc_status decompose(portc_graph **g, bool *changed);
+portc_status opt_fold(portc_graph *g, bool *changed);
+portc_status opt_cse(portc_graph *g, bool *changed);
+portc_status opt_dce(portc_graph *g, bool *changed);
+
+#endif

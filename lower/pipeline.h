@@ -1,0 +1,25 @@
+/*
+ * pipeline.h: from a user's graph to a kernel module, through the flat list of passes.
+ */
+#ifndef PORTC_LOWER_PIPELINE_H
+#define PORTC_LOWER_PIPELINE_H
+
+#include <stdio.h>
+
+#include "kir.h"
+
+typedef struct lower_options {
+  bool eager;               /* one kernel per op, no fusion */
+  const int64_t *symvals;   /* per graph symbol: specialize to these values; NULL keeps symbols (dynamic) */
+  const char *dump_after;   /* print the graph (or, for "fuse", the kernels) after this pass */
+  FILE *dump;               /* where; stderr when NULL */
+  int vector_bytes;         /* the target's vector width, for the schedule */
+} lower_options;
+
+portc_status lower_graph(const portc_graph *g, const lower_options *o, kir_module **out);
+/* the pass names, in order, for --dump-after and its help */
+extern const char *const lower_pass_names[];
+/* the kernels of a module, readably (for --dump-after fuse and explain) */
+void kir_print(const kir_module *m, FILE *f);
+
+#endif

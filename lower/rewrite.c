@@ -1,0 +1,69 @@
+/*
+ * rewrite.c: copying nodes between graphs, the building block of passes that rebuild a graph.
+ * A copy goes through graph_add, so every rewritten node is checked and re-inferred.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static dim subst(const portc_graph *src, dim d, portc_graph *dst, const int64_t *symvals) {
+  if (d.sym < 0) return d;
+  if (symvals) return (dim){symvals[d.sym], -1};
+  return (dim){0, graph_symbol(dst, src->syms[d.sym])};
+}
+
+portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals) {
+  const node *x = &src->nodes[i];
+  const op_info *info = op_get(x->op);
+  if (info->kind == K_SOURCE) {
+    shape sh = x->sh;
+    for (int d = 0; d < sh.rank; d++) sh.d[d] = subst(src, sh.d[d], dst, symvals);
+    portc_node n = x->op == OP_const ? graph_add_const(dst, x->name, x->dt, &sh, &x->value)
+                                     : graph_add_source(dst, x->op, x->name, x->dt, &sh);
+    if (n < 0) return n;
+    node *y = &dst->nodes[n];
+    y->has_init = x->has_init, y->init = x->init, y->seed = x->seed, y->p0 = x->p0, y->p1 = x->p1;
+    y->line = x->line;
+    if (x->file && !(y->file = strdup(x->file))) return err_node(PORTC_ERR_NOMEM, "out of memory");
+    return n;
+  }
+  int32_t in[64];
+  for (int k = 0; k < x->nin; k++) in[k] = remap[x->in[k]];
+  node_spec s;
+  spec_init(&s, x->op, x->nin, in);
+  memcpy(s.a, x->a, sizeof s.a);
+  for (int k = 0; k < info->nattrs; k++)
+    if (info->attrs[k].kind == A_DIMS)
+      for (int j = 0; j < s.a[k].n; j++) {
+        dim d = subst(src, (dim){s.a[k].v[j], s.a[k].sym[j]}, dst, symvals);
+        s.a[k].v[j] = d.c, s.a[k].sym[j] = d.sym;
+      }
+  s.name = x->name;
+  portc_node n = graph_add(dst, &s);
+  if (n >= 0) dst->nodes[n].line = x->line;
+  return n;
+}
+
+portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out) {
+  portc_graph *c = portc_graph_new(g->name);
+  int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
+  if (!c || !remap || (g->basedir && !(c->basedir = strdup(g->basedir)))) {
+    portc_graph_free(c);
+    free(remap);
+    return err_set(PORTC_ERR_NOMEM, "out of memory copying graph %s", g->name);
+  }
+  portc_status st = PORTC_OK;
+  for (int i = 0; i < g->n && !st; i++) {
+    remap[i] = copy_node(c, g, i, remap, symvals);
+    if (remap[i] < 0) st = portc_node_status(remap[i]);
+  }
+  for (int k = 0; k < g->nout && !st; k++) st = portc_output(c, remap[g->outputs[k]]);
+  free(remap);
+  if (st) {
+    portc_graph_free(c);
+    return st;
+  }
+  *out = c;
+  return PORTC_OK;
+}

@@ -1,0 +1,21 @@
+/*
+ * cache.h: the on-disk kernel cache, content-addressed by everything that determines the binary:
+ * kernel source, target, device, compiler version and options. Entries are code that gets
+ * loaded, so the folder is created 0700 and one that others can write to is refused.
+ */
+#ifndef PORTC_TARGETS_CACHE_H
+#define PORTC_TARGETS_CACHE_H
+
+#include "../ir/graph.h"
+
+/* the cache folder ($PORTC_CACHE_DIR, else ~/.cache/portc), created if missing and checked */
+portc_status cache_dir(char *out, size_t len);
+/* the hex key of the parts (NULL-terminated list) */
+void cache_key(const char *const *parts, char out[33]);
+/* the entry's path if present and intact (size and checksum match); a corrupt or truncated entry
+ * is removed and reported as absent */
+bool cache_lookup(const char *dir, const char *key, const char *ext, char *path, size_t len);
+/* moves a freshly built file into the cache atomically, with its checksum */
+portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len);
+
+#endif

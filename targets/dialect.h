@@ -1,0 +1,30 @@
+/*
+ * dialect.h: how one target spells the kernel IR. The shared C-like emitter (emit.c) writes the
+ * values, index arithmetic and loop bodies; a dialect supplies the spellings that differ between
+ * C, CUDA C, HIP C++ and GLSL: types, loads and stores of each dtype, op spellings, the kernel
+ * frame, and the loop skeletons and templates (matmul, conv, opaque ops) of its execution model.
+ */
+#ifndef PORTC_TARGETS_DIALECT_H
+#define PORTC_TARGETS_DIALECT_H
+
+#include "../lower/kir.h"
+
+typedef struct emitter emitter;
+
+typedef struct dialect {
+  const char *name;
+  const char *prelude;                     /* helpers at the top of every source file */
+  const char *storage[PORTC_BOOL + 1];     /* element type of a buffer of each dtype */
+  const char *load[PORTC_BOOL + 1];        /* printf format: buffer, offset -> a compute value */
+  const char *store[PORTC_BOOL + 1];       /* printf format: buffer, offset, value -> a statement */
+  /* Op spellings, a mini-language: %0 %1 %2 are the operands, already in compute type.
+   * float_ops apply to floating values (computed in f32), int_ops to integers (int64). */
+  const char *float_ops[OP_COUNT];
+  const char *int_ops[OP_COUNT];
+  /* one kernel of the module: the whole function, using the emitter's helpers */
+  void (*kernel)(emitter *e, int index);
+  /* after all kernels: the module's entry points */
+  void (*module_end)(emitter *e);
+} dialect;
+
+#endif

@@ -1,0 +1,319 @@
+/*
+ * emit.c: the shared C-like emitter. Everything here is the same for C, CUDA C, HIP C++ and
+ * GLSL-like targets: values as typed constants, index arithmetic from paths, symbolic extents as
+ * S[k]. Spellings come from the dialect.
+ */
+#include "emit.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/dtype.h"
+
+#define NAME 96
+
+void emit_line(emitter *e, const char *fmt, ...) {
+  for (int i = 0; i < e->indent; i++) sb_printf(&e->out, "  ");
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(&e->out, fmt, ap);
+  va_end(ap);
+  sb_printf(&e->out, "\n");
+}
+
+const char *emit_dim(emitter *e, dim d, char *buf, size_t len) {
+  (void)e;
+  if (d.sym >= 0) snprintf(buf, len, "S[%d]", d.sym);
+  else snprintf(buf, len, "INT64_C(%lld)", (long long)d.c);
+  return buf;
+}
+
+void emit_count(emitter *e, const shape *s, int from, int to, char *buf, size_t len) {
+  int64_t c = 1;
+  size_t at = 0;
+  buf[0] = 0;
+  for (int d = from; d < to; d++) {
+    if (s->d[d].sym < 0) {
+      c *= s->d[d].c;
+      continue;
+    }
+    char dbuf[32];
+    at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " * " : "", emit_dim(e, s->d[d], dbuf, sizeof dbuf));
+  }
+  if (!at) snprintf(buf, len, "INT64_C(%lld)", (long long)c);
+  else if (c != 1) snprintf(buf + at, len - at, " * INT64_C(%lld)", (long long)c);
+  if (at) { /* parenthesize */
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "(%s)", buf);
+    snprintf(buf, len, "%s", tmp);
+  }
+}
+
+static bool is_one(dim d) { return d.sym < 0 && d.c == 1; }
+
+/* writes "const int64_t xN = <expr>;" and puts the short name xN in name */
+static void tmpvar(emitter *e, char *name, const char *expr) {
+  snprintf(name, NAME, "x%d", e->tmp++);
+  emit_line(e, "const int64_t %s = %s;", name, expr);
+}
+
+/* sum of names[d] * stride(s, d) over the dims of s, into a temporary; name gets its name */
+static void flat_index(emitter *e, const shape *s, char names[][NAME], char *name) {
+  strbuf b = {0};
+  int terms = 0;
+  for (int d = 0; d < s->rank; d++) {
+    if (strcmp(names[d], "0") == 0) continue;
+    char stride[256];
+    emit_count(e, s, d + 1, s->rank, stride, sizeof stride);
+    sb_printf(&b, "%s%s * %s", terms++ ? " + " : "", names[d], stride);
+  }
+  char *expr = sb_take(&b);
+  if (!terms) snprintf(name, NAME, "0");
+  else tmpvar(e, name, expr ? expr : "0");
+  free(expr);
+}
+
+/* the names of the target index of the first nsteps steps of p from the names of its source,
+ * writing temporaries */
+static void emit_steps(emitter *e, const kir_path *p, int nsteps, const char *const *idx, int rank, char names[][NAME]) {
+  char cur[PORTC_MAX_RANK][NAME];
+  for (int d = 0; d < rank; d++) snprintf(cur[d], NAME, "%s", idx[d]);
+  for (int s = 0; p && s < nsteps; s++) {
+    const kir_step *st = &p->s[s];
+    char nx[PORTC_MAX_RANK][NAME];
+    char expr[512];
+    switch (st->kind) {
+    case ST_BCAST:
+      for (int d = 0; d < st->to.rank; d++) {
+        int k = d + st->from.rank - st->to.rank;
+        snprintf(nx[d], NAME, "%s", is_one(st->to.d[d]) ? "0" : cur[k]);
+      }
+      break;
+    case ST_PERMUTE:
+      for (int j = 0; j < st->from.rank; j++) memcpy(nx[st->a[j]], cur[j], NAME);
+      break;
+    case ST_SLICE:
+      for (int d = 0; d < st->to.rank; d++) memcpy(nx[d], cur[d], NAME);
+      snprintf(expr, sizeof expr, "INT64_C(%lld) + %s * INT64_C(%lld)", (long long)st->a[1], cur[st->a[0]], (long long)st->a[2]);
+      tmpvar(e, nx[st->a[0]], expr);
+      break;
+    case ST_OUTER:
+      for (int d = 0, j = 0; d < st->to.rank; d++) {
+        if (st->a[d]) snprintf(nx[d], NAME, "0");
+        else memcpy(nx[d], cur[j++], NAME);
+      }
+      break;
+    case ST_RESHAPE: {
+      char flat[NAME];
+      flat_index(e, &st->from, cur, flat);
+      for (int d = 0; d < st->to.rank; d++) {
+        char stride[256], ext[32];
+        emit_count(e, &st->to, d + 1, st->to.rank, stride, sizeof stride);
+        if (d == 0) snprintf(expr, sizeof expr, "%s / %s", flat, stride);
+        else snprintf(expr, sizeof expr, "(%s / %s) %% %s", flat, stride, emit_dim(e, st->to.d[d], ext, sizeof ext));
+        tmpvar(e, nx[d], expr);
+      }
+      break;
+    }
+    }
+    memcpy(cur, nx, sizeof cur);
+  }
+  memcpy(names, cur, sizeof cur);
+}
+
+static void emit_path(emitter *e, int path, const char *const *idx, int rank, char names[][NAME]) {
+  const kir_path *p = path >= 0 ? &e->k->path[path] : NULL;
+  emit_steps(e, p, p ? p->n : 0, idx, rank, names);
+}
+
+/* the index space a path starts from: its first step's source, else the space it ends in */
+static const shape *path_space(const emitter *e, int path, const shape *fallback) {
+  if (path >= 0 && e->k->path[path].n) return &e->k->path[path].s[0].from;
+  return fallback;
+}
+
+void emit_offset(emitter *e, int path, const shape *space, const char *const *idx, char *out, size_t len) {
+  const kir_path *p = path >= 0 ? &e->k->path[path] : NULL;
+  const shape *from = path_space(e, path, space), *target = p && p->n ? &p->s[p->n - 1].to : space;
+  char names[PORTC_MAX_RANK][NAME], name[NAME];
+  /* a reshape right before the buffer keeps the flat index: skip unravelling it */
+  if (p && p->n && p->s[p->n - 1].kind == ST_RESHAPE) {
+    emit_steps(e, p, p->n - 1, idx, from->rank, names);
+    flat_index(e, &p->s[p->n - 1].from, names, name);
+    snprintf(out, len, "%s", name);
+    return;
+  }
+  emit_path(e, path, idx, from->rank, names);
+  flat_index(e, target, names, name);
+  snprintf(out, len, "%s", name);
+}
+
+const char *compute_type(portc_dtype t) { return dtype_is_float(t) ? "float" : "int64_t"; }
+
+void emit_scope_push(emitter *e) {
+  e->stack[e->depth++] = e->scope;
+  e->scope = ++e->next_scope;
+}
+
+void emit_scope_pop(emitter *e) { e->scope = e->stack[--e->depth]; }
+
+static bool visible(const emitter *e, int v) {
+  if (!e->done[v]) return false;
+  if (e->done[v] == e->scope) return true;
+  for (int i = 0; i < e->depth; i++)
+    if (e->done[v] == e->stack[i]) return true;
+  return false;
+}
+
+void emit_hoisted(emitter *e, int v, const char *const *idx) {
+  const kir_val *x = &e->k->val[v];
+  if (!x->row) {
+    if (x->kind != KV_ACC) emit_value(e, v, idx);
+    return;
+  }
+  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
+    if (x->arg[i] >= 0) emit_hoisted(e, x->arg[i], idx);
+}
+
+static const char *var(int v) {
+  static _Thread_local char names[8][16];
+  static _Thread_local int k;
+  char *s = names[k++ & 7];
+  snprintf(s, 16, "v%d", v);
+  return s;
+}
+
+static void float_literal(double f, char *buf, size_t len) {
+  if (isnan(f)) snprintf(buf, len, "NAN");
+  else if (isinf(f)) snprintf(buf, len, f < 0 ? "(-INFINITY)" : "INFINITY");
+  else snprintf(buf, len, "%af", (double)(float)f);
+}
+
+/* substitutes %0 %1 %2 in a spelling */
+static void spell(const char *fmt, const char *const *args, char *out, size_t len) {
+  size_t at = 0;
+  for (const char *p = fmt; *p && at + 1 < len; p++) {
+    if (p[0] == '%' && p[1] >= '0' && p[1] <= '2') {
+      at += (size_t)snprintf(out + at, len - at, "%s", args[p[1] - '0']);
+      p++;
+    } else {
+      out[at++] = *p;
+    }
+  }
+  out[at < len ? at : len - 1] = 0;
+}
+
+static void cast_expr(emitter *e, portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
+  (void)e;
+  bool ff = dtype_is_float(from), tf = dtype_is_float(to);
+  if (to == PORTC_BOOL) snprintf(out, len, "((%s) != 0)", x);
+  else if (ff && tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16(%s)" : to == PORTC_BF16 ? "pc_round_bf16(%s)" : "(%s)", x);
+  else if (ff) snprintf(out, len, to == PORTC_I32 ? "pc_f2i32(%s)" : "pc_f2i64(%s)", x);
+  else if (tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16((float)(%s))" : to == PORTC_BF16 ? "pc_round_bf16((float)(%s))" : "((float)(%s))", x);
+  else snprintf(out, len, to == PORTC_I32 ? "((int64_t)(int32_t)(%s))" : "(%s)", x);
+}
+
+static const char *acc_name(const kir_val *v) {
+  static _Thread_local char buf[16];
+  snprintf(buf, sizeof buf, "acc%d", v->phase);
+  return buf;
+}
+
+const char *emit_value(emitter *e, int v, const char *const *idx) {
+  const kir_val *x = &e->k->val[v];
+  if (visible(e, v)) return var(v);
+  if (x->kind == KV_ACC) return acc_name(x);
+  char args[3][16] = {"", "", ""};
+  char expr[1024], tmp[1024];
+  const char *argp[3] = {args[0], args[1], args[2]};
+  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
+    if (x->arg[i] >= 0) snprintf(args[i], sizeof args[i], "%s", emit_value(e, x->arg[i], idx));
+  switch (x->kind) {
+  case KV_LOAD: {
+    char off[NAME], bname[16];
+    const kir_buf *b = &e->m->buf[x->buf];
+    emit_offset(e, x->path, &b->sh, idx, off, sizeof off);
+    snprintf(bname, sizeof bname, "b%d", x->buf);
+    snprintf(expr, sizeof expr, e->d->load[x->dt], bname, off);
+    break;
+  }
+  case KV_CONST:
+    if (dtype_is_float(x->dt)) float_literal(x->f, expr, sizeof expr);
+    else snprintf(expr, sizeof expr, "INT64_C(%lld)", (long long)x->i);
+    break;
+  case KV_INDEX: {
+    char names[PORTC_MAX_RANK][NAME];
+    const shape *sp = path_space(e, x->path, &e->k->dom);
+    emit_path(e, x->path, idx, sp->rank, names);
+    snprintf(expr, sizeof expr, "%s", names[x->axis]);
+    break;
+  }
+  case KV_OP: {
+    const kir_val *a0 = &e->k->val[x->arg[0]];
+    if (x->op == OP_cast) {
+      cast_expr(e, a0->dt, x->dt, argp[0], expr, sizeof expr);
+      break;
+    }
+    /* comparisons and where read their operands' type, not their result's */
+    portc_dtype opt = x->op == OP_where ? e->k->val[x->arg[1]].dt : op_get(x->op)->kind == K_COMPARE ? a0->dt : x->dt;
+    const char *fmt = dtype_is_float(opt) ? e->d->float_ops[x->op] : e->d->int_ops[x->op];
+    if (!fmt) fmt = "0 /* unsupported */";
+    spell(fmt, argp, tmp, sizeof tmp - 32);
+    if (x->dt == PORTC_I32) snprintf(expr, sizeof expr, "((int64_t)(int32_t)%.990s)", tmp);
+    else if (x->dt == PORTC_BOOL) snprintf(expr, sizeof expr, "((int64_t)(%.990s != 0))", tmp);
+    else snprintf(expr, sizeof expr, "%.1000s", tmp);
+    break;
+  }
+  default: expr[0] = 0;
+  }
+  emit_line(e, "const %s %s = %s;", compute_type(x->dt), var(v), expr);
+  e->done[v] = e->scope;
+  return var(v);
+}
+
+void emit_store(emitter *e, int buf, const char *off, const char *val) {
+  char bname[16];
+  snprintf(bname, sizeof bname, "b%d", buf);
+  char line[1200];
+  snprintf(line, sizeof line, e->d->store[e->m->buf[buf].dt], bname, off, val);
+  emit_line(e, "%s", line);
+}
+
+const char *reduce_init(enum op op, portc_dtype t) {
+  bool f = dtype_is_float(t);
+  switch (op) {
+  case OP_prod: return f ? "1.0f" : "INT64_C(1)";
+  case OP_max: return f ? "(-INFINITY)" : "INT64_MIN";
+  case OP_min: return f ? "INFINITY" : "INT64_MAX";
+  default: return f ? "0.0f" : "INT64_C(0)";
+  }
+}
+
+char *emit_module(const dialect *d, const kir_module *m) {
+  emitter e = {.d = d, .m = m, .scope = 1, .next_scope = 1};
+  sb_printf(&e.out, "/* generated by portc for graph %s: %d kernels, dialect %s */\n", m->g->name, m->nk, d->name);
+  sb_printf(&e.out, "%s\n", d->prelude);
+  for (int i = 0; i < m->nk; i++) {
+    e.k = &m->k[i];
+    e.done = calloc((size_t)e.k->nval + 1, sizeof *e.done);
+    if (!e.done) {
+      free(e.out.s);
+      err_set(PORTC_ERR_NOMEM, "emit: out of memory");
+      return NULL;
+    }
+    e.scope = e.next_scope = 1;
+    e.depth = 0;
+    e.tmp = 0;
+    d->kernel(&e, i);
+    free(e.done);
+    e.done = NULL;
+  }
+  e.k = NULL;
+  d->module_end(&e);
+  char *s = sb_take(&e.out);
+  if (!s) err_set(PORTC_ERR_NOMEM, "emit: out of memory");
+  return s;
+}

@@ -1,0 +1,50 @@
+/*
+ * emit.h: the shared C-like emitter. It renders values, index arithmetic and symbolic extents of
+ * the kernel IR for any dialect; dialects call these helpers from their kernel skeletons.
+ */
+#ifndef PORTC_TARGETS_EMIT_H
+#define PORTC_TARGETS_EMIT_H
+
+#include "../ir/graph.h"
+#include "dialect.h"
+
+struct emitter {
+  const dialect *d;
+  const kir_module *m;
+  const kir_kernel *k; /* the kernel being written */
+  strbuf out;
+  int indent;
+  /* values already written in the current scope (per value: the scope id, 0 = none) */
+  int *done;
+  int scope, next_scope;
+  int stack[16], depth; /* enclosing scopes, whose values are visible */
+  int tmp;             /* counter for index temporaries */
+};
+
+/* Renders the module's kernels into one source file (free with free()). */
+char *emit_module(const dialect *d, const kir_module *m);
+
+void emit_line(emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* a dimension's extent as an expression: a literal, or S[k] for symbol k */
+const char *emit_dim(emitter *e, dim d, char *buf, size_t len);
+/* product of dims as an expression */
+void emit_count(emitter *e, const shape *s, int from, int to, char *buf, size_t len);
+/* the flat offset into path p's target (or, for an empty path, into `space` itself) from the
+ * index names of its source: writes temporaries and puts the variable's name in out */
+void emit_offset(emitter *e, int path, const shape *space, const char *const *idx, char *out, size_t len);
+/* writes value v and everything it needs that is not yet written in the scope, in the index space
+ * named by idx; returns the variable name */
+const char *emit_value(emitter *e, int v, const char *const *idx);
+void emit_scope_push(emitter *e);
+void emit_scope_pop(emitter *e);
+/* writes, in the current scope, the values behind v that do not depend on the row position
+ * (ROW kernels hoist them out of their loops) */
+void emit_hoisted(emitter *e, int v, const char *const *idx);
+/* the compute type of a dtype: "float" or "int64_t" */
+const char *compute_type(portc_dtype t);
+/* a store statement of value expression `val` to buffer b at offset `off` */
+void emit_store(emitter *e, int buf, const char *off, const char *val);
+/* a literal of the reduction identity of op for dtype t */
+const char *reduce_init(enum op op, portc_dtype t);
+
+#endif

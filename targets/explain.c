@@ -1,0 +1,120 @@
+/*
+ * explain.c: what a compiled module does, for people: `portc explain` prints, per kernel, its
+ * kind, the graph nodes fused into it, what it reads and writes, bytes and FLOPs, and why it
+ * ends where it does; then the memory plan.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/bindings.h"
+#include "module.h"
+
+
+/* symbol values for the lowered graph, from b or the specialization; false when unknown */
+static bool symbols(const portc_module *m, portc_bindings *b, int64_t *S) {
+  const portc_graph *lg = m->km->g;
+  if (b && bindings_bind_symbols(m->g, b) != PORTC_OK) return false;
+  for (int k = 0; k < lg->nsyms; k++) {
+    int u = m->ksym[k];
+    if (u < 0) return false;
+    if (m->symvals) S[k] = m->symvals[u];
+    else if (b && b->sym_set[u]) S[k] = b->sym[u];
+    else return false;
+  }
+  return true;
+}
+
+portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info) {
+  memset(info, 0, sizeof *info);
+  info->target = m->t->name;
+  info->device = m->t->device();
+  info->kernels = m->km->nk;
+  info->compile_seconds = m->compile_seconds;
+  info->cache_hit = m->cache_hit;
+  int64_t S[64] = {0};
+  if (m->km->g->nsyms > 64 || !symbols(m, b, S)) return err_set(PORTC_ERR_SHAPE, "info: symbol values are needed for sizes");
+  for (int i = 0; i < m->km->nk; i++) {
+    int64_t by, fl;
+    kir_cost(m->km, &m->km->k[i], S, &by, &fl);
+    info->bytes += by;
+    info->flops += fl;
+  }
+  mem_plan plan;
+  portc_status st = plan_memory(m->km, S, &plan, NULL);
+  if (st) return st;
+  info->arena_bytes = plan.arena_bytes;
+  info->intermediate_bytes = plan.naive_bytes;
+  for (int i = 0; i < m->km->nbuf; i++)
+    if (m->km->buf[i].role != BUF_TEMP)
+      info->io_bytes += shape_count(&m->km->buf[i].sh, S) * (int64_t)portc_dtype_size(m->km->buf[i].dt);
+  return PORTC_OK;
+}
+
+static const char *const kinds[] = {"pointwise", "row reduction", "matmul", "conv2d", "opaque"};
+
+static void buf_list(const kir_module *km, const kir_kernel *k, bool stores, strbuf *b) {
+  bool seen[4096] = {0};
+  int n = 0;
+  if (stores) {
+    for (int s = 0; s < k->nstore; s++) sb_printf(b, "%s%s", n++ ? ", " : "", km->g->nodes[km->buf[k->store[s].buf].node].name);
+    return;
+  }
+  for (int i = 0; i < k->nval + k->nin; i++) {
+    int bi = i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
+    if (bi < 0 || bi >= 4096 || seen[bi]) continue;
+    seen[bi] = true;
+    sb_printf(b, "%s%s", n++ ? ", " : "", km->g->nodes[km->buf[bi].node].name);
+  }
+  if (!n) sb_printf(b, "(nothing)");
+}
+
+char *portc_module_explain(const portc_module *m, portc_bindings *b) {
+  const kir_module *km = m->km;
+  strbuf out = {0};
+  int64_t S[64] = {0};
+  bool sized = km->g->nsyms <= 64 && symbols(m, b, S);
+  sb_printf(&out, "graph %s on %s (%s): %d kernel%s%s\n", m->g->name, m->t->name, m->t->device(), km->nk, km->nk == 1 ? "" : "s",
+            km->eager ? " (eager: one per op)" : "");
+  int64_t tb = 0, tf = 0;
+  for (int i = 0; i < km->nk; i++) {
+    const kir_kernel *k = &km->k[i];
+    char dom[256];
+    shape_str(km->g, &k->dom, dom, sizeof dom);
+    sb_printf(&out, "\nkernel %d: %s over %s", i, kinds[k->kind], dom);
+    if (k->kind == KK_ROW) {
+      char red[256];
+      shape_str(km->g, &k->red, red, sizeof red);
+      sb_printf(&out, " x %s (", red);
+      for (int p = 0; p < k->nphase; p++) sb_printf(&out, "%s%s", p ? ", then " : "", op_get(k->phase[p].op)->name);
+      sb_printf(&out, ")");
+    }
+    sb_printf(&out, "\n  fuses:  ");
+    for (int j = 0; j < k->nnodes; j++) {
+      const node *n = &km->g->nodes[k->nodes[j]];
+      sb_printf(&out, "%s%s(%s)", j ? ", " : "", n->name, op_get(n->op)->name);
+    }
+    sb_printf(&out, "\n  reads:  ");
+    buf_list(km, k, false, &out);
+    sb_printf(&out, "\n  writes: ");
+    buf_list(km, k, true, &out);
+    if (sized) {
+      int64_t by, fl;
+      kir_cost(km, k, S, &by, &fl);
+      tb += by, tf += fl;
+      sb_printf(&out, "\n  moves %lld bytes, %lld FLOPs", (long long)by, (long long)fl);
+    }
+    sb_printf(&out, "\n  ends:   %s\n", k->why);
+  }
+  if (sized) {
+    mem_plan plan;
+    if (plan_memory(km, S, &plan, NULL) == PORTC_OK)
+      sb_printf(&out, "\ntotal: %lld bytes moved, %lld FLOPs; intermediates: %lld bytes planned in one arena (%lld if each had its own)\n",
+                (long long)tb, (long long)tf, (long long)plan.arena_bytes, (long long)plan.naive_bytes);
+  } else {
+    sb_printf(&out, "\n(give symbol values for byte and FLOP counts)\n");
+  }
+  char *s = sb_take(&out);
+  if (!s) err_set(PORTC_ERR_NOMEM, "explain: out of memory");
+  return s;
+}

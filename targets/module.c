@@ -1,0 +1,300 @@
+/*
+ * module.c: the public face of compilation: portc_compile lowers a graph, renders it in the
+ * target's dialect and loads it; portc_module_run binds inputs, plans the arena, and launches
+ * the kernels in order. A module compiled without `dynamic` is specialized to the symbol values
+ * it was compiled for, and a run with other values is refused with a message that says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../ir/bindings.h"
+#include "../ir/dtype.h"
+#include "../lower/pipeline.h"
+#include "emit.h"
+#include "module.h"
+
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int portc_target_count(void) { return target_count(); }
+const char *portc_target_name(int i) { return target_at(i) ? target_at(i)->name : NULL; }
+bool portc_target_available(int i, char *why, size_t len) { return target_at(i) && target_at(i)->available(why, len); }
+const char *portc_target_device(int i) { return target_at(i) ? target_at(i)->device() : NULL; }
+
+void portc_module_free(portc_module *m) {
+  if (!m) return;
+  if (m->handle) m->t->unload(m->handle);
+  kir_module_free(m->km);
+  free(m->symvals);
+  free(m->ksym);
+  free(m->src_node);
+  free(m);
+}
+
+static portc_status check_supported(const target *t, const portc_graph *g, bool fullgraph) {
+  if (!t->supports) return PORTC_OK;
+  for (int i = 0; i < g->n; i++)
+    if (!t->supports(g->nodes[i].op)) {
+      if (fullgraph)
+        return err_set(PORTC_ERR_INVALID, "fullgraph: target %s cannot run node '%s' (%s)", t->name, g->nodes[i].name,
+                       op_get(g->nodes[i].op)->name);
+      log_line("breaks", "node '%s' (%s) would run on the CPU", g->nodes[i].name, op_get(g->nodes[i].op)->name);
+      return err_set(PORTC_ERR_INVALID, "target %s cannot run node '%s' (%s), and graph breaks are not implemented yet",
+                     t->name, g->nodes[i].name, op_get(g->nodes[i].op)->name);
+    }
+  return PORTC_OK;
+}
+
+static portc_status write_dump(const char *dir, const char *name, const char *source) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.c", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(source, f) < 0) {
+    if (f) fclose(f);
+    return err_set(PORTC_ERR_IO, "--dump %s: cannot write %s", dir, path);
+  }
+  fclose(f);
+  return PORTC_OK;
+}
+
+static portc_status map_module(portc_module *m) {
+  const portc_graph *lg = m->km->g;
+  m->ksym = calloc((size_t)lg->nsyms + 1, sizeof *m->ksym);
+  m->src_node = malloc(sizeof *m->src_node * (size_t)(m->km->nbuf + 1));
+  if (!m->ksym || !m->src_node) return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
+  for (int k = 0; k < lg->nsyms; k++) m->ksym[k] = graph_find_symbol(m->g, lg->syms[k]);
+  for (int b = 0; b < m->km->nbuf; b++) {
+    const kir_buf *kb = &m->km->buf[b];
+    m->src_node[b] = kb->role == BUF_INPUT || kb->role == BUF_PARAM ? graph_find(m->g, lg->nodes[kb->node].name) : -1;
+  }
+  return PORTC_OK;
+}
+
+portc_status portc_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, portc_module **out) {
+  portc_compile_options def = {0};
+  if (!o) o = &def;
+  if (!g || !out) return err_set(PORTC_ERR_INVALID, "compile: NULL argument");
+  *out = NULL;
+  const char *tname = o->target ? o->target : "cpu";
+  const target *t = target_find(tname);
+  if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
+  char why[512] = "";
+  if (!t->available(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
+  if (o->mode != PORTC_MODE_DEFAULT)
+    return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented yet; use the default mode",
+                   o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune");
+  char *report = NULL;
+  if (portc_graph_verify(g, &report) != PORTC_OK) {
+    portc_status s = err_set(PORTC_ERR_INVALID, "%s", report ? report : portc_last_error());
+    free(report);
+    return s;
+  }
+  portc_status st = check_supported(t, g, o->fullgraph);
+  if (st) return st;
+  double t0 = now();
+  portc_module *m = calloc(1, sizeof *m);
+  if (!m) return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
+  m->t = t;
+  m->g = g;
+  m->dynamic = o->dynamic || g->nsyms == 0;
+  if (!m->dynamic) {
+    if (!b) {
+      portc_module_free(m);
+      return err_set(PORTC_ERR_SHAPE, "compile: graph %s has symbol %s: give its value (bindings), or compile with dynamic", g->name, g->syms[0]);
+    }
+    if ((st = bindings_bind_symbols(g, b))) {
+      portc_module_free(m);
+      return st;
+    }
+    m->symvals = calloc((size_t)g->nsyms, sizeof *m->symvals);
+    for (int k = 0; m->symvals && k < g->nsyms; k++) {
+      if (!b->sym_set[k]) {
+        portc_module_free(m);
+        return err_set(PORTC_ERR_SHAPE, "compile: symbol %s has no value: set it, or compile with dynamic", g->syms[k]);
+      }
+      m->symvals[k] = b->sym[k];
+    }
+    if (!m->symvals) {
+      portc_module_free(m);
+      return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
+    }
+  }
+  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after,
+                      .vector_bytes = t->vector_bytes()};
+  if ((st = lower_graph(g, &lo, &m->km)) || (st = map_module(m))) {
+    portc_module_free(m);
+    return st;
+  }
+  if (log_enabled("fusion")) kir_print(m->km, stderr);
+  char *source = emit_module(t->dialect, m->km);
+  if (!source) {
+    portc_module_free(m);
+    return PORTC_ERR_NOMEM;
+  }
+  if (log_enabled("kernels")) fprintf(stderr, "%s\n", source);
+  if (o->dump_dir && (st = write_dump(o->dump_dir, g->name, source))) {
+    free(source);
+    portc_module_free(m);
+    return st;
+  }
+  st = t->load(source, g->name, &m->handle, &m->cache_hit);
+  free(source);
+  if (st) {
+    portc_module_free(m);
+    return st;
+  }
+  m->compile_seconds = now() - t0;
+  *out = m;
+  return PORTC_OK;
+}
+
+/* symbol values for the lowered graph's kernels, checked against the specialization */
+static portc_status symbols_for_run(portc_module *m, portc_bindings *b, int64_t *S) {
+  portc_status st = bindings_bind_symbols(m->g, b);
+  if (st) return st;
+  for (int k = 0; k < m->g->nsyms; k++) {
+    if (!b->sym_set[k])
+      return err_set(PORTC_ERR_SHAPE, "symbol %s has no value: set it, or bind an input that has it", m->g->syms[k]);
+    if (m->symvals && m->symvals[k] != b->sym[k])
+      return err_set(PORTC_ERR_SHAPE, "this module was compiled for %s=%lld, and this run has %s=%lld: compile with dynamic, or again",
+                     m->g->syms[k], (long long)m->symvals[k], m->g->syms[k], (long long)b->sym[k]);
+  }
+  for (int k = 0; k < m->km->g->nsyms; k++) S[k] = m->ksym[k] >= 0 ? b->sym[m->ksym[k]] : 0;
+  return PORTC_OK;
+}
+
+typedef struct run_state {
+  void **bufs;
+  portc_tensor **owned; /* per buffer: a tensor we allocated (sources and outputs) */
+  void *arena;
+  int64_t S[64];
+} run_state;
+
+static void run_state_free(portc_module *m, run_state *r, bool keep_outputs) {
+  for (int b = 0; r->owned && b < m->km->nbuf; b++)
+    if (!(keep_outputs && m->km->buf[b].role == BUF_OUTPUT)) portc_tensor_free(r->owned[b]);
+  free(r->owned);
+  free(r->bufs);
+  free(r->arena);
+}
+
+static portc_status const_tensor(const node *n, const int64_t *shape, portc_tensor **out) {
+  portc_tensor *t = portc_tensor_new(n->dt, n->sh.rank, shape);
+  if (!t) return PORTC_ERR_NOMEM;
+  for (int64_t k = 0; k < n->value.n; k++) {
+    if (n->value.f) portc_tensor_set(t, k, n->value.f[k]);
+    else if (n->dt == PORTC_I64) ((int64_t *)t->data)[k] = n->value.i[k];
+    else portc_tensor_set(t, k, (double)n->value.i[k]);
+  }
+  *out = t;
+  return PORTC_OK;
+}
+
+static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
+  kir_module *km = m->km;
+  memset(r, 0, sizeof *r);
+  if (!b || b->g != m->g) return err_set(PORTC_ERR_INVALID, "run: the bindings were made for another graph");
+  if (km->g->nsyms > 64) return err_set(PORTC_ERR_INVALID, "run: more than 64 symbols");
+  portc_status st = symbols_for_run(m, b, r->S);
+  if (st) return st;
+  mem_plan plan;
+  int64_t *offsets = calloc((size_t)km->nbuf + 1, sizeof *offsets);
+  if (!offsets) return err_set(PORTC_ERR_NOMEM, "run: out of memory");
+  if ((st = plan_memory(km, r->S, &plan, offsets))) {
+    free(offsets);
+    return st;
+  }
+  r->bufs = calloc((size_t)km->nbuf + 1, sizeof *r->bufs);
+  r->owned = calloc((size_t)km->nbuf + 1, sizeof *r->owned);
+  r->arena = plan.arena_bytes ? aligned_alloc(64, (size_t)plan.arena_bytes) : NULL;
+  if (!r->bufs || !r->owned || (plan.arena_bytes && !r->arena)) {
+    free(offsets);
+    return err_set(PORTC_ERR_NOMEM, "run: out of memory for %lld bytes of intermediates", (long long)plan.arena_bytes);
+  }
+  for (int i = 0; i < km->nbuf && !st; i++) {
+    const kir_buf *kb = &km->buf[i];
+    int64_t shape[PORTC_MAX_RANK];
+    for (int d = 0; d < kb->sh.rank; d++) shape[d] = dim_value(kb->sh.d[d], r->S);
+    switch (kb->role) {
+    case BUF_INPUT:
+    case BUF_PARAM: st = bindings_source(m->g, b, m->src_node[i], &r->owned[i]); break;
+    case BUF_CONST: st = const_tensor(&km->g->nodes[kb->node], shape, &r->owned[i]); break;
+    case BUF_OUTPUT:
+      if (!(r->owned[i] = portc_tensor_new(kb->dt, kb->sh.rank, shape))) st = PORTC_ERR_NOMEM;
+      else memset(r->owned[i]->data, 0xff, (size_t)portc_tensor_numel(r->owned[i]) * portc_dtype_size(kb->dt)); /* poison: NaN */
+      break;
+    case BUF_TEMP: r->bufs[i] = (char *)r->arena + offsets[i]; break;
+    }
+    if (r->owned[i]) r->bufs[i] = r->owned[i]->data;
+  }
+  free(offsets);
+  if (st == PORTC_ERR_NOMEM) err_set(st, "run: out of memory for inputs and outputs");
+  return st;
+}
+
+static portc_status execute(portc_module *m, run_state *r) {
+  for (int i = 0; i < m->km->nk; i++) {
+    portc_status st = m->t->launch(m->handle, i, r->bufs, r->S);
+    if (st) {
+      const kir_kernel *k = &m->km->k[i];
+      return err_set(st, "kernel %d (%s): %s", i, m->km->g->nodes[k->node >= 0 ? k->node : 0].name, portc_last_error());
+    }
+  }
+  return PORTC_OK;
+}
+
+portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
+  if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
+  run_state r;
+  portc_status st = prepare(m, b, &r);
+  if (!st) st = execute(m, &r);
+  const portc_graph *lg = m->km->g;
+  for (int k = 0; k < lg->nout; k++) outputs[k] = NULL;
+  for (int k = 0; k < lg->nout && !st; k++) {
+    int buf = m->km->out_buf[k];
+    portc_tensor *src = r.owned[buf];
+    if (m->km->buf[buf].role == BUF_OUTPUT && src) {
+      bool taken = false;
+      for (int j = 0; j < k; j++) taken = taken || outputs[j] == src;
+      if (!taken) {
+        outputs[k] = src;
+        continue;
+      }
+    }
+    const portc_tensor *from = src;
+    portc_tensor *copy = from ? portc_tensor_new(from->dtype, from->rank, from->shape) : NULL;
+    if (!copy) {
+      st = err_set(PORTC_ERR_NOMEM, "run: out of memory");
+      break;
+    }
+    memcpy(copy->data, from->data, (size_t)portc_tensor_numel(from) * portc_dtype_size(from->dtype));
+    outputs[k] = copy;
+  }
+  if (st)
+    for (int k = 0; k < lg->nout; k++) {
+      bool ours = false;
+      for (int i = 0; i < m->km->nbuf; i++) ours = ours || (outputs[k] && r.owned && outputs[k] == r.owned[i]);
+      if (!ours) portc_tensor_free(outputs[k]);
+      outputs[k] = NULL;
+    }
+  run_state_free(m, &r, st == PORTC_OK);
+  return st;
+}
+
+portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
+  run_state r;
+  portc_status st = prepare(m, b, &r);
+  for (int i = 0; i < iters && !st; i++) {
+    double t0 = now();
+    st = execute(m, &r);
+    seconds[i] = now() - t0;
+  }
+  run_state_free(m, &r, false);
+  return st;
+}

@@ -1,0 +1,23 @@
+/*
+ * module.h: a compiled module's internals, shared by module.c (compile and run) and explain.c.
+ */
+#ifndef PORTC_TARGETS_MODULE_H
+#define PORTC_TARGETS_MODULE_H
+
+#include "../lower/kir.h"
+#include "target.h"
+
+struct portc_module {
+  const target *t;
+  const portc_graph *g; /* the user's graph (borrowed) */
+  kir_module *km;
+  void *handle;
+  bool dynamic;
+  int64_t *symvals;     /* per user symbol, when specialized */
+  int *ksym;            /* per lowered-graph symbol: the user symbol it is */
+  int *src_node;        /* per buffer: the user's node for inputs and parameters, else -1 */
+  double compile_seconds;
+  bool cache_hit;
+};
+
+#endif

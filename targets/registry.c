@@ -1,0 +1,47 @@
+/*
+ * registry.c: the list of targets. A new target is a new folder and one line here.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target.h"
+
+extern const target cpu_target;
+
+static const target *const targets[] = {
+    &cpu_target,
+};
+
+int target_count(void) { return (int)(sizeof targets / sizeof *targets); }
+const target *target_at(int i) { return i >= 0 && i < target_count() ? targets[i] : NULL; }
+
+const target *target_find(const char *name) {
+  for (int i = 0; i < target_count(); i++)
+    if (strcmp(targets[i]->name, name) == 0) return targets[i];
+  return NULL;
+}
+
+bool log_enabled(const char *topic) {
+  const char *v = getenv("PORTC_LOG");
+  if (!v || !*v) return false;
+  size_t n = strlen(topic);
+  for (const char *p = v; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if ((len == n && strncmp(p, topic, n) == 0) || (len == 3 && strncmp(p, "all", 3) == 0)) return true;
+    p += len + (end != NULL);
+  }
+  return false;
+}
+
+void log_line(const char *topic, const char *fmt, ...) {
+  if (!log_enabled(topic)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "[portc %s] ", topic);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}

@@ -1,0 +1,67 @@
+/*
+ * options.c: the compile options every verb that compiles accepts, parsed in one place.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+const char compile_options_help[] =
+    "\n"
+    "compile options:\n"
+    "  --eager              one kernel per op, no fusion (the A/B baseline)\n"
+    "  --dynamic            keep symbolic dimensions symbolic: one module for any value\n"
+    "  --fullgraph          an op the target cannot run is an error\n"
+    "  --mode M             default (reduce-overhead and max-autotune are not implemented yet)\n"
+    "  --dump DIR           write the generated kernel source into DIR\n"
+    "  --dump-after PASS    print the graph after PASS: specialize decompose fold cse dce fuse\n";
+
+int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o) {
+  const char *a = argv[i];
+  if (strcmp(a, "--eager") == 0) return o->eager = true, 1;
+  if (strcmp(a, "--dynamic") == 0) return o->dynamic = true, 1;
+  if (strcmp(a, "--fullgraph") == 0) return o->fullgraph = true, 1;
+  bool takes = strcmp(a, "--mode") == 0 || strcmp(a, "--dump") == 0 || strcmp(a, "--dump-after") == 0;
+  if (!takes) return 0;
+  if (i + 1 >= argc) {
+    usage_error(argv[0], "%s needs a value", a);
+    return -1;
+  }
+  const char *v = argv[i + 1];
+  if (strcmp(a, "--mode") == 0) {
+    if (strcmp(v, "default") == 0) o->mode = PORTC_MODE_DEFAULT;
+    else if (strcmp(v, "reduce-overhead") == 0) o->mode = PORTC_MODE_REDUCE_OVERHEAD;
+    else if (strcmp(v, "max-autotune") == 0) o->mode = PORTC_MODE_MAX_AUTOTUNE;
+    else {
+      usage_error(argv[0], "unknown mode '%s' (default, reduce-overhead, max-autotune)", v);
+      return -1;
+    }
+  } else if (strcmp(a, "--dump") == 0) {
+    o->dump_dir = v;
+  } else {
+    static const char *const passes[] = {"specialize", "decompose", "fold", "cse", "dce", "fuse"};
+    bool ok = false;
+    for (unsigned k = 0; k < sizeof passes / sizeof *passes; k++) ok = ok || strcmp(v, passes[k]) == 0;
+    if (!ok) {
+      usage_error(argv[0], "unknown pass '%s' (specialize decompose fold cse dce fuse)", v);
+      return -1;
+    }
+    o->dump_after = v;
+  }
+  return 2;
+}
+
+bool known_target(const char *name) {
+  for (int i = 0; i < portc_target_count(); i++)
+    if (strcmp(portc_target_name(i), name) == 0) return true;
+  return false;
+}
+
+const char *target_names(void) {
+  static char buf[256];
+  buf[0] = 0;
+  for (int i = 0; i < portc_target_count(); i++) {
+    strcat(buf, ", ");
+    strncat(buf, portc_target_name(i), sizeof buf - strlen(buf) - 1);
+  }
+  return buf;
+}
