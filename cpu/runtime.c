@@ -79,7 +79,13 @@ static portc_status load(const char *source, const char *graph_name, void **hand
   log_line("cache", "%s %s (graph %s)", *hit ? "hit" : "miss", path, graph_name);
   if (!*hit) {
     char built[4200];
-    snprintf(built, sizeof built, "%s/%s.so.%d.tmp", dir, key, (int)getpid());
+    snprintf(built, sizeof built, "%s/%s.so.XXXXXX", dir, key); /* unique: builds of one key may race */
+    int fd = mkstemp(built);
+    if (fd < 0) {
+      free(m);
+      return err_set(PORTC_ERR_IO, "cpu: cannot create a file in %s", dir);
+    }
+    close(fd);
     if ((st = cpu_compile(source, dir, built)) || (st = cache_store(dir, key, "so", built, path, sizeof path)) ||
         (st = open_module(path, m))) {
       unlink(built);

@@ -104,9 +104,10 @@ portc_status cache_store(const char *dir, const char *key, const char *ext, cons
   char sumpath[4200], tmpsum[4300];
   snprintf(path, len, "%s/%s.%s", dir, key, ext);
   snprintf(sumpath, sizeof sumpath, "%s.sum", path);
-  snprintf(tmpsum, sizeof tmpsum, "%s.%d.tmp", sumpath, (int)getpid());
-  FILE *f = fopen(tmpsum, "w");
-  if (!f) return err_set(PORTC_ERR_IO, "kernel cache: cannot write %s: %s", tmpsum, strerror(errno));
+  snprintf(tmpsum, sizeof tmpsum, "%s.XXXXXX", sumpath);
+  int fd = mkstemp(tmpsum);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) return err_set(PORTC_ERR_IO, "kernel cache: cannot write in %s: %s", dir, strerror(errno));
   fprintf(f, "%lld %llx\n", size, sum);
   if (fclose(f) != 0 || rename(built, path) != 0 || rename(tmpsum, sumpath) != 0) {
     unlink(tmpsum);

@@ -15,6 +15,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 bool is_help(const char *arg);
 int usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

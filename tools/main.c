@@ -12,6 +12,7 @@ static const char *const usage =
     "verbs:\n"
     "  run G.ptg     run a graph on the float64 reference and summarize its outputs\n"
     "  check G.ptg   verify a graph and print its normalized text\n"
+    "  verify        the conformance suite: every case on every target against the reference\n"
     "  ops           list the ops, their inputs and attributes\n"
     "\n"
     "'portc VERB --help' describes a verb. Exit codes: 0 success, 1 failure, 2 usage error.\n";
@@ -30,7 +31,7 @@ int usage_error(const char *verb, const char *fmt, ...) {
 
 int main(int argc, char **argv) {
   static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
-      {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}};
+      {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}, {"verify", cmd_verify}};
   if (argc < 2) {
     fputs(usage, stderr);
     return EXIT_USAGE;

@@ -1,0 +1,344 @@
+/*
+ * cases.c: the conformance cases, generated: every op over dtypes, odd shapes (1, 7, 33, 1000,
+ * 4097), broadcasting and ranks up to 5; special values (zeros, infinities, NaN, subnormals);
+ * fusion patterns; the example models; and dynamic shapes (one module, several sizes).
+ * Inputs come from the run's seed, uniform in [-1, 1); ops with a restricted domain get their
+ * input mapped into it inside the graph.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) {
+  if (cs->n == cs->cap) {
+    int cap = cs->cap ? cs->cap * 2 : 256;
+    conf_case *c = realloc(cs->c, sizeof *c * (size_t)cap);
+    if (!c) return NULL;
+    cs->c = c;
+    cs->cap = cap;
+  }
+  conf_case *c = &cs->c[cs->n++];
+  memset(c, 0, sizeof *c);
+  c->suite = suite;
+  c->nruns = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->name, sizeof c->name, fmt, ap);
+  va_end(ap);
+  return c;
+}
+
+static void text(conf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text(conf_case *c, const char *fmt, ...) {
+  if (!c) return;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&c->text, fmt, ap) < 0) c->text = NULL;
+  va_end(ap);
+}
+
+static const char *const FLOATS[] = {"f32", "f16", "bf16"};
+static const char *const SHAPES1[] = {"1", "7", "33", "1000", "4097", "3, 5, 7"};
+
+/* unary ops and how their input is mapped into their domain */
+static const struct { const char *op, *prep; } UNARY[] = {
+    {"neg", NULL}, {"abs", NULL}, {"exp", "mul(x, four)"}, {"log", "add(ax, tenth)"}, {"sqrt", "add(ax, tenth)"},
+    {"rsqrt", "add(ax, tenth)"}, {"reciprocal", "add(ax, tenth)"}, {"tanh", "mul(x, four)"}, {"sigmoid", "mul(x, four)"},
+    {"relu", NULL}, {"gelu", "mul(x, four)"}, {"gelu_tanh", "mul(x, four)"}, {"silu", "mul(x, four)"}, {"erf", "mul(x, four)"},
+    {"sin", "mul(x, four)"}, {"cos", "mul(x, four)"}, {"floor", "mul(x, four)"}, {"ceil", "mul(x, four)"}, {"sign", NULL},
+};
+
+static void unary_cases(conf_cases *cs) {
+  for (unsigned o = 0; o < sizeof UNARY / sizeof *UNARY; o++)
+    for (int d = 0; d < 3; d++)
+      for (int s = 0; s < 6; s++) {
+        const char *dt = FLOATS[d];
+        conf_case *c = add(cs, "ops", "unary/%s/%s/[%s]", UNARY[o].op, dt, SHAPES1[s]);
+        text(c,
+             "input x: %s[%s]\nconst four: %s[] = 4\nconst tenth: %s[] = 0.1\nax = abs(x)\np = %s\ny = %s(p)\noutput y\n",
+             dt, SHAPES1[s], dt, dt, UNARY[o].prep ? UNARY[o].prep : "add(x, zero)", UNARY[o].op);
+        if (c && !UNARY[o].prep) { /* no mapping: use x itself */
+          free(c->text);
+          text(c, "input x: %s[%s]\ny = %s(x)\noutput y\n", dt, SHAPES1[s], UNARY[o].op);
+        }
+      }
+  static const char *const iops[] = {"neg", "abs", "relu", "sign"};
+  static const char *const ints[] = {"i32", "i64"};
+  for (int o = 0; o < 4; o++)
+    for (int d = 0; d < 2; d++)
+      for (int s = 0; s < 3; s++)
+        text(add(cs, "ops", "unary/%s/%s/[%s]", iops[o], ints[d], SHAPES1[s]),
+             "input x: %s[%s]\nconst four: %s[] = 4\np = sub(x, four)\ny = %s(p)\noutput y\n", ints[d], SHAPES1[s], ints[d], iops[o]);
+  text(add(cs, "ops", "unary/not/bool/[33]"), "input x: bool[33]\ny = not(x)\noutput y\n");
+}
+
+static void special_cases(conf_cases *cs) {
+  static const char *const vals = "[0, -0, inf, -inf, nan, 1e-40, 3e-39, 80, -100, 0.5, -0.5, 1, -1, 65504, 1e30]";
+  for (unsigned o = 0; o < sizeof UNARY / sizeof *UNARY; o++)
+    for (int d = 0; d < 2; d++)
+      text(add(cs, "special", "special/%s/%s", UNARY[o].op, FLOATS[d]), "const x: %s[15] = %s\ny = %s(x)\noutput y\n", FLOATS[d], vals,
+           UNARY[o].op);
+  static const char *const bins[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow"};
+  for (int o = 0; o < 7; o++)
+    text(add(cs, "special", "special/%s/f32", bins[o]),
+         "const a: f32[6] = [inf, -inf, nan, 0, 1, -0]\nconst b: f32[6] = [inf, inf, 1, 0, nan, 0]\ny = %s(a, b)\noutput y\n", bins[o]);
+  static const char *const reds[] = {"sum", "max", "min", "prod", "mean"};
+  for (int o = 0; o < 5; o++)
+    text(add(cs, "special", "special/%s/rows-with-nan-inf", reds[o]),
+         "const x: f32[3, 4] = [1, nan, 2, 3, inf, 1, 2, 3, -inf, inf, 0, 1]\ny = %s(x, axes=[1])\noutput y\n", reds[o]);
+  text(add(cs, "special", "special/softmax/inf-row"), "const x: f32[2, 3] = [1, inf, 2, -inf, 0, 1]\ny = softmax(x)\noutput y\n");
+  text(add(cs, "special", "special/f16-cast-is-not-elided"),
+       "const x: f32[4] = [0.1, 1.0009765625, 65519, 70000]\nh = cast(x, to=f16)\ny = cast(h, to=f32)\noutput y\n");
+  text(add(cs, "special", "special/bf16-cast-is-not-elided"),
+       "const x: f32[3] = [0.1, 1.00390625, 3.14159]\nh = cast(x, to=bf16)\ny = cast(h, to=f32)\noutput y\n");
+  text(add(cs, "special", "special/int-wrap"),
+       "const a: i32[3] = [2147483647, -2147483648, 65536]\nconst b: i32[3] = [1, -1, 65536]\ns = add(a, b)\nm = mul(a, b)\noutput s, m\n");
+}
+
+static const struct { const char *a, *b; } BSHAPES[] = {
+    {"7", "7"}, {"33, 1", "1, 5"}, {"2, 3, 4", "4"}, {"1000", ""}, {"3, 1, 5, 1, 2", "5, 4, 1"},
+};
+
+static void binary_cases(conf_cases *cs) {
+  static const struct { const char *op, *bprep; } bins[] = {
+      {"add", NULL}, {"sub", NULL}, {"mul", NULL}, {"div", "add(bb, half)"}, {"pow", NULL}, {"maximum", NULL}, {"minimum", NULL}};
+  for (int o = 0; o < 7; o++)
+    for (int d = 0; d < 3; d++)
+      for (int s = 0; s < 5; s++) {
+        const char *dt = FLOATS[d];
+        bool pw = strcmp(bins[o].op, "pow") == 0;
+        text(add(cs, "ops", "binary/%s/%s/[%s]x[%s]", bins[o].op, dt, BSHAPES[s].a, BSHAPES[s].b),
+             "input a: %s[%s]\ninput b: %s[%s]\nconst half: %s[] = 0.5\naa = abs(a)\nbb = abs(b)\n"
+             "l = %s\nr = %s\ny = %s(l, r)\noutput y\n",
+             dt, BSHAPES[s].a, dt, BSHAPES[s].b, dt, pw ? "add(aa, half)" : "add(a, zero2)", bins[o].bprep ? bins[o].bprep : "add(b, zero2)",
+             bins[o].op);
+      }
+  static const char *const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  static const char *const cdt[] = {"f32", "i32", "f16"};
+  for (int o = 0; o < 6; o++)
+    for (int d = 0; d < 3; d++)
+      for (int s = 0; s < 2; s++)
+        text(add(cs, "ops", "compare/%s/%s/[%s]x[%s]", cmps[o], cdt[d], BSHAPES[s].a, BSHAPES[s].b),
+             "input a: %s[%s]\ninput b: %s[%s]\ny = %s(a, b)\noutput y\n", cdt[d], BSHAPES[s].a, cdt[d], BSHAPES[s].b, cmps[o]);
+  static const char *const iops[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+  static const char *const ints[] = {"i32", "i64"};
+  for (int o = 0; o < 6; o++)
+    for (int d = 0; d < 2; d++)
+      for (int s = 0; s < 3; s++)
+        text(add(cs, "ops", "binary/%s/%s/[%s]x[%s]", iops[o], ints[d], BSHAPES[s].a, BSHAPES[s].b),
+             "input a: %s[%s]\ninput b: %s[%s]\nconst one: %s[] = 1\nconst three: %s[] = 3\nl = sub(a, three)\nr = add(b, one)\n"
+             "y = %s(l, r)\noutput y\n",
+             ints[d], BSHAPES[s].a, ints[d], BSHAPES[s].b, ints[d], ints[d], iops[o]);
+  text(add(cs, "ops", "binary/and/bool"), "input a: bool[7, 3]\ninput b: bool[3]\ny = and(a, b)\noutput y\n");
+  text(add(cs, "ops", "binary/or/bool"), "input a: bool[7, 3]\ninput b: bool[7, 1]\ny = or(a, b)\noutput y\n");
+  for (int d = 0; d < 3; d++)
+    text(add(cs, "ops", "where/%s", FLOATS[d]),
+         "input a: %s[33, 5]\ninput b: %s[5]\nc = gt(a, b)\ny = where(c, a, b)\noutput y\n", FLOATS[d], FLOATS[d]);
+}
+
+static void fix_zero2(conf_cases *cs, int from) {
+  /* binary cases use zero2 = 0 to route operands through one inlined op */
+  for (int i = from; i < cs->n; i++) {
+    conf_case *c = &cs->c[i];
+    if (!c->text || !strstr(c->text, "zero2")) continue;
+    const char *dt = strstr(c->text, "input a: ") + 9;
+    char t[8] = {0};
+    for (int k = 0; k < 7 && dt[k] != '['; k++) t[k] = dt[k];
+    char *old = c->text;
+    if (asprintf(&c->text, "const zero2: %s[] = 0\n%s", t, old) < 0) c->text = NULL;
+    free(old);
+  }
+}
+
+static void cast_cases(conf_cases *cs) {
+  static const char *const all[] = {"f32", "f16", "bf16", "i32", "i64", "bool"};
+  for (int a = 0; a < 6; a++)
+    for (int b = 0; b < 6; b++) {
+      conf_case *c = add(cs, "ops", "cast/%s->%s", all[a], all[b]);
+      if (a >= 3) {
+        text(c, "input x: %s[33, 7]\ny = cast(x, to=%s)\noutput y\n", all[a], all[b]);
+        continue;
+      }
+      /* floats: scale by 64 (exact) so that casts to integers see a range of values */
+      text(c, "input x: %s[33, 7]\nconst s: f32[] = 64\nxf = cast(x, to=f32)\nm = mul(xf, s)\nms = cast(m, to=%s)\ny = cast(ms, to=%s)\noutput y\n",
+           all[a], all[a], all[b]);
+    }
+}
+
+static void reduction_cases(conf_cases *cs) {
+  static const struct { const char *shape, *axes; } R[] = {
+      {"4097", "[]"}, {"33, 1000", "[1]"}, {"33, 1000", "[0]"}, {"7, 33, 5", "[0, 2]"}, {"3, 4, 5, 6, 2", "[1, -1]"}, {"1", "[0]"}};
+  static const char *const ops[] = {"sum", "mean", "max", "min", "prod"};
+  for (int o = 0; o < 5; o++)
+    for (int d = 0; d < 2; d++)
+      for (int s = 0; s < 6; s++)
+        text(add(cs, "ops", "reduce/%s/%s/[%s]/%s%s", ops[o], FLOATS[d], R[s].shape, R[s].axes, s % 2 ? "/keepdim" : ""),
+             "input x: %s[%s]\ny = %s(x, axes=%s%s)\noutput y\n", FLOATS[d], R[s].shape, ops[o], R[s].axes, s % 2 ? ", keepdim=true" : "");
+  for (int s = 1; s < 5; s++)
+    text(add(cs, "ops", "argmax/f32/[%s]", R[s].shape), "input x: f32[%s]\ny = argmax(x, axis=%d)\noutput y\n", R[s].shape, s == 2 ? 0 : -1);
+  text(add(cs, "ops", "reduce/sum/i32"), "input x: i32[33, 1000]\ny = sum(x, axes=[1])\noutput y\n");
+  text(add(cs, "ops", "reduce/max/i64"), "input x: i64[33, 7]\ny = max(x, axes=[0], keepdim=true)\noutput y\n");
+  text(add(cs, "ops", "reduce/prod/i64"), "input x: i64[5, 7]\ny = prod(x, axes=[1])\noutput y\n");
+}
+
+static void contraction_cases(conf_cases *cs) {
+  static const struct { const char *a, *b; } MM[] = {
+      {"7, 33", "33, 5"}, {"1, 1", "1, 1"}, {"65, 127", "127, 33"}, {"2, 1, 7, 9", "3, 9, 5"}, {"33", "33, 7"}, {"7, 33", "33"}, {"100, 300", "300, 200"}};
+  for (int m = 0; m < 7; m++)
+    for (int d = 0; d < 3; d++)
+      text(add(cs, "ops", "matmul/%s/[%s]x[%s]", FLOATS[d], MM[m].a, MM[m].b), "input a: %s[%s]\ninput b: %s[%s]\ny = matmul(a, b)\noutput y\n",
+           FLOATS[d], MM[m].a, FLOATS[d], MM[m].b);
+  text(add(cs, "ops", "matmul/transposed-operand"), "input a: f32[33, 7]\ninput b: f32[5, 33]\nat = permute(a, perm=[1, 0])\nbt = permute(b, perm=[1, 0])\ny = matmul(at, bt)\noutput y\n");
+  text(add(cs, "ops", "matmul/i32"), "input a: i32[7, 9]\ninput b: i32[9, 5]\ny = matmul(a, b)\noutput y\n");
+  static const char *const conv[] = {"", ", padding=[1, 1]", ", stride=[2, 2], padding=[1, 1]", ", dilation=[2, 2]", ", groups=2"};
+  for (int k = 0; k < 5; k++)
+    text(add(cs, "ops", "conv2d/f32/%d", k), "input x: f32[2, 4, 9, 9]\ninput w: f32[6, %d, 3, 3]\ninput b: f32[6]\ny = conv2d(x, w, b%s)\noutput y\n",
+         k == 4 ? 2 : 4, conv[k]);
+  text(add(cs, "ops", "conv2d/f16"), "input x: f16[1, 3, 8, 8]\ninput w: f16[4, 3, 3, 3]\ny = conv2d(x, w, padding=[1, 1])\noutput y\n");
+  static const char *const pools[] = {"kernel=[2, 2]", "kernel=[3, 3], stride=[1, 1], padding=[1, 1]", "kernel=[3, 3], stride=[2, 2]"};
+  for (int p = 0; p < 3; p++) {
+    text(add(cs, "ops", "max_pool2d/%d", p), "input x: f32[2, 3, 9, 9]\ny = max_pool2d(x, %s)\noutput y\n", pools[p]);
+    text(add(cs, "ops", "avg_pool2d/%d", p), "input x: f32[2, 3, 9, 9]\ny = avg_pool2d(x, %s)\noutput y\n", pools[p]);
+  }
+}
+
+static void view_cases(conf_cases *cs) {
+  for (int d = 0; d < 3; d++) {
+    const char *t = FLOATS[d];
+    text(add(cs, "ops", "reshape/%s", t), "input x: %s[6, 35]\nr = reshape(x, shape=[5, 7, 6])\ny = neg(r)\noutput y\n", t);
+    text(add(cs, "ops", "permute/%s", t), "input x: %s[3, 4, 5, 6, 7]\np = permute(x, perm=[4, 2, 0, 3, 1])\ny = neg(p)\noutput y\n", t);
+    text(add(cs, "ops", "expand/%s", t), "input x: %s[3, 1, 5]\ne = expand(x, shape=[2, 3, 4, 5])\ny = neg(e)\noutput y\n", t);
+    text(add(cs, "ops", "slice/%s", t), "input x: %s[33, 40]\ns = slice(x, axis=1, start=3, stop=-2, step=3)\ny = neg(s)\noutput y\n", t);
+    text(add(cs, "ops", "concat/%s", t), "input a: %s[7, 3]\ninput b: %s[7, 5]\ny = concat(a, b, a, axis=1)\noutput y\n", t, t);
+    text(add(cs, "ops", "pad/%s", t), "input x: %s[7, 5]\ny = pad(x, pads=[1, 2, 0, 3], value=0.5)\noutput y\n", t);
+    text(add(cs, "ops", "gather/%s", t), "input x: %s[10, 7]\ninput i: i64[5, 2]\ny = gather(x, i, axis=0)\noutput y\n", t);
+  }
+  text(add(cs, "ops", "gather/i32-indices-axis1"), "input x: f32[3, 9]\ninput i: i32[4]\ny = gather(x, i, axis=1)\noutput y\n");
+  text(add(cs, "ops", "concat/i64"), "input a: i64[2, 3]\ninput b: i64[1, 3]\ny = concat(a, b, axis=0)\noutput y\n");
+  text(add(cs, "ops", "causal_mask"), "input x: f32[2, 5, 7]\ny = causal_mask(x)\noutput y\n");
+}
+
+static void composite_cases(conf_cases *cs) {
+  static const char *const shapes[] = {"1000", "33, 1000", "7, 4097", "2, 3, 33"};
+  for (int d = 0; d < 3; d++)
+    for (int s = 0; s < 4; s++) {
+      const char *t = FLOATS[d], *sh = shapes[s];
+      text(add(cs, "ops", "softmax/%s/[%s]", t, sh), "input x: %s[%s]\ny = softmax(x)\noutput y\n", t, sh);
+      text(add(cs, "ops", "log_softmax/%s/[%s]", t, sh), "input x: %s[%s]\ny = log_softmax(x)\noutput y\n", t, sh);
+      const char *last = strrchr(sh, ' ') ? strrchr(sh, ' ') + 1 : sh;
+      text(add(cs, "ops", "layer_norm/%s/[%s]", t, sh), "input x: %s[%s]\ninput w: %s[%s]\ninput b: %s[%s]\ny = layer_norm(x, w, b)\noutput y\n", t, sh,
+           t, last, t, last);
+      text(add(cs, "ops", "rms_norm/%s/[%s]", t, sh), "input x: %s[%s]\ninput w: %s[%s]\ny = rms_norm(x, w)\noutput y\n", t, sh, t, last);
+    }
+  text(add(cs, "ops", "softmax/axis0"), "input x: f32[33, 7]\ny = softmax(x, axis=0)\noutput y\n");
+  text(add(cs, "ops", "softmax/middle-axis"), "input x: f32[3, 33, 7]\ny = log_softmax(x, axis=1)\noutput y\n");
+  for (int causal = 0; causal < 2; causal++)
+    for (int d = 0; d < 2; d++) {
+      text(add(cs, "ops", "attention/%s/%s", FLOATS[d], causal ? "causal" : "full"),
+           "input q: %s[2, 3, 9, 16]\ninput k: %s[2, 3, 9, 16]\ninput v: %s[2, 3, 9, 8]\ny = attention(q, k, v, causal=%s)\noutput y\n", FLOATS[d],
+           FLOATS[d], FLOATS[d], causal ? "true" : "false");
+    }
+  text(add(cs, "ops", "attention/cross-broadcast"),
+       "input q: f32[2, 4, 5, 8]\ninput k: f32[4, 7, 8]\ninput v: f32[4, 7, 3]\ny = attention(q, k, v, scale=0.5)\noutput y\n");
+}
+
+static void fusion_cases(conf_cases *cs) {
+  text(add(cs, "fusion", "chain-of-12"),
+       "input x: f32[33, 100]\nconst c: f32[] = 0.75\na = mul(x, c)\nb = tanh(a)\nd = add(b, x)\ne = mul(d, d)\nf = neg(e)\ng = exp(f)\nh = sub(g, c)\n"
+       "i = abs(h)\nj = sqrt(i)\nk = sigmoid(j)\nl = gelu(k)\ny = silu(l)\noutput y\n");
+  text(add(cs, "fusion", "views-into-elementwise"),
+       "input x: f32[8, 6]\ninput z: f32[3, 8]\nt = permute(x, perm=[1, 0])\ns = slice(t, axis=0, start=1, step=2)\nr = reshape(s, shape=[3, 8])\n"
+       "y = add(r, z)\noutput y\n");
+  text(add(cs, "fusion", "expand-broadcast-chain"),
+       "input x: f32[5, 1]\ninput b: f32[1, 7]\ne = expand(x, shape=[5, 7])\nm = mul(e, b)\ny = relu(m)\noutput y\n");
+  text(add(cs, "fusion", "reduce-with-prologue-and-epilogue"),
+       "input x: f32[33, 1000]\nconst c: f32[] = 0.5\nsq = mul(x, x)\ns = sum(sq, axes=[1], keepdim=true)\nr = sqrt(s)\ny = mul(r, c)\noutput y\n");
+  text(add(cs, "fusion", "matmul-bias-gelu"),
+       "input x: f32[65, 127]\ninput w: f32[127, 96]\ninput b: f32[96]\nh = matmul(x, w)\nhb = add(h, b)\ny = gelu(hb)\noutput y\n");
+  text(add(cs, "fusion", "matmul-residual"),
+       "input x: f32[33, 64]\ninput w: f32[64, 64]\nh = matmul(x, w)\nt = tanh(h)\ny = add(t, x)\noutput y\n");
+  text(add(cs, "fusion", "conv-bias-relu"),
+       "input x: f32[2, 3, 9, 9]\ninput w: f32[8, 3, 3, 3]\ninput b: f32[8]\nc = conv2d(x, w, b, padding=[1, 1])\ny = relu(c)\noutput y\n");
+  text(add(cs, "fusion", "multi-consumer-cheap-and-costly"),
+       "input x: f32[33, 50]\na = exp(x)\nb = mul(a, a)\nc = tanh(b)\nd = sin(c)\ne = cos(d)\nf = erf(e)\ng = sigmoid(f)\nh = gelu(g)\ni = silu(h)\n"
+       "j = tanh(i)\nk = exp(j)\ny1 = add(k, a)\ny2 = mul(k, x)\noutput y1, y2\n");
+  text(add(cs, "fusion", "two-outputs-of-one-row-kernel"),
+       "input x: f32[7, 33]\nm = max(x, axes=[1], keepdim=true)\nd = sub(x, m)\ne = exp(d)\ns = sum(e, axes=[1], keepdim=true)\ny = div(e, s)\noutput y, s\n");
+  text(add(cs, "fusion", "mean-variance-by-hand"),
+       "input x: f32[9, 257]\nmu = mean(x, axes=[-1], keepdim=true)\nc = sub(x, mu)\nsq = mul(c, c)\nv = mean(sq, axes=[-1])\noutput v\n");
+  text(add(cs, "fusion", "intermediate-output"),
+       "input x: f32[16, 16]\na = exp(x)\nb = add(a, x)\nc = sum(b, axes=[0])\noutput a, c\n");
+  text(add(cs, "fusion", "row-kernel-reads-other-reduction"),
+       "input x: f32[7, 40]\ns = sum(x, axes=[0], keepdim=true)\nm = mul(x, s)\ny = softmax(m)\noutput y\n");
+  text(add(cs, "fusion", "f16-chain-stays-f32-inside"),
+       "input x: f16[33, 100]\na = exp(x)\nb = mul(a, a)\nc = log(b)\ny = sub(c, x)\noutput y\n");
+  text(add(cs, "fusion", "output-is-input"), "input x: f32[3, 4]\ny = neg(x)\noutput x, y\n");
+}
+
+static void model_cases(conf_cases *cs, const char *dir) {
+  static const struct { const char *file, *sym[2]; int64_t v[2]; } M[] = {
+      {"mlp", {"N", NULL}, {16, 0}}, {"transformer", {"B", "S"}, {2, 9}}, {"cnn", {"N", NULL}, {3, 0}},
+      {"softmax", {"N", NULL}, {33, 0}}, {"layer_norm", {"N", NULL}, {33, 0}}};
+  for (int m = 0; m < 5; m++) {
+    conf_case *c = add(cs, "models", "model/%s", M[m].file);
+    if (!c || asprintf(&c->path, "%s/%s.ptg", dir, M[m].file) < 0) continue;
+    for (int k = 0; k < 2 && M[m].sym[k]; k++) {
+      snprintf(c->sym[k], sizeof c->sym[k], "%s", M[m].sym[k]);
+      c->symval[0][k] = M[m].v[k];
+      c->nsyms = k + 1;
+    }
+  }
+}
+
+static void dynamic_cases(conf_cases *cs) {
+  static const char *const g[] = {
+      "input x: f32[N, 33]\ny = softmax(x)\noutput y\n",
+      "input x: f32[N, 16]\ninput w: f32[16, 8]\nh = matmul(x, w)\ny = relu(h)\noutput y\n",
+      "input x: f32[N]\ninput z: f32[N]\na = mul(x, z)\ny = sum(a)\noutput y\n",
+      "input x: f32[B, S, 8]\ny = layer_norm(x)\noutput y\n",
+  };
+  for (int i = 0; i < 4; i++) {
+    conf_case *c = add(cs, "dynamic", "dynamic/%d", i);
+    if (!c) continue;
+    text(c, "%s", g[i]);
+    snprintf(c->sym[0], sizeof c->sym[0], "%s", i == 3 ? "B" : "N");
+    c->nsyms = 1;
+    if (i == 3) {
+      snprintf(c->sym[1], sizeof c->sym[1], "S");
+      c->nsyms = 2;
+    }
+    static const int64_t vals[3] = {1, 7, 33};
+    c->nruns = 3;
+    for (int r = 0; r < 3; r++) c->symval[r][0] = c->symval[r][1] = vals[r];
+  }
+}
+
+void conf_generate(conf_cases *cs, const char *examples_dir) {
+  memset(cs, 0, sizeof *cs);
+  unary_cases(cs);
+  special_cases(cs);
+  int b = cs->n;
+  binary_cases(cs);
+  fix_zero2(cs, b);
+  cast_cases(cs);
+  reduction_cases(cs);
+  contraction_cases(cs);
+  view_cases(cs);
+  composite_cases(cs);
+  fusion_cases(cs);
+  model_cases(cs, examples_dir);
+  dynamic_cases(cs);
+}
+
+void conf_free(conf_cases *cs) {
+  for (int i = 0; i < cs->n; i++) {
+    free(cs->c[i].text);
+    free(cs->c[i].path);
+  }
+  free(cs->c);
+  memset(cs, 0, sizeof *cs);
+}

@@ -1,0 +1,52 @@
+/*
+ * conformance.h: the conformance suite: generated cases, the tolerance policy, the runner.
+ */
+#ifndef PORTC_CONFORMANCE_H
+#define PORTC_CONFORMANCE_H
+
+#include <stdio.h>
+
+#include "portc/portc.h"
+
+typedef struct conf_case {
+  char name[128];
+  const char *suite;     /* ops, special, fusion, models, dynamic */
+  char *text;            /* .ptg source (NULL when path is set) */
+  char *path;            /* a .ptg file (the example models) */
+  int nsyms;
+  char sym[4][16];
+  int64_t symval[4][4];  /* up to 4 runs of one module (dynamic cases), else one */
+  int nruns;
+} conf_case;
+
+typedef struct conf_cases {
+  conf_case *c;
+  int n, cap;
+} conf_cases;
+
+/* every case; example .ptg files are looked up under examples_dir */
+void conf_generate(conf_cases *out, const char *examples_dir);
+void conf_free(conf_cases *cs);
+
+/* bounds for one graph, derived from its ops (TOLERANCES.md) */
+typedef struct tolerance {
+  double rtol; /* per element: |out - ref| <= rtol * (|ref| + atol * rms(ref)) */
+  double atol; /* the absolute part, in units of rtol times the output's RMS */
+  double norm; /* ||out - ref|| / ||ref|| <= norm */
+} tolerance;
+void conf_tolerance(const portc_graph *g, portc_bindings *b, bool eager, tolerance *t);
+
+typedef struct conf_options {
+  const char *targets; /* comma-separated; NULL: every available target */
+  const char *filter;  /* POSIX extended regex over case names */
+  const char *json, *junit;
+  uint64_t seed;
+  bool seed_given;
+  bool eager;          /* also check eager mode (default true) */
+  bool quiet;
+} conf_options;
+
+/* runs the suite; returns the number of failures, or -1 on a usage problem */
+int conf_run(const conf_options *o, const char *examples_dir, FILE *out);
+
+#endif

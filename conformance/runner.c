@@ -1,0 +1,348 @@
+/*
+ * runner.c: `portc verify`: every case on every selected target (fused and eager) against the
+ * float64 reference. Outputs are poisoned before each run; NaN and infinities must agree with
+ * the reference rounded to the output's dtype; finite values must meet the case's bounds
+ * element by element and in the norm. Inputs are fresh for each invocation; the seed is printed
+ * so that a failure can be replayed with --seed.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../ir/dtype.h"
+#include "conformance.h"
+
+enum { R_PASS, R_FAIL, R_SKIP };
+
+typedef struct column {
+  char name[48];
+  const char *target;
+  bool eager, available;
+  char why[256];
+} column;
+
+typedef struct result {
+  int status;
+  char *msg;
+} result;
+
+typedef struct job {
+  const conf_options *o;
+  conf_cases *cases;
+  int *selected, nsel;
+  column *cols;
+  int ncols;
+  result *res; /* nsel * ncols */
+  atomic_int next, done;
+  uint64_t seed;
+  bool progress;
+  pthread_mutex_t lock;
+} job;
+
+static void set_result(result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_result(result *r, int status, const char *fmt, ...) {
+  r->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&r->msg, fmt, ap) < 0) r->msg = NULL;
+  va_end(ap);
+}
+
+/* compares one output with the reference; a message on failure */
+static bool compare(const portc_tensor *out, const portc_tensor *ref, const tolerance *t, char *msg, size_t len) {
+  int64_t n = portc_tensor_numel(ref);
+  if (out->rank != ref->rank || portc_tensor_numel(out) != n) {
+    snprintf(msg, len, "shape differs from the reference");
+    return false;
+  }
+  if (!dtype_is_float(out->dtype)) {
+    for (int64_t i = 0; i < n; i++)
+      if (portc_tensor_get(out, i) != portc_tensor_get(ref, i) ||
+          (out->dtype == PORTC_I64 && ((int64_t *)out->data)[i] != ((int64_t *)ref->data)[i])) {
+        snprintf(msg, len, "element %lld: got %.17g, reference %.17g (integers must be exact)", (long long)i, portc_tensor_get(out, i),
+                 portc_tensor_get(ref, i));
+        return false;
+      }
+    return true;
+  }
+  double sq = 0, err2 = 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double r = round_to_dtype(portc_tensor_get(ref, i), out->dtype);
+    if (isfinite(r)) sq += r * r, finite++;
+  }
+  double rms = finite ? sqrt(sq / (double)finite) : 0;
+  double abs_tol = t->rtol * t->atol * rms + 1e-30;
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double r = round_to_dtype(portc_tensor_get(ref, i), out->dtype), v = portc_tensor_get(out, i);
+    bool ok;
+    if (isnan(r) || isnan(v)) ok = isnan(r) && isnan(v);
+    else if (isinf(r) || isinf(v)) ok = r == v;
+    else {
+      double e = fabs(v - r), lim = abs_tol + t->rtol * fabs(r);
+      ok = e <= lim;
+      err2 += e * e;
+      if (lim > 0 && e / lim > worst) worst = e / lim;
+    }
+    if (!ok && bad++ == 0) first = i;
+  }
+  if (bad) {
+    double r = round_to_dtype(portc_tensor_get(ref, first), out->dtype);
+    snprintf(msg, len, "%lld of %lld elements out of bounds; first at %lld: got %.9g, reference %.9g (rtol %.3g, atol %.3g)",
+             (long long)bad, (long long)n, (long long)first, portc_tensor_get(out, first), r, t->rtol, abs_tol);
+    return false;
+  }
+  if (sq > 1e-60 && sqrt(err2 / sq) > t->norm) {
+    snprintf(msg, len, "relative norm error %.3g exceeds %.3g", sqrt(err2 / sq), t->norm);
+    return false;
+  }
+  return true;
+}
+
+static void run_case(job *j, const conf_case *c, const column *col, result *r) {
+  if (!col->available) {
+    set_result(r, R_SKIP, "target not available: %s", col->why);
+    return;
+  }
+  portc_graph *g = NULL;
+  portc_status st = c->path ? portc_graph_load(c->path, &g) : portc_graph_parse(c->text, c->name, &g);
+  if (st) {
+    set_result(r, R_FAIL, "the case does not parse: %s", portc_last_error());
+    return;
+  }
+  portc_compile_options co = {.target = col->target, .eager = col->eager, .dynamic = c->nruns > 1};
+  portc_module *m = NULL;
+  int nout = portc_graph_output_count(g);
+  portc_tensor **outs = calloc((size_t)nout + 1, sizeof *outs), **refs = calloc((size_t)nout + 1, sizeof *refs);
+  char msg[1024] = "";
+  r->status = R_PASS;
+  for (int run = 0; run < c->nruns && r->status == R_PASS; run++) {
+    portc_bindings *b = portc_bindings_new(g);
+    portc_bindings_set_seed(b, j->seed + (uint64_t)run);
+    for (int k = 0; k < c->nsyms; k++) portc_bindings_set_symbol(b, c->sym[k], c->symval[run][k]);
+    if (!m && portc_compile(g, &co, b, &m) != PORTC_OK) {
+      set_result(r, R_FAIL, "compile failed: %s", portc_last_error());
+    } else if (portc_module_run(m, b, outs) != PORTC_OK) {
+      set_result(r, R_FAIL, "run%s failed: %s", c->nruns > 1 ? " (dynamic)" : "", portc_last_error());
+    } else if (portc_reference_run(g, b, refs) != PORTC_OK) {
+      set_result(r, R_FAIL, "reference failed: %s", portc_last_error());
+    } else {
+      tolerance t;
+      conf_tolerance(g, b, col->eager, &t);
+      for (int k = 0; k < nout && r->status == R_PASS; k++)
+        if (!compare(outs[k], refs[k], &t, msg, sizeof msg))
+          set_result(r, R_FAIL, "output %s%s: %s", portc_node_name(g, portc_graph_output(g, k)),
+                     c->nruns > 1 ? (run == 0 ? " (first size)" : " (a later size)") : "", msg);
+    }
+    for (int k = 0; k < nout; k++) {
+      portc_tensor_free(outs[k]);
+      portc_tensor_free(refs[k]);
+      outs[k] = refs[k] = NULL;
+    }
+    portc_bindings_free(b);
+  }
+  free(outs);
+  free(refs);
+  portc_module_free(m);
+  portc_graph_free(g);
+}
+
+static void *worker(void *arg) {
+  job *j = arg;
+  int total = j->nsel * j->ncols;
+  for (;;) {
+    int w = atomic_fetch_add(&j->next, 1);
+    if (w >= total) break;
+    int ci = w / j->ncols, col = w % j->ncols;
+    const conf_case *c = &j->cases->c[j->selected[ci]];
+    run_case(j, c, &j->cols[col], &j->res[w]);
+    int d = atomic_fetch_add(&j->done, 1) + 1;
+    if (j->progress) {
+      pthread_mutex_lock(&j->lock);
+      fprintf(stderr, "\r\033[K[%d/%d] %s %s", d, total, j->cols[col].name, c->name);
+      fflush(stderr);
+      pthread_mutex_unlock(&j->lock);
+    }
+  }
+  return NULL;
+}
+
+static void xml_escape(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '&': fputs("&amp;", f); break;
+    case '"': fputs("&quot;", f); break;
+    default: fputc(*s, f);
+    }
+  }
+}
+
+static void json_escape(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+    else if (*s == '\n') fputs("\\n", f);
+    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+    else fputc(*s, f);
+  }
+}
+
+static const char *const status_name[] = {"pass", "fail", "skip"};
+
+static bool write_reports(const job *j) {
+  const conf_options *o = j->o;
+  bool ok = true;
+  if (o->json) {
+    FILE *f = fopen(o->json, "w");
+    if (!f) return fprintf(stderr, "portc verify: cannot write %s\n", o->json), false;
+    fprintf(f, "{\"seed\": %llu, \"results\": [", (unsigned long long)j->seed);
+    for (int i = 0; i < j->nsel * j->ncols; i++) {
+      const conf_case *c = &j->cases->c[j->selected[i / j->ncols]];
+      fprintf(f, "%s\n  {\"case\": \"", i ? "," : "");
+      json_escape(f, c->name);
+      fprintf(f, "\", \"suite\": \"%s\", \"target\": \"%s\", \"status\": \"%s\", \"message\": \"", c->suite, j->cols[i % j->ncols].name,
+              status_name[j->res[i].status]);
+      json_escape(f, j->res[i].msg);
+      fprintf(f, "\"}");
+    }
+    fprintf(f, "\n]}\n");
+    ok = fclose(f) == 0 && ok;
+  }
+  if (o->junit) {
+    FILE *f = fopen(o->junit, "w");
+    if (!f) return fprintf(stderr, "portc verify: cannot write %s\n", o->junit), false;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"portc verify\">\n");
+    for (int col = 0; col < j->ncols; col++) {
+      int fails = 0, skips = 0;
+      for (int i = 0; i < j->nsel; i++) {
+        fails += j->res[i * j->ncols + col].status == R_FAIL;
+        skips += j->res[i * j->ncols + col].status == R_SKIP;
+      }
+      fprintf(f, "  <testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", j->cols[col].name, j->nsel, fails, skips);
+      for (int i = 0; i < j->nsel; i++) {
+        const conf_case *c = &j->cases->c[j->selected[i]];
+        const result *r = &j->res[i * j->ncols + col];
+        fprintf(f, "    <testcase classname=\"%s.%s\" name=\"", j->cols[col].name, c->suite);
+        xml_escape(f, c->name);
+        fprintf(f, "\"");
+        if (r->status == R_PASS) {
+          fprintf(f, "/>\n");
+          continue;
+        }
+        fprintf(f, ">\n      <%s message=\"", r->status == R_FAIL ? "failure" : "skipped");
+        xml_escape(f, r->msg);
+        fprintf(f, " (seed %llu)\"/>\n    </testcase>\n", (unsigned long long)j->seed);
+      }
+      fprintf(f, "  </testsuite>\n");
+    }
+    fprintf(f, "</testsuites>\n");
+    ok = fclose(f) == 0 && ok;
+  }
+  return ok;
+}
+
+static void print_table(const job *j, FILE *out) {
+  static const char *const suites[] = {"ops", "special", "fusion", "models", "dynamic"};
+  fprintf(out, "%-10s", "suite");
+  for (int col = 0; col < j->ncols; col++) fprintf(out, "  %-22s", j->cols[col].name);
+  fprintf(out, "\n");
+  for (unsigned s = 0; s < sizeof suites / sizeof *suites; s++) {
+    fprintf(out, "%-10s", suites[s]);
+    for (int col = 0; col < j->ncols; col++) {
+      int cnt[3] = {0};
+      for (int i = 0; i < j->nsel; i++)
+        if (strcmp(j->cases->c[j->selected[i]].suite, suites[s]) == 0) cnt[j->res[i * j->ncols + col].status]++;
+      char cell[64];
+      snprintf(cell, sizeof cell, "%d pass %d fail %d skip", cnt[0], cnt[1], cnt[2]);
+      fprintf(out, "  %-22s", cell);
+    }
+    fprintf(out, "\n");
+  }
+}
+
+static int columns(const conf_options *o, column *cols) {
+  int n = 0;
+  for (int t = 0; t < portc_target_count(); t++) {
+    const char *name = portc_target_name(t);
+    if (o->targets) {
+      char list[512];
+      snprintf(list, sizeof list, ",%s,", o->targets);
+      char want[64];
+      snprintf(want, sizeof want, ",%s,", name);
+      if (!strstr(list, want)) continue;
+    }
+    for (int e = 0; e < (o->eager ? 2 : 1); e++) {
+      column *c = &cols[n++];
+      memset(c, 0, sizeof *c);
+      snprintf(c->name, sizeof c->name, "%s%s", name, e ? " (eager)" : "");
+      c->target = name;
+      c->eager = e;
+      c->available = portc_target_available(t, c->why, sizeof c->why);
+    }
+  }
+  return n;
+}
+
+int conf_run(const conf_options *o, const char *examples_dir, FILE *out) {
+  conf_cases cases;
+  conf_generate(&cases, examples_dir);
+  regex_t re;
+  if (o->filter && regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB) != 0) {
+    fprintf(stderr, "portc verify: --filter '%s' is not a valid regular expression\n", o->filter);
+    conf_free(&cases);
+    return -1;
+  }
+  job j = {.o = o, .cases = &cases, .lock = PTHREAD_MUTEX_INITIALIZER};
+  j.selected = malloc(sizeof *j.selected * (size_t)(cases.n + 1));
+  for (int i = 0; i < cases.n; i++)
+    if (!o->filter || regexec(&re, cases.c[i].name, 0, NULL, 0) == 0) j.selected[j.nsel++] = i;
+  if (o->filter) regfree(&re);
+  column cols[16];
+  j.cols = cols;
+  j.ncols = columns(o, cols);
+  if (!j.ncols) {
+    fprintf(stderr, "portc verify: no target matches '%s'\n", o->targets ? o->targets : "");
+    free(j.selected);
+    conf_free(&cases);
+    return -1;
+  }
+  j.seed = o->seed_given ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+  j.res = calloc((size_t)(j.nsel * j.ncols + 1), sizeof *j.res);
+  j.progress = !o->quiet && isatty(2);
+  fprintf(out, "portc verify: %d cases on %d target configurations, seed %llu\n", j.nsel, j.ncols, (unsigned long long)j.seed);
+  for (int col = 0; col < j.ncols; col++)
+    if (!cols[col].available) fprintf(out, "  %s: not available (%s): its cases are skipped\n", cols[col].name, cols[col].why);
+  fflush(out);
+  long nthreads = sysconf(_SC_NPROCESSORS_ONLN);
+  if (nthreads < 1) nthreads = 1;
+  if (nthreads > 16) nthreads = 16;
+  pthread_t th[16];
+  for (long t = 0; t < nthreads; t++) pthread_create(&th[t], NULL, worker, &j);
+  for (long t = 0; t < nthreads; t++) pthread_join(th[t], NULL);
+  if (j.progress) fprintf(stderr, "\r\033[K");
+  int counts[3] = {0};
+  for (int i = 0; i < j.nsel * j.ncols; i++) {
+    counts[j.res[i].status]++;
+    if (j.res[i].status == R_FAIL)
+      fprintf(out, "FAIL %s %s: %s (seed %llu)\n", j.cols[i % j.ncols].name, cases.c[j.selected[i / j.ncols]].name,
+              j.res[i].msg ? j.res[i].msg : "", (unsigned long long)j.seed);
+  }
+  print_table(&j, out);
+  bool reports = write_reports(&j);
+  fprintf(out, "%d passed, %d failed, %d skipped\n", counts[R_PASS], counts[R_FAIL], counts[R_SKIP]);
+  for (int i = 0; i < j.nsel * j.ncols; i++) free(j.res[i].msg);
+  free(j.res);
+  free(j.selected);
+  conf_free(&cases);
+  return reports ? counts[R_FAIL] : counts[R_FAIL] + 1;
+}
