@@ -21,7 +21,7 @@ static double op_ulps(enum op op) {
   case OP_sqrt: case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_reciprocal: return 1;
   case OP_rsqrt: return 2;
   case OP_sigmoid: case OP_silu: return 4;
-  case OP_gelu: return 5;
+  case OP_gelu: return 12; /* the CPU's fast erf: 4.7e-7 absolute, about 8 ulps of 1 + erf */
   case OP_gelu_tanh: return 8;
   case OP_softmax: case OP_log_softmax: return 6;
   case OP_layer_norm: case OP_rms_norm: return 8;

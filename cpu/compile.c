@@ -17,7 +17,7 @@
 
 extern char **environ;
 
-const char cpu_cflags[] = "-O3 -march=native -fopenmp -shared -fPIC -w";
+const char cpu_cflags[] = "-O3 -march=native -fno-math-errno -fno-trapping-math -fopenmp -shared -fPIC -w";
 
 static const char *compiler_name(void) {
   const char *cc = getenv("PORTC_CC");

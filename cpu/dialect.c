@@ -110,6 +110,68 @@ static void row_loop_end(emitter *e) {
   emit_line(e, "}");
 }
 
+/* Row values worth keeping: computed by one loop over the row and needed by a later one, and
+ * costly (a transcendental function inside). The first loop stores them in a per-thread row
+ * buffer and later loops read them back, instead of computing them again (softmax's exp). */
+static bool costly_op(enum op op) {
+  switch (op) {
+  case OP_exp: case OP_log: case OP_tanh: case OP_sigmoid: case OP_silu: case OP_gelu: case OP_gelu_tanh:
+  case OP_erf: case OP_sin: case OP_cos: case OP_pow: return true;
+  default: return false;
+  }
+}
+
+static void mark_loop(const kir_kernel *k, int v, int loop, unsigned *used) {
+  const kir_val *x = &k->val[v];
+  if (!x->row || (used[v] & (1u << loop))) return;
+  used[v] |= 1u << loop;
+  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
+    if (x->arg[i] >= 0) mark_loop(k, x->arg[i], loop, used);
+}
+
+typedef struct row_cache {
+  unsigned *used; /* per value: the loops that need it */
+  int *slot;      /* per value: its row buffer, or -1 */
+  int n;
+} row_cache;
+
+static bool plan_row_cache(const kir_kernel *k, row_cache *rc) {
+  rc->used = calloc((size_t)k->nval + 1, sizeof *rc->used);
+  rc->slot = malloc(sizeof *rc->slot * (size_t)(k->nval + 1));
+  bool *costly = calloc((size_t)k->nval + 1, sizeof *costly);
+  if (!rc->used || !rc->slot || !costly) {
+    free(costly);
+    return false;
+  }
+  for (int p = 0; p < k->nphase; p++) mark_loop(k, k->phase[p].val, p, rc->used);
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].row) mark_loop(k, k->store[s].val, k->nphase, rc->used);
+  rc->n = 0;
+  for (int v = 0; v < k->nval; v++) { /* values come after their operands */
+    const kir_val *x = &k->val[v];
+    costly[v] = x->kind == KV_OP && (costly_op(x->op) || (x->arg[0] >= 0 && costly[x->arg[0]]) ||
+                                     (x->arg[1] >= 0 && costly[x->arg[1]]) || (x->arg[2] >= 0 && costly[x->arg[2]]));
+    bool shared = __builtin_popcount(rc->used[v]) > 1;
+    rc->slot[v] = costly[v] && shared && dtype_is_float(x->dt) && x->row ? rc->n++ : -1;
+  }
+  free(costly);
+  return true;
+}
+
+static void row_loop_cached(emitter *e, const row_cache *rc, int loop, bool after) {
+  const kir_kernel *k = e->k;
+  for (int v = 0; v < k->nval; v++) {
+    if (rc->slot[v] < 0 || !(rc->used[v] & (1u << loop))) continue;
+    bool first = (rc->used[v] & ((1u << loop) - 1)) == 0;
+    if (first && after) {
+      emit_line(e, "sc%d[j] = v%d;", rc->slot[v], v);
+    } else if (!first && !after) {
+      emit_line(e, "const float v%d = sc%d[j];", v, rc->slot[v]);
+      e->done[v] = e->scope;
+    }
+  }
+}
+
 static void row(emitter *e) {
   const kir_kernel *k = e->k;
   char no[256], len[256];
@@ -119,10 +181,26 @@ static void row(emitter *e) {
   static const char *const jn[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
   for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
   for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = jn[d];
+  row_cache rc = {0};
+  if (!plan_row_cache(k, &rc)) rc.n = 0;
   emit_line(e, "const int64_t NO = %s, L = %s;", no, len);
-  emit_line(e, "#pragma omp parallel for schedule(static)");
+  emit_line(e, "int fail = 0;");
+  emit_line(e, "#pragma omp parallel");
+  emit_line(e, "{");
+  e->indent++;
+  if (rc.n) emit_line(e, "float *scratch = malloc(sizeof(float) * (size_t)(L ? L : 1) * %d);", rc.n);
+  else emit_line(e, "float *scratch = NULL;");
+  if (rc.n) {
+    emit_line(e, "if (!scratch) {");
+    emit_line(e, "  #pragma omp atomic write");
+    emit_line(e, "  fail = 1;");
+    emit_line(e, "}");
+  }
+  for (int c = 0; c < rc.n; c++) emit_line(e, "float *restrict sc%d = scratch + (size_t)%d * (size_t)L;", c, c);
+  emit_line(e, "#pragma omp for schedule(static)");
   emit_line(e, "for (int64_t o = 0; o < NO; o++) {");
   e->indent++;
+  if (rc.n) emit_line(e, "if (!scratch) continue;");
   emit_scope_push(e);
   unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
   for (int p = 0; p < k->nphase; p++) {
@@ -141,14 +219,22 @@ static void row(emitter *e) {
     if (nanflag) emit_line(e, "#pragma omp simd reduction(%s:%s%d) reduction(|:nan%d)", red, acc, p, p);
     else emit_line(e, "#pragma omp simd reduction(%s:%s%d)", red, acc, p);
     row_loop_begin(e, full);
+    if (rc.n) row_loop_cached(e, &rc, p, false);
     const char *v = emit_value(e, ph->val, full);
+    char vn[16];
+    snprintf(vn, sizeof vn, "%s", v);
     switch (ph->op) {
-    case OP_prod: emit_line(e, wrap ? "accu%d *= (uint64_t)%s;" : "acc%d *= %s;", p, v); break;
-    case OP_max: emit_line(e, "acc%d = %s > acc%d ? %s : acc%d;", p, v, p, v, p); break;
-    case OP_min: emit_line(e, "acc%d = %s < acc%d ? %s : acc%d;", p, v, p, v, p); break;
-    default: emit_line(e, wrap ? "accu%d += (uint64_t)%s;" : "acc%d += %s;", p, v); break;
+    case OP_prod: emit_line(e, wrap ? "accu%d *= (uint64_t)%s;" : "acc%d *= %s;", p, vn); break;
+    case OP_max: emit_line(e, "acc%d = %s > acc%d ? %s : acc%d;", p, vn, p, vn, p); break;
+    case OP_min: emit_line(e, "acc%d = %s < acc%d ? %s : acc%d;", p, vn, p, vn, p); break;
+    default: emit_line(e, wrap ? "accu%d += (uint64_t)%s;" : "acc%d += %s;", p, vn); break;
     }
-    if (nanflag) emit_line(e, "nan%d |= %s != %s;", p, v, v);
+    if (nanflag) emit_line(e, "nan%d |= %s != %s;", p, vn, vn);
+    if (rc.n) {
+      for (int c = 0; c < k->nval; c++) /* values to keep must exist in this loop */
+        if (rc.slot[c] >= 0 && (rc.used[c] & (1u << p)) && !(rc.used[c] & ((1u << p) - 1))) emit_value(e, c, full);
+      row_loop_cached(e, &rc, p, true);
+    }
     row_loop_end(e);
     if (nanflag) emit_line(e, "if (nan%d) acc%d = NAN;", p, p);
     if (ph->op == OP_mean) emit_line(e, "acc%d /= (float)L;", p);
@@ -163,6 +249,7 @@ static void row(emitter *e) {
       if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
     emit_line(e, "#pragma omp simd");
     row_loop_begin(e, full);
+    if (rc.n) row_loop_cached(e, &rc, k->nphase, false);
     shape xs = {.rank = k->dom.rank + k->red.rank};
     for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
     for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
@@ -173,6 +260,12 @@ static void row(emitter *e) {
   emit_scope_pop(e);
   e->indent--;
   emit_line(e, "}");
+  emit_line(e, "free(scratch);");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "if (fail) return 1;");
+  free(rc.used);
+  free(rc.slot);
 }
 
 /* ---- matmul: packed panels, register micro-tile, epilogue on store ---- */
@@ -569,10 +662,10 @@ const dialect cpu_dialect = {
     .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = pc_st_f16(%s);", [PORTC_BF16] = "%s[%s] = pc_st_bf16(%s);",
               [PORTC_I32] = "%s[%s] = (int32_t)(%s);", [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = (uint8_t)((%s) != 0);"},
     .float_ops = {
-        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "expf(%0)", [OP_log] = "logf(%0)",
+        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "logf(%0)",
         [OP_sqrt] = "sqrtf(%0)", [OP_rsqrt] = "(1.0f / sqrtf(%0))", [OP_reciprocal] = "(1.0f / %0)",
-        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + expf(-%0)))", [OP_relu] = "pc_relu(%0)",
-        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + expf(-%0)))",
+        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + pc_expf(-%0)))", [OP_relu] = "pc_relu(%0)",
+        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + pc_expf(-%0)))",
         [OP_erf] = "erff(%0)", [OP_sin] = "sinf(%0)", [OP_cos] = "cosf(%0)", [OP_floor] = "floorf(%0)",
         [OP_ceil] = "ceilf(%0)", [OP_sign] = "pc_signf(%0)",
         [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",

@@ -184,7 +184,11 @@ static bool depends_on(fctx *c, int v, int plan, char *seen) {
 /* Walks the inlined expression behind node v for joining row plan `plan`: every inlined node
  * must be elementwise over the row space, every value read must not depend on the plan. Sets
  * *touches when the expression uses a member of the plan. */
-static bool joinable(fctx *c, int v, int plan, bool *touches, char *seen) {
+static bool joinable_expr(fctx *c, int v, int plan, bool *touches, char *seen, bool root);
+static bool joinable(fctx *c, int v, int plan, bool *touches, char *seen) { return joinable_expr(c, v, plan, touches, seen, false); }
+
+/* root: v is the candidate itself, which the kernel would compute even if it is stored */
+static bool joinable_expr(fctx *c, int v, int plan, bool *touches, char *seen, bool root) {
   fplan *p = c->p;
   const kplan *k = &p->k[plan];
   const shape *x = &c->g->nodes[k->x_node].sh;
@@ -193,7 +197,7 @@ static bool joinable(fctx *c, int v, int plan, bool *touches, char *seen) {
     *touches = true;
     return true;
   }
-  if (p->group[v] >= 0 || p->mat[v] || p->cls[v] == C_SRC) { /* read from memory */
+  if (!root && (p->group[v] >= 0 || p->mat[v] || p->cls[v] == C_SRC)) { /* read from memory */
     memset(seen, 0, (size_t)c->g->n);
     return !depends_on(c, v, plan, seen);
   }
@@ -239,7 +243,7 @@ static bool row_plans(fctx *c) {
     for (int j = i + 1; j < n; j++) {
       if (p->cls[j] != C_PW || p->group[j] >= 0) continue;
       bool touches = false;
-      if (joinable(c, j, joined, &touches, seen) && touches && !add_member(p, joined, j)) goto oom;
+      if (joinable_expr(c, j, joined, &touches, seen, true) && touches && !add_member(p, joined, j)) goto oom;
     }
   }
   free(seen);

@@ -28,6 +28,13 @@ extern const char compile_options_help[];
 bool known_target(const char *name);
 const char *target_names(void); /* ", cpu" ... for messages */
 
+bool parse_u64(const char *s, uint64_t *out);
+/* binds --set SYM=N, --input NAME=FILE.npy and --seed; an exit code */
+int bind_args(const char *verb, portc_bindings *b, char **sets, int nsets, char **inputs, int ninputs, bool seeded, uint64_t seed);
+int cmd_explain(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+
 /* one line of statistics: shape, min, max, mean, std, NaN and Inf counts */
 void print_summary(FILE *f, const char *name, const portc_tensor *t, portc_dtype graph_dtype, const portc_dim *dims);
 

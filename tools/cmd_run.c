@@ -35,15 +35,6 @@ typedef struct run_opts {
   char *inputs[64], *sets[64];
 } run_opts;
 
-static bool parse_u64(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || *s == '-') return false;
-  *out = v;
-  return true;
-}
-
 static int parse_args(int argc, char **argv, run_opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -89,38 +80,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   }
   if (!o->path) return usage_error("run", "no graph file given");
   return 0;
-}
-
-static int bind(portc_bindings *b, const run_opts *o) {
-  for (int i = 0; i < o->nsets; i++) {
-    char name[128];
-    const char *eq = strchr(o->sets[i], '=');
-    snprintf(name, sizeof name, "%.*s", (int)(eq - o->sets[i]), o->sets[i]);
-    uint64_t v;
-    if (!parse_u64(eq + 1, &v)) return usage_error("run", "--set %s: '%s' is not a size", name, eq + 1);
-    if (portc_bindings_set_symbol(b, name, (int64_t)v) != PORTC_OK) {
-      fprintf(stderr, "portc run: --set %s: %s\n", name, portc_last_error());
-      return EXIT_FAIL;
-    }
-  }
-  for (int i = 0; i < o->ninputs; i++) {
-    char name[128];
-    const char *eq = strchr(o->inputs[i], '=');
-    snprintf(name, sizeof name, "%.*s", (int)(eq - o->inputs[i]), o->inputs[i]);
-    portc_tensor *t;
-    if (portc_tensor_load_npy(eq + 1, &t) != PORTC_OK) {
-      fprintf(stderr, "portc run: --input %s: %s\n", name, portc_last_error());
-      return EXIT_FAIL;
-    }
-    portc_status st = portc_bindings_set(b, name, t);
-    portc_tensor_free(t);
-    if (st != PORTC_OK) {
-      fprintf(stderr, "portc run: --input %s: %s\n", name, portc_last_error());
-      return EXIT_FAIL;
-    }
-  }
-  if (o->seeded) portc_bindings_set_seed(b, o->seed);
-  return EXIT_OK;
 }
 
 /* the output as it would be stored in its graph dtype */
@@ -180,7 +139,7 @@ int cmd_run(int argc, char **argv) {
   if (!b || !outs) {
     fprintf(stderr, "portc run: out of memory\n");
     rc = EXIT_FAIL;
-  } else if ((rc = bind(b, &o)) == EXIT_OK) {
+  } else if ((rc = bind_args("run", b, o.sets, o.nsets, o.inputs, o.ninputs, o.seeded, o.seed)) == EXIT_OK) {
     if (run_graph(g, b, &o, outs) != PORTC_OK) {
       fprintf(stderr, "portc run: %s: %s\n", o.path, portc_last_error());
       if (!o.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");

@@ -13,6 +13,9 @@ static const char *const usage =
     "  run G.ptg     run a graph on the float64 reference and summarize its outputs\n"
     "  check G.ptg   verify a graph and print its normalized text\n"
     "  verify        the conformance suite: every case on every target against the reference\n"
+    "  explain G.ptg compile and print the fusion groups, bytes, FLOPs and why each kernel ends\n"
+    "  bench G.ptg   time a compiled graph, fused against eager, with compile times and memory\n"
+    "  devices       the targets and whether each can run here\n"
     "  ops           list the ops, their inputs and attributes\n"
     "\n"
     "'portc VERB --help' describes a verb. Exit codes: 0 success, 1 failure, 2 usage error.\n";
@@ -31,7 +34,8 @@ int usage_error(const char *verb, const char *fmt, ...) {
 
 int main(int argc, char **argv) {
   static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
-      {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}, {"verify", cmd_verify}};
+      {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}, {"verify", cmd_verify},
+      {"explain", cmd_explain}, {"bench", cmd_bench}, {"devices", cmd_devices}};
   if (argc < 2) {
     fputs(usage, stderr);
     return EXIT_USAGE;

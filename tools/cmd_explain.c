@@ -1,0 +1,90 @@
+/*
+ * cmd_explain.c: `portc explain G.ptg -t cpu` compiles a graph and prints its fusion groups;
+ * `portc devices` lists the targets and whether each can run here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *const help =
+    "usage: portc explain G.ptg [-t TARGET] [--set SYM=N]... [COMPILE OPTIONS]\n"
+    "\n"
+    "Compiles G.ptg and prints the fusion groups: for each kernel its kind, the nodes fused into it,\n"
+    "what it reads and writes, bytes moved and FLOPs (when symbol values are known), and why the\n"
+    "kernel ends where it does; then the memory plan.\n"
+    "%s";
+
+int cmd_explain(int argc, char **argv) {
+  const char *path = NULL;
+  portc_compile_options co = {.target = "cpu"};
+  char *sets[64];
+  int nsets = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (is_help(a)) {
+      printf(help, compile_options_help);
+      return EXIT_OK;
+    }
+    int used = parse_compile_option(argc, argv, i, &co);
+    if (used < 0) return EXIT_USAGE;
+    if (used) {
+      i += used - 1;
+      continue;
+    }
+    if ((!strcmp(a, "-t") || !strcmp(a, "--set")) && i + 1 >= argc) return usage_error("explain", "%s needs a value", a);
+    if (!strcmp(a, "-t")) {
+      co.target = argv[++i];
+      if (!known_target(co.target)) return usage_error("explain", "unknown target '%s' (known:%s)", co.target, target_names() + 1);
+    } else if (!strcmp(a, "--set")) {
+      if (!strchr(argv[++i], '=') || nsets == 64) return usage_error("explain", "--set wants SYM=N, got '%s'", argv[i]);
+      sets[nsets++] = argv[i];
+    } else if (a[0] == '-') {
+      return usage_error("explain", "unknown option '%s'", a);
+    } else if (path) {
+      return usage_error("explain", "one graph at a time");
+    } else {
+      path = a;
+    }
+  }
+  if (!path) return usage_error("explain", "no graph file given");
+  portc_graph *g;
+  if (portc_graph_load(path, &g) != PORTC_OK) {
+    fprintf(stderr, "%s\n", portc_last_error());
+    return EXIT_FAIL;
+  }
+  portc_bindings *b = portc_bindings_new(g);
+  int rc = bind_args("explain", b, sets, nsets, NULL, 0, false, 0);
+  if (rc == EXIT_OK) {
+    if (!nsets) co.dynamic = true; /* without symbol values: explain the module that runs for any */
+    portc_module *m;
+    if (portc_compile(g, &co, b, &m) != PORTC_OK) {
+      fprintf(stderr, "portc explain: %s\n", portc_last_error());
+      rc = EXIT_FAIL;
+    } else {
+      char *text = portc_module_explain(m, b);
+      fputs(text ? text : "", stdout);
+      free(text);
+      portc_module_free(m);
+    }
+  }
+  portc_bindings_free(b);
+  portc_graph_free(g);
+  return rc;
+}
+
+int cmd_devices(int argc, char **argv) {
+  if (argc > 1 && is_help(argv[1])) {
+    fputs("usage: portc devices\n\nLists the targets built into portc, and for each whether it can run here and on what.\n", stdout);
+    return EXIT_OK;
+  }
+  if (argc > 1) return usage_error("devices", "takes no arguments");
+  printf("ref       available: the float64 reference evaluator\n");
+  for (int i = 0; i < portc_target_count(); i++) {
+    char why[512] = "";
+    bool ok = portc_target_available(i, why, sizeof why);
+    if (ok) printf("%-9s available: %s\n", portc_target_name(i), portc_target_device(i));
+    else printf("%-9s not available: %s\n", portc_target_name(i), why);
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * load_bind.c: what run, explain and bench share: load a graph, and bind --set symbols,
+ * --input files and --seed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+bool parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || *s == '-') return false;
+  *out = v;
+  return true;
+}
+
+int bind_args(const char *verb, portc_bindings *b, char **sets, int nsets, char **inputs, int ninputs, bool seeded, uint64_t seed) {
+  for (int i = 0; i < nsets; i++) {
+    char name[128];
+    const char *eq = strchr(sets[i], '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
+    uint64_t v;
+    if (!parse_u64(eq + 1, &v)) return usage_error(verb, "--set %s: '%s' is not a size", name, eq + 1);
+    if (portc_bindings_set_symbol(b, name, (int64_t)v) != PORTC_OK) {
+      fprintf(stderr, "portc %s: --set %s: %s\n", verb, name, portc_last_error());
+      return EXIT_FAIL;
+    }
+  }
+  for (int i = 0; i < ninputs; i++) {
+    char name[128];
+    const char *eq = strchr(inputs[i], '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq - inputs[i]), inputs[i]);
+    portc_tensor *t;
+    if (portc_tensor_load_npy(eq + 1, &t) != PORTC_OK) {
+      fprintf(stderr, "portc %s: --input %s: %s\n", verb, name, portc_last_error());
+      return EXIT_FAIL;
+    }
+    portc_status st = portc_bindings_set(b, name, t);
+    portc_tensor_free(t);
+    if (st != PORTC_OK) {
+      fprintf(stderr, "portc %s: --input %s: %s\n", verb, name, portc_last_error());
+      return EXIT_FAIL;
+    }
+  }
+  if (seeded) portc_bindings_set_seed(b, seed);
+  return EXIT_OK;
+}
