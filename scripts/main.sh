@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, then check and run every example graph on the
-# devices present. Today that is the float64 reference evaluator.
+# The main job: install what is missing, build, run `portc verify` on the devices present, then
+# a short demo: what the compiler makes of a transformer layer, a run on the CPU target, and a
+# benchmark of fused against eager.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 portc=build/bin/portc
-declare -A sets=([mlp]="--set N=64" [softmax]="--set N=64" [layer_norm]="--set N=64"
-                 [cnn]="--set N=8" [transformer]="--set B=2 --set S=16")
-for f in examples/*.ptg; do
-  name=$(basename "$f" .ptg)
-  echo "== $f"
-  $portc check "$f" --quiet
-  # shellcheck disable=SC2086
-  $portc run "$f" -t ref --seed 1 ${sets[$name]:-}
-done
+echo "== devices"
+$portc devices
+echo "== conformance"
+$portc verify --examples examples --quiet
+echo "== demo: the fusion groups of a transformer encoder layer"
+$portc explain examples/transformer.ptg --set B=2 --set S=16 | grep -E '^(graph|kernel|  fuses|total)'
+echo "== demo: run it on the CPU target and on the float64 reference"
+$portc run examples/transformer.ptg -t cpu --seed 1 --set B=2 --set S=16
+$portc run examples/transformer.ptg -t ref --seed 1 --set B=2 --set S=16
+echo "== demo: softmax over 8192 x 4096, fused against eager"
+$portc bench bench/softmax.ptg --iters 10
 echo "== examples/hello.c"
 build/bin/hello

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, then build and run the whole suite twice, once as
-# released and once under AddressSanitizer + UndefinedBehaviorSanitizer.
+# released and once under AddressSanitizer + UndefinedBehaviorSanitizer. The suite includes
+# `portc verify -t cpu` (every conformance case, fused and eager). Both builds share one kernel
+# cache, so the second build's conformance run reuses the kernels the first one compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 jobs=$(nproc)
+export PORTC_CACHE_DIR="$PWD/build-test-cache"
 for variant in release asan; do
   dir=build-test-$variant
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)

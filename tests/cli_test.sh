@@ -74,7 +74,7 @@ contains "symbol 'Q' does not appear" "unknown symbol message"
 expect 1 "run clashing symbol" -- "$portc" run "$src/examples/softmax.ptg" --set N=3 --input "x=$tmp/o/y.npy"
 contains "symbol N is 3, but x has 5" "clash message"
 expect 2 "run unknown target" -- "$portc" run "$src/examples/softmax.ptg" -t cuda
-contains "unknown target 'cuda' (available: ref)" "target message"
+contains "unknown target 'cuda' (available: ref, cpu)" "target message"
 expect 2 "run bad seed" -- "$portc" run "$src/examples/softmax.ptg" --seed -4
 expect 2 "run bad set" -- "$portc" run "$src/examples/softmax.ptg" --set N
 expect 2 "run missing value" -- "$portc" run "$src/examples/softmax.ptg" --seed
@@ -83,6 +83,40 @@ expect 0 "run f64 output" -- "$portc" run "$src/examples/layer_norm.ptg" --seed 
 [ "$(head -c 60 "$tmp/o64/y.npy" | grep -c "<f8")" = 1 ] || { echo "FAIL: --f64 did not write float64"; fails=$((fails + 1)); }
 expect 0 "ops" -- "$portc" ops
 contains "attention" "ops lists attention"
+
+# compiled targets
+export PORTC_CACHE_DIR="$tmp/cache"
+expect 0 "devices" -- "$portc" devices
+contains "cpu       available" "devices lists the cpu"
+expect 0 "run on cpu" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 3 --set N=5
+contains "y: f32[N=5, 1000]" "cpu run summary"
+expect 0 "run on cpu, eager and dynamic" -- "$portc" run "$src/examples/layer_norm.ptg" -t cpu --eager --dynamic --seed 3 --set N=5
+expect 1 "mode not implemented" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode max-autotune --seed 1 --set N=2
+contains "max-autotune is not implemented yet" "mode message"
+expect 2 "unknown mode" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode fastest
+expect 0 "dump after fuse" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 --dump-after fuse --dump "$tmp"
+contains "# 1 kernels" "fusion dump"
+[ -s "$tmp/softmax.c" ] || { echo "FAIL: --dump wrote no source"; fails=$((fails + 1)); }
+PORTC_LOG=cache "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 >"$tmp/out" 2>&1
+contains "[portc cache] hit" "second compile hits the cache"
+expect 0 "explain" -- "$portc" explain "$src/examples/layer_norm.ptg" --set N=8
+contains "1 kernel" "layer_norm is one kernel"
+contains "row reduction over [8] x [768] (mean, then mean)" "explain names the kernel"
+expect 0 "explain without sizes" -- "$portc" explain "$src/examples/mlp.ptg"
+contains "give symbol values" "explain says sizes are unknown"
+expect 0 "bench" -- "$portc" bench "$src/examples/softmax.ptg" --set N=64 --iters 3 --warmup 1 --json "$tmp/bench.json"
+contains "fused is" "bench compares with eager"
+grep -q '"speedup"' "$tmp/bench.json" || { echo "FAIL: bench json lacks speedup"; fails=$((fails + 1)); }
+expect 2 "bench without file" -- "$portc" bench
+expect 0 "verify a slice" -- "$portc" verify -t cpu --filter 'unary/exp/f32' --examples "$src/examples" --json "$tmp/v.json" --junit "$tmp/v.xml" --quiet
+contains "12 passed, 0 failed, 0 skipped" "verify summary line"
+grep -q '"status": "pass"' "$tmp/v.json" || { echo "FAIL: verify json"; fails=$((fails + 1)); }
+grep -q '<testsuite name="cpu"' "$tmp/v.xml" || { echo "FAIL: verify junit"; fails=$((fails + 1)); }
+expect 2 "verify unknown target" -- "$portc" verify -t nope
+expect 2 "verify bad regex" -- "$portc" verify --filter '('
+PORTC_CC=/nonexistent/cc "$portc" verify --filter 'unary/exp/f32/\[1\]' --examples "$src/examples" --quiet >"$tmp/out" 2>&1
+contains "cpu: not available (C compiler '/nonexistent/cc' not found" "verify says why a target is skipped"
+contains "0 passed, 0 failed, 2 skipped" "skips are counted, not passed"
 
 if [ "$fails" -ne 0 ]; then echo "$fails CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

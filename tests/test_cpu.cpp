@@ -1,0 +1,197 @@
+// test_cpu.cpp: the CPU target end to end: results against the reference, the kernel cache
+// (hits, corrupt entries rebuilt, unsafe folders refused), dynamic and specialized modules, and
+// the errors a user can meet (no compiler, a bad index at run time, unimplemented modes).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "helpers.h"
+
+class Cpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = testing::TempDir() + "/portc-cache-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    setenv("PORTC_CACHE_DIR", dir.c_str(), 1);
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + dir + "'";
+    EXPECT_EQ(system(cmd.c_str()), 0);
+    unsetenv("PORTC_CACHE_DIR");
+  }
+  std::string dir;
+};
+
+static portc_module *compile(portc_graph *g, portc_bindings *b, bool eager = false, bool dynamic = false) {
+  portc_compile_options o = {};
+  o.eager = eager;
+  o.dynamic = dynamic;
+  portc_module *m = nullptr;
+  EXPECT_EQ(portc_compile(g, &o, b, &m), PORTC_OK) << portc_last_error();
+  return m;
+}
+
+TEST_F(Cpu, MatchesTheReference) {
+  Graph g = parse("input x: f32[N, 33]\ninput w: f32[33, 8]\nh = matmul(x, w)\ny = softmax(h)\noutput y\n");
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 5);
+  portc_bindings_set_seed(b, 3);
+  portc_module *m = compile(g.get(), b);
+  ASSERT_NE(m, nullptr);
+  portc_tensor *out = nullptr, *ref = nullptr;
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
+  EXPECT_EQ(out->dtype, PORTC_F32);
+  ASSERT_EQ(portc_tensor_numel(out), 40);
+  for (int i = 0; i < 40; i++) EXPECT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-6);
+  portc_tensor_free(out);
+  portc_tensor_free(ref);
+  portc_module_free(m);
+  portc_bindings_free(b);
+}
+
+TEST_F(Cpu, SecondCompileHitsTheCacheAndACorruptEntryIsRebuilt) {
+  Graph g = parse("input x: f32[64]\ny = tanh(x)\noutput y\n");
+  portc_module_info info;
+  portc_module *m1 = compile(g.get(), nullptr);
+  ASSERT_EQ(portc_module_info_get(m1, nullptr, &info), PORTC_OK);
+  EXPECT_FALSE(info.cache_hit);
+  double cold = info.compile_seconds;
+  portc_module *m2 = compile(g.get(), nullptr);
+  ASSERT_EQ(portc_module_info_get(m2, nullptr, &info), PORTC_OK);
+  EXPECT_TRUE(info.cache_hit);
+  EXPECT_LT(info.compile_seconds, cold);
+  portc_module_free(m1);
+  portc_module_free(m2);
+  // truncate every cached object: the next compile must notice, rebuild, and still work
+  std::string cmd = "for f in '" + dir + "'/*.so; do head -c 100 \"$f\" > \"$f.cut\" && mv \"$f.cut\" \"$f\"; done";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  portc_module *m3 = compile(g.get(), nullptr);
+  ASSERT_NE(m3, nullptr);
+  ASSERT_EQ(portc_module_info_get(m3, nullptr, &info), PORTC_OK);
+  EXPECT_FALSE(info.cache_hit);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_seed(b, 1);
+  portc_tensor *out = nullptr;
+  EXPECT_EQ(portc_module_run(m3, b, &out), PORTC_OK) << portc_last_error();
+  portc_tensor_free(out);
+  portc_bindings_free(b);
+  portc_module_free(m3);
+}
+
+TEST_F(Cpu, CacheFolderIsPrivate) {
+  Graph g = parse("input x: f32[4]\ny = neg(x)\noutput y\n");
+  portc_module *m = compile(g.get(), nullptr);
+  portc_module_free(m);
+  struct stat st;
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  portc_compile_options o = {};
+  EXPECT_NE(portc_compile(g.get(), &o, nullptr, &m), PORTC_OK);
+  EXPECT_NE(std::string(portc_last_error()).find("others can write to it"), std::string::npos) << portc_last_error();
+  chmod(dir.c_str(), 0700);
+}
+
+TEST_F(Cpu, MissingCompilerIsAClearError) {
+  setenv("PORTC_CC", "/nonexistent/cc-for-portc", 1);
+  Graph g = parse("input x: f32[4]\ny = neg(x)\noutput y\n");
+  portc_compile_options o = {};
+  portc_module *m = nullptr;
+  EXPECT_NE(portc_compile(g.get(), &o, nullptr, &m), PORTC_OK);
+  EXPECT_NE(std::string(portc_last_error()).find("C compiler '/nonexistent/cc-for-portc' not found"), std::string::npos) << portc_last_error();
+  char why[256];
+  EXPECT_FALSE(portc_target_available(0, why, sizeof why));
+  unsetenv("PORTC_CC");
+}
+
+TEST_F(Cpu, DynamicModuleRunsForAnySizeSpecializedOneRefusesOthers) {
+  Graph g = parse("input x: f32[N, 7]\ny = softmax(x)\noutput y\n");
+  portc_module *dyn = compile(g.get(), nullptr, false, true);
+  for (int64_t n : {1, 9, 100}) {
+    portc_bindings *b = portc_bindings_new(g.get());
+    portc_bindings_set_symbol(b, "N", n);
+    portc_bindings_set_seed(b, (uint64_t)n);
+    portc_tensor *out = nullptr, *ref = nullptr;
+    ASSERT_EQ(portc_module_run(dyn, b, &out), PORTC_OK) << portc_last_error();
+    ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
+    EXPECT_EQ(out->shape[0], n);
+    for (int64_t i = 0; i < portc_tensor_numel(out); i++) EXPECT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-6);
+    portc_tensor_free(out);
+    portc_tensor_free(ref);
+    portc_bindings_free(b);
+  }
+  portc_module_free(dyn);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 4);
+  portc_module *spec = compile(g.get(), b);
+  portc_bindings_set_symbol(b, "N", 5);
+  portc_bindings_set_seed(b, 1);
+  portc_tensor *out = nullptr;
+  EXPECT_EQ(portc_module_run(spec, b, &out), PORTC_ERR_SHAPE);
+  EXPECT_NE(std::string(portc_last_error()).find("compiled for N=4, and this run has N=5"), std::string::npos) << portc_last_error();
+  portc_module_free(spec);
+  portc_bindings_free(b);
+}
+
+TEST_F(Cpu, RuntimeIndexErrorLeavesTheProcessIntact) {
+  Graph g = parse("input x: f32[5, 3]\ninput i: i64[4]\ny = gather(x, i, axis=0)\noutput y\n");
+  portc_module *m = compile(g.get(), nullptr);
+  portc_bindings *b = portc_bindings_new(g.get());
+  int64_t s5[] = {5, 3}, s4[] = {4};
+  portc_tensor *x = portc_tensor_new(PORTC_F32, 2, s5), *idx = portc_tensor_new(PORTC_I64, 1, s4);
+  int64_t bad[] = {0, 4, 9, -1};
+  memcpy(idx->data, bad, sizeof bad);
+  portc_bindings_set(b, "x", x);
+  portc_bindings_set(b, "i", idx);
+  portc_tensor *out = nullptr;
+  EXPECT_EQ(portc_module_run(m, b, &out), PORTC_ERR_RUNTIME);
+  EXPECT_NE(std::string(portc_last_error()).find("index is out of range"), std::string::npos) << portc_last_error();
+  EXPECT_EQ(out, nullptr);
+  bad[2] = 2;
+  memcpy(idx->data, bad, sizeof bad);
+  portc_bindings_set(b, "i", idx);
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  portc_tensor_free(out);
+  portc_tensor_free(x);
+  portc_tensor_free(idx);
+  portc_bindings_free(b);
+  portc_module_free(m);
+}
+
+TEST_F(Cpu, OptionsThatAreNotThereYetSaySo) {
+  Graph g = parse("input x: f32[4]\ny = neg(x)\noutput y\n");
+  portc_compile_options o = {};
+  portc_module *m = nullptr;
+  o.mode = PORTC_MODE_MAX_AUTOTUNE;
+  EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_ERR_INVALID);
+  EXPECT_NE(std::string(portc_last_error()).find("max-autotune is not implemented yet"), std::string::npos);
+  o.mode = PORTC_MODE_DEFAULT;
+  o.target = "vulkan";
+  EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_ERR_INVALID);
+  EXPECT_NE(std::string(portc_last_error()).find("unknown target 'vulkan'"), std::string::npos);
+  Graph s = parse("input x: f32[N]\ny = neg(x)\noutput y\n");
+  o.target = nullptr;
+  EXPECT_EQ(portc_compile(s.get(), &o, nullptr, &m), PORTC_ERR_SHAPE);
+  EXPECT_NE(std::string(portc_last_error()).find("symbol N"), std::string::npos);
+}
+
+TEST_F(Cpu, ExplainNamesKernelsAndReasons) {
+  Graph g = parse("input x: f32[N, 64]\ninput w: f32[64, 32]\ninput b: f32[32]\nh = matmul(x, w)\nhb = add(h, b)\n"
+                  "a = gelu(hb)\ny = softmax(a)\noutput y\n");
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 8);
+  portc_module *m = compile(g.get(), b);
+  char *text = portc_module_explain(m, b);
+  std::string s = text;
+  free(text);
+  EXPECT_NE(s.find("2 kernels"), std::string::npos) << s;
+  EXPECT_NE(s.find("kernel 0: matmul over [8, 32]"), std::string::npos) << s;
+  EXPECT_NE(s.find("fuses:  h(matmul), "), std::string::npos) << s;
+  EXPECT_NE(s.find("ends:   ends at a: its value has several consumers"), std::string::npos) << s;
+  EXPECT_NE(s.find("kernel 1: row reduction over [8] x [32] (max, then sum)"), std::string::npos) << s;
+  EXPECT_NE(s.find("moves "), std::string::npos) << s;
+  EXPECT_NE(s.find("intermediates: 1024 bytes planned"), std::string::npos) << s;
+  portc_module_free(m);
+  portc_bindings_free(b);
+}

@@ -1,0 +1,182 @@
+// test_lower.cpp: the lowering pipeline without a compiler: each pass on small graphs, the
+// fusion groups (how many kernels, which kinds) for the patterns fusion must catch, eager mode,
+// and the memory plan.
+#include "helpers.h"
+
+extern "C" {
+#include "lower/passes.h"
+#include "lower/pipeline.h"
+}
+
+static int count_op(const portc_graph *g, enum op op) {
+  int n = 0;
+  for (int i = 0; i < g->n; i++) n += g->nodes[i].op == op;
+  return n;
+}
+
+TEST(Passes, DecomposeSoftmaxIntoPrimitives) {
+  Graph g = parse("input x: f32[4, 8]\ny = softmax(x)\noutput y\n");
+  portc_graph *c = nullptr;
+  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+  bool changed = false;
+  ASSERT_EQ(decompose(&c, &changed), PORTC_OK) << portc_last_error();
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(count_op(c, OP_softmax), 0);
+  EXPECT_EQ(count_op(c, OP_max), 1);
+  EXPECT_EQ(count_op(c, OP_exp), 1);
+  EXPECT_EQ(count_op(c, OP_sum), 1);
+  EXPECT_EQ(count_op(c, OP_div), 1);
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "y"); // the output keeps its name
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  portc_graph_free(c);
+}
+
+TEST(Passes, FoldCseDce) {
+  Graph g = parse("input x: f32[4]\nconst a: f32[] = 2\nconst b: f32[] = 3\ns = mul(a, b)\n"
+                  "e1 = exp(x)\ne2 = exp(x)\nd = neg(x)\ny = add(e1, e2)\nz = mul(y, s)\noutput z\n");
+  portc_graph *c = g.get();
+  bool changed = false;
+  ASSERT_EQ(opt_fold(c, &changed), PORTC_OK);
+  EXPECT_TRUE(changed);
+  portc_node s = portc_graph_find(c, "s");
+  EXPECT_STREQ(portc_node_op(c, s), "const");
+  EXPECT_EQ(c->nodes[s].value.f[0], 6.0);
+  ASSERT_EQ(opt_cse(c, &changed), PORTC_OK);
+  EXPECT_TRUE(changed);
+  portc_node y = portc_graph_find(c, "y");
+  EXPECT_EQ(c->nodes[y].in[0], c->nodes[y].in[1]); // both operands are the first exp now
+  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
+  EXPECT_TRUE(changed);
+  EXPECT_LT(portc_graph_find(c, "d"), 0);  // dead
+  EXPECT_LT(portc_graph_find(c, "e2"), 0); // merged, then dead
+  EXPECT_GE(portc_graph_find(c, "x"), 0);  // inputs stay
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(opt_cse(c, &changed), PORTC_OK);
+  EXPECT_FALSE(changed);
+}
+
+struct Lowered {
+  kir_module *m = nullptr;
+  ~Lowered() { kir_module_free(m); }
+};
+
+static int kernels(const std::string &text, bool eager, std::vector<kir_kind> *kinds = nullptr, kir_module **keep = nullptr) {
+  Graph g = parse(text);
+  if (!g) return -1;
+  lower_options o = {};
+  o.eager = eager;
+  o.vector_bytes = 32;
+  kir_module *m = nullptr;
+  if (lower_graph(g.get(), &o, &m) != PORTC_OK) {
+    ADD_FAILURE() << portc_last_error();
+    return -1;
+  }
+  int n = m->nk;
+  for (int i = 0; kinds && i < n; i++) kinds->push_back(m->k[i].kind);
+  if (keep) *keep = m;
+  else kir_module_free(m);
+  return n;
+}
+
+TEST(Fusion, CompositesBecomeOneRowKernel) {
+  std::vector<kir_kind> k;
+  EXPECT_EQ(kernels("input x: f32[N, 4096]\ny = softmax(x)\noutput y\n", false, &k), 1);
+  EXPECT_EQ(k[0], KK_ROW);
+  EXPECT_EQ(kernels("input x: f32[N, 4096]\ny = log_softmax(x)\noutput y\n", false), 1);
+  EXPECT_EQ(kernels("input x: f32[N, 768]\ninput w: f32[768]\ninput b: f32[768]\ny = layer_norm(x, w, b)\noutput y\n", false), 1);
+  EXPECT_EQ(kernels("input x: f32[N, 768]\ninput w: f32[768]\ny = rms_norm(x, w)\noutput y\n", false), 1);
+  EXPECT_EQ(kernels("input x: f32[3, 33, 7]\ny = softmax(x, axis=1)\noutput y\n", false), 1); // not innermost: still one
+}
+
+TEST(Fusion, ElementwiseChainsWithViewsAreOneKernel) {
+  std::vector<kir_kind> k;
+  EXPECT_EQ(kernels("input x: f32[8, 6]\ninput z: f32[3, 8]\nt = permute(x, perm=[1, 0])\ns = slice(t, axis=0, start=1, step=2)\n"
+                    "r = reshape(s, shape=[3, 8])\ne = expand(z, shape=[2, 3, 8])\na = add(r, e)\nb = tanh(a)\nc = mul(b, b)\n"
+                    "y = exp(c)\noutput y\n",
+                    false, &k),
+            1);
+  EXPECT_EQ(k[0], KK_POINTWISE);
+  EXPECT_EQ(kernels("input x: f32[8, 6]\nt = permute(x, perm=[1, 0])\na = exp(t)\ny = neg(a)\noutput y\n", true), 3); // eager
+}
+
+TEST(Fusion, ReductionTakesProducersAndConsumers) {
+  std::vector<kir_kind> k;
+  EXPECT_EQ(kernels("input x: f32[33, 1000]\nconst c: f32[] = 0.5\nsq = mul(x, x)\ns = sum(sq, axes=[1], keepdim=true)\n"
+                    "r = sqrt(s)\ny = mul(r, c)\noutput y\n",
+                    false, &k),
+            1);
+  EXPECT_EQ(k[0], KK_ROW);
+}
+
+TEST(Fusion, ContractionsTakeTheirEpilogue) {
+  std::vector<kir_kind> k;
+  EXPECT_EQ(kernels("input x: f32[65, 127]\ninput w: f32[127, 96]\ninput b: f32[96]\nh = matmul(x, w)\nhb = add(h, b)\n"
+                    "y = gelu(hb)\noutput y\n",
+                    false, &k),
+            1);
+  EXPECT_EQ(k[0], KK_MATMUL);
+  EXPECT_EQ(kernels("input x: f32[2, 3, 9, 9]\ninput w: f32[8, 3, 3, 3]\ninput b: f32[8]\nc = conv2d(x, w, b)\nr = relu(c)\n"
+                    "input s: f32[2, 8, 7, 7]\ny = add(r, s)\noutput y\n",
+                    false),
+            1);
+  // a transposed operand is read through its view, not copied
+  EXPECT_EQ(kernels("input a: f32[33, 7]\ninput b: f32[33, 5]\nat = permute(a, perm=[1, 0])\ny = matmul(at, b)\noutput y\n", false), 1);
+}
+
+TEST(Fusion, SeveralConsumers) {
+  // cheap: recomputed in both consumers (one kernel per output); costly: materialized once
+  EXPECT_EQ(kernels("input x: f32[64]\na = exp(x)\ny1 = add(a, x)\ny2 = mul(a, x)\noutput y1, y2\n", false), 2);
+  EXPECT_EQ(kernels("input x: f32[64]\na = exp(x)\nb = tanh(a)\nc = sin(b)\nd = cos(c)\ne = erf(d)\nf = exp(e)\ng = tanh(f)\n"
+                    "h = sin(g)\ni = cos(h)\ny1 = add(i, x)\ny2 = mul(i, x)\noutput y1, y2\n",
+                    false),
+            3);
+}
+
+TEST(Fusion, TransformerLayer) {
+  Graph g(nullptr);
+  portc_graph *raw = nullptr;
+  ASSERT_EQ(portc_graph_load(src_path("examples/transformer.ptg").c_str(), &raw), PORTC_OK);
+  g.reset(raw);
+  lower_options o = {};
+  o.vector_bytes = 32;
+  kir_module *m = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &o, &m), PORTC_OK) << portc_last_error();
+  int mm = 0, row = 0;
+  for (int i = 0; i < m->nk; i++) mm += m->k[i].kind == KK_MATMUL, row += m->k[i].kind == KK_ROW;
+  EXPECT_EQ(mm, 8);  // q, k, v, scores, weighted sum, out projection, two MLP layers (the first holds the gelu)
+  EXPECT_EQ(row, 3); // attention softmax and two layer_norms
+  EXPECT_EQ(m->nk, 11);
+  kir_module_free(m);
+}
+
+TEST(MemoryPlan, TempsShareTheArena) {
+  kir_module *m = nullptr;
+  int n = kernels("input x: f32[1024]\na = exp(x)\nb = neg(a)\nc = tanh(b)\nd = sin(c)\ny = cos(d)\noutput y\n", true, nullptr, &m);
+  ASSERT_EQ(n, 5);
+  mem_plan plan;
+  ASSERT_EQ(plan_memory(m, nullptr, &plan, nullptr), PORTC_OK);
+  EXPECT_EQ(plan.naive_bytes, 4 * 4096);  // a, b, c, d
+  EXPECT_EQ(plan.arena_bytes, 2 * 4096);  // at most two are alive at once
+  kir_module_free(m);
+}
+
+TEST(Pipeline, VerifiesAfterEveryPassAndDumps) {
+  setenv("PORTC_VERIFY_PASSES", "1", 1);
+  Graph g = parse("input x: f32[4, 8]\ny = layer_norm(x)\noutput y\n");
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  lower_options o = {};
+  o.dump_after = "decompose";
+  o.dump = f;
+  o.vector_bytes = 32;
+  kir_module *m = nullptr;
+  EXPECT_EQ(lower_graph(g.get(), &o, &m), PORTC_OK) << portc_last_error();
+  fclose(f);
+  std::string out = buf ? buf : "";
+  free(buf);
+  EXPECT_NE(out.find("# after decompose"), std::string::npos);
+  EXPECT_NE(out.find("y.var: f32[4, 1] = mean(y.sq, axes=[-1], keepdim=true)"), std::string::npos) << out;
+  kir_module_free(m);
+  unsetenv("PORTC_VERIFY_PASSES");
+}
