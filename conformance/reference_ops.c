@@ -8,23 +8,12 @@
 #include <string.h>
 
 #include "../ir/dtype.h"
+#include "../ir/ops_eval.h"
 #include "reference.h"
 #include "reference_util.h"
 
 /* ---- elementwise formulas, expanded from ops.def ---- */
 
-#define WRAP(e) ((int64_t)(e))
-#define NOINT 0
-#define NOFLT 0
-
-static int64_t int_div(int64_t x, int64_t y, bool *fault) {
-  if (y == 0) {
-    *fault = true;
-    return 0;
-  }
-  if (y == -1) return WRAP(0 - (uint64_t)x); /* INT64_MIN / -1 wraps */
-  return x / y;
-}
 
 static double unary_f(enum op op, double x) {
   switch (op) {

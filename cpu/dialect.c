@@ -18,17 +18,19 @@ static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6",
 
 static void declare_buffers(emitter *e) {
   const kir_kernel *k = e->k;
-  bool used[4096] = {0};
+  bool *used = calloc((size_t)e->m->nbuf + 1, sizeof *used);
+  if (!used) return; /* the compiler will then name the missing buffer */
   for (int i = 0; i < k->nval; i++)
-    if (k->val[i].kind == KV_LOAD && k->val[i].buf < 4096) used[k->val[i].buf] = true;
+    if (k->val[i].kind == KV_LOAD) used[k->val[i].buf] = true;
   for (int i = 0; i < k->nstore; i++) used[k->store[i].buf] = true;
   for (int i = 0; i < k->nin; i++)
     if (k->in_buf[i] >= 0) used[k->in_buf[i]] = true;
-  for (int b = 0; b < e->m->nbuf && b < 4096; b++)
+  for (int b = 0; b < e->m->nbuf; b++)
     if (used[b]) {
       const char *t = e->d->storage[e->m->buf[b].dt];
       emit_line(e, "%s *restrict b%d = (%s *)B[%d];", t, b, t, b);
     }
+  free(used);
 }
 
 /* i{first}..i{last-1} from the flat index in `flat` over dims [first, last) of s */
@@ -497,7 +499,7 @@ static void opaque(emitter *e) {
     e->indent++;
     emit_line(e, "const int64_t o = t / IN, i = t %% IN;");
     load_expr(e, xb, "(o * LEN + 0) * IN + i", ld, sizeof ld);
-    emit_line(e, "int64_t best = 0; %s bv = %s;", compute_type(xs->rank ? e->m->buf[xb].dt : PORTC_F32), ld);
+    emit_line(e, "int64_t best = 0; %s bv = %s;", compute_type(e->m->buf[xb].dt), ld);
     load_expr(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
     emit_line(e, "for (int64_t q = 1; q < LEN; q++) {");
     emit_line(e, "  const %s v = %s;", compute_type(e->m->buf[xb].dt), ld);

@@ -79,6 +79,13 @@ int graph_symbol(portc_graph *g, const char *name) {
 
 bool dim_eq(dim a, dim b) { return a.sym == b.sym && (a.sym >= 0 || a.c == b.c); }
 
+bool shape_eq(const shape *a, const shape *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (!dim_eq(a->d[d], b->d[d])) return false;
+  return true;
+}
+
 void shape_str(const portc_graph *g, const shape *s, char *buf, size_t len) {
   size_t at = 0;
   at += (size_t)snprintf(buf, len, "[");
@@ -230,8 +237,8 @@ int portc_graph_input_count(const portc_graph *g) {
 }
 
 portc_node portc_graph_input(const portc_graph *g, int idx) {
-  for (int i = 0; i < g->n; i++)
-    if (g->nodes[i].op == OP_input && idx-- == 0) return i;
+  for (int i = 0, k = 0; i < g->n; i++)
+    if (g->nodes[i].op == OP_input && k++ == idx) return i;
   return err_node(PORTC_ERR_INVALID, "input %d does not exist", idx);
 }
 

@@ -134,6 +134,7 @@ char *sb_take(strbuf *b); /* the string (never NULL unless out of memory); reset
 int graph_symbol(portc_graph *g, const char *name); /* interns; -1 when out of memory */
 int graph_find_symbol(const portc_graph *g, const char *name);
 bool dim_eq(dim a, dim b);
+bool shape_eq(const shape *a, const shape *b);
 bool valid_ident(const char *s);
 bool is_reserved(const char *s); /* the .ptg statement words */
 void shape_str(const portc_graph *g, const shape *s, char *buf, size_t len); /* "[N, 4]" */

@@ -502,12 +502,7 @@ static void stmt_output(parser *ps) {
   end_of_statement(ps);
 }
 
-static bool same_type(portc_dtype a, const shape *sa, portc_dtype b, const shape *sb) {
-  if (a != b || sa->rank != sb->rank) return false;
-  for (int i = 0; i < sa->rank; i++)
-    if (!dim_eq(sa->d[i], sb->d[i])) return false;
-  return true;
-}
+static bool same_type(portc_dtype a, const shape *sa, portc_dtype b, const shape *sb) { return a == b && shape_eq(sa, sb); }
 
 /* the current token is a NAME followed by '=': an attribute, not an operand */
 static bool attribute_ahead(const parser *ps) {

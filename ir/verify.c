@@ -105,9 +105,7 @@ static void check_node(vstate *v, int i) {
     report(v, i, "%s", portc_last_error());
     return;
   }
-  bool same = dt == n->dt && sh.rank == n->sh.rank;
-  for (int k = 0; same && k < sh.rank; k++) same = dim_eq(sh.d[k], n->sh.d[k]);
-  if (!same) {
+  if (dt != n->dt || !shape_eq(&sh, &n->sh)) {
     char want[256], got[256];
     shape_str(g, &sh, want, sizeof want);
     shape_str(g, &n->sh, got, sizeof got);

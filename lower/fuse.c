@@ -148,24 +148,17 @@ static void row_key(const portc_graph *g, int r, bool *mask) {
     for (int d = 0; d < x->sh.rank; d++) mask[d] = true;
 }
 
-static bool same_shape(const shape *a, const shape *b) {
-  if (a->rank != b->rank) return false;
-  for (int d = 0; d < a->rank; d++)
-    if (!dim_eq(a->d[d], b->d[d])) return false;
-  return true;
-}
-
 /* Is s the row space X itself (2), X with its reduced dims kept as 1 (1), X with them dropped
  * (3), or none of these (0)? */
 static int row_level(const shape *s, const shape *x, const bool *mask) {
-  if (same_shape(s, x)) return 2;
+  if (shape_eq(s, x)) return 2;
   shape keep = *x, drop = {0};
   for (int d = 0; d < x->rank; d++) {
     if (mask[d]) keep.d[d] = (dim){1, -1};
     else drop.d[drop.rank++] = x->d[d];
   }
-  if (same_shape(s, &keep)) return 1;
-  if (same_shape(s, &drop)) return 3;
+  if (shape_eq(s, &keep)) return 1;
+  if (shape_eq(s, &drop)) return 3;
   return 0;
 }
 
@@ -228,7 +221,7 @@ static bool row_plans(fctx *c) {
     int x = c->g->nodes[i].in[0], joined = -1;
     for (int k = 0; k < p->nk && joined < 0; k++) {
       kplan *kp = &p->k[k];
-      if (kp->kind != KK_ROW || memcmp(kp->red_mask, mask, sizeof mask) != 0 || !same_shape(&c->g->nodes[kp->x_node].sh, &c->g->nodes[x].sh))
+      if (kp->kind != KK_ROW || memcmp(kp->red_mask, mask, sizeof mask) != 0 || !shape_eq(&c->g->nodes[kp->x_node].sh, &c->g->nodes[x].sh))
         continue;
       bool touches = false;
       if (joinable(c, x, k, &touches, seen) && touches && kp->nmembers < 64) joined = k;

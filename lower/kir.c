@@ -68,18 +68,15 @@ static int64_t buf_bytes(const kir_module *m, int b, const int64_t *sym) {
 
 void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops) {
   /* each distinct buffer read once and each store written once: the traffic a fused kernel needs */
-  bool seen[4096] = {0};
+  bool *seen = calloc((size_t)m->nbuf + 1, sizeof *seen);
   int64_t b = 0;
-  for (int i = 0; i < k->nval; i++)
-    if (k->val[i].kind == KV_LOAD && k->val[i].buf < 4096 && !seen[k->val[i].buf]) {
-      seen[k->val[i].buf] = true;
-      b += buf_bytes(m, k->val[i].buf, sym);
-    }
-  for (int i = 0; i < k->nin; i++)
-    if (k->in_buf[i] >= 0 && k->in_buf[i] < 4096 && !seen[k->in_buf[i]]) {
-      seen[k->in_buf[i]] = true;
-      b += buf_bytes(m, k->in_buf[i], sym);
-    }
+  for (int i = 0; seen && i < k->nval + k->nin; i++) {
+    int bi = i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
+    if (bi < 0 || seen[bi]) continue;
+    seen[bi] = true;
+    b += buf_bytes(m, bi, sym);
+  }
+  free(seen);
   for (int i = 0; i < k->nstore; i++) b += buf_bytes(m, k->store[i].buf, sym);
   int64_t ops = 0;
   for (int i = 0; i < k->nval; i++) ops += k->val[i].kind == KV_OP;

@@ -47,13 +47,6 @@ static void note_node(bctx *b, int node) {
   n[k->nnodes++] = node;
 }
 
-static bool same_shape(const shape *a, const shape *b) {
-  if (a->rank != b->rank) return false;
-  for (int d = 0; d < a->rank; d++)
-    if (!dim_eq(a->d[d], b->d[d])) return false;
-  return true;
-}
-
 /* the step of a view node, from its own index space to its input's */
 static kir_step view_step(const portc_graph *g, const node *v) {
   const node *x = &g->nodes[v->in[0]];
@@ -85,7 +78,7 @@ static int path_id(bctx *b, const kir_path *p) {
 }
 
 static bool extend(bctx *b, kir_path *p, kir_step s) {
-  if (s.kind == ST_BCAST && same_shape(&s.from, &s.to)) return true;
+  if (s.kind == ST_BCAST && shape_eq(&s.from, &s.to)) return true;
   if (path_push(p, s)) return true;
   fail(b, PORTC_ERR_SHAPE, "%s: the chain of views is longer than the kernel IR allows", b->m->g->nodes[b->k->node].name);
   return false;
@@ -97,7 +90,7 @@ static bool is_outer_level(const bctx *b, const shape *s) {
   shape keep = b->m->g->nodes[kp->x_node].sh;
   for (int d = 0; d < keep.rank; d++)
     if (kp->red_mask[d]) keep.d[d] = (dim){1, -1};
-  return same_shape(s, &keep);
+  return shape_eq(s, &keep);
 }
 
 static int build(bctx *b, int v, const kir_path *path, bool row);
@@ -223,7 +216,7 @@ static bool build_row(bctx *b, kplan *kp) {
     int v = kp->members[i];
     if (!b->p->mat[v]) continue;
     const node *n = &b->m->g->nodes[v];
-    if (same_shape(&n->sh, &x->sh)) {
+    if (shape_eq(&n->sh, &x->sh)) {
       if (!add_store(b, v, &rowpath, true)) return false;
       continue;
     }
@@ -267,7 +260,7 @@ static bool build_contraction(bctx *b, kplan *kp) {
     }
     if (!extend(b, &pa, sa) || !operand(b, mm->in[0], &pa, 0) || !operand(b, mm->in[1], &pb, 1)) return false;
     k->nin = 2;
-    if (!same_shape(&k->dom, &mm->sh) && !extend(b, &outpath, (kir_step){.kind = ST_RESHAPE, .from = k->dom, .to = mm->sh})) return false;
+    if (!shape_eq(&k->dom, &mm->sh) && !extend(b, &outpath, (kir_step){.kind = ST_RESHAPE, .from = k->dom, .to = mm->sh})) return false;
   } else {
     k->dom = mm->sh;
     k->nin = mm->nin;

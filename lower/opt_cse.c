@@ -12,13 +12,6 @@
 
 #include "passes.h"
 
-static bool same_shape(const shape *a, const shape *b) {
-  if (a->rank != b->rank) return false;
-  for (int d = 0; d < a->rank; d++)
-    if (!dim_eq(a->d[d], b->d[d])) return false;
-  return true;
-}
-
 static bool same_attrs(const node *a, const node *b) {
   const op_info *info = op_get(a->op);
   for (int k = 0; k < info->nattrs; k++) {
@@ -32,7 +25,7 @@ static bool same_attrs(const node *a, const node *b) {
 }
 
 static bool equal_nodes(const node *a, const node *b) {
-  if (a->op != b->op || a->dt != b->dt || a->nin != b->nin || !same_shape(&a->sh, &b->sh)) return false;
+  if (a->op != b->op || a->dt != b->dt || a->nin != b->nin || !shape_eq(&a->sh, &b->sh)) return false;
   if (a->op == OP_input || a->op == OP_param) return false;
   if (a->op == OP_const) {
     if (a->value.n != b->value.n || a->value.n > 64) return false;

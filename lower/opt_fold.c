@@ -10,19 +10,9 @@
 #include <stdlib.h>
 
 #include "../ir/dtype.h"
+#include "../ir/ops_eval.h"
 #include "passes.h"
 
-#define WRAP(e) ((int64_t)(e))
-#define NOINT 0
-#define NOFLT 0
-
-static int64_t int_div(int64_t x, int64_t y, bool *fault) {
-  if (y == 0) {
-    *fault = true; /* leave it for run time, where it is reported with its node */
-    return 0;
-  }
-  return y == -1 ? WRAP(0 - (uint64_t)x) : x / y;
-}
 
 static bool fold_f(enum op op, double x, double y, double *out) {
   switch (op) {

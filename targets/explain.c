@@ -54,18 +54,19 @@ portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, por
 static const char *const kinds[] = {"pointwise", "row reduction", "matmul", "conv2d", "opaque"};
 
 static void buf_list(const kir_module *km, const kir_kernel *k, bool stores, strbuf *b) {
-  bool seen[4096] = {0};
   int n = 0;
   if (stores) {
     for (int s = 0; s < k->nstore; s++) sb_printf(b, "%s%s", n++ ? ", " : "", km->g->nodes[km->buf[k->store[s].buf].node].name);
     return;
   }
-  for (int i = 0; i < k->nval + k->nin; i++) {
+  bool *seen = calloc((size_t)km->nbuf + 1, sizeof *seen);
+  for (int i = 0; seen && i < k->nval + k->nin; i++) {
     int bi = i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
-    if (bi < 0 || bi >= 4096 || seen[bi]) continue;
+    if (bi < 0 || seen[bi]) continue;
     seen[bi] = true;
     sb_printf(b, "%s%s", n++ ? ", " : "", km->g->nodes[km->buf[bi].node].name);
   }
+  free(seen);
   if (!n) sb_printf(b, "(nothing)");
 }
 
