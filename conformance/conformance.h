@@ -30,7 +30,7 @@ void conf_free(conf_cases *cs);
 
 /* bounds for one graph, derived from its ops (TOLERANCES.md) */
 typedef struct tolerance {
-  double rtol; /* per element: |out - ref| <= rtol * (|ref| + atol * rms(ref)) */
+  double rtol; /* per element: |out - ref| <= rtol * (|ref| + atol * rms(ref) + max|input|) */
   double atol; /* the absolute part, in units of rtol times the output's RMS */
   double norm; /* ||out - ref|| / ||ref|| <= norm */
 } tolerance;
