@@ -58,13 +58,10 @@ static void unary_cases(conf_cases *cs) {
       for (int s = 0; s < 6; s++) {
         const char *dt = FLOATS[d];
         conf_case *c = add(cs, "ops", "unary/%s/%s/[%s]", UNARY[o].op, dt, SHAPES1[s]);
-        text(c,
-             "input x: %s[%s]\nconst four: %s[] = 4\nconst tenth: %s[] = 0.1\nax = abs(x)\np = %s\ny = %s(p)\noutput y\n",
-             dt, SHAPES1[s], dt, dt, UNARY[o].prep ? UNARY[o].prep : "add(x, zero)", UNARY[o].op);
-        if (c && !UNARY[o].prep) { /* no mapping: use x itself */
-          free(c->text);
-          text(c, "input x: %s[%s]\ny = %s(x)\noutput y\n", dt, SHAPES1[s], UNARY[o].op);
-        }
+        if (!UNARY[o].prep) text(c, "input x: %s[%s]\ny = %s(x)\noutput y\n", dt, SHAPES1[s], UNARY[o].op);
+        else
+          text(c, "input x: %s[%s]\nconst four: %s[] = 4\nconst tenth: %s[] = 0.1\nax = abs(x)\np = %s\ny = %s(p)\noutput y\n", dt,
+               SHAPES1[s], dt, dt, UNARY[o].prep, UNARY[o].op);
       }
   static const char *const iops[] = {"neg", "abs", "relu", "sign"};
   static const char *const ints[] = {"i32", "i64"};
@@ -112,9 +109,9 @@ static void binary_cases(conf_cases *cs) {
         const char *dt = FLOATS[d];
         bool pw = strcmp(bins[o].op, "pow") == 0;
         text(add(cs, "ops", "binary/%s/%s/[%s]x[%s]", bins[o].op, dt, BSHAPES[s].a, BSHAPES[s].b),
-             "input a: %s[%s]\ninput b: %s[%s]\nconst half: %s[] = 0.5\naa = abs(a)\nbb = abs(b)\n"
+             "input a: %s[%s]\ninput b: %s[%s]\nconst half: %s[] = 0.5\nconst zero2: %s[] = 0\naa = abs(a)\nbb = abs(b)\n"
              "l = %s\nr = %s\ny = %s(l, r)\noutput y\n",
-             dt, BSHAPES[s].a, dt, BSHAPES[s].b, dt, pw ? "add(aa, half)" : "add(a, zero2)", bins[o].bprep ? bins[o].bprep : "add(b, zero2)",
+             dt, BSHAPES[s].a, dt, BSHAPES[s].b, dt, dt, pw ? "add(aa, half)" : "add(a, zero2)", bins[o].bprep ? bins[o].bprep : "add(b, zero2)",
              bins[o].op);
       }
   static const char *const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
@@ -138,20 +135,6 @@ static void binary_cases(conf_cases *cs) {
   for (int d = 0; d < 3; d++)
     text(add(cs, "ops", "where/%s", FLOATS[d]),
          "input a: %s[33, 5]\ninput b: %s[5]\nc = gt(a, b)\ny = where(c, a, b)\noutput y\n", FLOATS[d], FLOATS[d]);
-}
-
-static void fix_zero2(conf_cases *cs, int from) {
-  /* binary cases use zero2 = 0 to route operands through one inlined op */
-  for (int i = from; i < cs->n; i++) {
-    conf_case *c = &cs->c[i];
-    if (!c->text || !strstr(c->text, "zero2")) continue;
-    const char *dt = strstr(c->text, "input a: ") + 9;
-    char t[8] = {0};
-    for (int k = 0; k < 7 && dt[k] != '['; k++) t[k] = dt[k];
-    char *old = c->text;
-    if (asprintf(&c->text, "const zero2: %s[] = 0\n%s", t, old) < 0) c->text = NULL;
-    free(old);
-  }
 }
 
 static void cast_cases(conf_cases *cs) {
@@ -247,36 +230,36 @@ static void composite_cases(conf_cases *cs) {
 }
 
 static void fusion_cases(conf_cases *cs) {
-  text(add(cs, "fusion", "chain-of-12"),
+  text(add(cs, "fusion", "fusion/chain-of-12"),
        "input x: f32[33, 100]\nconst c: f32[] = 0.75\na = mul(x, c)\nb = tanh(a)\nd = add(b, x)\ne = mul(d, d)\nf = neg(e)\ng = exp(f)\nh = sub(g, c)\n"
        "i = abs(h)\nj = sqrt(i)\nk = sigmoid(j)\nl = gelu(k)\ny = silu(l)\noutput y\n");
-  text(add(cs, "fusion", "views-into-elementwise"),
+  text(add(cs, "fusion", "fusion/views-into-elementwise"),
        "input x: f32[8, 6]\ninput z: f32[3, 8]\nt = permute(x, perm=[1, 0])\ns = slice(t, axis=0, start=1, step=2)\nr = reshape(s, shape=[3, 8])\n"
        "y = add(r, z)\noutput y\n");
-  text(add(cs, "fusion", "expand-broadcast-chain"),
+  text(add(cs, "fusion", "fusion/expand-broadcast-chain"),
        "input x: f32[5, 1]\ninput b: f32[1, 7]\ne = expand(x, shape=[5, 7])\nm = mul(e, b)\ny = relu(m)\noutput y\n");
-  text(add(cs, "fusion", "reduce-with-prologue-and-epilogue"),
+  text(add(cs, "fusion", "fusion/reduce-with-prologue-and-epilogue"),
        "input x: f32[33, 1000]\nconst c: f32[] = 0.5\nsq = mul(x, x)\ns = sum(sq, axes=[1], keepdim=true)\nr = sqrt(s)\ny = mul(r, c)\noutput y\n");
-  text(add(cs, "fusion", "matmul-bias-gelu"),
+  text(add(cs, "fusion", "fusion/matmul-bias-gelu"),
        "input x: f32[65, 127]\ninput w: f32[127, 96]\ninput b: f32[96]\nh = matmul(x, w)\nhb = add(h, b)\ny = gelu(hb)\noutput y\n");
-  text(add(cs, "fusion", "matmul-residual"),
+  text(add(cs, "fusion", "fusion/matmul-residual"),
        "input x: f32[33, 64]\ninput w: f32[64, 64]\nh = matmul(x, w)\nt = tanh(h)\ny = add(t, x)\noutput y\n");
-  text(add(cs, "fusion", "conv-bias-relu"),
+  text(add(cs, "fusion", "fusion/conv-bias-relu"),
        "input x: f32[2, 3, 9, 9]\ninput w: f32[8, 3, 3, 3]\ninput b: f32[8]\nc = conv2d(x, w, b, padding=[1, 1])\ny = relu(c)\noutput y\n");
-  text(add(cs, "fusion", "multi-consumer-cheap-and-costly"),
+  text(add(cs, "fusion", "fusion/multi-consumer-cheap-and-costly"),
        "input x: f32[33, 50]\na = exp(x)\nb = mul(a, a)\nc = tanh(b)\nd = sin(c)\ne = cos(d)\nf = erf(e)\ng = sigmoid(f)\nh = gelu(g)\ni = silu(h)\n"
        "j = tanh(i)\nk = exp(j)\ny1 = add(k, a)\ny2 = mul(k, x)\noutput y1, y2\n");
-  text(add(cs, "fusion", "two-outputs-of-one-row-kernel"),
+  text(add(cs, "fusion", "fusion/two-outputs-of-one-row-kernel"),
        "input x: f32[7, 33]\nm = max(x, axes=[1], keepdim=true)\nd = sub(x, m)\ne = exp(d)\ns = sum(e, axes=[1], keepdim=true)\ny = div(e, s)\noutput y, s\n");
-  text(add(cs, "fusion", "mean-variance-by-hand"),
+  text(add(cs, "fusion", "fusion/mean-variance-by-hand"),
        "input x: f32[9, 257]\nmu = mean(x, axes=[-1], keepdim=true)\nc = sub(x, mu)\nsq = mul(c, c)\nv = mean(sq, axes=[-1])\noutput v\n");
-  text(add(cs, "fusion", "intermediate-output"),
+  text(add(cs, "fusion", "fusion/intermediate-output"),
        "input x: f32[16, 16]\na = exp(x)\nb = add(a, x)\nc = sum(b, axes=[0])\noutput a, c\n");
-  text(add(cs, "fusion", "row-kernel-reads-other-reduction"),
+  text(add(cs, "fusion", "fusion/row-kernel-reads-other-reduction"),
        "input x: f32[7, 40]\ns = sum(x, axes=[0], keepdim=true)\nm = mul(x, s)\ny = softmax(m)\noutput y\n");
-  text(add(cs, "fusion", "f16-chain-stays-f32-inside"),
+  text(add(cs, "fusion", "fusion/f16-chain-stays-f32-inside"),
        "input x: f16[33, 100]\na = exp(x)\nb = mul(a, a)\nc = log(b)\ny = sub(c, x)\noutput y\n");
-  text(add(cs, "fusion", "output-is-input"), "input x: f32[3, 4]\ny = neg(x)\noutput x, y\n");
+  text(add(cs, "fusion", "fusion/output-is-input"), "input x: f32[3, 4]\ny = neg(x)\noutput x, y\n");
 }
 
 static void model_cases(conf_cases *cs, const char *dir) {
@@ -321,9 +304,7 @@ void conf_generate(conf_cases *cs, const char *examples_dir) {
   memset(cs, 0, sizeof *cs);
   unary_cases(cs);
   special_cases(cs);
-  int b = cs->n;
   binary_cases(cs);
-  fix_zero2(cs, b);
   cast_cases(cs);
   reduction_cases(cs);
   contraction_cases(cs);

@@ -176,9 +176,8 @@ typedef struct run_state {
   int64_t S[64];
 } run_state;
 
-static void run_state_free(portc_module *m, run_state *r, bool keep_outputs) {
-  for (int b = 0; r->owned && b < m->km->nbuf; b++)
-    if (!(keep_outputs && m->km->buf[b].role == BUF_OUTPUT)) portc_tensor_free(r->owned[b]);
+static void run_state_free(portc_module *m, run_state *r) {
+  for (int b = 0; r->owned && b < m->km->nbuf; b++) portc_tensor_free(r->owned[b]);
   free(r->owned);
   free(r->bufs);
   free(r->arena);
@@ -251,39 +250,27 @@ static portc_status execute(portc_module *m, run_state *r) {
 
 portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
   if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
+  const portc_graph *lg = m->km->g;
+  for (int k = 0; k < lg->nout; k++) outputs[k] = NULL;
   run_state r;
   portc_status st = prepare(m, b, &r);
   if (!st) st = execute(m, &r);
-  const portc_graph *lg = m->km->g;
-  for (int k = 0; k < lg->nout; k++) outputs[k] = NULL;
+  /* outputs are distinct nodes: a computed one is handed over, one that is a source is copied */
   for (int k = 0; k < lg->nout && !st; k++) {
     int buf = m->km->out_buf[k];
     portc_tensor *src = r.owned[buf];
-    if (m->km->buf[buf].role == BUF_OUTPUT && src) {
-      bool taken = false;
-      for (int j = 0; j < k; j++) taken = taken || outputs[j] == src;
-      if (!taken) {
-        outputs[k] = src;
-        continue;
-      }
-    }
-    const portc_tensor *from = src;
-    portc_tensor *copy = from ? portc_tensor_new(from->dtype, from->rank, from->shape) : NULL;
-    if (!copy) {
+    if (m->km->buf[buf].role == BUF_OUTPUT) {
+      outputs[k] = src;
+      r.owned[buf] = NULL;
+    } else if ((outputs[k] = portc_tensor_new(src->dtype, src->rank, src->shape))) {
+      memcpy(outputs[k]->data, src->data, (size_t)portc_tensor_numel(src) * portc_dtype_size(src->dtype));
+    } else {
       st = err_set(PORTC_ERR_NOMEM, "run: out of memory");
-      break;
     }
-    memcpy(copy->data, from->data, (size_t)portc_tensor_numel(from) * portc_dtype_size(from->dtype));
-    outputs[k] = copy;
   }
   if (st)
-    for (int k = 0; k < lg->nout; k++) {
-      bool ours = false;
-      for (int i = 0; i < m->km->nbuf; i++) ours = ours || (outputs[k] && r.owned && outputs[k] == r.owned[i]);
-      if (!ours) portc_tensor_free(outputs[k]);
-      outputs[k] = NULL;
-    }
-  run_state_free(m, &r, st == PORTC_OK);
+    for (int k = 0; k < lg->nout; k++) portc_tensor_free(outputs[k]), outputs[k] = NULL;
+  run_state_free(m, &r);
   return st;
 }
 
@@ -295,6 +282,6 @@ portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, do
     st = execute(m, &r);
     seconds[i] = now() - t0;
   }
-  run_state_free(m, &r, false);
+  run_state_free(m, &r);
   return st;
 }
