@@ -29,6 +29,21 @@ bool known_target(const char *name);
 const char *target_names(void); /* ", cpu" ... for messages */
 
 bool parse_u64(const char *s, uint64_t *out);
+
+/* What run, explain and bench share: the graph file, -t TARGET, --set SYM=N, --input NAME=FILE,
+ * --seed S, and the compile options. */
+typedef struct graph_args {
+  const char *path;
+  const char *target; /* NULL: the verb's default */
+  portc_compile_options co;
+  char *sets[64], *inputs[64];
+  int nsets, ninputs;
+  bool seeded;
+  uint64_t seed;
+} graph_args;
+/* Takes argv[*i] (and its value, advancing *i) when it is one of those: returns 1; 0 when the
+ * argument is the verb's own; -1 after a usage error. allow_ref: "-t ref" is accepted. */
+int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref);
 /* binds --set SYM=N, --input NAME=FILE.npy and --seed; an exit code */
 int bind_args(const char *verb, portc_bindings *b, char **sets, int nsets, char **inputs, int ninputs, bool seeded, uint64_t seed);
 int cmd_explain(int argc, char **argv);

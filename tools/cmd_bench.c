@@ -94,39 +94,23 @@ static void json_measure(FILE *f, const char *what, const measure *m) {
 }
 
 int cmd_bench(int argc, char **argv) {
-  const char *path = NULL, *json = NULL;
-  portc_compile_options co = {.target = "cpu"};
-  char *sets[64], *inputs[64];
-  int nsets = 0, ninputs = 0, iters = 20, warmup = 3;
+  graph_args ga = {.seed = 1, .seeded = true};
+  const char *json = NULL;
+  int iters = 20, warmup = 3;
   bool eager = true;
-  uint64_t seed = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (is_help(a)) {
       printf(help, compile_options_help);
       return EXIT_OK;
     }
-    int used = parse_compile_option(argc, argv, i, &co);
-    if (used < 0) return EXIT_USAGE;
-    if (used) {
-      i += used - 1;
-      continue;
-    }
-    bool takes = !strcmp(a, "-t") || !strcmp(a, "--set") || !strcmp(a, "--input") || !strcmp(a, "--seed") || !strcmp(a, "--iters") ||
-                 !strcmp(a, "--warmup") || !strcmp(a, "--json");
-    if (takes && i + 1 >= argc) return usage_error("bench", "%s needs a value", a);
+    int took = parse_graph_arg("bench", argc, argv, &i, &ga, false);
+    if (took < 0) return EXIT_USAGE;
+    if (took) continue;
     uint64_t v;
-    if (!strcmp(a, "-t")) {
-      co.target = argv[++i];
-      if (!known_target(co.target)) return usage_error("bench", "unknown target '%s' (known:%s)", co.target, target_names() + 1);
-    } else if (!strcmp(a, "--set") || !strcmp(a, "--input")) {
-      bool set = !strcmp(a, "--set");
-      if (!strchr(argv[++i], '=') || (set ? nsets : ninputs) == 64) return usage_error("bench", "%s wants NAME=VALUE, got '%s'", a, argv[i]);
-      if (set) sets[nsets++] = argv[i];
-      else inputs[ninputs++] = argv[i];
-    } else if (!strcmp(a, "--seed")) {
-      if (!parse_u64(argv[++i], &seed)) return usage_error("bench", "--seed wants a non-negative integer");
-    } else if (!strcmp(a, "--iters") || !strcmp(a, "--warmup")) {
+    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--json");
+    if (takes && i + 1 >= argc) return usage_error("bench", "%s needs a value", a);
+    if (!strcmp(a, "--iters") || !strcmp(a, "--warmup")) {
       if (!parse_u64(argv[++i], &v) || v > 100000 || (!strcmp(a, "--iters") && v == 0)) return usage_error("bench", "%s wants a count", a);
       if (!strcmp(a, "--iters")) iters = (int)v;
       else warmup = (int)v;
@@ -134,22 +118,21 @@ int cmd_bench(int argc, char **argv) {
       json = argv[++i];
     } else if (!strcmp(a, "--no-eager")) {
       eager = false;
-    } else if (a[0] == '-') {
-      return usage_error("bench", "unknown option '%s'", a);
-    } else if (path) {
-      return usage_error("bench", "one graph at a time");
     } else {
-      path = a;
+      return usage_error("bench", "unknown option '%s'", a);
     }
   }
-  if (!path) return usage_error("bench", "no graph file given");
+  if (!ga.path) return usage_error("bench", "no graph file given");
+  const char *path = ga.path;
+  portc_compile_options co = ga.co;
+  co.target = ga.target ? ga.target : "cpu";
   portc_graph *g;
   if (portc_graph_load(path, &g) != PORTC_OK) {
     fprintf(stderr, "%s\n", portc_last_error());
     return EXIT_FAIL;
   }
   portc_bindings *b = portc_bindings_new(g);
-  int rc = bind_args("bench", b, sets, nsets, inputs, ninputs, true, seed);
+  int rc = bind_args("bench", b, ga.sets, ga.nsets, ga.inputs, ga.ninputs, true, ga.seed);
   measure fused = {0}, eag = {0};
   if (!rc) rc = measure_one(g, b, co, warmup, iters, &fused);
   portc_compile_options ce = co;

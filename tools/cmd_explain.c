@@ -16,47 +16,29 @@ static const char *const help =
     "%s";
 
 int cmd_explain(int argc, char **argv) {
-  const char *path = NULL;
-  portc_compile_options co = {.target = "cpu"};
-  char *sets[64];
-  int nsets = 0;
+  graph_args ga = {0};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (is_help(a)) {
+    if (is_help(argv[i])) {
       printf(help, compile_options_help);
       return EXIT_OK;
     }
-    int used = parse_compile_option(argc, argv, i, &co);
-    if (used < 0) return EXIT_USAGE;
-    if (used) {
-      i += used - 1;
-      continue;
-    }
-    if ((!strcmp(a, "-t") || !strcmp(a, "--set")) && i + 1 >= argc) return usage_error("explain", "%s needs a value", a);
-    if (!strcmp(a, "-t")) {
-      co.target = argv[++i];
-      if (!known_target(co.target)) return usage_error("explain", "unknown target '%s' (known:%s)", co.target, target_names() + 1);
-    } else if (!strcmp(a, "--set")) {
-      if (!strchr(argv[++i], '=') || nsets == 64) return usage_error("explain", "--set wants SYM=N, got '%s'", argv[i]);
-      sets[nsets++] = argv[i];
-    } else if (a[0] == '-') {
-      return usage_error("explain", "unknown option '%s'", a);
-    } else if (path) {
-      return usage_error("explain", "one graph at a time");
-    } else {
-      path = a;
-    }
+    int took = parse_graph_arg("explain", argc, argv, &i, &ga, false);
+    if (took < 0) return EXIT_USAGE;
+    if (!took) return usage_error("explain", "unknown option '%s'", argv[i]);
   }
-  if (!path) return usage_error("explain", "no graph file given");
+  if (!ga.path) return usage_error("explain", "no graph file given");
+  const char *path = ga.path;
+  portc_compile_options co = ga.co;
+  co.target = ga.target ? ga.target : "cpu";
   portc_graph *g;
   if (portc_graph_load(path, &g) != PORTC_OK) {
     fprintf(stderr, "%s\n", portc_last_error());
     return EXIT_FAIL;
   }
   portc_bindings *b = portc_bindings_new(g);
-  int rc = bind_args("explain", b, sets, nsets, NULL, 0, false, 0);
+  int rc = bind_args("explain", b, ga.sets, ga.nsets, ga.inputs, ga.ninputs, false, 0);
   if (rc == EXIT_OK) {
-    if (!nsets) co.dynamic = true; /* without symbol values: explain the module that runs for any */
+    if (!ga.nsets && !ga.ninputs) co.dynamic = true; /* without symbol values: explain the module that runs for any */
     portc_module *m;
     if (portc_compile(g, &co, b, &m) != PORTC_OK) {
       fprintf(stderr, "portc explain: %s\n", portc_last_error());

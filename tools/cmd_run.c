@@ -27,12 +27,9 @@ static const char *const help =
     "%s";
 
 typedef struct run_opts {
-  const char *path, *out_dir, *target;
-  portc_compile_options copts;
-  bool f64, seeded;
-  uint64_t seed;
-  int ninputs, nsets;
-  char *inputs[64], *sets[64];
+  graph_args g;
+  const char *out_dir;
+  bool f64;
 } run_opts;
 
 static int parse_args(int argc, char **argv, run_opts *o) {
@@ -42,43 +39,19 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       printf(help, compile_options_help);
       return -1;
     }
-    int used = parse_compile_option(argc, argv, i, &o->copts);
-    if (used < 0) return EXIT_USAGE;
-    if (used > 0) {
-      i += used - 1;
-      continue;
-    }
-    bool takes = strcmp(a, "-t") == 0 || strcmp(a, "--input") == 0 || strcmp(a, "--seed") == 0 ||
-                 strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0;
-    if (takes && i + 1 >= argc) return usage_error("run", "%s needs a value", a);
-    if (strcmp(a, "-t") == 0) {
-      o->target = argv[++i];
-      if (strcmp(o->target, "ref") != 0 && !known_target(o->target))
-        return usage_error("run", "unknown target '%s' (available: ref%s)", o->target, target_names());
-    } else if (strcmp(a, "--input") == 0) {
-      if (!strchr(argv[++i], '=')) return usage_error("run", "--input wants NAME=FILE.npy, got '%s'", argv[i]);
-      if (o->ninputs == 64) return usage_error("run", "more than 64 --input options");
-      o->inputs[o->ninputs++] = argv[i];
-    } else if (strcmp(a, "--set") == 0) {
-      if (!strchr(argv[++i], '=')) return usage_error("run", "--set wants SYM=N, got '%s'", argv[i]);
-      if (o->nsets == 64) return usage_error("run", "more than 64 --set options");
-      o->sets[o->nsets++] = argv[i];
-    } else if (strcmp(a, "--seed") == 0) {
-      if (!parse_u64(argv[++i], &o->seed)) return usage_error("run", "--seed wants a non-negative integer, got '%s'", argv[i]);
-      o->seeded = true;
-    } else if (strcmp(a, "--out") == 0) {
+    int took = parse_graph_arg("run", argc, argv, &i, &o->g, true);
+    if (took < 0) return EXIT_USAGE;
+    if (took) continue;
+    if (!strcmp(a, "--out")) {
+      if (i + 1 >= argc) return usage_error("run", "--out needs a value");
       o->out_dir = argv[++i];
-    } else if (strcmp(a, "--f64") == 0) {
+    } else if (!strcmp(a, "--f64")) {
       o->f64 = true;
-    } else if (a[0] == '-') {
-      return usage_error("run", "unknown option '%s'", a);
-    } else if (o->path) {
-      return usage_error("run", "one graph at a time ('%s' and '%s')", o->path, a);
     } else {
-      o->path = a;
+      return usage_error("run", "unknown option '%s'", a);
     }
   }
-  if (!o->path) return usage_error("run", "no graph file given");
+  if (!o->g.path) return usage_error("run", "no graph file given");
   return 0;
 }
 
@@ -113,9 +86,9 @@ static int write_outputs(const portc_graph *g, portc_tensor **outs, const run_op
 }
 
 static portc_status run_graph(const portc_graph *g, portc_bindings *b, const run_opts *o, portc_tensor **outs) {
-  if (!o->target || strcmp(o->target, "ref") == 0) return portc_reference_run(g, b, outs);
-  portc_compile_options co = o->copts;
-  co.target = o->target;
+  if (!o->g.target || strcmp(o->g.target, "ref") == 0) return portc_reference_run(g, b, outs);
+  portc_compile_options co = o->g.co;
+  co.target = o->g.target;
   portc_module *m;
   portc_status st = portc_compile(g, &co, b, &m);
   if (st) return st;
@@ -129,7 +102,7 @@ int cmd_run(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   portc_graph *g;
-  if (portc_graph_load(o.path, &g) != PORTC_OK) {
+  if (portc_graph_load(o.g.path, &g) != PORTC_OK) {
     fprintf(stderr, "%s\n", portc_last_error());
     return EXIT_FAIL;
   }
@@ -139,10 +112,10 @@ int cmd_run(int argc, char **argv) {
   if (!b || !outs) {
     fprintf(stderr, "portc run: out of memory\n");
     rc = EXIT_FAIL;
-  } else if ((rc = bind_args("run", b, o.sets, o.nsets, o.inputs, o.ninputs, o.seeded, o.seed)) == EXIT_OK) {
+  } else if ((rc = bind_args("run", b, o.g.sets, o.g.nsets, o.g.inputs, o.g.ninputs, o.g.seeded, o.g.seed)) == EXIT_OK) {
     if (run_graph(g, b, &o, outs) != PORTC_OK) {
-      fprintf(stderr, "portc run: %s: %s\n", o.path, portc_last_error());
-      if (!o.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");
+      fprintf(stderr, "portc run: %s: %s\n", o.g.path, portc_last_error());
+      if (!o.g.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");
       rc = EXIT_FAIL;
     } else {
       for (int k = 0; k < nout; k++) {

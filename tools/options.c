@@ -5,6 +5,39 @@
 
 #include "cli.h"
 
+int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref) {
+  const char *arg = argv[*i];
+  int used = parse_compile_option(argc, argv, *i, &a->co);
+  if (used) {
+    *i += used - 1;
+    return used < 0 ? -1 : 1;
+  }
+  bool takes = !strcmp(arg, "-t") || !strcmp(arg, "--set") || !strcmp(arg, "--input") || !strcmp(arg, "--seed");
+  if (!takes) {
+    if (arg[0] == '-') return 0;
+    if (a->path) return usage_error(verb, "one graph at a time ('%s' and '%s')", a->path, arg), -1;
+    a->path = arg;
+    return 1;
+  }
+  if (*i + 1 >= argc) return usage_error(verb, "%s needs a value", arg), -1;
+  const char *v = argv[++*i];
+  if (!strcmp(arg, "-t")) {
+    if (!(allow_ref && !strcmp(v, "ref")) && !known_target(v))
+      return usage_error(verb, "unknown target '%s' (available: %s%s)", v, allow_ref ? "ref" : "", target_names() + (allow_ref ? 0 : 2)), -1;
+    a->target = v;
+  } else if (!strcmp(arg, "--seed")) {
+    if (!parse_u64(v, &a->seed)) return usage_error(verb, "--seed wants a non-negative integer, got '%s'", v), -1;
+    a->seeded = true;
+  } else {
+    bool set = !strcmp(arg, "--set");
+    if (!strchr(v, '=')) return usage_error(verb, set ? "--set wants SYM=N, got '%s'" : "--input wants NAME=FILE.npy, got '%s'", v), -1;
+    if ((set ? a->nsets : a->ninputs) == 64) return usage_error(verb, "more than 64 %s options", arg), -1;
+    if (set) a->sets[a->nsets++] = (char *)v;
+    else a->inputs[a->ninputs++] = (char *)v;
+  }
+  return 1;
+}
+
 const char compile_options_help[] =
     "\n"
     "compile options:\n"
