@@ -259,6 +259,9 @@ static void fusion_cases(conf_cases *cs) {
        "input x: f32[7, 40]\ns = sum(x, axes=[0], keepdim=true)\nm = mul(x, s)\ny = softmax(m)\noutput y\n");
   text(add(cs, "fusion", "fusion/f16-chain-stays-f32-inside"),
        "input x: f16[33, 100]\na = exp(x)\nb = mul(a, a)\nc = log(b)\ny = sub(c, x)\noutput y\n");
+  text(add(cs, "fusion", "fusion/causal-mask-into-softmax"), "input x: f32[2, 5, 7]\nm = causal_mask(x)\ny = softmax(m)\noutput y\n");
+  text(add(cs, "fusion", "fusion/causal-mask-into-softmax-axis0"),
+       "input x: f32[5, 7]\nm = causal_mask(x)\ny = log_softmax(m, axis=0)\noutput y\n");
   text(add(cs, "fusion", "fusion/output-is-input"), "input x: f32[3, 4]\ny = neg(x)\noutput x, y\n");
 }
 

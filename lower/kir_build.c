@@ -317,18 +317,19 @@ static bool make_buffers(fplan *p, kir_module *m) {
 }
 
 /* kernels in an order where each runs after the kernels that store what it loads */
-static bool order_kernels(kir_module *m) {
+static portc_status order_kernels(kir_module *m) {
   int *writer = malloc(sizeof *writer * (size_t)(m->nbuf + 1));
   int *state = calloc((size_t)m->nk + 1, sizeof *state), *order = malloc(sizeof *order * (size_t)(m->nk + 1));
   int *stack = malloc(sizeof *stack * (size_t)(2 * m->nk + 2));
   if (!writer || !state || !order || !stack) {
     free(writer), free(state), free(order), free(stack);
-    return false;
+    return err_set(PORTC_ERR_NOMEM, "kir: out of memory");
   }
   for (int i = 0; i < m->nbuf; i++) writer[i] = -1;
   for (int k = 0; k < m->nk; k++)
     for (int s = 0; s < m->k[k].nstore; s++) writer[m->k[k].store[s].buf] = k;
   int n = 0;
+  bool cycle = false;
   for (int root = 0; root < m->nk; root++) {
     if (state[root]) continue;
     int sp = 0;
@@ -342,6 +343,7 @@ static bool order_kernels(kir_module *m) {
       for (int i = 0; i < kk->nval + kk->nin && !pushed; i++) {
         int bsrc = i < kk->nval ? (kk->val[i].kind == KV_LOAD ? kk->val[i].buf : -1) : kk->in_buf[i - kk->nval];
         int w = bsrc >= 0 ? writer[bsrc] : -1;
+        if (w >= 0 && w != k && state[w] == 1) cycle = true; /* fusion must never allow this */
         if (w >= 0 && w != k && state[w] == 0) stack[sp++] = w, pushed = true;
       }
       if (!pushed) {
@@ -351,14 +353,17 @@ static bool order_kernels(kir_module *m) {
       }
     }
   }
-  kir_kernel *sorted = malloc(sizeof *sorted * (size_t)(m->nk + 1));
-  if (sorted) {
+  portc_status st = PORTC_OK;
+  kir_kernel *sorted = cycle ? NULL : malloc(sizeof *sorted * (size_t)(m->nk + 1));
+  if (cycle) st = err_set(PORTC_ERR_INVALID, "internal error: fusion made kernels that depend on each other in a cycle");
+  else if (!sorted) st = err_set(PORTC_ERR_NOMEM, "kir: out of memory");
+  else {
     for (int i = 0; i < m->nk; i++) sorted[i] = m->k[order[i]];
     free(m->k);
     m->k = sorted;
   }
   free(writer), free(state), free(order), free(stack);
-  return sorted != NULL;
+  return st;
 }
 
 portc_status kir_build(fplan *p, bool eager, kir_module **out) {
@@ -382,7 +387,7 @@ portc_status kir_build(fplan *p, bool eager, kir_module **out) {
     if (!build_kernel(&b, &p->k[i])) st = b.failed ? b.failed : err_set(PORTC_ERR_NOMEM, "kir: out of memory");
     free(b.memo);
   }
-  if (!st && !order_kernels(m)) st = err_set(PORTC_ERR_NOMEM, "kir: out of memory");
+  if (!st) st = order_kernels(m);
   free(phase_of);
   if (st) {
     m->g = NULL;

@@ -246,7 +246,10 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     break;
   case KV_INDEX: {
     char names[PORTC_MAX_RANK][NAME];
-    const shape *sp = path_space(e, x->path, &e->k->dom);
+    /* an empty path starts where the value lives: a row kernel's row values live in outer x reduced */
+    shape full = e->k->dom;
+    for (int d = 0; e->k->kind == KK_ROW && x->row && d < e->k->red.rank; d++) full.d[full.rank++] = e->k->red.d[d];
+    const shape *sp = path_space(e, x->path, &full);
     emit_path(e, x->path, idx, sp->rank, names);
     snprintf(expr, sizeof expr, "%s", names[x->axis]);
     break;
