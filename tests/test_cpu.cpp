@@ -195,3 +195,68 @@ TEST_F(Cpu, ExplainNamesKernelsAndReasons) {
   portc_module_free(m);
   portc_bindings_free(b);
 }
+
+// Random graphs mixing views, elementwise ops, reductions, composites and matmuls, compiled fused
+// and eager and compared with the reference. A loose bound (1e-3 of the output's scale) is enough
+// to catch a wrong fusion, which gives wrong numbers, not slightly rounded ones.
+#include <random>
+
+static std::string random_graph(std::mt19937 &rng) {
+  auto pick = [&](int n) { return (int)std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  std::vector<std::string> vals = {"x", "z"};
+  std::vector<int> kind = {0, 0}; // 0: [6, 8], 1: [6, 1] (a row-shaped value)
+  std::string t = "input x: f32[6, 8]\ninput z: f32[6, 8]\ninput w: f32[8, 8]\n";
+  static const char *const un[] = {"exp", "tanh", "neg", "sigmoid", "abs", "gelu"};
+  static const char *const bin[] = {"add", "mul", "sub", "maximum"};
+  for (int i = 0; i < 10; i++) {
+    int a = pick((int)vals.size()), b = pick((int)vals.size());
+    std::string name = "v" + std::to_string(i), line;
+    int k = 0;
+    switch (pick(8)) {
+    case 0: line = std::string(un[pick(6)]) + "(" + vals[a] + ")"; k = kind[a]; break;
+    case 1: line = std::string(bin[pick(4)]) + "(" + vals[a] + ", " + vals[b] + ")"; k = kind[a] && kind[b]; break;
+    case 2: if (kind[a]) continue; line = "sum(" + vals[a] + ", axes=[1], keepdim=true)"; k = 1; break;
+    case 3: if (kind[a]) continue; line = "softmax(" + vals[a] + ")"; break;
+    case 4: if (kind[a]) continue; line = "matmul(" + vals[a] + ", w)"; break;
+    case 5: if (kind[a]) continue; line = "layer_norm(" + vals[a] + ")"; break;
+    case 6: if (kind[a]) continue; /* a transpose and back: views that must cancel */
+      t += name + "t = permute(" + vals[a] + ", perm=[1, 0])\n";
+      line = "permute(" + name + "t, perm=[1, 0])";
+      break;
+    default: if (kind[a]) continue; line = "max(" + vals[a] + ", axes=[-1], keepdim=true)"; k = 1; break;
+    }
+    t += name + " = " + line + "\n";
+    vals.push_back(name);
+    kind.push_back(k);
+  }
+  t += "o1 = add(" + vals.back() + ", x)\noutput o1\n";
+  return t;
+}
+
+TEST_F(Cpu, RandomGraphsMatchTheReferenceFusedAndEager) {
+  std::mt19937 rng(20261122);
+  for (int gi = 0; gi < 12; gi++) {
+    std::string text = random_graph(rng);
+    Graph g = parse(text);
+    ASSERT_TRUE(g) << text;
+    portc_bindings *b = portc_bindings_new(g.get());
+    portc_bindings_set_seed(b, (uint64_t)gi);
+    portc_tensor *ref = nullptr;
+    ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK) << portc_last_error();
+    double rms = 0;
+    for (int64_t i = 0; i < portc_tensor_numel(ref); i++) rms += portc_tensor_get(ref, i) * portc_tensor_get(ref, i);
+    rms = std::sqrt(rms / (double)portc_tensor_numel(ref));
+    for (bool eager : {false, true}) {
+      portc_module *m = compile(g.get(), nullptr, eager);
+      ASSERT_NE(m, nullptr) << text;
+      portc_tensor *out = nullptr;
+      ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error() << "\n" << text;
+      for (int64_t i = 0; i < portc_tensor_numel(out); i++)
+        ASSERT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-3 * (rms + 1)) << (eager ? "eager\n" : "fused\n") << text;
+      portc_tensor_free(out);
+      portc_module_free(m);
+    }
+    portc_tensor_free(ref);
+    portc_bindings_free(b);
+  }
+}
