@@ -282,6 +282,28 @@ static void operand_expr(emitter *e, int slot, const char *const *idx, char *out
   snprintf(out, len, e->d->load[e->m->buf[b].dt], bname, off);
 }
 
+/* Packs the current block of one operand into panels of W rows (A) or columns (B): panel by
+ * panel, row p of the contraction contiguous, zeros past the block's edge so that the micro-kernel
+ * never needs a remainder case. idx names the operand's index with `var` the packed dimension. */
+static void pack_panels(emitter *e, int slot, const char *const *idx, const char *dst, const char *r, const char *n,
+                        const char *W, const char *var, const char *origin) {
+  char ex[1200];
+  emit_line(e, "for (int64_t %s = 0; %s < %s; %s += %s)", r, r, n, r, W);
+  emit_line(e, "  for (int64_t p = 0; p < kc; p++) {");
+  e->indent += 2;
+  emit_line(e, "const int64_t kk = pc + p;");
+  emit_line(e, "float *dst = %s + %s * kc + p * %s;", dst, r, W);
+  emit_line(e, "for (int64_t q = 0; q < %s; q++) {", W);
+  e->indent++;
+  emit_line(e, "const int64_t %s = %s + %s + q;", var, origin, r);
+  operand_expr(e, slot, idx, ex, sizeof ex);
+  emit_line(e, "dst[q] = %s + q < %s ? (float)(%s) : 0.0f;", r, n, ex);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent -= 2;
+  emit_line(e, "  }");
+}
+
 static void matmul_float(emitter *e) {
   const kir_kernel *k = e->k;
   const kir_schedule *sc = &k->sched;
@@ -322,35 +344,8 @@ static void matmul_float(emitter *e) {
   for (int d = 0; d < nb; d++) bidx[d] = aidx[d] = bn[d];
   bidx[nb] = "kk", bidx[nb + 1] = "nn";
   aidx[nb] = "mm", aidx[nb + 1] = "kk";
-  char be[1200], ae[1200];
-  emit_line(e, "for (int64_t jr = 0; jr < nc; jr += NR)");
-  emit_line(e, "  for (int64_t p = 0; p < kc; p++) {");
-  e->indent += 2;
-  emit_line(e, "const int64_t kk = pc + p;");
-  emit_line(e, "float *dst = Bp + jr * kc + p * NR;");
-  emit_line(e, "for (int64_t j = 0; j < NR; j++) {");
-  e->indent++;
-  emit_line(e, "const int64_t nn = jc + jr + j;");
-  operand_expr(e, 1, bidx, be, sizeof be);
-  emit_line(e, "dst[j] = jr + j < nc ? (float)(%s) : 0.0f;", be);
-  e->indent--;
-  emit_line(e, "}");
-  e->indent -= 2;
-  emit_line(e, "  }");
-  emit_line(e, "for (int64_t ir = 0; ir < mc; ir += MR)");
-  emit_line(e, "  for (int64_t p = 0; p < kc; p++) {");
-  e->indent += 2;
-  emit_line(e, "const int64_t kk = pc + p;");
-  emit_line(e, "float *dst = Ap + ir * kc + p * MR;");
-  emit_line(e, "for (int64_t i = 0; i < MR; i++) {");
-  e->indent++;
-  emit_line(e, "const int64_t mm = ic + ir + i;");
-  operand_expr(e, 0, aidx, ae, sizeof ae);
-  emit_line(e, "dst[i] = ir + i < mc ? (float)(%s) : 0.0f;", ae);
-  e->indent--;
-  emit_line(e, "}");
-  e->indent -= 2;
-  emit_line(e, "  }");
+  pack_panels(e, 1, bidx, "Bp", "jr", "nc", "NR", "nn", "jc");
+  pack_panels(e, 0, aidx, "Ap", "ir", "mc", "MR", "mm", "ic");
   emit_line(e, "for (int64_t jr = 0; jr < nc; jr += NR)");
   emit_line(e, "  for (int64_t ir = 0; ir < mc; ir += MR)");
   emit_line(e, "    pc_micro_%d_%d(kc, Ap + ir * kc, Bp + jr * kc, Cb + ir * NC + jr, NC);", sc->mr, sc->nr);

@@ -44,8 +44,8 @@ typedef struct graph_args {
 /* Takes argv[*i] (and its value, advancing *i) when it is one of those: returns 1; 0 when the
  * argument is the verb's own; -1 after a usage error. allow_ref: "-t ref" is accepted. */
 int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref);
-/* binds --set SYM=N, --input NAME=FILE.npy and --seed; an exit code */
-int bind_args(const char *verb, portc_bindings *b, char **sets, int nsets, char **inputs, int ninputs, bool seeded, uint64_t seed);
+/* loads ga->path and binds its arguments; on failure prints why, frees both and returns the exit code */
+int open_graph(const char *verb, const graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b);
 int cmd_explain(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_devices(int argc, char **argv);

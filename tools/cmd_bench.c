@@ -123,16 +123,12 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   if (!ga.path) return usage_error("bench", "no graph file given");
-  const char *path = ga.path;
   portc_compile_options co = ga.co;
   co.target = ga.target ? ga.target : "cpu";
   portc_graph *g;
-  if (portc_graph_load(path, &g) != PORTC_OK) {
-    fprintf(stderr, "%s\n", portc_last_error());
-    return EXIT_FAIL;
-  }
-  portc_bindings *b = portc_bindings_new(g);
-  int rc = bind_args("bench", b, ga.sets, ga.nsets, ga.inputs, ga.ninputs, true, ga.seed);
+  portc_bindings *b;
+  int rc = open_graph("bench", &ga, true, &g, &b);
+  if (rc) return rc;
   measure fused = {0}, eag = {0};
   if (!rc) rc = measure_one(g, b, co, warmup, iters, &fused);
   portc_compile_options ce = co;

@@ -27,16 +27,12 @@ int cmd_explain(int argc, char **argv) {
     if (!took) return usage_error("explain", "unknown option '%s'", argv[i]);
   }
   if (!ga.path) return usage_error("explain", "no graph file given");
-  const char *path = ga.path;
   portc_compile_options co = ga.co;
   co.target = ga.target ? ga.target : "cpu";
   portc_graph *g;
-  if (portc_graph_load(path, &g) != PORTC_OK) {
-    fprintf(stderr, "%s\n", portc_last_error());
-    return EXIT_FAIL;
-  }
-  portc_bindings *b = portc_bindings_new(g);
-  int rc = bind_args("explain", b, ga.sets, ga.nsets, ga.inputs, ga.ninputs, false, 0);
+  portc_bindings *b;
+  int rc = open_graph("explain", &ga, false, &g, &b);
+  if (rc) return rc;
   if (rc == EXIT_OK) {
     if (!ga.nsets && !ga.ninputs) co.dynamic = true; /* without symbol values: explain the module that runs for any */
     portc_module *m;

@@ -102,17 +102,14 @@ int cmd_run(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   portc_graph *g;
-  if (portc_graph_load(o.g.path, &g) != PORTC_OK) {
-    fprintf(stderr, "%s\n", portc_last_error());
-    return EXIT_FAIL;
-  }
-  portc_bindings *b = portc_bindings_new(g);
+  portc_bindings *b;
+  if ((rc = open_graph("run", &o.g, o.g.seeded, &g, &b))) return rc;
   int nout = portc_graph_output_count(g);
   portc_tensor **outs = calloc((size_t)nout + 1, sizeof *outs);
-  if (!b || !outs) {
+  if (!outs) {
     fprintf(stderr, "portc run: out of memory\n");
     rc = EXIT_FAIL;
-  } else if ((rc = bind_args("run", b, o.g.sets, o.g.nsets, o.g.inputs, o.g.ninputs, o.g.seeded, o.g.seed)) == EXIT_OK) {
+  } else {
     if (run_graph(g, b, &o, outs) != PORTC_OK) {
       fprintf(stderr, "portc run: %s: %s\n", o.g.path, portc_last_error());
       if (!o.g.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");

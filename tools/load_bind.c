@@ -17,7 +17,9 @@ bool parse_u64(const char *s, uint64_t *out) {
   return true;
 }
 
-int bind_args(const char *verb, portc_bindings *b, char **sets, int nsets, char **inputs, int ninputs, bool seeded, uint64_t seed) {
+/* binds --set SYM=N, --input NAME=FILE.npy and --seed; an exit code */
+static int bind_args(const char *verb, portc_bindings *b, char *const *sets, int nsets, char *const *inputs, int ninputs, bool seeded,
+                     uint64_t seed) {
   for (int i = 0; i < nsets; i++) {
     char name[128];
     const char *eq = strchr(sets[i], '=');
@@ -47,4 +49,23 @@ int bind_args(const char *verb, portc_bindings *b, char **sets, int nsets, char 
   }
   if (seeded) portc_bindings_set_seed(b, seed);
   return EXIT_OK;
+}
+
+int open_graph(const char *verb, const graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b) {
+  *b = NULL;
+  if (portc_graph_load(ga->path, g) != PORTC_OK) {
+    fprintf(stderr, "%s\n", portc_last_error());
+    return EXIT_FAIL;
+  }
+  if (!(*b = portc_bindings_new(*g))) {
+    fprintf(stderr, "portc %s: %s\n", verb, portc_last_error());
+    portc_graph_free(*g);
+    return EXIT_FAIL;
+  }
+  int rc = bind_args(verb, *b, ga->sets, ga->nsets, ga->inputs, ga->ninputs, seeded, ga->seed);
+  if (rc) {
+    portc_bindings_free(*b);
+    portc_graph_free(*g);
+  }
+  return rc;
 }
