@@ -275,11 +275,9 @@ static void row(emitter *e) {
 /* the element of operand `slot` at index names idx, as a float expression */
 static void operand_expr(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
   const kir_kernel *k = e->k;
-  int b = k->in_buf[slot];
-  char off[128], bname[16];
-  emit_offset(e, k->in_path[slot], &e->m->buf[b].sh, idx, off, sizeof off);
-  snprintf(bname, sizeof bname, "b%d", b);
-  snprintf(out, len, e->d->load[e->m->buf[b].dt], bname, off);
+  char off[128];
+  emit_offset(e, k->in_path[slot], &e->m->buf[k->in_buf[slot]].sh, idx, off, sizeof off);
+  emit_load(e, k->in_buf[slot], off, out, len);
 }
 
 /* Packs the current block of one operand into panels of W rows (A) or columns (B): panel by
@@ -421,12 +419,6 @@ static int64_t attr2(const node *n, const char *name, int i) {
   return a->set ? a->v[i] : 1;
 }
 
-static void load_expr(emitter *e, int buf, const char *off, char *out, size_t len) {
-  char bname[16];
-  snprintf(bname, sizeof bname, "b%d", buf);
-  snprintf(out, len, e->d->load[e->m->buf[buf].dt], bname, off);
-}
-
 static void conv(emitter *e) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
@@ -446,7 +438,7 @@ static void conv(emitter *e) {
   emit_line(e, "  for (int64_t i3 = 0; i3 < OW; i3++) {");
   e->indent += 2;
   char bias[256], xv[512], wv[512];
-  if (k->nin > 2) load_expr(e, k->in_buf[2], "i1", bias, sizeof bias);
+  if (k->nin > 2) emit_load(e, k->in_buf[2], "i1", bias, sizeof bias);
   emit_line(e, "float s = %s;", k->nin > 2 ? bias : "0.0f");
   emit_line(e, "for (int64_t c = 0; c < CG; c++)");
   emit_line(e, "  for (int64_t kh = 0; kh < KH; kh++) {");
@@ -457,8 +449,8 @@ static void conv(emitter *e) {
   emit_line(e, "      const int64_t iw = i3 * %lld - %lld + kw * %lld;", (long long)attr2(n, "stride", 1),
             (long long)attr_get(n, "padding")->v[1], (long long)attr2(n, "dilation", 1));
   emit_line(e, "      if (iw < 0 || iw >= W) continue;");
-  load_expr(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
-  load_expr(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
+  emit_load(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
+  emit_load(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
   emit_line(e, "      s += %s * %s;", xv, wv);
   emit_line(e, "    }");
   emit_line(e, "  }");
@@ -474,28 +466,26 @@ static void conv(emitter *e) {
 
 /* ---- opaque ops: one template each ---- */
 
-static void count_expr(emitter *e, const shape *s, int from, int to, char *buf, size_t len) { emit_count(e, s, from, to, buf, len); }
-
 static void opaque(emitter *e) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
   const shape *xs = &e->m->buf[k->in_buf[0]].sh;
   int ob = k->store[0].buf, xb = k->in_buf[0];
-  char outer[256], len[64], inner[256], ld[512], sto[600];
+  char outer[256], len[64], inner[256], ld[512];
   switch (n->op) {
   case OP_argmax: {
     int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
-    count_expr(e, xs, 0, (int)axis, outer, sizeof outer);
+    emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
     emit_dim(e, xs->d[axis], len, sizeof len);
-    count_expr(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+    emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
     emit_line(e, "const int64_t OU = %s, LEN = %s, IN = %s;", outer, len, inner);
     emit_line(e, "#pragma omp parallel for schedule(static)");
     emit_line(e, "for (int64_t t = 0; t < OU * IN; t++) {");
     e->indent++;
     emit_line(e, "const int64_t o = t / IN, i = t %% IN;");
-    load_expr(e, xb, "(o * LEN + 0) * IN + i", ld, sizeof ld);
+    emit_load(e, xb, "(o * LEN + 0) * IN + i", ld, sizeof ld);
     emit_line(e, "int64_t best = 0; %s bv = %s;", compute_type(e->m->buf[xb].dt), ld);
-    load_expr(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
+    emit_load(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
     emit_line(e, "for (int64_t q = 1; q < LEN; q++) {");
     emit_line(e, "  const %s v = %s;", compute_type(e->m->buf[xb].dt), ld);
     if (dtype_is_float(e->m->buf[xb].dt)) emit_line(e, "  if (bv == bv && (v != v || v > bv)) { bv = v; best = q; }");
@@ -512,7 +502,7 @@ static void opaque(emitter *e) {
     const int64_t *st = sa->set ? sa->v : ka->v;
     bool mx = n->op == OP_max_pool2d, f = dtype_is_float(e->m->buf[xb].dt);
     char nc[256];
-    count_expr(e, xs, 0, 2, nc, sizeof nc);
+    emit_count(e, xs, 0, 2, nc, sizeof nc);
     emit_line(e, "const int64_t NC = %s, H = %lld, W = %lld, OH = %lld, OW = %lld;", nc, (long long)xs->d[2].c, (long long)xs->d[3].c,
               (long long)k->dom.d[2].c, (long long)k->dom.d[3].c);
     emit_line(e, "#pragma omp parallel for schedule(static)");
@@ -525,24 +515,21 @@ static void opaque(emitter *e) {
     emit_line(e, "    const int64_t ih = oh * %lld - %lld + kh, iw = ow * %lld - %lld + kw;", (long long)st[0], (long long)pa->v[0],
               (long long)st[1], (long long)pa->v[1]);
     emit_line(e, "    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;");
-    load_expr(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
+    emit_load(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
     if (!mx) emit_line(e, "    acc += %s;", ld);
     else if (f) emit_line(e, "    { const float v = %s; if (acc == acc && (v != v || v > acc)) acc = v; }", ld);
     else emit_line(e, "    { const int64_t v = %s; if (v > acc) acc = v; }", ld);
     emit_line(e, "  }");
     if (!mx) emit_line(e, "acc /= %lld.0f;", (long long)(ka->v[0] * ka->v[1]));
-    snprintf(sto, sizeof sto, "b%d", ob);
-    char line[700];
-    snprintf(line, sizeof line, e->d->store[e->m->buf[ob].dt], sto, "t", "acc");
-    emit_line(e, "%s", line);
+    emit_store(e, ob, "t", "acc");
     e->indent--;
     emit_line(e, "}");
     break;
   }
   case OP_concat: {
     int64_t axis = norm_axis(attr_i(n, "axis"), k->dom.rank);
-    count_expr(e, &k->dom, 0, (int)axis, outer, sizeof outer);
-    count_expr(e, &k->dom, (int)axis + 1, k->dom.rank, inner, sizeof inner);
+    emit_count(e, &k->dom, 0, (int)axis, outer, sizeof outer);
+    emit_count(e, &k->dom, (int)axis + 1, k->dom.rank, inner, sizeof inner);
     emit_line(e, "const int64_t OU = %s, IN = %s, OL = INT64_C(%lld);", outer, inner, (long long)k->dom.d[axis].c);
     int64_t at = 0;
     size_t es = portc_dtype_size(e->m->buf[ob].dt);
@@ -559,17 +546,17 @@ static void opaque(emitter *e) {
   case OP_pad: {
     const attr *pads = attr_get(n, "pads");
     char total[256], xn[256];
-    count_expr(e, &k->dom, 0, k->dom.rank, total, sizeof total);
-    count_expr(e, xs, 0, xs->rank, xn, sizeof xn);
+    emit_count(e, &k->dom, 0, k->dom.rank, total, sizeof total);
+    emit_count(e, xs, 0, xs->rank, xn, sizeof xn);
     char val[64];
     double v = attr_f(n, "value");
     if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%af", v);
     else snprintf(val, sizeof val, "INT64_C(%lld)", (long long)v);
-    char line[700];
-    snprintf(sto, sizeof sto, "b%d", ob);
-    snprintf(line, sizeof line, e->d->store[e->m->buf[ob].dt], sto, "t", val);
     emit_line(e, "#pragma omp parallel for schedule(static)");
-    emit_line(e, "for (int64_t t = 0; t < %s; t++) %s", total, line);
+    emit_line(e, "for (int64_t t = 0; t < %s; t++)", total);
+    e->indent++;
+    emit_store(e, ob, "t", val);
+    e->indent--;
     emit_line(e, "#pragma omp parallel for schedule(static)");
     emit_line(e, "for (int64_t t = 0; t < %s; t++) {", xn);
     e->indent++;
@@ -581,9 +568,8 @@ static void opaque(emitter *e) {
       sb_printf(&off, "%s(%s + %lld) * %s", d ? " + " : "", idxnames[d], (long long)pads->v[2 * d], stride);
     }
     char *os = sb_take(&off);
-    load_expr(e, xb, "t", ld, sizeof ld);
-    snprintf(line, sizeof line, e->d->store[e->m->buf[ob].dt], sto, os && *os ? os : "0", ld);
-    emit_line(e, "%s", line);
+    emit_load(e, xb, "t", ld, sizeof ld);
+    emit_store(e, ob, os && *os ? os : "0", ld);
     free(os);
     e->indent--;
     emit_line(e, "}");
@@ -593,17 +579,17 @@ static void opaque(emitter *e) {
     int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
     const shape *is = &e->m->buf[k->in_buf[1]].sh;
     char nidx[256];
-    count_expr(e, xs, 0, (int)axis, outer, sizeof outer);
+    emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
     emit_dim(e, xs->d[axis], len, sizeof len);
-    count_expr(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
-    count_expr(e, is, 0, is->rank, nidx, sizeof nidx);
+    emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+    emit_count(e, is, 0, is->rank, nidx, sizeof nidx);
     emit_line(e, "const int64_t OU = %s, LEN = %s, IN = %s, NI = %s;", outer, len, inner, nidx);
     emit_line(e, "int bad = 0;");
     emit_line(e, "#pragma omp parallel for schedule(static) reduction(|:bad)");
     emit_line(e, "for (int64_t t = 0; t < OU * NI; t++) {");
     e->indent++;
     emit_line(e, "const int64_t o = t / NI, q = t %% NI;");
-    load_expr(e, k->in_buf[1], "q", ld, sizeof ld);
+    emit_load(e, k->in_buf[1], "q", ld, sizeof ld);
     emit_line(e, "int64_t ix = %s;", ld);
     emit_line(e, "if (ix < 0) ix += LEN;");
     emit_line(e, "if (ix < 0 || ix >= LEN) { bad = 1; continue; }");

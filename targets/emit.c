@@ -206,8 +206,7 @@ static void spell(const char *fmt, const char *const *args, char *out, size_t le
   out[at < len ? at : len - 1] = 0;
 }
 
-static void cast_expr(emitter *e, portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
-  (void)e;
+static void cast_expr(portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
   bool ff = dtype_is_float(from), tf = dtype_is_float(to);
   if (to == PORTC_BOOL) snprintf(out, len, "((%s) != 0)", x);
   else if (ff && tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16(%s)" : to == PORTC_BF16 ? "pc_round_bf16(%s)" : "(%s)", x);
@@ -233,11 +232,9 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     if (x->arg[i] >= 0) snprintf(args[i], sizeof args[i], "%s", emit_value(e, x->arg[i], idx));
   switch (x->kind) {
   case KV_LOAD: {
-    char off[NAME], bname[16];
-    const kir_buf *b = &e->m->buf[x->buf];
-    emit_offset(e, x->path, &b->sh, idx, off, sizeof off);
-    snprintf(bname, sizeof bname, "b%d", x->buf);
-    snprintf(expr, sizeof expr, e->d->load[x->dt], bname, off);
+    char off[NAME];
+    emit_offset(e, x->path, &e->m->buf[x->buf].sh, idx, off, sizeof off);
+    emit_load(e, x->buf, off, expr, sizeof expr);
     break;
   }
   case KV_CONST:
@@ -257,7 +254,7 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
   case KV_OP: {
     const kir_val *a0 = &e->k->val[x->arg[0]];
     if (x->op == OP_cast) {
-      cast_expr(e, a0->dt, x->dt, argp[0], expr, sizeof expr);
+      cast_expr(a0->dt, x->dt, argp[0], expr, sizeof expr);
       break;
     }
     /* comparisons and where read their operands' type, not their result's */
@@ -275,6 +272,12 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
   emit_line(e, "const %s %s = %s;", compute_type(x->dt), var(v), expr);
   e->done[v] = e->scope;
   return var(v);
+}
+
+void emit_load(emitter *e, int buf, const char *off, char *out, size_t len) {
+  char bname[16];
+  snprintf(bname, sizeof bname, "b%d", buf);
+  snprintf(out, len, e->d->load[e->m->buf[buf].dt], bname, off);
 }
 
 void emit_store(emitter *e, int buf, const char *off, const char *val) {

@@ -42,6 +42,8 @@ void emit_scope_pop(emitter *e);
 void emit_hoisted(emitter *e, int v, const char *const *idx);
 /* the compute type of a dtype: "float" or "int64_t" */
 const char *compute_type(portc_dtype t);
+/* the compute-type value of buffer b at offset expression `off` */
+void emit_load(emitter *e, int buf, const char *off, char *out, size_t len);
 /* a store statement of value expression `val` to buffer b at offset `off` */
 void emit_store(emitter *e, int buf, const char *off, const char *val);
 /* a literal of the reduction identity of op for dtype t */
