@@ -96,7 +96,7 @@ portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_
     } else {
       rval *in[64];
       for (int k = 0; k < x->nin; k++) in[k] = vals[x->in[k]];
-      if ((st = ref_eval(g, x, in, vals[i])))
+      if ((st = ref_eval(x, in, vals[i])))
         st = err_set(st, "node '%s' (%s): %s", x->name, op_get(x->op)->name, portc_last_error());
     }
     for (int k = 0; k < x->nin; k++)

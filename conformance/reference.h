@@ -24,6 +24,6 @@ rval *rval_new(portc_dtype dt, int rank, const int64_t *shape); /* NULL when out
 void rval_free(rval *v);
 
 /* evaluates one computing node; out is allocated with its concrete shape and dtype */
-portc_status ref_eval(const portc_graph *g, const node *n, rval *const *in, rval *out);
+portc_status ref_eval(const node *n, rval *const *in, rval *out);
 
 #endif

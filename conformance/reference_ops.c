@@ -332,8 +332,7 @@ static portc_status view(const node *n, rval *const *in, rval *out) {
   }
 }
 
-portc_status ref_eval(const portc_graph *g, const node *n, rval *const *in, rval *out) {
-  (void)g;
+portc_status ref_eval(const node *n, rval *const *in, rval *out) {
   switch (op_get(n->op)->kind) {
   case K_UNARY: return unary(n, in[0], out);
   case K_BINARY:
