@@ -231,7 +231,7 @@ static void composite_cases(conf_cases *cs) {
 
 static void fusion_cases(conf_cases *cs) {
   text(add(cs, "fusion", "fusion/chain-of-12"),
-       "input x: f32[33, 100]\nconst c: f32[] = 0.75\na = mul(x, c)\nb = tanh(a)\nd = add(b, x)\ne = mul(d, d)\nf = neg(e)\ng = exp(f)\nh = sub(g, c)\n"
+       "input x: f32[33, 100]\nconst c: f32[] = 0.75\na = mul(x, c)\nb = tanh(a)\nd = add(b, x)\ne = mul(d, d)\nf = neg(e)\ng = exp(f)\nh = add(g, c)\n"
        "i = abs(h)\nj = sqrt(i)\nk = sigmoid(j)\nl = gelu(k)\ny = silu(l)\noutput y\n");
   text(add(cs, "fusion", "fusion/views-into-elementwise"),
        "input x: f32[8, 6]\ninput z: f32[3, 8]\nt = permute(x, perm=[1, 0])\ns = slice(t, axis=0, start=1, step=2)\nr = reshape(s, shape=[3, 8])\n"
