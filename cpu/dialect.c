@@ -638,6 +638,9 @@ static void module_end(emitter *e) {
 const dialect cpu_dialect = {
     .name = "c-openmp",
     .prelude = cpu_prelude,
+    .index_type = "int64_t",
+    .index_lit = "INT64_C(%lld)",
+    .int_lit = "INT64_C(%lld)",
     .storage = {[PORTC_F32] = "float", [PORTC_F16] = "uint16_t", [PORTC_BF16] = "uint16_t",
                 [PORTC_I32] = "int32_t", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
     .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(%s[%s])", [PORTC_BF16] = "pc_ld_bf16(%s[%s])",

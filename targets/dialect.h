@@ -14,6 +14,14 @@ typedef struct emitter emitter;
 typedef struct dialect {
   const char *name;
   const char *prelude;                     /* helpers at the top of every source file */
+  /* Index arithmetic: the type of index temporaries and the printf format of an index literal.
+   * Integer values (always 64-bit) have their own literal format; floats are written in hex
+   * unless decimal_floats (GLSL has no hex floats; 9 significant digits round-trip a float).
+   * Every prelude defines PC_I32(x) (wrap an int64 to int32), PC_BOOL(x) (0 or 1 as int64),
+   * PC_FLOAT(x) (an integer as float), pc_round_f16/bf16, pc_f2i32/64, INFINITY, NAN,
+   * INT64_MIN and INT64_MAX. */
+  const char *index_type, *index_lit, *int_lit;
+  bool decimal_floats;
   const char *storage[PORTC_BOOL + 1];     /* element type of a buffer of each dtype */
   const char *load[PORTC_BOOL + 1];        /* printf format: buffer, offset -> a compute value */
   const char *store[PORTC_BOOL + 1];       /* printf format: buffer, offset, value -> a statement */

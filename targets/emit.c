@@ -25,9 +25,8 @@ void emit_line(emitter *e, const char *fmt, ...) {
 }
 
 const char *emit_dim(emitter *e, dim d, char *buf, size_t len) {
-  (void)e;
   if (d.sym >= 0) snprintf(buf, len, "S[%d]", d.sym);
-  else snprintf(buf, len, "INT64_C(%lld)", (long long)d.c);
+  else snprintf(buf, len, e->d->index_lit, (long long)d.c);
   return buf;
 }
 
@@ -43,8 +42,10 @@ void emit_count(emitter *e, const shape *s, int from, int to, char *buf, size_t 
     char dbuf[32];
     at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " * " : "", emit_dim(e, s->d[d], dbuf, sizeof dbuf));
   }
-  if (!at) snprintf(buf, len, "INT64_C(%lld)", (long long)c);
-  else if (c != 1) snprintf(buf + at, len - at, " * INT64_C(%lld)", (long long)c);
+  char lit[40];
+  snprintf(lit, sizeof lit, e->d->index_lit, (long long)c);
+  if (!at) snprintf(buf, len, "%s", lit);
+  else if (c != 1) snprintf(buf + at, len - at, " * %s", lit);
   if (at) { /* parenthesize */
     char tmp[512];
     snprintf(tmp, sizeof tmp, "(%s)", buf);
@@ -57,7 +58,7 @@ static bool is_one(dim d) { return d.sym < 0 && d.c == 1; }
 /* writes "const int64_t xN = <expr>;" and puts the short name xN in name */
 static void tmpvar(emitter *e, char *name, const char *expr) {
   snprintf(name, NAME, "x%d", e->tmp++);
-  emit_line(e, "const int64_t %s = %s;", name, expr);
+  emit_line(e, "const %s %s = %s;", e->d->index_type, name, expr);
 }
 
 /* sum of names[d] * stride(s, d) over the dims of s, into a temporary; name gets its name */
@@ -97,7 +98,10 @@ static void emit_steps(emitter *e, const kir_path *p, int nsteps, const char *co
       break;
     case ST_SLICE:
       for (int d = 0; d < st->to.rank; d++) memcpy(nx[d], cur[d], NAME);
-      snprintf(expr, sizeof expr, "INT64_C(%lld) + %s * INT64_C(%lld)", (long long)st->a[1], cur[st->a[0]], (long long)st->a[2]);
+      char lo[40], step[40];
+      snprintf(lo, sizeof lo, e->d->index_lit, (long long)st->a[1]);
+      snprintf(step, sizeof step, e->d->index_lit, (long long)st->a[2]);
+      snprintf(expr, sizeof expr, "%s + %s * %s", lo, cur[st->a[0]], step);
       tmpvar(e, nx[st->a[0]], expr);
       break;
     case ST_OUTER:
@@ -186,9 +190,10 @@ static const char *var(int v) {
   return s;
 }
 
-static void float_literal(double f, char *buf, size_t len) {
+static void float_literal(const dialect *d, double f, char *buf, size_t len) {
   if (isnan(f)) snprintf(buf, len, "NAN");
   else if (isinf(f)) snprintf(buf, len, f < 0 ? "(-INFINITY)" : "INFINITY");
+  else if (d->decimal_floats) snprintf(buf, len, "%.9e", (double)(float)f);
   else snprintf(buf, len, "%af", (double)(float)f);
 }
 
@@ -208,11 +213,11 @@ static void spell(const char *fmt, const char *const *args, char *out, size_t le
 
 static void cast_expr(portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
   bool ff = dtype_is_float(from), tf = dtype_is_float(to);
-  if (to == PORTC_BOOL) snprintf(out, len, "((%s) != 0)", x);
+  if (to == PORTC_BOOL) snprintf(out, len, "PC_BOOL(%s)", x);
   else if (ff && tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16(%s)" : to == PORTC_BF16 ? "pc_round_bf16(%s)" : "(%s)", x);
   else if (ff) snprintf(out, len, to == PORTC_I32 ? "pc_f2i32(%s)" : "pc_f2i64(%s)", x);
-  else if (tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16((float)(%s))" : to == PORTC_BF16 ? "pc_round_bf16((float)(%s))" : "((float)(%s))", x);
-  else snprintf(out, len, to == PORTC_I32 ? "((int64_t)(int32_t)(%s))" : "(%s)", x);
+  else if (tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16(PC_FLOAT(%s))" : to == PORTC_BF16 ? "pc_round_bf16(PC_FLOAT(%s))" : "PC_FLOAT(%s)", x);
+  else snprintf(out, len, to == PORTC_I32 ? "PC_I32(%s)" : "(%s)", x);
 }
 
 static const char *acc_name(const kir_val *v) {
@@ -238,8 +243,8 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     break;
   }
   case KV_CONST:
-    if (dtype_is_float(x->dt)) float_literal(x->f, expr, sizeof expr);
-    else snprintf(expr, sizeof expr, "INT64_C(%lld)", (long long)x->i);
+    if (dtype_is_float(x->dt)) float_literal(e->d, x->f, expr, sizeof expr);
+    else snprintf(expr, sizeof expr, e->d->int_lit, (long long)x->i);
     break;
   case KV_INDEX: {
     char names[PORTC_MAX_RANK][NAME];
@@ -262,8 +267,8 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     const char *fmt = dtype_is_float(opt) ? e->d->float_ops[x->op] : e->d->int_ops[x->op];
     if (!fmt) fmt = "0 /* unsupported */";
     spell(fmt, argp, tmp, sizeof tmp - 32);
-    if (x->dt == PORTC_I32) snprintf(expr, sizeof expr, "((int64_t)(int32_t)%.990s)", tmp);
-    else if (x->dt == PORTC_BOOL) snprintf(expr, sizeof expr, "((int64_t)(%.990s != 0))", tmp);
+    if (x->dt == PORTC_I32) snprintf(expr, sizeof expr, "PC_I32(%.990s)", tmp);
+    else if (x->dt == PORTC_BOOL) snprintf(expr, sizeof expr, "PC_BOOL(%.990s)", tmp);
     else snprintf(expr, sizeof expr, "%.1000s", tmp);
     break;
   }
