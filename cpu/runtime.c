@@ -60,7 +60,9 @@ static portc_status open_module(const char *path, cpu_module *m) {
   return PORTC_OK;
 }
 
-static portc_status load(const char *source, const char *graph_name, void **handle, bool *hit) {
+static portc_status load(const load_request *r, void **handle, bool *hit) {
+  const char *source = r->source, *graph_name = r->graph_name;
+  if (r->device > 0) return err_set(PORTC_ERR_INVALID, "cpu: there is one CPU device (cpu or cpu:0), not cpu:%d", r->device);
   char dir[4096], cc[256], ver[256], path[4200];
   portc_status st = cache_dir(dir, sizeof dir);
   if (st) return st;

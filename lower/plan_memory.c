@@ -12,7 +12,7 @@
 
 #include "kir.h"
 
-#define ALIGN 64
+#define ALIGN 256 /* the largest minStorageBufferOffsetAlignment Vulkan allows: temps bind at their offsets */
 
 typedef struct live {
   int buf, first, last;

@@ -26,9 +26,23 @@ int portc_target_count(void) { return target_count(); }
 const char *portc_target_name(int i) { return target_at(i) ? target_at(i)->name : NULL; }
 bool portc_target_available(int i, char *why, size_t len) { return target_at(i) && target_at(i)->available(why, len); }
 const char *portc_target_device(int i) { return target_at(i) ? target_at(i)->device() : NULL; }
+void portc_target_describe(int i, void *file) {
+  if (target_at(i) && target_at(i)->describe) target_at(i)->describe(file);
+}
+
+/* device allocations are kept per buffer, with one more slot for the arena */
+static void dev_release(portc_module *m) {
+  for (int b = 0; m->dev_obj && b <= m->km->nbuf; b++)
+    if (m->dev_obj[b]) m->t->dev_free(m->handle, m->dev_obj[b]);
+  free(m->dev_obj);
+  free(m->dev_bytes);
+  m->dev_obj = NULL;
+  m->dev_bytes = NULL;
+}
 
 void portc_module_free(portc_module *m) {
   if (!m) return;
+  if (m->km && m->handle) dev_release(m);
   if (m->handle) m->t->unload(m->handle);
   kir_module_free(m->km);
   free(m->symvals);
@@ -82,13 +96,14 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *o,
   if (!g || !out) return err_set(PORTC_ERR_INVALID, "compile: NULL argument");
   *out = NULL;
   const char *tname = o->target ? o->target : "cpu";
-  const target *t = target_find(tname);
+  int device = -1;
+  const target *t = target_find(tname, &device);
   if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
   char why[512] = "";
   if (!t->available(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
-  if (o->mode != PORTC_MODE_DEFAULT)
-    return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented yet; use the default mode",
-                   o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune");
+  if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->begin))
+    return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented for target %s yet; use the default mode",
+                   o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune", t->name);
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {
     portc_status s = err_set(PORTC_ERR_INVALID, "%s", report ? report : portc_last_error());
@@ -143,7 +158,9 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *o,
     portc_module_free(m);
     return st;
   }
-  st = t->load(source, g->name, &m->handle, &m->cache_hit);
+  load_request req = {.source = source, .km = m->km, .graph_name = g->name, .device = device,
+                      .reduce_overhead = o->mode == PORTC_MODE_REDUCE_OVERHEAD};
+  st = t->load(&req, &m->handle, &m->cache_hit);
   free(source);
   if (st) {
     portc_module_free(m);
@@ -173,6 +190,7 @@ typedef struct run_state {
   void **bufs;
   portc_tensor **owned; /* per buffer: a tensor we allocated (sources and outputs) */
   void *arena;
+  dev_buf *dev;         /* targets with their own memory: per buffer, what bufs point to */
   int64_t S[64];
 } run_state;
 
@@ -181,6 +199,52 @@ static void run_state_free(portc_module *m, run_state *r) {
   free(r->owned);
   free(r->bufs);
   free(r->arena);
+  free(r->dev);
+}
+
+/* the module's device allocation in slot b, of at least `bytes` (kept between runs) */
+static portc_status dev_slot(portc_module *m, int b, int64_t bytes, void **obj) {
+  if (!m->dev_obj) {
+    m->dev_obj = calloc((size_t)m->km->nbuf + 1, sizeof *m->dev_obj);
+    m->dev_bytes = calloc((size_t)m->km->nbuf + 1, sizeof *m->dev_bytes);
+    if (!m->dev_obj || !m->dev_bytes) {
+      dev_release(m);
+      return err_set(PORTC_ERR_NOMEM, "run: out of memory");
+    }
+  }
+  if (bytes < 4) bytes = 4;
+  if (m->dev_obj[b] && m->dev_bytes[b] != bytes) {
+    m->t->dev_free(m->handle, m->dev_obj[b]);
+    m->dev_obj[b] = NULL;
+  }
+  if (!m->dev_obj[b]) {
+    portc_status st = m->t->dev_alloc(m->handle, bytes, &m->dev_obj[b]);
+    if (st) return st;
+    m->dev_bytes[b] = bytes;
+  }
+  *obj = m->dev_obj[b];
+  return PORTC_OK;
+}
+
+/* targets with their own memory: device buffers for every buffer, sources and poisoned outputs
+ * copied in; temps are ranges of one arena allocation */
+static portc_status prepare_device(portc_module *m, run_state *r, const mem_plan *plan, const int64_t *offsets) {
+  kir_module *km = m->km;
+  if (!(r->dev = calloc((size_t)km->nbuf + 1, sizeof *r->dev))) return err_set(PORTC_ERR_NOMEM, "run: out of memory");
+  void *arena = NULL;
+  portc_status st = plan->arena_bytes ? dev_slot(m, km->nbuf, plan->arena_bytes, &arena) : PORTC_OK;
+  for (int i = 0; i < km->nbuf && !st; i++) {
+    const kir_buf *kb = &km->buf[i];
+    int64_t bytes = shape_count(&kb->sh, r->S) * (int64_t)portc_dtype_size(kb->dt);
+    if (kb->role == BUF_TEMP) {
+      r->dev[i] = (dev_buf){arena, offsets[i], bytes};
+    } else if (!(st = dev_slot(m, i, bytes, &r->dev[i].obj))) {
+      r->dev[i].bytes = bytes;
+      if (bytes) st = m->t->dev_write(m->handle, r->dev[i].obj, 0, r->owned[i]->data, bytes);
+    }
+    r->bufs[i] = &r->dev[i];
+  }
+  return st;
 }
 
 static portc_status const_tensor(const node *n, const int64_t *shape, portc_tensor **out) {
@@ -211,8 +275,9 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
   }
   r->bufs = calloc((size_t)km->nbuf + 1, sizeof *r->bufs);
   r->owned = calloc((size_t)km->nbuf + 1, sizeof *r->owned);
-  r->arena = plan.arena_bytes ? aligned_alloc(64, (size_t)plan.arena_bytes) : NULL;
-  if (!r->bufs || !r->owned || (plan.arena_bytes && !r->arena)) {
+  bool device = m->t->dev_alloc != NULL;
+  r->arena = plan.arena_bytes && !device ? aligned_alloc(64, (size_t)plan.arena_bytes) : NULL;
+  if (!r->bufs || !r->owned || (plan.arena_bytes && !device && !r->arena)) {
     free(offsets);
     return err_set(PORTC_ERR_NOMEM, "run: out of memory for %lld bytes of intermediates", (long long)plan.arena_bytes);
   }
@@ -228,22 +293,38 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
       if (!(r->owned[i] = portc_tensor_new(kb->dt, kb->sh.rank, shape))) st = PORTC_ERR_NOMEM;
       else memset(r->owned[i]->data, 0xff, (size_t)portc_tensor_numel(r->owned[i]) * portc_dtype_size(kb->dt)); /* poison: NaN */
       break;
-    case BUF_TEMP: r->bufs[i] = (char *)r->arena + offsets[i]; break;
+    case BUF_TEMP: r->bufs[i] = device ? NULL : (char *)r->arena + offsets[i]; break;
     }
     if (r->owned[i]) r->bufs[i] = r->owned[i]->data;
   }
-  free(offsets);
   if (st == PORTC_ERR_NOMEM) err_set(st, "run: out of memory for inputs and outputs");
+  if (!st && device) st = prepare_device(m, r, &plan, offsets);
+  free(offsets);
   return st;
 }
 
-static portc_status execute(portc_module *m, run_state *r) {
-  for (int i = 0; i < m->km->nk; i++) {
-    portc_status st = m->t->launch(m->handle, i, r->bufs, r->S);
-    if (st) {
+/* launches every kernel; *seconds gets the device's time for them, or the host clock's */
+static portc_status execute(portc_module *m, run_state *r, double *seconds) {
+  double t0 = now();
+  portc_status st = m->t->begin ? m->t->begin(m->handle) : PORTC_OK;
+  for (int i = 0; i < m->km->nk && !st; i++) {
+    if ((st = m->t->launch(m->handle, i, r->bufs, r->S))) {
       const kir_kernel *k = &m->km->k[i];
       return err_set(st, "kernel %d (%s): %s", i, m->km->g->nodes[k->node >= 0 ? k->node : 0].name, portc_last_error());
     }
+  }
+  if (!st && m->t->end) return m->t->end(m->handle, seconds);
+  *seconds = now() - t0;
+  return st;
+}
+
+/* targets with their own memory: the computed outputs back into their host tensors */
+static portc_status fetch_outputs(portc_module *m, run_state *r) {
+  for (int k = 0; r->dev && k < m->km->g->nout; k++) {
+    int b = m->km->out_buf[k];
+    if (m->km->buf[b].role != BUF_OUTPUT || !r->dev[b].bytes) continue;
+    portc_status st = m->t->dev_read(m->handle, r->dev[b].obj, r->dev[b].offset, r->owned[b]->data, r->dev[b].bytes);
+    if (st) return st;
   }
   return PORTC_OK;
 }
@@ -253,8 +334,10 @@ portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor *
   const portc_graph *lg = m->km->g;
   for (int k = 0; k < lg->nout; k++) outputs[k] = NULL;
   run_state r;
+  double seconds;
   portc_status st = prepare(m, b, &r);
-  if (!st) st = execute(m, &r);
+  if (!st) st = execute(m, &r, &seconds);
+  if (!st) st = fetch_outputs(m, &r);
   /* outputs are distinct nodes: a computed one is handed over, one that is a source is copied */
   for (int k = 0; k < lg->nout && !st; k++) {
     int buf = m->km->out_buf[k];
@@ -277,11 +360,7 @@ portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor *
 portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
   run_state r;
   portc_status st = prepare(m, b, &r);
-  for (int i = 0; i < iters && !st; i++) {
-    double t0 = now();
-    st = execute(m, &r);
-    seconds[i] = now() - t0;
-  }
+  for (int i = 0; i < iters && !st; i++) st = execute(m, &r, &seconds[i]);
   run_state_free(m, &r);
   return st;
 }

@@ -18,6 +18,9 @@ struct portc_module {
   int *src_node;        /* per buffer: the user's node for inputs and parameters, else -1 */
   double compile_seconds;
   bool cache_hit;
+  /* targets with their own memory: allocations kept from run to run (per buffer, and the arena) */
+  void **dev_obj;
+  int64_t *dev_bytes;
 };
 
 #endif

@@ -8,18 +8,27 @@
 
 #include "target.h"
 
-extern const target cpu_target;
+extern const target cpu_target, vulkan_target;
 
 static const target *const targets[] = {
     &cpu_target,
+    &vulkan_target,
 };
 
 int target_count(void) { return (int)(sizeof targets / sizeof *targets); }
 const target *target_at(int i) { return i >= 0 && i < target_count() ? targets[i] : NULL; }
 
-const target *target_find(const char *name) {
+const target *target_find(const char *name, int *device) {
+  size_t n = strcspn(name, ":");
+  *device = -1;
+  if (name[n]) {
+    char *end;
+    long d = strtol(name + n + 1, &end, 10);
+    if (end == name + n + 1 || *end || d < 0 || d > 255) return NULL;
+    *device = (int)d;
+  }
   for (int i = 0; i < target_count(); i++)
-    if (strcmp(targets[i]->name, name) == 0) return targets[i];
+    if (strlen(targets[i]->name) == n && strncmp(targets[i]->name, name, n) == 0) return targets[i];
   return NULL;
 }
 

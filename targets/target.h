@@ -6,7 +6,25 @@
 #ifndef PORTC_TARGETS_TARGET_H
 #define PORTC_TARGETS_TARGET_H
 
+#include <stdio.h>
+
 #include "dialect.h"
+
+/* what a target's load gets: the module's source in its dialect and the kernel IR it renders
+ * (owned by the module, valid until unload) */
+typedef struct load_request {
+  const char *source;
+  const kir_module *km;
+  const char *graph_name;
+  int device;           /* the index after "name:" in the target's name, or -1 */
+  bool reduce_overhead; /* record the launch sequence once and replay it */
+} load_request;
+
+/* A buffer in a target's own memory (GPU targets): the allocation, and the byte range in it. */
+typedef struct dev_buf {
+  void *obj;
+  int64_t offset, bytes;
+} dev_buf;
 
 typedef struct target {
   const char *name;    /* "cpu" */
@@ -18,16 +36,29 @@ typedef struct target {
   const char *(*device)(void);
   /* widest vector register in bytes, for the schedule */
   int (*vector_bytes)(void);
-  /* compiles source (or finds it in the kernel cache) and loads it */
-  portc_status (*load)(const char *source, const char *graph_name, void **handle, bool *cache_hit);
-  /* runs kernel i over the buffers, with symbol values S */
+  /* compiles the source (or finds it in the kernel cache) and loads it */
+  portc_status (*load)(const load_request *r, void **handle, bool *cache_hit);
+  /* runs kernel i over the buffers, with symbol values S: host pointers, or for targets with
+   * their own memory, dev_buf pointers */
   portc_status (*launch)(void *handle, int i, void *const *bufs, const int64_t *S);
   void (*unload)(void *handle);
   /* optional: whether the target can run an op (NULL: all of them) */
   bool (*supports)(enum op op);
+  /* optional: more lines about the devices for `portc devices` */
+  void (*describe)(FILE *out);
+  /* Optional, for targets with their own memory (NULL: buffers are host memory). The launches
+   * of one run come between begin and end; end submits them, waits, and gives the device's own
+   * time for them. */
+  portc_status (*dev_alloc)(void *handle, int64_t bytes, void **obj);
+  void (*dev_free)(void *handle, void *obj);
+  portc_status (*dev_write)(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes);
+  portc_status (*dev_read)(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
+  portc_status (*begin)(void *handle);
+  portc_status (*end)(void *handle, double *device_seconds);
 } target;
 
-const target *target_find(const char *name);
+/* finds "name" or "name:N" (device N of that target; *device gets N, or -1) */
+const target *target_find(const char *name, int *device);
 int target_count(void);
 const target *target_at(int i);
 

@@ -34,6 +34,8 @@ typedef enum portc_status {
   PORTC_ERR_IO = 5,      /* a file could not be read or written */
   PORTC_ERR_NOMEM = 6,   /* out of memory */
   PORTC_ERR_RUNTIME = 7, /* a value problem while running: index out of range, integer division by zero */
+  PORTC_ERR_DEVICE = 8,  /* the device or its driver failed, or lacks a feature the graph needs */
+  PORTC_ERR_INTERNAL = 9, /* a bug in portc: generated code that does not compile or validate */
 } portc_status;
 
 typedef enum portc_dtype {
@@ -270,12 +272,12 @@ const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name
 
 typedef enum portc_mode {
   PORTC_MODE_DEFAULT = 0,         /* heuristics and the shipped schedule */
-  PORTC_MODE_REDUCE_OVERHEAD = 1, /* not implemented yet: an error */
+  PORTC_MODE_REDUCE_OVERHEAD = 1, /* record the launch sequence once and replay it (vulkan); else an error */
   PORTC_MODE_MAX_AUTOTUNE = 2,    /* not implemented yet: an error */
 } portc_mode;
 
 typedef struct portc_compile_options {
-  const char *target;     /* "cpu" (the default when NULL) */
+  const char *target;     /* "cpu" (the default when NULL), "vulkan", or "vulkan:N" for device N */
   portc_mode mode;
   bool dynamic;           /* keep symbols symbolic: one module runs for any value (else specialize) */
   bool fullgraph;         /* an op the target cannot run is an error naming the node */
@@ -293,7 +295,8 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *o,
 void portc_module_free(portc_module *m);
 /* Runs the module; outputs[i] receives a new tensor of graph output i, in its own dtype. */
 portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs);
-/* Binds once, then times `iters` back-to-back executions of the kernels: seconds[i] each. */
+/* Binds once, then times `iters` back-to-back executions of the kernels: seconds[i] each, from
+ * the device's own timer on targets with one (GPUs), else from the host clock. */
 portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
 
 typedef struct portc_module_info {
@@ -305,6 +308,7 @@ typedef struct portc_module_info {
   int64_t arena_bytes;        /* planned peak of intermediates */
   int64_t intermediate_bytes; /* the sum of all intermediates, unplanned */
   int64_t io_bytes;           /* inputs, parameters, constants and outputs */
+  const char *timer;          /* what portc_module_time measures with: "device timestamps" or "host clock" */
 } portc_module_info;
 /* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
 portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info);
@@ -317,6 +321,9 @@ int portc_target_count(void);
 const char *portc_target_name(int i);
 bool portc_target_available(int i, char *why, size_t len);
 const char *portc_target_device(int i);
+/* more about target i's devices, one per line (name, vendor, driver, memory, limits), for
+ * `portc devices`; nothing for targets that have no more to say */
+void portc_target_describe(int i, void *file);
 
 #ifdef __cplusplus
 }

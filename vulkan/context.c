@@ -1,0 +1,379 @@
+/*
+ * context.c: one Vulkan instance per process and one context per device used: the physical
+ * device's properties, features and memory types, a logical device with a compute queue, and
+ * the pipeline cache kept beside the kernel cache. With PORTC_VULKAN_VALIDATION=1 the Khronos
+ * validation layer is enabled where installed, and every message it sends is printed with the
+ * prefix "portc vulkan validation:" (the tests fail on any).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../targets/cache.h"
+#include "vk.h"
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static vk_global_api G;
+static bool tried, ok;
+static char init_why[512];
+static VkInstance instance;
+static vk_instance_api VI;
+static VkPhysicalDevice phys[16];
+static uint32_t nphys;
+static vk_context *contexts[16];
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT type,
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+  (void)type, (void)user;
+  if (sev >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+    fprintf(stderr, "portc vulkan validation: %s\n", data && data->pMessage ? data->pMessage : "(no message)");
+  return VK_FALSE;
+}
+
+static bool has_layer(const char *name) {
+  uint32_t n = 0;
+  if (G.vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || !n) return false;
+  VkLayerProperties *l = calloc(n, sizeof *l);
+  bool found = false;
+  if (l && G.vkEnumerateInstanceLayerProperties(&n, l) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n && !found; i++) found = strcmp(l[i].layerName, name) == 0;
+  free(l);
+  return found;
+}
+
+/* the instance, and the list of physical devices; once per process */
+static bool init_instance(void) {
+  if (tried) return ok;
+  tried = true;
+  if (!vk_load_global(&G, init_why, sizeof init_why)) return false;
+  uint32_t version = VK_API_VERSION_1_0;
+  G.vkEnumerateInstanceVersion(&version);
+  if (version < VK_API_VERSION_1_1) {
+    snprintf(init_why, sizeof init_why, "the Vulkan loader offers %u.%u; portc needs 1.1", VK_VERSION_MAJOR(version), VK_VERSION_MINOR(version));
+    return false;
+  }
+  const char *v = getenv("PORTC_VULKAN_VALIDATION");
+  bool validate = v && strcmp(v, "1") == 0 && has_layer("VK_LAYER_KHRONOS_validation");
+  if (v && strcmp(v, "1") == 0 && !validate) fprintf(stderr, "portc: PORTC_VULKAN_VALIDATION=1, but the validation layer is not installed\n");
+  const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
+  const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  VkDebugUtilsMessengerCreateInfoEXT dbg = {
+      .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+      .pfnUserCallback = on_message,
+  };
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "portc", .pEngineName = "portc",
+                           .apiVersion = version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1};
+  VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+  if (validate) {
+    ci.enabledLayerCount = 1, ci.ppEnabledLayerNames = layers;
+    ci.enabledExtensionCount = 1, ci.ppEnabledExtensionNames = exts;
+    ci.pNext = &dbg; /* reports from instance creation and on, without a messenger object */
+  }
+  VkResult r = G.vkCreateInstance(&ci, NULL, &instance);
+  if (r != VK_SUCCESS) {
+    snprintf(init_why, sizeof init_why, "vkCreateInstance failed: %s (no Vulkan driver installed?)", vk_result_name(r));
+    return false;
+  }
+  if (!vk_load_instance(&G, instance, &VI, init_why, sizeof init_why)) return false;
+  nphys = 16;
+  r = VI.vkEnumeratePhysicalDevices(instance, &nphys, phys);
+  if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || nphys == 0) {
+    snprintf(init_why, sizeof init_why, "the Vulkan loader found no device (%s): install a driver, e.g. mesa-vulkan-drivers",
+             r == VK_SUCCESS ? "none listed" : vk_result_name(r));
+    nphys = 0;
+    return false;
+  }
+  return ok = true;
+}
+
+static int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+  case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+  default: return 0;
+  }
+}
+
+static int best_device(void) {
+  const char *env = getenv("PORTC_VULKAN_DEVICE");
+  if (env && *env) return atoi(env);
+  int best = 0, rank = -1;
+  for (uint32_t i = 0; i < nphys; i++) {
+    VkPhysicalDeviceProperties p;
+    VI.vkGetPhysicalDeviceProperties(phys[i], &p);
+    if (type_rank(p.deviceType) > rank) rank = type_rank(p.deviceType), best = (int)i;
+  }
+  return best;
+}
+
+static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
+  uint32_t n = 0;
+  if (VI.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n) return false;
+  VkExtensionProperties *e = calloc(n, sizeof *e);
+  bool found = false;
+  if (e && VI.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n && !found; i++) found = strcmp(e[i].extensionName, name) == 0;
+  free(e);
+  return found;
+}
+
+/* features, subgroup properties and the compute queue family of a physical device */
+typedef struct device_info {
+  VkPhysicalDeviceProperties props;
+  VkPhysicalDeviceMemoryProperties mem;
+  vk_features f;
+  int qfam;
+  uint32_t ts_bits;
+} device_info;
+
+static void query(VkPhysicalDevice pd, device_info *di) {
+  VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+  VI.vkGetPhysicalDeviceProperties2(pd, &p2);
+  di->props = p2.properties;
+  VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, .pNext = &s8};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
+  VI.vkGetPhysicalDeviceFeatures2(pd, &f2);
+  VI.vkGetPhysicalDeviceMemoryProperties(pd, &di->mem);
+  di->f = (vk_features){
+      .storage16 = s16.storageBuffer16BitAccess,
+      .storage8 = s8.storageBuffer8BitAccess && has_device_ext(pd, VK_KHR_8BIT_STORAGE_EXTENSION_NAME),
+      .int64 = f2.features.shaderInt64,
+      .subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
+      .coop_matrix = has_device_ext(pd, "VK_KHR_cooperative_matrix"),
+      .subgroup_size = sg.subgroupSize,
+  };
+  uint32_t nq = 0;
+  VI.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
+  VkQueueFamilyProperties q[32];
+  if (nq > 32) nq = 32;
+  VI.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q);
+  di->qfam = -1;
+  for (uint32_t i = 0; i < nq; i++) { /* a compute queue, a compute-only one when there is one */
+    if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (di->qfam < 0 || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) di->qfam = (int)i, di->ts_bits = q[i].timestampValidBits;
+  }
+  di->f.timestamps = di->ts_bits > 0 && di->props.limits.timestampPeriod > 0;
+}
+
+static const char *vendor_name(uint32_t id) {
+  switch (id) {
+  case 0x10de: return "NVIDIA";
+  case 0x1002: return "AMD";
+  case 0x8086: return "Intel";
+  case 0x13b5: return "ARM";
+  case 0x5143: return "Qualcomm";
+  case 0x106b: return "Apple";
+  case 0x10005: return "Mesa";
+  default: return "unknown vendor";
+  }
+}
+
+static void driver_version(const VkPhysicalDeviceProperties *p, char *out, size_t len) {
+  uint32_t v = p->driverVersion;
+  if (p->vendorID == 0x10de)
+    snprintf(out, len, "%u.%u.%u", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff);
+  else
+    snprintf(out, len, "%u.%u.%u", VK_VERSION_MAJOR(v), VK_VERSION_MINOR(v), VK_VERSION_PATCH(v));
+}
+
+static int find_memory(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid) {
+  for (uint32_t i = 0; i < mp->memoryTypeCount; i++)
+    if ((mp->memoryTypes[i].propertyFlags & want) == want && !(mp->memoryTypes[i].propertyFlags & avoid)) return (int)i;
+  return -1;
+}
+
+static void pipeline_cache_path(vk_context *c, char *path, size_t len, char *key) {
+  const char *parts[] = {"vulkan pipeline cache", c->cache_id, NULL};
+  char dir[4096] = "";
+  cache_key(parts, key);
+  if (cache_dir(dir, sizeof dir) != PORTC_OK) dir[0] = 0;
+  snprintf(path, len, "%s", dir);
+}
+
+/* the pipeline cache from disk when it is intact and made by this device and driver */
+static void pipeline_cache_load(vk_context *c) {
+  char dir[4096], key[33], path[4200];
+  pipeline_cache_path(c, dir, sizeof dir, key);
+  void *data = NULL;
+  size_t n = 0;
+  if (dir[0] && cache_lookup(dir, key, "vkpc", path, sizeof path)) {
+    FILE *f = fopen(path, "rb");
+    if (f && fseek(f, 0, SEEK_END) == 0) {
+      long sz = ftell(f);
+      rewind(f);
+      if (sz >= 32 && (data = malloc((size_t)sz)) && fread(data, 1, (size_t)sz, f) == (size_t)sz) n = (size_t)sz;
+    }
+    if (f) fclose(f);
+    /* the header names the vendor, device and cache UUID: refuse another device's data */
+    const uint32_t *h = data;
+    if (n && (h[1] != 1 || h[2] != c->props.vendorID || h[3] != c->props.deviceID ||
+              memcmp(h + 4, c->props.pipelineCacheUUID, VK_UUID_SIZE) != 0))
+      n = 0;
+  }
+  VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO, .initialDataSize = n, .pInitialData = n ? data : NULL};
+  if (c->d.vkCreatePipelineCache(c->dev, &ci, NULL, &c->pcache) != VK_SUCCESS) c->pcache = VK_NULL_HANDLE;
+  log_line("cache", "vulkan pipeline cache: %zu bytes from disk", n);
+  free(data);
+}
+
+void vk_pipeline_cache_save(vk_context *c) {
+  char dir[4096], key[33], path[4200], tmp[4200];
+  if (!c->pcache) return;
+  pipeline_cache_path(c, dir, sizeof dir, key);
+  if (!dir[0]) return;
+  pthread_mutex_lock(&c->lock);
+  size_t n = 0;
+  void *data = NULL;
+  if (c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, NULL) == VK_SUCCESS && n && (data = malloc(n)) &&
+      c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS) {
+    snprintf(tmp, sizeof tmp, "%s/%s.vkpc.XXXXXX", dir, key);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    bool written = f && fwrite(data, 1, n, f) == n;
+    if (f) fclose(f);
+    if (!written || cache_store(dir, key, "vkpc", tmp, path, sizeof path) != PORTC_OK) remove(tmp);
+  }
+  free(data);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static bool make_device(vk_context *c, const device_info *di, char *why, size_t len) {
+  float prio = 1.0f;
+  VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)di->qfam,
+                               .queueCount = 1, .pQueuePriorities = &prio};
+  VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+                                            .storageBuffer8BitAccess = c->f.storage8};
+  VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+                                              .pNext = &s8, .storageBuffer16BitAccess = c->f.storage16};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
+  f2.features.shaderInt64 = c->f.int64;
+  const char *exts[2];
+  uint32_t next = 0;
+  if (c->f.storage8) exts[next++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
+  VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
+                           .pQueueCreateInfos = &q, .enabledExtensionCount = next, .ppEnabledExtensionNames = exts};
+  VkResult r = VI.vkCreateDevice(c->phys, &ci, NULL, &c->dev);
+  if (r != VK_SUCCESS) {
+    snprintf(why, len, "vkCreateDevice failed on %s: %s", c->props.deviceName, vk_result_name(r));
+    return false;
+  }
+  if (!vk_load_device(&VI, c->dev, &c->d, why, len)) return false;
+  c->d.vkGetDeviceQueue(c->dev, c->qfam, 0, &c->queue);
+  VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = c->qfam};
+  VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  if (c->d.vkCreateCommandPool(c->dev, &pi, NULL, &c->xfer_pool) != VK_SUCCESS ||
+      c->d.vkCreateFence(c->dev, &fi, NULL, &c->xfer_fence) != VK_SUCCESS) {
+    snprintf(why, len, "cannot create a command pool on %s", c->props.deviceName);
+    return false;
+  }
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = c->xfer_pool,
+                                    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+  if (c->d.vkAllocateCommandBuffers(c->dev, &ai, &c->xfer_cb) != VK_SUCCESS) {
+    snprintf(why, len, "cannot allocate a command buffer on %s", c->props.deviceName);
+    return false;
+  }
+  return true;
+}
+
+static vk_context *make_context(int index, char *why, size_t len) {
+  device_info di;
+  query(phys[index], &di);
+  if (di.qfam < 0) {
+    snprintf(why, len, "vulkan:%d (%s) has no compute queue", index, di.props.deviceName);
+    return NULL;
+  }
+  int dl = find_memory(&di.mem, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+  int host = find_memory(&di.mem, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0);
+  if (dl < 0 || host < 0) {
+    snprintf(why, len, "vulkan:%d (%s) has no usable memory types", index, di.props.deviceName);
+    return NULL;
+  }
+  vk_context *c = calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(why, len, "out of memory");
+    return NULL;
+  }
+  c->inst = instance, c->vi = VI, c->phys = phys[index], c->qfam = (uint32_t)di.qfam, c->props = di.props, c->mem = di.mem, c->f = di.f;
+  c->index = index;
+  c->ns_per_tick = di.props.limits.timestampPeriod;
+  c->dev_local_type = (uint32_t)dl, c->host_type = (uint32_t)host;
+  VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  c->dev_local_mappable = (di.mem.memoryTypes[dl].propertyFlags & hv) == hv;
+  pthread_mutex_init(&c->lock, NULL);
+  char drv[64];
+  driver_version(&di.props, drv, sizeof drv);
+  snprintf(c->name, sizeof c->name, "%s (vulkan:%d, %s driver %s, Vulkan %u.%u)", di.props.deviceName, index, vendor_name(di.props.vendorID),
+           drv, VK_VERSION_MAJOR(di.props.apiVersion), VK_VERSION_MINOR(di.props.apiVersion));
+  snprintf(c->cache_id, sizeof c->cache_id, "%s %04x:%04x driver %u", di.props.deviceName, di.props.vendorID, di.props.deviceID,
+           di.props.driverVersion);
+  if (!make_device(c, &di, why, len)) {
+    free(c); /* the process keeps a failed device; it is not retried */
+    return NULL;
+  }
+  pipeline_cache_load(c);
+  return c;
+}
+
+bool vk_available(char *why, size_t len) {
+  pthread_mutex_lock(&init_lock);
+  bool r = init_instance();
+  if (!r) snprintf(why, len, "%s", init_why);
+  pthread_mutex_unlock(&init_lock);
+  return r;
+}
+
+vk_context *vk_context_get(int index, char *why, size_t len) {
+  pthread_mutex_lock(&init_lock);
+  vk_context *c = NULL;
+  if (!init_instance()) snprintf(why, len, "%s", init_why);
+  else {
+    if (index < 0) index = best_device();
+    if (index < 0 || (uint32_t)index >= nphys)
+      snprintf(why, len, "there is no Vulkan device %d (%u found: vulkan:0 to vulkan:%u)", index, nphys, nphys - 1);
+    else if (!(c = contexts[index]) && (c = make_context(index, why, len)))
+      contexts[index] = c;
+  }
+  pthread_mutex_unlock(&init_lock);
+  return c;
+}
+
+const char *vk_default_device_name(void) {
+  char why[512];
+  vk_context *c = vk_context_get(-1, why, sizeof why);
+  return c ? c->name : "no Vulkan device";
+}
+
+void vk_describe(FILE *out) {
+  pthread_mutex_lock(&init_lock);
+  bool up = init_instance();
+  pthread_mutex_unlock(&init_lock);
+  if (!up) return;
+  int best = best_device();
+  for (uint32_t i = 0; i < nphys; i++) {
+    device_info di;
+    query(phys[i], &di);
+    char drv[64];
+    driver_version(&di.props, drv, sizeof drv);
+    double heap = 0;
+    for (uint32_t h = 0; h < di.mem.memoryHeapCount; h++)
+      if (di.mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) heap += (double)di.mem.memoryHeaps[h].size;
+    const VkPhysicalDeviceLimits *l = &di.props.limits;
+    fprintf(out, "    vulkan:%u%s %s, %s (%04x:%04x), driver %s, Vulkan %u.%u\n", i, (int)i == best ? " (default)" : "",
+            di.props.deviceName, vendor_name(di.props.vendorID), di.props.vendorID, di.props.deviceID, drv,
+            VK_VERSION_MAJOR(di.props.apiVersion), VK_VERSION_MINOR(di.props.apiVersion));
+    fprintf(out, "      %.1f GiB device-local in %u heaps; subgroup %u%s; shared memory %u KiB; work group %u; storage range %u MiB\n",
+            heap / 1073741824.0, di.mem.memoryHeapCount, di.f.subgroup_size, di.f.subgroup_arith ? " with arithmetic" : " (no arithmetic)",
+            l->maxComputeSharedMemorySize / 1024, l->maxComputeWorkGroupInvocations, l->maxStorageBufferRange >> 20);
+    fprintf(out, "      16-bit storage %s, 8-bit storage %s, int64 %s, timestamps %s, cooperative matrix %s\n", di.f.storage16 ? "yes" : "no",
+            di.f.storage8 ? "yes" : "no", di.f.int64 ? "yes" : "no", di.f.timestamps ? "yes" : "no", di.f.coop_matrix ? "yes" : "no");
+  }
+}

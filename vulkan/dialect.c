@@ -1,0 +1,562 @@
+/*
+ * dialect.c: how the Vulkan target spells kernels: GLSL 4.50 compute shaders, one per kernel,
+ * buffers as std430 storage buffers (binding b is buffer b), symbol values as push constants.
+ * Every kernel loops in strides over its work so that a capped dispatch covers any size
+ * (launch.c). Pointwise, conv and opaque kernels give each invocation one output element; row
+ * kernels give each work group one row and reduce with subgroup operations and shared memory;
+ * matmul computes 64x64 tiles from shared-memory panels with a 4x4 register block per
+ * invocation and applies the epilogue as it stores.
+ *
+ * Each kernel's text starts with "//@kernel N needs LIST": the runtime cuts the module there,
+ * puts the prelude in front of each piece, and checks LIST against the device's features.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/dtype.h"
+#include "../targets/emit.h"
+#include "prelude.h"
+#include "vk.h"
+
+static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+static const char *const rownames[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"};
+static const char *const rednames[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
+static const char *const batchnames[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
+
+/* what the kernel needs beyond core Vulkan 1.1 */
+static void needs(emitter *e, int index, char *out, size_t len) {
+  const kir_kernel *k = e->k;
+  bool i64 = false, s16 = false, s8 = false;
+  int bufs[512];
+  int nb = e->m->nbuf <= 512 ? vk_kernel_buffers(e->m, index, bufs) : 0;
+  for (int i = 0; i < nb; i++) {
+    portc_dtype t = e->m->buf[bufs[i]].dt;
+    s16 = s16 || t == PORTC_F16 || t == PORTC_BF16;
+    s8 = s8 || t == PORTC_BOOL;
+    i64 = i64 || !dtype_is_float(t);
+  }
+  for (int v = 0; v < k->nval; v++) i64 = i64 || !dtype_is_float(k->val[v].dt);
+  snprintf(out, len, "%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "");
+}
+
+static void declare_buffers(emitter *e, int index) {
+  int bufs[512];
+  int nb = e->m->nbuf <= 512 ? vk_kernel_buffers(e->m, index, bufs) : 0;
+  for (int i = 0; i < nb; i++) {
+    int b = bufs[i];
+    bool written = false;
+    for (int s = 0; s < e->k->nstore; s++) written = written || e->k->store[s].buf == b;
+    emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", b, written ? "" : "readonly ", b,
+              e->d->storage[e->m->buf[b].dt], b);
+  }
+  if (vk_kernel_checks_indices(e->m, index))
+    emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", e->m->nbuf);
+  int nsym = e->m->g->nsyms;
+  emit_line(e, "layout(push_constant) uniform Symbols { int S[%d]; };", nsym > 0 ? nsym : 1);
+}
+
+/* names[first..last) from the flat index in `flat` over dims [first, last) of s */
+static void unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names) {
+  if (last <= first) return;
+  if (last - first == 1) {
+    emit_line(e, "const int %s = %s;", names[first], flat);
+    return;
+  }
+  emit_line(e, "int r_%s = %s;", names[first], flat);
+  for (int d = last - 1; d >= first; d--) {
+    char ext[32];
+    emit_dim(e, s->d[d], ext, sizeof ext);
+    if (d == first) emit_line(e, "const int %s = r_%s;", names[d], names[first]);
+    else emit_line(e, "const int %s = r_%s %% %s; r_%s /= %s;", names[d], names[first], ext, names[first], ext);
+  }
+}
+
+static void store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx) {
+  char vname[16], off[128];
+  snprintf(vname, sizeof vname, "%s", emit_value(e, st->val, idx));
+  emit_offset(e, st->path, space, idx, off, sizeof off);
+  emit_store(e, st->buf, off, vname);
+}
+
+/* "for (int t = first invocation; t < count; t += all invocations) {" over the output elements */
+static void element_loop(emitter *e, const shape *s) {
+  char count[256];
+  emit_count(e, s, 0, s->rank, count, sizeof count);
+  emit_line(e, "const int NT = %s;", count);
+  emit_line(e, "for (int t = int(gl_GlobalInvocationID.x); t < NT; t += int(gl_NumWorkGroups.x) * %d) {", VK_WG);
+  e->indent++;
+}
+
+static void loop_end(emitter *e) {
+  e->indent--;
+  emit_line(e, "}");
+}
+
+static void pointwise(emitter *e) {
+  const kir_kernel *k = e->k;
+  element_loop(e, &k->dom);
+  unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
+  emit_scope_push(e);
+  store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_scope_pop(e);
+  loop_end(e);
+}
+
+/* ---- row kernels: a work group per row ---- */
+
+static void row_loop_begin(emitter *e, const char *const *full) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "for (int j = int(gl_LocalInvocationID.x); j < L; j += %d) {", VK_WG);
+  e->indent++;
+  emit_scope_push(e);
+  shape fs = {.rank = k->dom.rank + k->red.rank};
+  for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
+  unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
+}
+
+static void row_loop_end(emitter *e) {
+  emit_scope_pop(e);
+  loop_end(e);
+}
+
+static portc_dtype phase_type(const emitter *e, int p) {
+  const kir_kernel *k = e->k;
+  portc_dtype t = e->m->g->nodes[k->node].dt;
+  for (int i = 0; i < k->nval; i++)
+    if (k->val[i].kind == KV_ACC && k->val[i].phase == p) t = k->val[i].dt;
+  return t;
+}
+
+static void row_phase(emitter *e, int p, const char *const *full) {
+  const kir_phase *ph = &e->k->phase[p];
+  portc_dtype t = phase_type(e, p);
+  bool f = dtype_is_float(t), minmax = ph->op == OP_max || ph->op == OP_min;
+  const char *name = ph->op == OP_prod ? "prod" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "sum";
+  emit_hoisted(e, ph->val, full);
+  emit_line(e, "%s acc%d = %s;", compute_type(t), p, reduce_init(ph->op, t));
+  if (f && minmax) emit_line(e, "float nan%d = 0.0;", p);
+  row_loop_begin(e, full);
+  char v[16];
+  snprintf(v, sizeof v, "%s", emit_value(e, ph->val, full));
+  switch (ph->op) {
+  case OP_prod: emit_line(e, "acc%d *= %s;", p, v); break;
+  case OP_max: emit_line(e, "acc%d = %s > acc%d ? %s : acc%d;", p, v, p, v, p); break;
+  case OP_min: emit_line(e, "acc%d = %s < acc%d ? %s : acc%d;", p, v, p, v, p); break;
+  default: emit_line(e, "acc%d += %s;", p, v); break;
+  }
+  if (f && minmax) emit_line(e, "if (isnan(%s)) nan%d = 1.0;", v, p);
+  row_loop_end(e);
+  emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
+  if (f && minmax) emit_line(e, "if (pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, p);
+  if (ph->op == OP_mean) emit_line(e, "acc%d /= float(L);", p);
+}
+
+static void row(emitter *e) {
+  const kir_kernel *k = e->k;
+  char no[256], len[256];
+  emit_count(e, &k->dom, 0, k->dom.rank, no, sizeof no);
+  emit_count(e, &k->red, 0, k->red.rank, len, sizeof len);
+  const char *full[2 * PORTC_MAX_RANK];
+  for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
+  for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
+  emit_line(e, "const int NO = %s, L = %s;", no, len);
+  emit_line(e, "for (int o = int(gl_WorkGroupID.x); o < NO; o += int(gl_NumWorkGroups.x)) {");
+  e->indent++;
+  emit_scope_push(e);
+  unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
+  for (int p = 0; p < k->nphase; p++) row_phase(e, p, full);
+  bool outer = false, any_row = false;
+  for (int s = 0; s < k->nstore; s++) outer = outer || !k->store[s].row, any_row = any_row || k->store[s].row;
+  if (outer) {
+    emit_line(e, "if (gl_LocalInvocationID.x == 0u) {");
+    e->indent++;
+    emit_scope_push(e);
+    for (int s = 0; s < k->nstore; s++)
+      if (!k->store[s].row) store_at(e, &k->store[s], &k->dom, rownames);
+    emit_scope_pop(e);
+    loop_end(e);
+  }
+  if (any_row) {
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
+    row_loop_begin(e, full);
+    shape xs = {.rank = k->dom.rank + k->red.rank};
+    for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
+    for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) store_at(e, &k->store[s], &xs, full);
+    row_loop_end(e);
+  }
+  emit_scope_pop(e);
+  loop_end(e);
+}
+
+/* ---- matmul ---- */
+
+static void operand_expr(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
+  const kir_kernel *k = e->k;
+  char off[128];
+  emit_offset(e, k->in_path[slot], &e->m->buf[k->in_buf[slot]].sh, idx, off, sizeof off);
+  emit_load(e, k->in_buf[slot], off, out, len);
+}
+
+/* loops over batches and 64-row bands of this work group's 64 columns; fills oidx */
+static void matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx) {
+  const kir_kernel *k = e->k;
+  int nb = k->dom.rank - 2;
+  char batch[256], M[32], N[32], K[32];
+  emit_count(e, &k->dom, 0, nb, batch, sizeof batch);
+  emit_line(e, "const int NB = %s, M = %s, N = %s, K = %s;", batch, emit_dim(e, k->mnk[0], M, sizeof M), emit_dim(e, k->mnk[1], N, sizeof N),
+            emit_dim(e, k->mnk[2], K, sizeof K));
+  emit_line(e, "const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), tid = ty * 16 + tx;");
+  emit_line(e, "const int n0 = int(gl_WorkGroupID.x) * %d;", VK_MM_TILE);
+  emit_line(e, "for (int bt = int(gl_WorkGroupID.z); bt < NB; bt += int(gl_NumWorkGroups.z)) {");
+  e->indent++;
+  unravel(e, &k->dom, 0, nb, "bt", batchnames);
+  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", VK_MM_TILE, VK_MM_TILE);
+  e->indent++;
+  for (int d = 0; d < nb; d++) aidx[d] = bidx[d] = oidx[d] = batchnames[d];
+  aidx[nb] = "mm", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "nn", oidx[nb] = "m", oidx[nb + 1] = "n";
+}
+
+static void matmul_store(emitter *e, const char *acc, const char *const *oidx) {
+  emit_line(e, "for (int i = 0; i < 4; i++)");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
+  e->indent += 2;
+  emit_line(e, "const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * jj;");
+  emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const %s acc0 = %s[i][jj];", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
+  emit_scope_push(e);
+  store_at(e, &e->k->store[0], &e->k->dom, oidx);
+  emit_scope_pop(e);
+  e->indent -= 2;
+  emit_line(e, "  }");
+}
+
+static void matmul_float(emitter *e) {
+  const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
+  char ex[1200];
+  matmul_begin(e, aidx, bidx, oidx);
+  emit_line(e, "float c[4][4];");
+  emit_line(e, "for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = 0.0;");
+  emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", VK_MM_BK);
+  e->indent++;
+  emit_line(e, "for (int q = 0; q < 4; q++) {");
+  e->indent++;
+  emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / 16, kk = k0 + ea %% 16;");
+  emit_line(e, "float a = 0.0;");
+  emit_line(e, "if (mm < M && kk < K) {");
+  e->indent++;
+  operand_expr(e, 0, aidx, ex, sizeof ex);
+  emit_line(e, "a = %s;", ex);
+  loop_end(e);
+  emit_line(e, "pc_As[ea %% 16][ea / 16] = a;");
+  loop_end(e);
+  emit_line(e, "for (int q = 0; q < 4; q++) {");
+  e->indent++;
+  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / 64, nn = n0 + eb %% 64;");
+  emit_line(e, "float b = 0.0;");
+  emit_line(e, "if (kk < K && nn < N) {");
+  e->indent++;
+  operand_expr(e, 1, bidx, ex, sizeof ex);
+  emit_line(e, "b = %s;", ex);
+  loop_end(e);
+  emit_line(e, "pc_Bs[eb / 64][eb %% 64] = b;");
+  loop_end(e);
+  emit_line(e, "barrier();");
+  emit_line(e, "for (int p = 0; p < %d; p++) {", VK_MM_BK);
+  emit_line(e, "  float av[4], bv[4];");
+  emit_line(e, "  for (int i = 0; i < 4; i++) av[i] = pc_As[p][ty + 16 * i];");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];");
+  emit_line(e, "  for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);");
+  emit_line(e, "}");
+  emit_line(e, "barrier();");
+  loop_end(e);
+  matmul_store(e, "c", oidx);
+  loop_end(e);
+  loop_end(e);
+}
+
+static void matmul_int(emitter *e) {
+  const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
+  char ae[1200], be[1200];
+  matmul_begin(e, aidx, bidx, oidx);
+  emit_line(e, "int64_t c[4][4];");
+  emit_line(e, "for (int i = 0; i < 4; i++)");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
+  e->indent += 2;
+  emit_line(e, "const int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * jj;");
+  emit_line(e, "int64_t s = 0l;");
+  emit_line(e, "if (mm < M && nn < N)");
+  emit_line(e, "  for (int kk = 0; kk < K; kk++) {");
+  e->indent += 2;
+  operand_expr(e, 0, aidx, ae, sizeof ae);
+  operand_expr(e, 1, bidx, be, sizeof be);
+  emit_line(e, "s += %s * %s;", ae, be);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  emit_line(e, "c[i][jj] = s;");
+  e->indent -= 2;
+  emit_line(e, "  }");
+  matmul_store(e, "c", oidx);
+  loop_end(e);
+  loop_end(e);
+}
+
+/* ---- conv2d: an invocation per output element ---- */
+
+static int64_t attr2(const node *n, const char *name, int i) {
+  const attr *a = attr_get(n, name);
+  return a->set ? a->v[i] : 1;
+}
+
+static void conv(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
+  emit_line(e, "const int C = %lld, H = %lld, W = %lld, O = %lld, CG = %lld, KH = %lld, KW = %lld, OG = O / %lld;", (long long)xs->d[1].c,
+            (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)k->dom.d[1].c, (long long)ws->d[1].c, (long long)ws->d[2].c,
+            (long long)ws->d[3].c, (long long)attr_i(n, "groups"));
+  element_loop(e, &k->dom);
+  unravel(e, &k->dom, 0, 4, "t", idxnames);
+  char bias[256], xv[512], wv[512];
+  if (k->nin > 2) emit_load(e, k->in_buf[2], "i1", bias, sizeof bias);
+  emit_line(e, "const int g = i1 / OG;");
+  emit_line(e, "float s = %s;", k->nin > 2 ? bias : "0.0");
+  emit_line(e, "for (int c = 0; c < CG; c++)");
+  emit_line(e, "  for (int kh = 0; kh < KH; kh++) {");
+  emit_line(e, "    const int ih = i2 * %lld - %lld + kh * %lld;", (long long)attr2(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
+            (long long)attr2(n, "dilation", 0));
+  emit_line(e, "    if (ih < 0 || ih >= H) continue;");
+  emit_line(e, "    for (int kw = 0; kw < KW; kw++) {");
+  emit_line(e, "      const int iw = i3 * %lld - %lld + kw * %lld;", (long long)attr2(n, "stride", 1), (long long)attr_get(n, "padding")->v[1],
+            (long long)attr2(n, "dilation", 1));
+  emit_line(e, "      if (iw < 0 || iw >= W) continue;");
+  emit_load(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
+  emit_load(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
+  emit_line(e, "      s = fma(%s, %s, s);", xv, wv);
+  emit_line(e, "    }");
+  emit_line(e, "  }");
+  emit_line(e, "const float acc0 = s;");
+  emit_scope_push(e);
+  store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_scope_pop(e);
+  loop_end(e);
+}
+
+/* ---- opaque ops: an invocation per output element ---- */
+
+static void argmax(emitter *e, const node *n, int xb, int ob) {
+  const shape *xs = &e->m->buf[xb].sh;
+  char outer[256], len[64], inner[256], ld[512];
+  int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
+  emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
+  emit_dim(e, xs->d[axis], len, sizeof len);
+  emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+  emit_line(e, "const int OU = %s, LEN = %s, IN = %s;", outer, len, inner);
+  emit_line(e, "for (int t = int(gl_GlobalInvocationID.x); t < OU * IN; t += int(gl_NumWorkGroups.x) * %d) {", VK_WG);
+  e->indent++;
+  emit_line(e, "const int o = t / IN, i = t %% IN;");
+  emit_load(e, xb, "o * LEN * IN + i", ld, sizeof ld);
+  const char *ct = compute_type(e->m->buf[xb].dt);
+  emit_line(e, "int best = 0; %s bv = %s;", ct, ld);
+  emit_load(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
+  emit_line(e, "for (int q = 1; q < LEN; q++) {");
+  emit_line(e, "  const %s v = %s;", ct, ld);
+  if (dtype_is_float(e->m->buf[xb].dt)) emit_line(e, "  if (!isnan(bv) && (isnan(v) || v > bv)) { bv = v; best = q; }");
+  else emit_line(e, "  if (v > bv) { bv = v; best = q; }");
+  emit_line(e, "}");
+  emit_store(e, ob, "t", "int64_t(best)");
+  loop_end(e);
+}
+
+static void pool(emitter *e, const node *n, int xb, int ob) {
+  const shape *xs = &e->m->buf[xb].sh;
+  const attr *ka = attr_get(n, "kernel"), *sa = attr_get(n, "stride"), *pa = attr_get(n, "padding");
+  const int64_t *st = sa->set ? sa->v : ka->v;
+  bool mx = n->op == OP_max_pool2d, f = dtype_is_float(e->m->buf[xb].dt);
+  char ld[512];
+  emit_line(e, "const int H = %lld, W = %lld, OH = %lld, OW = %lld;", (long long)xs->d[2].c, (long long)xs->d[3].c,
+            (long long)e->k->dom.d[2].c, (long long)e->k->dom.d[3].c);
+  element_loop(e, &e->k->dom);
+  emit_line(e, "const int nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;");
+  emit_line(e, "%s acc = %s;", compute_type(e->m->buf[xb].dt), mx ? (f ? "(-INFINITY)" : "INT64_MIN") : "0.0");
+  emit_line(e, "for (int kh = 0; kh < %lld; kh++)", (long long)ka->v[0]);
+  emit_line(e, "  for (int kw = 0; kw < %lld; kw++) {", (long long)ka->v[1]);
+  emit_line(e, "    const int ih = oh * %lld - %lld + kh, iw = ow * %lld - %lld + kw;", (long long)st[0], (long long)pa->v[0], (long long)st[1],
+            (long long)pa->v[1]);
+  emit_line(e, "    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;");
+  emit_load(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
+  if (!mx) emit_line(e, "    acc += %s;", ld);
+  else if (f) emit_line(e, "    { const float v = %s; if (!isnan(acc) && (isnan(v) || v > acc)) acc = v; }", ld);
+  else emit_line(e, "    { const int64_t v = %s; if (v > acc) acc = v; }", ld);
+  emit_line(e, "  }");
+  if (!mx) emit_line(e, "acc /= %lld.0;", (long long)(ka->v[0] * ka->v[1]));
+  emit_store(e, ob, "t", "acc");
+  loop_end(e);
+}
+
+static void concat(emitter *e, const node *n, int ob) {
+  const kir_kernel *k = e->k;
+  int64_t axis = norm_axis(attr_i(n, "axis"), k->dom.rank);
+  char inner[256], ld[512];
+  emit_count(e, &k->dom, (int)axis + 1, k->dom.rank, inner, sizeof inner);
+  emit_line(e, "const int IN = %s, OL = %lld;", inner, (long long)k->dom.d[axis].c);
+  element_loop(e, &k->dom);
+  emit_line(e, "const int o = t / (OL * IN), a = t / IN %% OL, i = t %% IN;");
+  int64_t at = 0;
+  for (int j = 0; j < k->nin; j++) {
+    int64_t xl = e->m->buf[k->in_buf[j]].sh.d[axis].c;
+    char off[160];
+    snprintf(off, sizeof off, "(o * %lld + a - %lld) * IN + i", (long long)xl, (long long)at);
+    emit_load(e, k->in_buf[j], off, ld, sizeof ld);
+    emit_line(e, "%sif (a < %lld) {", j ? "else " : "", (long long)(at + xl));
+    e->indent++;
+    emit_store(e, ob, "t", ld);
+    loop_end(e);
+    at += xl;
+  }
+  loop_end(e);
+}
+
+static void pad(emitter *e, const node *n, int xb, int ob) {
+  const kir_kernel *k = e->k;
+  const attr *pads = attr_get(n, "pads");
+  const shape *xs = &e->m->buf[xb].sh;
+  char val[64], ld[512];
+  double v = attr_f(n, "value");
+  if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%.9e", v);
+  else snprintf(val, sizeof val, "int64_t(%lld)", (long long)v);
+  element_loop(e, &k->dom);
+  unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
+  strbuf off = {0}, in = {0};
+  for (int d = 0; d < xs->rank; d++) {
+    char ext[32], stride[256];
+    emit_dim(e, xs->d[d], ext, sizeof ext);
+    emit_count(e, xs, d + 1, xs->rank, stride, sizeof stride);
+    emit_line(e, "const int p%d = %s - %lld;", d, idxnames[d], (long long)pads->v[2 * d]);
+    sb_printf(&in, "%sp%d >= 0 && p%d < %s", d ? " && " : "", d, d, ext);
+    sb_printf(&off, "%sp%d * %s", d ? " + " : "", d, stride);
+  }
+  char *os = sb_take(&off), *is = sb_take(&in);
+  emit_load(e, xb, os && *os ? os : "0", ld, sizeof ld);
+  emit_line(e, "if (%s) {", is && *is ? is : "true");
+  e->indent++;
+  emit_store(e, ob, "t", ld);
+  e->indent--;
+  emit_line(e, "} else {");
+  e->indent++;
+  emit_store(e, ob, "t", val);
+  loop_end(e);
+  free(os);
+  free(is);
+  loop_end(e);
+}
+
+static void gather(emitter *e, const node *n, int xb, int ob) {
+  const shape *xs = &e->m->buf[xb].sh, *is = &e->m->buf[e->k->in_buf[1]].sh;
+  char outer[256], len[64], inner[256], nidx[256], ld[512];
+  int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
+  emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
+  emit_dim(e, xs->d[axis], len, sizeof len);
+  emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+  emit_count(e, is, 0, is->rank, nidx, sizeof nidx);
+  emit_line(e, "const int LEN = %s, IN = %s, NI = %s;", len, inner, nidx);
+  element_loop(e, &e->k->dom);
+  emit_line(e, "const int o = t / (NI * IN), q = t / IN %% NI, i = t %% IN;");
+  emit_load(e, e->k->in_buf[1], "q", ld, sizeof ld);
+  emit_line(e, "int64_t ix = %s;", ld);
+  emit_line(e, "if (ix < 0l) ix += int64_t(LEN);");
+  emit_line(e, "if (ix < 0l || ix >= int64_t(LEN)) { atomicOr(pc_bad, 1u); continue; }");
+  emit_load(e, xb, "(o * LEN + int(ix)) * IN + i", ld, sizeof ld);
+  emit_store(e, ob, "t", ld);
+  loop_end(e);
+}
+
+static void opaque(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  int ob = k->store[0].buf, xb = k->in_buf[0];
+  switch (n->op) {
+  case OP_argmax: argmax(e, n, xb, ob); break;
+  case OP_max_pool2d:
+  case OP_avg_pool2d: pool(e, n, xb, ob); break;
+  case OP_concat: concat(e, n, ob); break;
+  case OP_pad: pad(e, n, xb, ob); break;
+  default: gather(e, n, xb, ob); break;
+  }
+}
+
+static void kernel(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  char need[128];
+  needs(e, index, need, sizeof need);
+  emit_line(e, "//@kernel %d needs%s", index, need);
+  emit_line(e, "// %s", k->why);
+  bool mm = k->kind == KK_MATMUL;
+  if (mm) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
+  else emit_line(e, "layout(local_size_x = %d) in;", VK_WG);
+  declare_buffers(e, index);
+  if (mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
+    emit_line(e, "shared float pc_As[%d][%d];", VK_MM_BK, VK_MM_TILE + 1);
+    emit_line(e, "shared float pc_Bs[%d][%d];", VK_MM_BK, VK_MM_TILE);
+  }
+  emit_line(e, "void main() {");
+  e->indent++;
+  switch (k->kind) {
+  case KK_POINTWISE: pointwise(e); break;
+  case KK_ROW: row(e); break;
+  case KK_MATMUL:
+    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) matmul_float(e);
+    else matmul_int(e);
+    break;
+  case KK_CONV: conv(e); break;
+  case KK_OPAQUE: opaque(e); break;
+  }
+  e->indent--;
+  emit_line(e, "}\n");
+}
+
+static void module_end(emitter *e) { (void)e; }
+
+/* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise) */
+const dialect vulkan_dialect = {
+    .name = "glsl450",
+    .prelude = glsl_prelude,
+    .index_type = "int",
+    .index_lit = "%lld",
+    .int_lit = "%lldl",
+    .decimal_floats = true,
+    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "uint16_t", [PORTC_BF16] = "uint16_t",
+                [PORTC_I32] = "int", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
+    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(uint(%s[%s]))", [PORTC_BF16] = "pc_ld_bf16(uint(%s[%s]))",
+             [PORTC_I32] = "PC_I32(int64_t(%s[%s]))", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "int64_t(uint(%s[%s]))"},
+    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = uint16_t(pc_st_f16(%s));",
+              [PORTC_BF16] = "%s[%s] = uint16_t(pc_st_bf16(%s));", [PORTC_I32] = "%s[%s] = int(%s);",
+              [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = uint8_t((%s) != 0l ? 1u : 0u);"},
+    .float_ops = {
+        [OP_neg] = "(-%0)", [OP_abs] = "abs(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "pc_logf(%0)",
+        [OP_sqrt] = "sqrt(%0)", [OP_rsqrt] = "inversesqrt(%0)", [OP_reciprocal] = "(1.0 / %0)",
+        [OP_tanh] = "pc_tanhf(%0)", [OP_sigmoid] = "(1.0 / (1.0 + pc_expf(-%0)))", [OP_relu] = "pc_relu(%0)",
+        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0 + pc_expf(-%0)))",
+        [OP_erf] = "pc_erff(%0)", [OP_sin] = "pc_sinf(%0)", [OP_cos] = "pc_cosf(%0)", [OP_floor] = "floor(%0)",
+        [OP_ceil] = "ceil(%0)", [OP_sign] = "pc_signf(%0)",
+        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
+        [OP_pow] = "pc_powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
+        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
+        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 != 0l ? %1 : %2)",
+        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
+    },
+    .int_ops = {
+        [OP_neg] = "(-%0)", [OP_abs] = "abs(%0)", [OP_relu] = "(%0 > 0l ? %0 : 0l)",
+        [OP_sign] = "((%0 > 0l ? 1l : 0l) - (%0 < 0l ? 1l : 0l))", [OP_not] = "(%0 == 0l)",
+        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "pc_idiv(%0, %1)",
+        [OP_maximum] = "max(%0, %1)", [OP_minimum] = "min(%0, %1)",
+        [OP_and] = "(%0 != 0l && %1 != 0l)", [OP_or] = "(%0 != 0l || %1 != 0l)",
+        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
+        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 != 0l ? %1 : %2)",
+    },
+    .kernel = kernel,
+    .module_end = module_end,
+};

@@ -1,0 +1,441 @@
+/*
+ * runtime.c: the Vulkan target. load cuts the module's GLSL into one shader per kernel, checks
+ * each against the device's features, compiles it (or finds its SPIR-V in the kernel cache) and
+ * makes a compute pipeline through the pipeline cache. A run records every dispatch into one
+ * command buffer, with a barrier between dependent dispatches and timestamps around them, and
+ * waits for it; in reduce-overhead mode the command buffer is recorded once and resubmitted
+ * while the buffers and symbol values stay the same.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../ir/dtype.h"
+#include "../targets/cache.h"
+#include "vk.h"
+
+enum { MAX_BIND = 64 };
+
+typedef struct vk_kernel {
+  VkShaderModule shader;
+  VkDescriptorSetLayout dsl;
+  VkPipelineLayout layout;
+  VkPipeline pipe;
+  VkDescriptorSet set;
+  int nbind, bind[MAX_BIND]; /* buffer indices; binding b is buffer b */
+  bool status;               /* binds the status word at binding nbuf */
+  dev_buf bound[MAX_BIND];   /* what the descriptor set holds now */
+  bool written;
+} vk_kernel;
+
+/* one launch as asked for: its buffers and symbol values */
+typedef struct vk_launch {
+  dev_buf b[MAX_BIND];
+  int32_t S[VK_MAX_SYMS];
+} vk_launch;
+
+typedef struct vk_module {
+  vk_context *c;
+  const kir_module *km;
+  int nk, nsym;
+  vk_kernel *k;
+  vk_launch *pending, *recorded;
+  bool has_recording, reduce_overhead;
+  VkDescriptorPool pool;
+  VkCommandPool cpool;
+  VkCommandBuffer cb;
+  VkFence fence;
+  VkQueryPool queries;
+  vk_buffer *status;
+} vk_module;
+
+static bool available(char *why, size_t len) { return vk_available(why, len); }
+static const char *device(void) { return vk_default_device_name(); }
+static int vector_bytes(void) { return 16; }
+
+static void unload(void *handle) {
+  vk_module *m = handle;
+  if (!m) return;
+  vk_context *c = m->c;
+  for (int i = 0; m->k && i < m->nk; i++) {
+    vk_kernel *k = &m->k[i];
+    if (k->pipe) c->d.vkDestroyPipeline(c->dev, k->pipe, NULL);
+    if (k->layout) c->d.vkDestroyPipelineLayout(c->dev, k->layout, NULL);
+    if (k->dsl) c->d.vkDestroyDescriptorSetLayout(c->dev, k->dsl, NULL);
+    if (k->shader) c->d.vkDestroyShaderModule(c->dev, k->shader, NULL);
+  }
+  if (m->queries) c->d.vkDestroyQueryPool(c->dev, m->queries, NULL);
+  if (m->fence) c->d.vkDestroyFence(c->dev, m->fence, NULL);
+  if (m->cpool) c->d.vkDestroyCommandPool(c->dev, m->cpool, NULL);
+  if (m->pool) c->d.vkDestroyDescriptorPool(c->dev, m->pool, NULL);
+  vk_buffer_free(c, m->status);
+  free(m->k);
+  free(m->pending);
+  free(m->recorded);
+  free(m);
+}
+
+static portc_status vk_fail(VkResult r, const char *what, const vk_context *c) {
+  return err_set(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? PORTC_ERR_NOMEM : PORTC_ERR_DEVICE,
+                 "vulkan: %s failed on %s: %s", what, c->props.deviceName, vk_result_name(r));
+}
+
+/* the features a kernel's "needs" line asks for: an error names the first the device lacks */
+static portc_status check_needs(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
+  static const struct { const char *word, *define, *feature; } table[] = {
+      {"int64", "PC_INT64", "64-bit integers (shaderInt64)"},
+      {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)"},
+      {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)"},
+      {"row", "PC_ROW_KERNEL", NULL},
+  };
+  bool have[] = {c->f.int64, c->f.storage16, c->f.storage8, true};
+  for (int t = 0; t < 4; t++) {
+    const char *w = strstr(line, table[t].word);
+    size_t n = strlen(table[t].word);
+    if (!w || (w[n] && w[n] != ' ' && w[n] != '\n')) continue;
+    if (!have[t])
+      return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d needs %s, which %s does not offer", i, table[t].feature, c->props.deviceName);
+    defines[(*nd)++] = table[t].define;
+  }
+  defines[*nd] = NULL;
+  return PORTC_OK;
+}
+
+/* SPIR-V of one kernel's shader, from the kernel cache or compiled and stored there */
+static portc_status spirv_for(vk_context *c, const char *glsl, const char *const *defines, const char *name, uint32_t **code, size_t *words,
+                              bool *hit) {
+  char dir[4096], path[4200], key[33], defs[128] = "";
+  portc_status st = cache_dir(dir, sizeof dir);
+  if (st) return st;
+  for (int i = 0; defines[i]; i++) snprintf(defs + strlen(defs), sizeof defs - strlen(defs), "%s ", defines[i]);
+  char sub[32];
+  snprintf(sub, sizeof sub, "subgroup %u %d", c->f.subgroup_size, c->f.subgroup_arith);
+  const char *parts[] = {glsl, "vulkan", c->cache_id, vk_compiler_id(), defs, sub, NULL};
+  cache_key(parts, key);
+  *hit = cache_lookup(dir, key, "spv", path, sizeof path);
+  if (*hit) {
+    FILE *f = fopen(path, "rb");
+    long sz = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) > 0 && sz % 4 == 0 && (*code = malloc((size_t)sz))) {
+      rewind(f);
+      if (fread(*code, 1, (size_t)sz, f) == (size_t)sz && (*code)[0] == 0x07230203u) *words = (size_t)sz / 4;
+    }
+    if (f) fclose(f);
+    if (*words) return PORTC_OK;
+    free(*code), *code = NULL; /* unreadable or not SPIR-V: build it again */
+    unlink(path);
+    *hit = false;
+  }
+  log_line("cache", "miss %s/%s.spv (%s)", dir, key, name);
+  if ((st = vk_compile(c, glsl, name, defines, code, words))) return st;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s/%s.spv.XXXXXX", dir, key);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  bool ok = f && fwrite(*code, 4, *words, f) == *words;
+  if (f) fclose(f);
+  if (!ok || cache_store(dir, key, "spv", tmp, path, sizeof path) != PORTC_OK) {
+    unlink(tmp); /* the kernel still runs; the cache just misses next time */
+    log_line("cache", "could not store %s", tmp);
+  }
+  return PORTC_OK;
+}
+
+static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, size_t words) {
+  vk_context *c = m->c;
+  vk_kernel *k = &m->k[i];
+  VkResult r;
+  VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = words * 4, .pCode = code};
+  if ((r = c->d.vkCreateShaderModule(c->dev, &si, NULL, &k->shader))) return vk_fail(r, "vkCreateShaderModule", c);
+  VkDescriptorSetLayoutBinding b[MAX_BIND + 1];
+  int nb = 0;
+  for (int j = 0; j < k->nbind; j++)
+    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)k->bind[j], .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                             .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+  if (k->status)
+    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)m->km->nbuf, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                             .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+  VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)nb, .pBindings = b};
+  if ((r = c->d.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &k->dsl))) return vk_fail(r, "vkCreateDescriptorSetLayout", c);
+  VkPushConstantRange pcr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 4 * (uint32_t)(m->nsym > 0 ? m->nsym : 1)};
+  VkPipelineLayoutCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &k->dsl,
+                                   .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
+  if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
+  VkComputePipelineCreateInfo ci = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = k->shader,
+                .pName = "main"},
+      .layout = k->layout};
+  pthread_mutex_lock(&c->lock); /* the pipeline cache is shared by the process's modules */
+  r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->pipe);
+  pthread_mutex_unlock(&c->lock);
+  if (r) return vk_fail(r, "vkCreateComputePipelines", c);
+  return PORTC_OK;
+}
+
+/* the descriptor pool with one set per kernel, the command buffer, fence, timestamps, status */
+static portc_status make_frame(vk_module *m) {
+  vk_context *c = m->c;
+  VkResult r;
+  uint32_t descriptors = 0;
+  bool status = false;
+  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->k[i].nbind + m->k[i].status, status = status || m->k[i].status;
+  VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = descriptors ? descriptors : 1};
+  VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = (uint32_t)(m->nk ? m->nk : 1),
+                                    .poolSizeCount = 1, .pPoolSizes = &ps};
+  if ((r = c->d.vkCreateDescriptorPool(c->dev, &dpi, NULL, &m->pool))) return vk_fail(r, "vkCreateDescriptorPool", c);
+  for (int i = 0; i < m->nk; i++) {
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = m->pool,
+                                      .descriptorSetCount = 1, .pSetLayouts = &m->k[i].dsl};
+    if ((r = c->d.vkAllocateDescriptorSets(c->dev, &ai, &m->k[i].set))) return vk_fail(r, "vkAllocateDescriptorSets", c);
+  }
+  VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = c->qfam};
+  if ((r = c->d.vkCreateCommandPool(c->dev, &cpi, NULL, &m->cpool))) return vk_fail(r, "vkCreateCommandPool", c);
+  VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = m->cpool,
+                                     .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+  if ((r = c->d.vkAllocateCommandBuffers(c->dev, &cai, &m->cb))) return vk_fail(r, "vkAllocateCommandBuffers", c);
+  VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  if ((r = c->d.vkCreateFence(c->dev, &fi, NULL, &m->fence))) return vk_fail(r, "vkCreateFence", c);
+  if (c->f.timestamps) {
+    VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2};
+    if ((r = c->d.vkCreateQueryPool(c->dev, &qi, NULL, &m->queries))) return vk_fail(r, "vkCreateQueryPool", c);
+  }
+  return status ? vk_buffer_new(c, 4, true, &m->status) : PORTC_OK;
+}
+
+static portc_status load(const load_request *req, void **handle, bool *hit) {
+  char why[512];
+  vk_context *c = vk_context_get(req->device, why, sizeof why);
+  if (!c) return err_set(PORTC_ERR_DEVICE, "vulkan: %s", why);
+  const kir_module *km = req->km;
+  if (km->g->nsyms > VK_MAX_SYMS) return err_set(PORTC_ERR_INVALID, "vulkan: more than %d symbols", VK_MAX_SYMS);
+  vk_module *m = calloc(1, sizeof *m);
+  if (!m) return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+  m->c = c, m->km = km, m->nk = km->nk, m->nsym = km->g->nsyms, m->reduce_overhead = req->reduce_overhead;
+  m->k = calloc((size_t)km->nk + 1, sizeof *m->k);
+  m->pending = calloc((size_t)km->nk + 1, sizeof *m->pending);
+  m->recorded = calloc((size_t)km->nk + 1, sizeof *m->recorded);
+  if (!m->k || !m->pending || !m->recorded) {
+    unload(m);
+    return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+  }
+  const char *first = strstr(req->source, "//@kernel ");
+  size_t prelude = first ? (size_t)(first - req->source) : strlen(req->source);
+  portc_status st = PORTC_OK;
+  bool all_hit = true, built = false;
+  const char *at = first;
+  for (int i = 0; i < km->nk && !st; i++) {
+    vk_kernel *k = &m->k[i];
+    int bufs[512];
+    k->nbind = km->nbuf <= 512 ? vk_kernel_buffers(km, i, bufs) : MAX_BIND + 1;
+    if (k->nbind > MAX_BIND) {
+      st = err_set(PORTC_ERR_INVALID, "vulkan: kernel %d reads or writes more than %d buffers", i, MAX_BIND);
+      break;
+    }
+    memcpy(k->bind, bufs, sizeof *bufs * (size_t)k->nbind);
+    k->status = vk_kernel_checks_indices(km, i);
+    if (!at) {
+      st = err_set(PORTC_ERR_INTERNAL, "vulkan: the module source has no kernel %d", i);
+      break;
+    }
+    const char *next = strstr(at + 1, "//@kernel ");
+    size_t klen = next ? (size_t)(next - at) : strlen(at);
+    const char *defines[8];
+    int nd = 0;
+    const char *eol = strchr(at, '\n');
+    char line[128];
+    snprintf(line, sizeof line, "%.*s", eol ? (int)(eol - at) : 0, at);
+    if ((st = check_needs(c, i, line, defines, &nd))) break;
+    char *glsl = malloc(prelude + klen + 1), name[160];
+    if (!glsl) {
+      st = err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+      break;
+    }
+    memcpy(glsl, req->source, prelude);
+    memcpy(glsl + prelude, at, klen);
+    glsl[prelude + klen] = 0;
+    snprintf(name, sizeof name, "%s.kernel%d", req->graph_name, i);
+    uint32_t *code = NULL;
+    size_t words = 0;
+    bool h = false;
+    if (!(st = spirv_for(c, glsl, defines, name, &code, &words, &h))) st = make_pipeline(m, i, code, words);
+    all_hit = all_hit && h;
+    built = built || !h;
+    free(code);
+    free(glsl);
+    at = next;
+  }
+  if (!st) st = make_frame(m);
+  if (st) {
+    unload(m);
+    return st;
+  }
+  if (built) vk_pipeline_cache_save(c);
+  *hit = all_hit;
+  *handle = m;
+  return PORTC_OK;
+}
+
+static portc_status launch(void *handle, int i, void *const *bufs, const int64_t *S) {
+  vk_module *m = handle;
+  vk_kernel *k = &m->k[i];
+  vk_launch *l = &m->pending[i];
+  for (int j = 0; j < k->nbind; j++) {
+    const dev_buf *b = bufs[k->bind[j]];
+    if (b->bytes > (int64_t)m->c->props.limits.maxStorageBufferRange)
+      return err_set(PORTC_ERR_DEVICE, "vulkan: buffer %d has %lld bytes; %s binds at most %u (maxStorageBufferRange)", k->bind[j],
+                     (long long)b->bytes, m->c->props.deviceName, m->c->props.limits.maxStorageBufferRange);
+    if (b->bytes / (int64_t)portc_dtype_size(m->km->buf[k->bind[j]].dt) >= (INT64_C(1) << 31) - (INT64_C(1) << 24))
+      return err_set(PORTC_ERR_INVALID, "vulkan: buffer %d has 2^31 elements or more; kernels index with 32 bits", k->bind[j]);
+    l->b[j] = *b;
+  }
+  for (int s = 0; s < m->nsym; s++) {
+    if (S[s] < 0 || S[s] >= (INT64_C(1) << 31)) return err_set(PORTC_ERR_INVALID, "vulkan: symbol value %lld does not fit 32 bits", (long long)S[s]);
+    l->S[s] = (int32_t)S[s];
+  }
+  return PORTC_OK;
+}
+
+static portc_status begin(void *handle) {
+  (void)handle;
+  return PORTC_OK;
+}
+
+static bool same_buf(const dev_buf *a, const dev_buf *b) { return a->obj == b->obj && a->offset == b->offset && a->bytes == b->bytes; }
+
+/* points kernel i's descriptor set at its pending buffers, where they changed */
+static void update_set(vk_module *m, int i) {
+  vk_kernel *k = &m->k[i];
+  const vk_launch *l = &m->pending[i];
+  bool same = k->written;
+  for (int j = 0; j < k->nbind && same; j++) same = same_buf(&k->bound[j], &l->b[j]);
+  if (same) return;
+  VkDescriptorBufferInfo info[MAX_BIND + 1];
+  VkWriteDescriptorSet w[MAX_BIND + 1];
+  int n = 0;
+  for (int j = 0; j < k->nbind; j++) {
+    const vk_buffer *vb = l->b[j].obj;
+    /* a size-0 tensor still binds a valid range: the module gives every buffer 4 bytes or more */
+    info[n] = (VkDescriptorBufferInfo){vb->buf, (VkDeviceSize)l->b[j].offset, l->b[j].bytes ? (VkDeviceSize)l->b[j].bytes : VK_WHOLE_SIZE};
+    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)k->bind[j],
+                                  .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
+    n++;
+    k->bound[j] = l->b[j];
+  }
+  if (k->status) {
+    info[n] = (VkDescriptorBufferInfo){m->status->buf, 0, VK_WHOLE_SIZE};
+    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)m->km->nbuf,
+                                  .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
+    n++;
+  }
+  m->c->d.vkUpdateDescriptorSets(m->c->dev, (uint32_t)n, w, 0, NULL);
+  k->written = true;
+}
+
+static void barrier(vk_module *m, VkPipelineStageFlags src, VkAccessFlags sa, VkPipelineStageFlags dst, VkAccessFlags da) {
+  VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = sa, .dstAccessMask = da};
+  m->c->d.vkCmdPipelineBarrier(m->cb, src, dst, 0, 1, &b, 0, NULL, 0, NULL);
+}
+
+static portc_status record(vk_module *m) {
+  vk_context *c = m->c;
+  const vk_device_api *d = &c->d;
+  for (int i = 0; i < m->nk; i++) update_set(m, i);
+  VkResult r = d->vkResetCommandBuffer(m->cb, 0);
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  if (r || (r = d->vkBeginCommandBuffer(m->cb, &bi))) return vk_fail(r, "vkBeginCommandBuffer", c);
+  if (m->queries) d->vkCmdResetQueryPool(m->cb, m->queries, 0, 2);
+  if (m->status) d->vkCmdFillBuffer(m->cb, m->status->buf, 0, 4, 0);
+  /* what the host and earlier copies wrote is visible to the kernels */
+  barrier(m, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  if (m->queries) d->vkCmdWriteTimestamp(m->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, m->queries, 0);
+  for (int i = 0; i < m->nk; i++) {
+    vk_kernel *k = &m->k[i];
+    int64_t S[VK_MAX_SYMS];
+    for (int s = 0; s < m->nsym; s++) S[s] = m->pending[i].S[s];
+    uint32_t g[3];
+    vk_grid(m->km, i, S, g);
+    d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipe);
+    d->vkCmdBindDescriptorSets(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &k->set, 0, NULL);
+    int32_t zero = 0;
+    d->vkCmdPushConstants(m->cb, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * (uint32_t)(m->nsym > 0 ? m->nsym : 1),
+                          m->nsym ? (const void *)m->pending[i].S : (const void *)&zero);
+    d->vkCmdDispatch(m->cb, g[0], g[1], g[2]);
+    /* the next kernel may read what this one wrote */
+    barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  }
+  if (m->queries) d->vkCmdWriteTimestamp(m->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m->queries, 1);
+  barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT);
+  if ((r = d->vkEndCommandBuffer(m->cb))) return vk_fail(r, "vkEndCommandBuffer", c);
+  return PORTC_OK;
+}
+
+static portc_status end(void *handle, double *seconds) {
+  vk_module *m = handle;
+  vk_context *c = m->c;
+  size_t bytes = sizeof *m->pending * (size_t)m->nk;
+  bool replay = m->reduce_overhead && m->has_recording && memcmp(m->pending, m->recorded, bytes) == 0;
+  portc_status st = replay ? PORTC_OK : record(m);
+  if (st) return st;
+  if (!replay) {
+    memcpy(m->recorded, m->pending, bytes);
+    m->has_recording = true;
+  }
+  if ((st = vk_submit_wait(c, m->cb, m->fence))) return st;
+  *seconds = 0;
+  if (m->queries) {
+    uint64_t ts[2];
+    VkResult r = c->d.vkGetQueryPoolResults(c->dev, m->queries, 0, 2, sizeof ts, ts, sizeof *ts,
+                                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r) return vk_fail(r, "vkGetQueryPoolResults", c);
+    *seconds = (double)(ts[1] - ts[0]) * c->ns_per_tick * 1e-9;
+  }
+  if (m->status && *(volatile uint32_t *)m->status->map)
+    return err_set(PORTC_ERR_RUNTIME, "an index is out of range (gather)");
+  return PORTC_OK;
+}
+
+static portc_status dev_alloc(void *handle, int64_t bytes, void **obj) {
+  vk_module *m = handle;
+  return vk_buffer_new(m->c, bytes, false, (vk_buffer **)obj);
+}
+
+static void dev_free(void *handle, void *obj) {
+  vk_module *m = handle;
+  vk_buffer_free(m->c, obj);
+}
+
+static portc_status dev_write(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes) {
+  vk_module *m = handle;
+  return vk_buffer_write(m->c, obj, offset, src, bytes);
+}
+
+static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes) {
+  vk_module *m = handle;
+  return vk_buffer_read(m->c, obj, offset, dst, bytes);
+}
+
+const target vulkan_target = {
+    .name = "vulkan",
+    .summary = "GLSL compute shaders compiled to SPIR-V by shaderc, run through the Vulkan loader",
+    .dialect = &vulkan_dialect,
+    .available = available,
+    .device = device,
+    .vector_bytes = vector_bytes,
+    .load = load,
+    .launch = launch,
+    .unload = unload,
+    .describe = vk_describe,
+    .dev_alloc = dev_alloc,
+    .dev_free = dev_free,
+    .dev_write = dev_write,
+    .dev_read = dev_read,
+    .begin = begin,
+    .end = end,
+};

@@ -1,0 +1,83 @@
+/*
+ * vk.h: the Vulkan target's parts and what they share: the per-device context (context.c),
+ * buffers and copies (memory.c), GLSL to SPIR-V (compile.c), the launch geometry that the
+ * dialect and the runtime agree on (launch.c), and the dialect itself (dialect.c).
+ */
+#ifndef PORTC_VULKAN_VK_H
+#define PORTC_VULKAN_VK_H
+
+#include <pthread.h>
+
+#include "../targets/target.h"
+#include "vk_api.h"
+
+/* what a device offers that kernels may need; a kernel that needs a missing one is refused at
+ * compile time with the feature's name, or written without it */
+typedef struct vk_features {
+  bool storage16, storage8, int64, subgroup_arith, timestamps, coop_matrix;
+  uint32_t subgroup_size;
+} vk_features;
+
+typedef struct vk_context {
+  VkInstance inst;
+  vk_instance_api vi;
+  vk_device_api d;
+  VkPhysicalDevice phys;
+  VkDevice dev;
+  VkQueue queue;
+  uint32_t qfam;
+  VkPhysicalDeviceProperties props;
+  VkPhysicalDeviceMemoryProperties mem;
+  vk_features f;
+  double ns_per_tick;
+  uint32_t dev_local_type, host_type; /* memory type indices */
+  bool dev_local_mappable;            /* device-local memory the host can map (software, ReBAR) */
+  pthread_mutex_t lock;               /* the queue, the staging buffer and the pipeline cache */
+  VkCommandPool xfer_pool;
+  VkCommandBuffer xfer_cb;
+  VkFence xfer_fence;
+  struct vk_buffer *staging;
+  VkPipelineCache pcache;
+  int index;
+  char name[400];     /* "NVIDIA H100 80GB HBM3 (vulkan:0, NVIDIA driver 580.x, Vulkan 1.4)" */
+  char cache_id[320]; /* device and driver, for cache keys */
+} vk_context;
+
+/* the context of device `index` (-1: $PORTC_VULKAN_DEVICE, else the best GPU), made once */
+vk_context *vk_context_get(int index, char *why, size_t len);
+bool vk_available(char *why, size_t len);
+const char *vk_default_device_name(void);
+void vk_describe(FILE *out);
+/* writes the pipeline cache beside the kernel cache */
+void vk_pipeline_cache_save(vk_context *c);
+
+typedef struct vk_buffer {
+  VkBuffer buf;
+  VkDeviceMemory mem;
+  int64_t bytes;
+  void *map; /* when the host can see it */
+} vk_buffer;
+
+portc_status vk_buffer_new(vk_context *c, int64_t bytes, bool host, vk_buffer **out);
+void vk_buffer_free(vk_context *c, vk_buffer *b);
+portc_status vk_buffer_write(vk_context *c, vk_buffer *b, int64_t offset, const void *src, int64_t bytes);
+portc_status vk_buffer_read(vk_context *c, vk_buffer *b, int64_t offset, void *dst, int64_t bytes);
+/* submits one command buffer and waits for its fence, under the context's lock */
+portc_status vk_submit_wait(vk_context *c, VkCommandBuffer cb, VkFence fence);
+
+/* GLSL to validated SPIR-V for the device (words in *spirv, free with free()); defines is a
+ * NULL-terminated list of macro names, each defined as 1 */
+portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words);
+/* the compiler's identity for cache keys */
+const char *vk_compiler_id(void);
+
+/* launch geometry, shared by the dialect (which loops) and the runtime (which dispatches) */
+enum { VK_WG = 256, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MM_BK = 16, VK_MAX_SYMS = 32 };
+void vk_grid(const kir_module *m, int k, const int64_t *S, uint32_t groups[3]);
+/* the buffers kernel k binds (binding b is buffer b), and whether it reports bad indices */
+int vk_kernel_buffers(const kir_module *m, int k, int *bufs);
+bool vk_kernel_checks_indices(const kir_module *m, int k);
+
+extern const dialect vulkan_dialect;
+
+#endif
