@@ -34,7 +34,7 @@ typedef struct tolerance {
   double atol; /* the absolute part, in units of rtol times the output's RMS */
   double norm; /* ||out - ref|| / ||ref|| <= norm */
 } tolerance;
-void conf_tolerance(const portc_graph *g, portc_bindings *b, bool eager, tolerance *t);
+void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target, bool eager, tolerance *t);
 
 typedef struct conf_options {
   const char *targets; /* comma-separated; NULL: every available target */

@@ -155,7 +155,7 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
       set_result(r, R_FAIL, "reference failed: %s", portc_last_error());
     } else {
       tolerance t;
-      conf_tolerance(g, b, col->eager, &t);
+      conf_tolerance(g, b, col->target, col->eager, &t);
       double scale = input_scale(g, b);
       for (int k = 0; k < nout && r->status == R_PASS; k++)
         if (!compare(outs[k], refs[k], &t, scale, msg, sizeof msg))

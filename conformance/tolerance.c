@@ -5,6 +5,7 @@
  * numbers and their sources are in TOLERANCES.md; this file is that table as code.
  */
 #include <math.h>
+#include <string.h>
 
 #include "../ir/bindings.h"
 #include "../ir/dtype.h"
@@ -12,9 +13,33 @@
 
 static const double U_COMPUTE = 0x1p-24; /* f32: every float op computes in f32 */
 
+/* Vulkan: the SPIR-V precision table of the Vulkan specification for the built-ins portc uses
+ * (division 2.5 ulp, inversesqrt 2 ulp, sqrt inherited from 1/inversesqrt), and portc's own
+ * functions for the rest (vulkan/prelude.h), per TOLERANCES.md; NAN when the op has no entry */
+static double vulkan_ulps(enum op op) {
+  switch (op) {
+  case OP_div: case OP_reciprocal: return 3;
+  case OP_sqrt: return 5;
+  case OP_rsqrt: return 2;
+  case OP_exp: return 2;
+  case OP_log: case OP_sin: case OP_cos: return 4;
+  case OP_tanh: return 8;
+  case OP_pow: return 32;
+  case OP_erf: case OP_gelu: return 12;
+  case OP_gelu_tanh: return 16;
+  case OP_sigmoid: case OP_silu: return 6;
+  case OP_mean: return 3;
+  case OP_softmax: case OP_log_softmax: return 10;
+  case OP_layer_norm: case OP_rms_norm: return 12;
+  case OP_attention: return 16;
+  default: return NAN;
+  }
+}
+
 /* error of each op in ulps of f32, per TOLERANCES.md (glibc's documented float bounds, plus the
  * extra roundings of ops spelled as several operations) */
-static double op_ulps(enum op op) {
+static double op_ulps(enum op op, bool vulkan) {
+  if (vulkan && !isnan(vulkan_ulps(op))) return vulkan_ulps(op);
   switch (op) {
   case OP_exp: case OP_log: case OP_sin: case OP_cos: case OP_erf: case OP_pow: return 2;
   case OP_tanh: return 3;
@@ -77,7 +102,8 @@ static double terms(const portc_graph *g, const node *n, const int64_t *S) {
   }
 }
 
-void conf_tolerance(const portc_graph *g, portc_bindings *b, bool eager, tolerance *t) {
+void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target, bool eager, tolerance *t) {
+  bool vulkan = target && strncmp(target, "vulkan", 6) == 0;
   int64_t S[64] = {0};
   if (b && bindings_bind_symbols(g, b) == PORTC_OK)
     for (int k = 0; k < g->nsyms && k < 64; k++) S[k] = b->sym[k];
@@ -86,7 +112,7 @@ void conf_tolerance(const portc_graph *g, portc_bindings *b, bool eager, toleran
     const node *n = &g->nodes[i];
     if (dtype_is_float(n->dt) && unit(n->dt) > us) us = unit(n->dt);
     if (op_get(n->op)->kind == K_SOURCE) continue;
-    ulps += op_ulps(n->op);
+    ulps += op_ulps(n->op, vulkan);
     if (eager || op_get(n->op)->kind == K_CAST) roundings += 1; /* eager stores every value in its dtype */
     double len = terms(g, n, S);
     if (len > longest) longest = len;
