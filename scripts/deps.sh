@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages portc needs to build and test, only those missing.
 # Uses sudo only when not running as root. Sourced by main.sh and test.sh.
+#   build and test: gcc g++ make cmake libgtest-dev
+#   the Vulkan target: shaderc, glslang and SPIRV-Tools (linked statically), the Vulkan headers,
+#   and to run it without a GPU: the loader, Mesa's software driver (lavapipe) and the
+#   validation layer the tests turn on
 set -euo pipefail
 need=()
-for pkg in gcc g++ make cmake libgtest-dev; do
+for pkg in gcc g++ make cmake libgtest-dev \
+  libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then

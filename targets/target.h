@@ -55,6 +55,8 @@ typedef struct target {
   portc_status (*dev_read)(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
   portc_status (*begin)(void *handle);
   portc_status (*end)(void *handle, double *device_seconds);
+  /* optional: what end's seconds come from ("device timestamps"); NULL: the host clock */
+  const char *(*timer)(void *handle);
 } target;
 
 /* finds "name" or "name:N" (device N of that target; *device gets N, or -1) */

@@ -74,7 +74,7 @@ contains "symbol 'Q' does not appear" "unknown symbol message"
 expect 1 "run clashing symbol" -- "$portc" run "$src/examples/softmax.ptg" --set N=3 --input "x=$tmp/o/y.npy"
 contains "symbol N is 3, but x has 5" "clash message"
 expect 2 "run unknown target" -- "$portc" run "$src/examples/softmax.ptg" -t cuda
-contains "unknown target 'cuda' (available: ref, cpu)" "target message"
+contains "unknown target 'cuda' (available: ref, cpu, vulkan)" "target message"
 expect 2 "run bad seed" -- "$portc" run "$src/examples/softmax.ptg" --seed -4
 expect 2 "run bad set" -- "$portc" run "$src/examples/softmax.ptg" --set N
 expect 2 "run missing value" -- "$portc" run "$src/examples/softmax.ptg" --seed
@@ -92,7 +92,7 @@ expect 0 "run on cpu" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 
 contains "y: f32[N=5, 1000]" "cpu run summary"
 expect 0 "run on cpu, eager and dynamic" -- "$portc" run "$src/examples/layer_norm.ptg" -t cpu --eager --dynamic --seed 3 --set N=5
 expect 1 "mode not implemented" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode max-autotune --seed 1 --set N=2
-contains "max-autotune is not implemented yet" "mode message"
+contains "max-autotune is not implemented for target cpu yet" "mode message"
 expect 2 "unknown mode" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode fastest
 expect 0 "dump after fuse" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 --dump-after fuse --dump "$tmp"
 contains "# 1 kernels" "fusion dump"
@@ -114,7 +114,7 @@ grep -q '"status": "pass"' "$tmp/v.json" || { echo "FAIL: verify json"; fails=$(
 grep -q '<testsuite name="cpu"' "$tmp/v.xml" || { echo "FAIL: verify junit"; fails=$((fails + 1)); }
 expect 2 "verify unknown target" -- "$portc" verify -t nope
 expect 2 "verify bad regex" -- "$portc" verify --filter '('
-PORTC_CC=/nonexistent/cc "$portc" verify --filter 'unary/exp/f32/\[1\]' --examples "$src/examples" --quiet >"$tmp/out" 2>&1
+PORTC_CC=/nonexistent/cc "$portc" verify -t cpu --filter 'unary/exp/f32/\[1\]' --examples "$src/examples" --quiet >"$tmp/out" 2>&1
 contains "cpu: not available (C compiler '/nonexistent/cc' not found" "verify says why a target is skipped"
 contains "0 passed, 0 failed, 2 skipped" "skips are counted, not passed"
 

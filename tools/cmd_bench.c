@@ -137,7 +137,8 @@ int cmd_bench(int argc, char **argv) {
   if (!rc) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%s on %s (%s), %d runs after %d warm-up\n", portc_graph_name(g), fused.info.target, fused.info.device, iters, warmup);
+    printf("%s on %s (%s), %d runs after %d warm-up, timed with %s\n", portc_graph_name(g), fused.info.target, fused.info.device, iters,
+           warmup, fused.info.timer);
     print_measure(co.eager ? "eager" : "fused", &fused);
     if (eager && !co.eager) {
       print_measure("eager", &eag);
@@ -151,8 +152,8 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "portc bench: cannot write %s\n", json);
         rc = EXIT_FAIL;
       } else {
-        fprintf(f, "{\"graph\": \"%s\", \"target\": \"%s\", \"device\": \"%s\", \"iters\": %d, \"warmup\": %d, ", portc_graph_name(g),
-                fused.info.target, fused.info.device, iters, warmup);
+        fprintf(f, "{\"graph\": \"%s\", \"target\": \"%s\", \"device\": \"%s\", \"timer\": \"%s\", \"iters\": %d, \"warmup\": %d, ", portc_graph_name(g),
+                fused.info.target, fused.info.device, fused.info.timer, iters, warmup);
         json_measure(f, co.eager ? "eager" : "fused", &fused);
         if (eager && !co.eager) {
           fprintf(f, ", ");

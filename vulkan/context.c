@@ -3,7 +3,9 @@
  * device's properties, features and memory types, a logical device with a compute queue, and
  * the pipeline cache kept beside the kernel cache. With PORTC_VULKAN_VALIDATION=1 the Khronos
  * validation layer is enabled where installed, and every message it sends is printed with the
- * prefix "portc vulkan validation:" (the tests fail on any).
+ * prefix "portc vulkan validation:" (the tests fail on any). PORTC_VULKAN_DISABLE=int64,storage16,
+ * storage8,subgroup,timestamps,coopmat makes portc treat a device as lacking those features,
+ * which is how the tests reach the fallbacks and the errors of devices that lack them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +163,14 @@ static void query(VkPhysicalDevice pd, device_info *di) {
     if (di->qfam < 0 || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) di->qfam = (int)i, di->ts_bits = q[i].timestampValidBits;
   }
   di->f.timestamps = di->ts_bits > 0 && di->props.limits.timestampPeriod > 0;
+  const char *off = getenv("PORTC_VULKAN_DISABLE");
+  if (off) {
+    struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
+                                                       {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
+                                                       {"coopmat", &di->f.coop_matrix}};
+    for (size_t i = 0; i < sizeof list / sizeof *list; i++)
+      if (strstr(off, list[i].name)) *list[i].flag = false;
+  }
 }
 
 static const char *vendor_name(uint32_t id) {

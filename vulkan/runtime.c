@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../ir/dtype.h"
@@ -387,8 +388,11 @@ static portc_status end(void *handle, double *seconds) {
     memcpy(m->recorded, m->pending, bytes);
     m->has_recording = true;
   }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if ((st = vk_submit_wait(c, m->cb, m->fence))) return st;
-  *seconds = 0;
+  clock_gettime(CLOCK_MONOTONIC, &t1); /* without timestamps, the host's view of the submission */
+  *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   if (m->queries) {
     uint64_t ts[2];
     VkResult r = c->d.vkGetQueryPoolResults(c->dev, m->queries, 0, 2, sizeof ts, ts, sizeof *ts,
@@ -399,6 +403,11 @@ static portc_status end(void *handle, double *seconds) {
   if (m->status && *(volatile uint32_t *)m->status->map)
     return err_set(PORTC_ERR_RUNTIME, "an index is out of range (gather)");
   return PORTC_OK;
+}
+
+static const char *timer(void *handle) {
+  vk_module *m = handle;
+  return m->queries ? "device timestamps" : "host clock (the device has no timestamps)";
 }
 
 static portc_status dev_alloc(void *handle, int64_t bytes, void **obj) {
@@ -438,4 +447,5 @@ const target vulkan_target = {
     .dev_read = dev_read,
     .begin = begin,
     .end = end,
+    .timer = timer,
 };

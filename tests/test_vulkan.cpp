@@ -1,0 +1,167 @@
+// test_vulkan.cpp: the Vulkan target end to end on whatever Vulkan device the machine has (Mesa's
+// software driver, lavapipe, in CI): results against the CPU target, modules that keep their
+// device buffers between runs, reduce-overhead replays that still see new inputs, the kernel
+// cache, a bad gather index reported after the run, and a device's missing feature named.
+// The conformance suite itself runs as the ctest verify_vulkan.
+#include <unistd.h>
+
+#include "helpers.h"
+
+class Vulkan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = testing::TempDir() + "/portc-vk-cache-" + std::to_string(getpid()) + "-" +
+          ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    setenv("PORTC_CACHE_DIR", dir.c_str(), 1);
+    char why[512] = "";
+    for (int i = 0; i < portc_target_count(); i++)
+      if (std::string(portc_target_name(i)) == "vulkan") {
+        ASSERT_TRUE(portc_target_available(i, why, sizeof why)) << why;
+      }
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + dir + "'";
+    EXPECT_EQ(system(cmd.c_str()), 0);
+    unsetenv("PORTC_CACHE_DIR");
+  }
+  std::string dir;
+};
+
+static portc_module *compile_on(const char *target, portc_graph *g, portc_bindings *b, portc_mode mode = PORTC_MODE_DEFAULT) {
+  portc_compile_options o = {};
+  o.target = target;
+  o.mode = mode;
+  portc_module *m = nullptr;
+  EXPECT_EQ(portc_compile(g, &o, b, &m), PORTC_OK) << portc_last_error();
+  return m;
+}
+
+static std::vector<double> values(const portc_tensor *t) {
+  std::vector<double> v;
+  for (int64_t i = 0; t && i < portc_tensor_numel(t); i++) v.push_back(portc_tensor_get(t, i));
+  return v;
+}
+
+// one output of a module run with inputs from `seed`
+static std::vector<double> run_seed(portc_module *m, portc_graph *g, uint64_t seed, int64_t n) {
+  portc_bindings *b = portc_bindings_new(g);
+  portc_bindings_set_symbol(b, "N", n);
+  portc_bindings_set_seed(b, seed);
+  portc_tensor *out = nullptr;
+  EXPECT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  std::vector<double> v = values(out);
+  portc_tensor_free(out);
+  portc_bindings_free(b);
+  return v;
+}
+
+static const char *const kModel =
+    "input x: f32[N, 96]\ninput w: f32[96, 40]\ninput bias: f32[40]\nh = matmul(x, w)\nhb = add(h, bias)\n"
+    "a = gelu(hb)\ny = layer_norm(a)\noutput y\n";
+
+TEST_F(Vulkan, MatchesTheCpuTarget) {
+  Graph g = parse(kModel);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 70);
+  portc_module *vk = compile_on("vulkan", g.get(), b), *cpu = compile_on("cpu", g.get(), b);
+  ASSERT_TRUE(vk && cpu);
+  std::vector<double> got = run_seed(vk, g.get(), 5, 70), want = run_seed(cpu, g.get(), 5, 70);
+  ASSERT_EQ(got.size(), 70u * 40u);
+  expect_near(got, want, 2e-5);
+  portc_module_free(vk);
+  portc_module_free(cpu);
+  portc_bindings_free(b);
+}
+
+TEST_F(Vulkan, ReduceOverheadReplaysWithNewInputs) {
+  Graph g = parse(kModel);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 33);
+  portc_module *ro = compile_on("vulkan", g.get(), b, PORTC_MODE_REDUCE_OVERHEAD), *cpu = compile_on("cpu", g.get(), b);
+  ASSERT_TRUE(ro && cpu);
+  for (uint64_t seed : {1, 2, 3}) { /* the same recording, new data each time */
+    std::vector<double> got = run_seed(ro, g.get(), seed, 33), want = run_seed(cpu, g.get(), seed, 33);
+    expect_near(got, want, 2e-5);
+  }
+  double t[4] = {0, 0, 0, 0};
+  portc_bindings_set_seed(b, 4);
+  EXPECT_EQ(portc_module_time(ro, b, 4, t), PORTC_OK) << portc_last_error();
+  for (double s : t) EXPECT_GT(s, 0.0);
+  portc_module_info info;
+  ASSERT_EQ(portc_module_info_get(ro, b, &info), PORTC_OK);
+  EXPECT_STREQ(info.timer, "device timestamps");
+  portc_module_free(ro);
+  portc_module_free(cpu);
+  portc_bindings_free(b);
+}
+
+TEST_F(Vulkan, DynamicModuleRunsEverySize) {
+  Graph g = parse("input x: f32[N, 300]\ny = softmax(x, axis=-1)\noutput y\n");
+  portc_compile_options o = {};
+  o.target = "vulkan";
+  o.dynamic = true;
+  portc_module *vk = nullptr, *cpu = nullptr;
+  ASSERT_EQ(portc_compile(g.get(), &o, nullptr, &vk), PORTC_OK) << portc_last_error();
+  o.target = "cpu";
+  ASSERT_EQ(portc_compile(g.get(), &o, nullptr, &cpu), PORTC_OK) << portc_last_error();
+  for (int64_t n : {1, 7, 300, 2})
+    expect_near(run_seed(vk, g.get(), 9, n), run_seed(cpu, g.get(), 9, n), 1e-6);
+  portc_module_free(vk);
+  portc_module_free(cpu);
+}
+
+TEST_F(Vulkan, SecondCompileHitsTheKernelCache) {
+  Graph g = parse(kModel);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 4);
+  portc_module *m = compile_on("vulkan", g.get(), b);
+  portc_module_info info;
+  ASSERT_EQ(portc_module_info_get(m, b, &info), PORTC_OK);
+  EXPECT_FALSE(info.cache_hit);
+  portc_module_free(m);
+  m = compile_on("vulkan", g.get(), b);
+  ASSERT_EQ(portc_module_info_get(m, b, &info), PORTC_OK);
+  EXPECT_TRUE(info.cache_hit);
+  EXPECT_NE(std::string(info.device).find("vulkan:"), std::string::npos) << info.device;
+  portc_module_free(m);
+  portc_bindings_free(b);
+}
+
+TEST_F(Vulkan, BadGatherIndexIsAnErrorAndTheModuleStillWorks) {
+  Graph g = parse("input x: f32[5, 3]\ninput i: i64[4]\ny = gather(x, i, axis=0)\noutput y\n");
+  portc_module *m = compile_on("vulkan", g.get(), nullptr);
+  ASSERT_NE(m, nullptr);
+  portc_bindings *b = portc_bindings_new(g.get());
+  int64_t xs[] = {5, 3}, is[] = {4};
+  portc_tensor *x = portc_tensor_new(PORTC_F32, 2, xs), *idx = portc_tensor_new(PORTC_I64, 1, is);
+  for (int k = 0; k < 15; k++) portc_tensor_set(x, k, k);
+  int64_t bad[] = {0, 7, -1, 2}, good[] = {4, 0, -1, 2};
+  memcpy(idx->data, bad, sizeof bad);
+  portc_bindings_set(b, "x", x);
+  portc_bindings_set(b, "i", idx);
+  portc_tensor *out = nullptr;
+  EXPECT_EQ(portc_module_run(m, b, &out), PORTC_ERR_RUNTIME);
+  EXPECT_NE(std::string(portc_last_error()).find("an index is out of range"), std::string::npos) << portc_last_error();
+  EXPECT_EQ(out, nullptr);
+  memcpy(idx->data, good, sizeof good);
+  portc_bindings_set(b, "i", idx);
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  expect_near(values(out), {12, 13, 14, 0, 1, 2, 12, 13, 14, 6, 7, 8});
+  portc_tensor_free(out);
+  portc_tensor_free(x);
+  portc_tensor_free(idx);
+  portc_bindings_free(b);
+  portc_module_free(m);
+}
+
+TEST_F(Vulkan, UnknownDeviceIndexSaysWhichExist) {
+  Graph g = parse("input x: f32[4]\ny = neg(x)\noutput y\n");
+  portc_compile_options o = {};
+  o.target = "vulkan:99";
+  portc_module *m = nullptr;
+  EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_ERR_DEVICE);
+  EXPECT_NE(std::string(portc_last_error()).find("there is no Vulkan device 99"), std::string::npos) << portc_last_error();
+  o.target = "vulkan:0";
+  EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_OK) << portc_last_error();
+  portc_module_free(m);
+}

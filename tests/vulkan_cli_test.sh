@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# vulkan_cli_test.sh: the Vulkan target through the portc command, in fresh processes, since the
+# Vulkan loader and each device's features are read once per process: a machine without the
+# loader (Vulkan listed unavailable with the reason, the CPU unaffected), and devices that lack
+# 16-bit storage, 64-bit integers or subgroup arithmetic (PORTC_VULKAN_DISABLE): a clear error
+# naming the feature, or the fallback that avoids it.
+# Usage: vulkan_cli_test.sh PORTC_BINARY SOURCE_DIR
+set -u
+portc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export PORTC_CACHE_DIR="$tmp/cache"
+fails=0
+
+expect() {
+  local code=$1 what=$2
+  shift 3
+  "$@" >"$tmp/out" 2>&1
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL: $what: exit $got, want $code"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
+  fi
+}
+contains() {
+  if ! grep -qF -- "$1" "$tmp/out"; then
+    echo "FAIL: $2: output lacks '$1'"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
+  fi
+}
+
+# no loader: Vulkan is unavailable with the reason, everything else works
+export PORTC_VULKAN_LOADER=/nonexistent/libvulkan.so.1
+expect 0 "devices without a loader" -- "$portc" devices
+contains "vulkan    not available: the Vulkan loader (/nonexistent/libvulkan.so.1) cannot be opened" "reason for no Vulkan"
+contains "cpu       available" "cpu still listed"
+expect 0 "cpu runs without a loader" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=3
+expect 1 "vulkan run without a loader" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan --seed 1 --set N=3
+contains "target vulkan is not available: the Vulkan loader" "vulkan run message"
+expect 0 "verify counts vulkan cases as skipped" -- "$portc" verify -t cpu,vulkan --filter 'unary/neg/f32' --no-eager --examples "$src/examples"
+contains "vulkan: not available" "verify says why vulkan is skipped"
+contains "6 passed, 0 failed, 6 skipped" "verify summary with skips"
+unset PORTC_VULKAN_LOADER
+
+# the loader and a device
+expect 0 "devices" -- "$portc" devices
+contains "vulkan    available" "vulkan listed"
+contains "vulkan:0 (default)" "devices describes vulkan:0"
+contains "16-bit storage" "devices lists features"
+
+# a device without 16-bit storage: f16 graphs are refused by name, f32 ones run
+printf 'graph h\ninput x: f16[64, 300]\ny = softmax(x, axis=-1)\noutput y\n' >"$tmp/h.ptg"
+PORTC_VULKAN_DISABLE=storage16 expect 1 "f16 without 16-bit storage" -- "$portc" run "$tmp/h.ptg" -t vulkan --seed 1
+contains "needs 16-bit storage buffers (storageBuffer16BitAccess)" "missing feature named"
+PORTC_VULKAN_DISABLE=storage16 expect 0 "f32 without 16-bit storage" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan --seed 1 --set N=3
+
+# a device without 64-bit integers: integer graphs are refused by name
+printf 'graph i\ninput x: i32[10]\ny = relu(x)\noutput y\n' >"$tmp/i.ptg"
+PORTC_VULKAN_DISABLE=int64 expect 1 "ints without int64" -- "$portc" run "$tmp/i.ptg" -t vulkan --seed 1
+contains "needs 64-bit integers (shaderInt64)" "missing int64 named"
+
+# a device without subgroup arithmetic or timestamps: reductions in shared memory, host timing
+PORTC_VULKAN_DISABLE=subgroup,timestamps expect 0 "reductions without subgroup arithmetic" -- \
+  "$portc" verify -t vulkan --filter 'reduce|softmax|layer_norm|rms_norm' --examples "$src/examples" --quiet
+contains " 0 failed" "shared-memory reductions pass"
+PORTC_VULKAN_DISABLE=subgroup,timestamps expect 0 "bench without timestamps" -- \
+  "$portc" bench "$src/examples/softmax.ptg" -t vulkan --set N=64 --iters 3 --no-eager
+contains "host clock" "bench says it timed on the host"
+expect 0 "bench with timestamps" -- "$portc" bench "$src/examples/softmax.ptg" -t vulkan --set N=64 --iters 3 --no-eager
+contains "device timestamps" "bench says it timed on the device"
+
+# reduce-overhead on vulkan runs; on the cpu it is refused by name
+expect 0 "reduce-overhead on vulkan" -- "$portc" run "$src/examples/layer_norm.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=5
+expect 1 "reduce-overhead on cpu" -- "$portc" run "$src/examples/layer_norm.ptg" -t cpu --mode reduce-overhead --seed 1 --set N=5
+contains "reduce-overhead is not implemented for target cpu yet" "cpu mode message"
+
+if [ "$fails" -ne 0 ]; then echo "$fails vulkan CLI checks failed"; exit 1; fi
+echo "vulkan CLI checks passed"
