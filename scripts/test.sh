@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, then build and run the whole suite twice, once as
 # released and once under AddressSanitizer + UndefinedBehaviorSanitizer. The suite includes
-# `portc verify -t cpu` (every conformance case, fused and eager). Both builds share one kernel
+# `portc verify -t cpu` and `-t vulkan` (every conformance case, fused and eager; Vulkan on Mesa's
+# software driver when there is no GPU, with the validation layer on). Both builds share one kernel
 # cache, so the second build's conformance run reuses the kernels the first one compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ for variant in release asan; do
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$jobs"
   echo "== $variant tests"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs"
 done

@@ -60,6 +60,7 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
   char sg[16];
   snprintf(sg, sizeof sg, "%u", c->f.subgroup_size ? c->f.subgroup_size : 1);
   shaderc_compile_options_add_macro_definition(o, "PC_SUBGROUP_ARITH", 17, c->f.subgroup_arith ? "1" : "0", 1);
+  shaderc_compile_options_add_macro_definition(o, "PC_DENORM_PRESERVE", 18, c->f.denorm_preserve ? "1" : "0", 1);
   shaderc_compile_options_add_macro_definition(o, "PC_SUBGROUP_SIZE", 16, sg, strlen(sg));
   char wg[16];
   snprintf(wg, sizeof wg, "%du", VK_WG);

@@ -4,7 +4,7 @@
  * the pipeline cache kept beside the kernel cache. With PORTC_VULKAN_VALIDATION=1 the Khronos
  * validation layer is enabled where installed, and every message it sends is printed with the
  * prefix "portc vulkan validation:" (the tests fail on any). PORTC_VULKAN_DISABLE=int64,storage16,
- * storage8,subgroup,timestamps,coopmat makes portc treat a device as lacking those features,
+ * storage8,subgroup,timestamps,coopmat,denorm makes portc treat a device as lacking those features,
  * which is how the tests reach the fallbacks and the errors of devices that lack them.
  */
 #include <stdio.h>
@@ -134,7 +134,10 @@ typedef struct device_info {
 } device_info;
 
 static void query(VkPhysicalDevice pd, device_info *di) {
+  VkPhysicalDeviceFloatControlsProperties fc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  bool float_controls = has_device_ext(pd, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  if (float_controls) sg.pNext = &fc;
   VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
   VI.vkGetPhysicalDeviceProperties2(pd, &p2);
   di->props = p2.properties;
@@ -150,6 +153,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
       .coop_matrix = has_device_ext(pd, "VK_KHR_cooperative_matrix"),
+      .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
       .subgroup_size = sg.subgroupSize,
   };
   uint32_t nq = 0;
@@ -167,7 +171,8 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
-                                                       {"coopmat", &di->f.coop_matrix}};
+                                                       {"coopmat", &di->f.coop_matrix},
+                                                       {"denorm", &di->f.denorm_preserve}};
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
       if (strstr(off, list[i].name)) *list[i].flag = false;
   }
@@ -268,6 +273,7 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
   const char *exts[2];
   uint32_t next = 0;
   if (c->f.storage8) exts[next++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
+  if (c->f.denorm_preserve) exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
                            .pQueueCreateInfos = &q, .enabledExtensionCount = next, .ppEnabledExtensionNames = exts};
   VkResult r = VI.vkCreateDevice(c->phys, &ci, NULL, &c->dev);
@@ -383,7 +389,8 @@ void vk_describe(FILE *out) {
     fprintf(out, "      %.1f GiB device-local in %u heaps; subgroup %u%s; shared memory %u KiB; work group %u; storage range %u MiB\n",
             heap / 1073741824.0, di.mem.memoryHeapCount, di.f.subgroup_size, di.f.subgroup_arith ? " with arithmetic" : " (no arithmetic)",
             l->maxComputeSharedMemorySize / 1024, l->maxComputeWorkGroupInvocations, l->maxStorageBufferRange >> 20);
-    fprintf(out, "      16-bit storage %s, 8-bit storage %s, int64 %s, timestamps %s, cooperative matrix %s\n", di.f.storage16 ? "yes" : "no",
-            di.f.storage8 ? "yes" : "no", di.f.int64 ? "yes" : "no", di.f.timestamps ? "yes" : "no", di.f.coop_matrix ? "yes" : "no");
+    fprintf(out, "      16-bit storage %s, 8-bit storage %s, int64 %s, timestamps %s, f32 denormals kept %s, cooperative matrix %s\n",
+            di.f.storage16 ? "yes" : "no", di.f.storage8 ? "yes" : "no", di.f.int64 ? "yes" : "no", di.f.timestamps ? "yes" : "no",
+            di.f.denorm_preserve ? "yes" : "no", di.f.coop_matrix ? "yes" : "no");
   }
 }

@@ -32,8 +32,10 @@ static void needs(emitter *e, int index, char *out, size_t len) {
   int nb = e->m->nbuf <= 512 ? vk_kernel_buffers(e->m, index, bufs) : 0;
   for (int i = 0; i < nb; i++) {
     portc_dtype t = e->m->buf[bufs[i]].dt;
-    s16 = s16 || t == PORTC_F16 || t == PORTC_BF16;
-    s8 = s8 || t == PORTC_BOOL;
+    bool written = false; /* narrow elements are read through 32-bit words, written as they are */
+    for (int s = 0; s < k->nstore; s++) written = written || k->store[s].buf == bufs[i];
+    s16 = s16 || (written && (t == PORTC_F16 || t == PORTC_BF16));
+    s8 = s8 || (written && t == PORTC_BOOL);
     i64 = i64 || !dtype_is_float(t);
   }
   for (int v = 0; v < k->nval; v++) i64 = i64 || !dtype_is_float(k->val[v].dt);
@@ -47,8 +49,10 @@ static void declare_buffers(emitter *e, int index) {
     int b = bufs[i];
     bool written = false;
     for (int s = 0; s < e->k->nstore; s++) written = written || e->k->store[s].buf == b;
+    portc_dtype t = e->m->buf[b].dt;
+    bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", b, written ? "" : "readonly ", b,
-              e->d->storage[e->m->buf[b].dt], b);
+              narrow && !written ? "uint" : e->d->storage[t], b);
   }
   if (vk_kernel_checks_indices(e->m, index))
     emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", e->m->nbuf);
@@ -530,8 +534,8 @@ const dialect vulkan_dialect = {
     .decimal_floats = true,
     .storage = {[PORTC_F32] = "float", [PORTC_F16] = "uint16_t", [PORTC_BF16] = "uint16_t",
                 [PORTC_I32] = "int", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
-    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(uint(%s[%s]))", [PORTC_BF16] = "pc_ld_bf16(uint(%s[%s]))",
-             [PORTC_I32] = "PC_I32(int64_t(%s[%s]))", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "int64_t(uint(%s[%s]))"},
+    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(PC_LD16(%s, %s))", [PORTC_BF16] = "pc_ld_bf16(PC_LD16(%s, %s))",
+             [PORTC_I32] = "PC_I32(int64_t(%s[%s]))", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "int64_t(PC_LD8(%s, %s))"},
     .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = uint16_t(pc_st_f16(%s));",
               [PORTC_BF16] = "%s[%s] = uint16_t(pc_st_bf16(%s));", [PORTC_I32] = "%s[%s] = int(%s);",
               [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = uint8_t((%s) != 0l ? 1u : 0u);"},

@@ -1,7 +1,8 @@
 /*
  * prelude.h: what every generated GLSL compute shader starts with. Extensions are enabled by
  * macros the runtime sets from what the kernel needs (PC_INT64, PC_STORAGE16, PC_STORAGE8) and
- * what the device offers (PC_SUBGROUP_ARITH). f16/bf16 are stored as 16-bit words and converted
+ * what the device offers (PC_SUBGROUP_ARITH, PC_DENORM_PRESERVE). f16/bf16 are stored as 16-bit
+ * words (read through 32-bit words, which needs no 16-bit storage) and converted
  * in software, rounding to nearest even, so every driver stores the same bits. exp, log, tanh,
  * sin, cos and erf are written here from adds and multiplies (correctly rounded in Vulkan)
  * instead of the built-ins, whose documented precision is far looser (TOLERANCES.md).
@@ -22,10 +23,17 @@ static const char glsl_prelude[] =
     "#if PC_STORAGE8\n"
     "#extension GL_EXT_shader_8bit_storage : require\n"
     "#endif\n"
+    "#if PC_DENORM_PRESERVE /* keep f32 denormals, as the reference does (SPV_KHR_float_controls) */\n"
+    "#extension GL_EXT_spirv_intrinsics : require\n"
+    "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4464], 4459, 32);\n"
+    "#endif\n"
     "\n"
     "#define INFINITY uintBitsToFloat(0x7f800000u)\n"
     "#define NAN uintBitsToFloat(0x7fc00000u)\n"
     "#define PC_FLOAT(x) float(x)\n"
+    "/* 16- and 8-bit elements are read through 32-bit words: drivers load those at full speed */\n"
+    "#define PC_LD16(b, i) ((b[(i) >> 1] >> (((i) & 1) << 4)) & 0xffffu)\n"
+    "#define PC_LD8(b, i) ((b[(i) >> 2] >> (((i) & 3) << 3)) & 0xffu)\n"
     "#if PC_INT64\n"
     "#define INT64_C(x) int64_t(x)\n"
     "#define INT64_MAX 9223372036854775807l\n"

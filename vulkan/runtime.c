@@ -111,7 +111,7 @@ static portc_status spirv_for(vk_context *c, const char *glsl, const char *const
   if (st) return st;
   for (int i = 0; defines[i]; i++) snprintf(defs + strlen(defs), sizeof defs - strlen(defs), "%s ", defines[i]);
   char sub[32];
-  snprintf(sub, sizeof sub, "subgroup %u %d", c->f.subgroup_size, c->f.subgroup_arith);
+  snprintf(sub, sizeof sub, "subgroup %u %d denorm %d", c->f.subgroup_size, c->f.subgroup_arith, c->f.denorm_preserve);
   const char *parts[] = {glsl, "vulkan", c->cache_id, vk_compiler_id(), defs, sub, NULL};
   cache_key(parts, key);
   *hit = cache_lookup(dir, key, "spv", path, sizeof path);
@@ -319,7 +319,9 @@ static void update_set(vk_module *m, int i) {
   for (int j = 0; j < k->nbind; j++) {
     const vk_buffer *vb = l->b[j].obj;
     /* a size-0 tensor still binds a valid range: the module gives every buffer 4 bytes or more */
-    info[n] = (VkDescriptorBufferInfo){vb->buf, (VkDeviceSize)l->b[j].offset, l->b[j].bytes ? (VkDeviceSize)l->b[j].bytes : VK_WHOLE_SIZE};
+    /* whole 32-bit words, as narrow elements are read through them: allocations round up to 4 */
+    VkDeviceSize range = ((VkDeviceSize)l->b[j].bytes + 3) & ~(VkDeviceSize)3;
+    info[n] = (VkDescriptorBufferInfo){vb->buf, (VkDeviceSize)l->b[j].offset, range ? range : VK_WHOLE_SIZE};
     w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)k->bind[j],
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
     n++;
@@ -412,7 +414,7 @@ static const char *timer(void *handle) {
 
 static portc_status dev_alloc(void *handle, int64_t bytes, void **obj) {
   vk_module *m = handle;
-  return vk_buffer_new(m->c, bytes, false, (vk_buffer **)obj);
+  return vk_buffer_new(m->c, (bytes + 3) & ~INT64_C(3), false, (vk_buffer **)obj);
 }
 
 static void dev_free(void *handle, void *obj) {

@@ -14,7 +14,7 @@
 /* what a device offers that kernels may need; a kernel that needs a missing one is refused at
  * compile time with the feature's name, or written without it */
 typedef struct vk_features {
-  bool storage16, storage8, int64, subgroup_arith, timestamps, coop_matrix;
+  bool storage16, storage8, int64, subgroup_arith, timestamps, coop_matrix, denorm_preserve;
   uint32_t subgroup_size;
 } vk_features;
 
