@@ -5,6 +5,7 @@
  */
 #include "reference.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,11 +37,16 @@ void rval_free(rval *v) {
   free(v);
 }
 
-/* a source's tensor as a reference value: exact for every dtype */
-static rval *from_tensor(const portc_tensor *t) {
+/* a source's tensor as a reference value: exact for every dtype; with flush, f32 and bf16
+ * denormals become zeros of their sign, as a device that flushes them reads them */
+static rval *from_tensor(const portc_tensor *t, bool flush) {
   rval *v = rval_new(t->dtype, t->rank, t->shape);
+  bool narrow_exp = t->dtype == PORTC_F32 || t->dtype == PORTC_BF16;
   for (int64_t k = 0; v && k < v->numel; k++) {
-    if (v->f) v->f[k] = portc_tensor_get(t, k);
+    if (v->f) {
+      v->f[k] = portc_tensor_get(t, k);
+      if (flush && narrow_exp && v->f[k] != 0 && fabs(v->f[k]) < 0x1p-126) v->f[k] = copysign(0.0, v->f[k]);
+    }
     else if (t->dtype == PORTC_I64) v->i[k] = ((const int64_t *)t->data)[k];
     else v->i[k] = (int64_t)portc_tensor_get(t, k);
   }
@@ -60,6 +66,10 @@ static portc_tensor *to_tensor(const rval *v) {
 }
 
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs) {
+  return conf_reference_run(g, b, false, outputs);
+}
+
+portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs) {
   if (!g || !b || !outputs) return err_set(PORTC_ERR_INVALID, "reference_run: NULL argument");
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {
@@ -88,7 +98,7 @@ portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_
     if ((st = bindings_shape(g, b, x, shape))) break;
     if (op_get(x->op)->kind == K_SOURCE) {
       portc_tensor *t = NULL;
-      if (!(st = bindings_source(g, b, i, &t)) && !(vals[i] = from_tensor(t)))
+      if (!(st = bindings_source(g, b, i, &t)) && !(vals[i] = from_tensor(t, flush_denormals)))
         st = err_set(PORTC_ERR_NOMEM, "%s: out of memory", x->name);
       portc_tensor_free(t);
     } else if (!(vals[i] = rval_new(x->dt, x->sh.rank, shape))) {

@@ -25,5 +25,8 @@ void rval_free(rval *v);
 
 /* evaluates one computing node; out is allocated with its concrete shape and dtype */
 portc_status ref_eval(const node *n, rval *const *in, rval *out);
+/* portc_reference_run, optionally reading f32 and bf16 denormal sources as zeros (the
+ * reference for devices that may flush them, as Vulkan allows without float controls) */
+portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs);
 
 #endif

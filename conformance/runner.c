@@ -18,6 +18,7 @@
 
 #include "../ir/dtype.h"
 #include "conformance.h"
+#include "reference.h"
 
 enum { R_PASS, R_FAIL, R_SKIP };
 
@@ -126,6 +127,20 @@ static bool compare(const portc_tensor *out, const portc_tensor *ref, const tole
   return true;
 }
 
+/* on a device that may flush f32 denormals, a result that misses the reference may still be the
+ * reference of the same sources with their denormals read as zeros */
+static bool matches_flushed(const portc_graph *g, portc_bindings *b, const portc_module_info *info, int k, const portc_tensor *out,
+                            const tolerance *t, double scale) {
+  if (!info->flushes_denormals) return false;
+  int nout = portc_graph_output_count(g);
+  portc_tensor **refs = calloc((size_t)nout + 1, sizeof *refs);
+  char msg[512];
+  bool ok = refs && conf_reference_run(g, b, true, refs) == PORTC_OK && compare(out, refs[k], t, scale, msg, sizeof msg);
+  for (int i = 0; refs && i < nout; i++) portc_tensor_free(refs[i]);
+  free(refs);
+  return ok;
+}
+
 static void run_case(job *j, const conf_case *c, const column *col, result *r) {
   if (!col->available) {
     set_result(r, R_SKIP, "target not available: %s", col->why);
@@ -157,8 +172,10 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
       tolerance t;
       conf_tolerance(g, b, col->target, col->eager, &t);
       double scale = input_scale(g, b);
+      portc_module_info info = {0};
+      portc_module_info_get(m, b, &info);
       for (int k = 0; k < nout && r->status == R_PASS; k++)
-        if (!compare(outs[k], refs[k], &t, scale, msg, sizeof msg))
+        if (!compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, b, &info, k, outs[k], &t, scale))
           set_result(r, R_FAIL, "output %s%s: %s", portc_node_name(g, portc_graph_output(g, k)),
                      c->nruns > 1 ? (run == 0 ? " (first size)" : " (a later size)") : "", msg);
     }

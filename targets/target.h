@@ -57,6 +57,8 @@ typedef struct target {
   portc_status (*end)(void *handle, double *device_seconds);
   /* optional: what end's seconds come from ("device timestamps"); NULL: the host clock */
   const char *(*timer)(void *handle);
+  /* optional: whether the device may flush f32 denormals to zero (NULL: it keeps them) */
+  bool (*flushes_denormals)(void *handle);
 } target;
 
 /* finds "name" or "name:N" (device N of that target; *device gets N, or -1) */

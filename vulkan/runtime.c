@@ -412,6 +412,13 @@ static const char *timer(void *handle) {
   return m->queries ? "device timestamps" : "host clock (the device has no timestamps)";
 }
 
+/* Vulkan lets a device flush f32 denormals unless the shader asks to keep them and it can
+ * (shaderDenormPreserveFloat32); Mesa's lavapipe keeps them without saying so */
+static bool flushes_denormals(void *handle) {
+  vk_module *m = handle;
+  return !m->c->f.denorm_preserve;
+}
+
 static portc_status dev_alloc(void *handle, int64_t bytes, void **obj) {
   vk_module *m = handle;
   return vk_buffer_new(m->c, (bytes + 3) & ~INT64_C(3), false, (vk_buffer **)obj);
@@ -450,4 +457,5 @@ const target vulkan_target = {
     .begin = begin,
     .end = end,
     .timer = timer,
+    .flushes_denormals = flushes_denormals,
 };

@@ -309,6 +309,7 @@ typedef struct portc_module_info {
   int64_t intermediate_bytes; /* the sum of all intermediates, unplanned */
   int64_t io_bytes;           /* inputs, parameters, constants and outputs */
   const char *timer;          /* what portc_module_time measures with: "device timestamps" or "host clock" */
+  bool flushes_denormals;     /* the device may read and write f32 denormals as zeros (Vulkan allows it) */
 } portc_module_info;
 /* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
 portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info);
