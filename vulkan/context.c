@@ -124,6 +124,32 @@ static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
   return found;
 }
 
+/* VK_NV_cooperative_matrix with 16x16x16 f16 x f16 + f32 on subgroups of 32, and the features its
+ * shaders use (shaderFloat16, vulkanMemoryModel); Debian's glslang knows the NV extension only */
+static bool coop_matrix_f16(VkPhysicalDevice pd) {
+  if (!has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &cm};
+  VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f16};
+  VI.vkGetPhysicalDeviceFeatures2(pd, &f2);
+  if (!cm.cooperativeMatrix || !mm.vulkanMemoryModel || !f16.shaderFloat16) return false;
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+      (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)G.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  uint32_t n = 0;
+  if (!get || get(pd, &n, NULL) != VK_SUCCESS || !n) return false;
+  VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
+  bool found = false;
+  for (uint32_t i = 0; p && i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  if (p && get(pd, &n, p) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n && !found; i++)
+      found = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+              p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+              p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV;
+  free(p);
+  return found;
+}
+
 /* features, subgroup properties and the compute queue family of a physical device */
 typedef struct device_info {
   VkPhysicalDeviceProperties props;
@@ -152,7 +178,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .int64 = f2.features.shaderInt64,
       .subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
-      .coop_matrix = has_device_ext(pd, "VK_KHR_cooperative_matrix"),
+      .coop_matrix = coop_matrix_f16(pd),
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
       .subgroup_size = sg.subgroupSize,
   };
@@ -167,6 +193,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
     if (di->qfam < 0 || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) di->qfam = (int)i, di->ts_bits = q[i].timestampValidBits;
   }
   di->f.timestamps = di->ts_bits > 0 && di->props.limits.timestampPeriod > 0;
+  di->f.coop_matrix = di->f.coop_matrix && di->f.subgroup_size == 32 && di->f.storage16; /* four subgroups of 32 per tile */
   const char *off = getenv("PORTC_VULKAN_DISABLE");
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
@@ -268,12 +295,23 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
                                             .storageBuffer8BitAccess = c->f.storage8};
   VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                                               .pNext = &s8, .storageBuffer16BitAccess = c->f.storage16};
-  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+                                                    .pNext = &s16, .cooperativeMatrix = VK_TRUE};
+  VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &cm,
+                                                  .vulkanMemoryModel = VK_TRUE};
+  VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm,
+                                                   .shaderFloat16 = VK_TRUE};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = c->f.coop_matrix ? (void *)&f16 : (void *)&s16};
   f2.features.shaderInt64 = c->f.int64;
-  const char *exts[2];
+  const char *exts[8];
   uint32_t next = 0;
   if (c->f.storage8) exts[next++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
   if (c->f.denorm_preserve) exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
+  if (c->f.coop_matrix) {
+    exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    if (has_device_ext(c->phys, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) exts[next++] = VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
+    if (has_device_ext(c->phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+  }
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
                            .pQueueCreateInfos = &q, .enabledExtensionCount = next, .ppEnabledExtensionNames = exts};
   VkResult r = VI.vkCreateDevice(c->phys, &ci, NULL, &c->dev);
@@ -391,6 +429,6 @@ void vk_describe(FILE *out) {
             l->maxComputeSharedMemorySize / 1024, l->maxComputeWorkGroupInvocations, l->maxStorageBufferRange >> 20);
     fprintf(out, "      16-bit storage %s, 8-bit storage %s, int64 %s, timestamps %s, f32 denormals kept %s, cooperative matrix %s\n",
             di.f.storage16 ? "yes" : "no", di.f.storage8 ? "yes" : "no", di.f.int64 ? "yes" : "no", di.f.timestamps ? "yes" : "no",
-            di.f.denorm_preserve ? "yes" : "no", di.f.coop_matrix ? "yes" : "no");
+            di.f.denorm_preserve ? "yes" : "no", di.f.coop_matrix ? "yes (NV, f16 16x16x16)" : "no");
   }
 }

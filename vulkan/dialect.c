@@ -24,7 +24,10 @@ static const char *const rownames[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6",
 static const char *const rednames[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
 static const char *const batchnames[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
 
-/* what the kernel needs beyond core Vulkan 1.1 */
+static bool coop_eligible(const emitter *e);
+
+/* what the kernel needs beyond core Vulkan 1.1 ("coopmat": it has a variant for devices with
+ * cooperative matrices) */
 static void needs(emitter *e, int index, char *out, size_t len) {
   const kir_kernel *k = e->k;
   bool i64 = false, s16 = false, s8 = false;
@@ -39,10 +42,12 @@ static void needs(emitter *e, int index, char *out, size_t len) {
     i64 = i64 || !dtype_is_float(t);
   }
   for (int v = 0; v < k->nval; v++) i64 = i64 || !dtype_is_float(k->val[v].dt);
-  snprintf(out, len, "%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "");
+  snprintf(out, len, "%s%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "",
+           k->kind == KK_MATMUL && coop_eligible(e) ? " coopmat" : "");
 }
 
-static void declare_buffers(emitter *e, int index) {
+/* f16 = the operands of a cooperative-matrix matmul, declared as float16_t for its loads */
+static void declare_buffers(emitter *e, int index, bool f16) {
   int bufs[512];
   int nb = e->m->nbuf <= 512 ? vk_kernel_buffers(e->m, index, bufs) : 0;
   for (int i = 0; i < nb; i++) {
@@ -51,8 +56,9 @@ static void declare_buffers(emitter *e, int index) {
     for (int s = 0; s < e->k->nstore; s++) written = written || e->k->store[s].buf == b;
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
+    bool operand = f16 && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", b, written ? "" : "readonly ", b,
-              narrow && !written ? "uint" : e->d->storage[t], b);
+              operand ? "float16_t" : narrow && !written ? "uint" : e->d->storage[t], b);
   }
   if (vk_kernel_checks_indices(e->m, index))
     emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", e->m->nbuf);
@@ -282,6 +288,76 @@ static void matmul_float(emitter *e) {
   loop_end(e);
 }
 
+/* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
+
+static bool same_dims(const shape *a, const shape *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->d[d].sym != b->d[d].sym || a->d[d].c != b->d[d].c) return false;
+  return true;
+}
+
+/* operand `slot` is its buffer read as it lies: every step of its path maps an index to itself */
+static bool plain_operand(const emitter *e, int slot) {
+  const kir_kernel *k = e->k;
+  const kir_buf *b = &e->m->buf[k->in_buf[slot]];
+  if (b->dt != PORTC_F16 || b->sh.rank != 2) return false;
+  const kir_path *p = k->in_path[slot] >= 0 ? &k->path[k->in_path[slot]] : NULL;
+  for (int s = 0; p && s < p->n; s++) {
+    const kir_step *st = &p->s[s];
+    bool ident = same_dims(&st->from, &st->to) && (st->kind == ST_BCAST || st->kind == ST_RESHAPE);
+    if (st->kind == ST_PERMUTE) {
+      ident = same_dims(&st->from, &st->to);
+      for (int j = 0; j < st->from.rank; j++) ident = ident && st->a[j] == j;
+    }
+    if (!ident) return false;
+  }
+  return true;
+}
+
+/* a 2-D f16 matmul whose sizes are known multiples of the tiles, with operands as they lie */
+static bool coop_eligible(const emitter *e) {
+  const kir_kernel *k = e->k;
+  const dim *d = k->mnk;
+  if (k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
+  if (d[0].c % VK_MM_TILE || d[1].c % VK_MM_TILE || d[2].c % 16) return false;
+  return plain_operand(e, 0) && plain_operand(e, 1);
+}
+
+/* Four subgroups of 32 share a 64x64 tile, each computing 32x32 as 2x2 fragments of 16x16 from
+ * operands loaded straight from the buffers; the sums go through shared memory so that the
+ * epilogue runs per element as in the other variant. */
+static void matmul_coop(emitter *e) {
+  const kir_kernel *k = e->k;
+  int a = k->in_buf[0], b = k->in_buf[1];
+  const char *oidx[] = {"m", "n"};
+  emit_line(e, "const int M = %lld, N = %lld, K = %lld;", (long long)k->mnk[0].c, (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  emit_line(e, "const int sg = int(gl_SubgroupID), sm = (sg >> 1) * 32, sn = (sg & 1) * 32, n0 = int(gl_WorkGroupID.x) * 64;");
+  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * 64; m0 < M; m0 += int(gl_NumWorkGroups.y) * 64) {");
+  e->indent++;
+  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[2][2];");
+  emit_line(e, "for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
+  emit_line(e, "for (int kk = 0; kk < K; kk += 16) {");
+  emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[2];");
+  emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], b%d, uint((m0 + sm + 16 * i) * K + kk), uint(K), false);", a);
+  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatLoadNV(fb[jj], b%d, uint(kk * N + n0 + sn + 16 * jj), uint(N), false);", b);
+  emit_line(e, "  for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
+  emit_line(e, "}");
+  emit_line(e, "for (int i = 0; i < 2; i++)");
+  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatStoreNV(c[i][jj], pc_C, uint((sm + 16 * i) * 64 + sn + 16 * jj), 64u, false);");
+  emit_line(e, "barrier();");
+  emit_line(e, "for (int q = int(gl_LocalInvocationID.x); q < 64 * 64; q += 128) {");
+  e->indent++;
+  emit_line(e, "const int m = m0 + q / 64, n = n0 + q %% 64;");
+  emit_line(e, "const float acc0 = pc_C[q];");
+  emit_scope_push(e);
+  store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  loop_end(e);
+  emit_line(e, "barrier();");
+  loop_end(e);
+}
+
 static void matmul_int(emitter *e) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
   char ae[1200], be[1200];
@@ -499,9 +575,24 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "//@kernel %d needs%s", index, need);
   emit_line(e, "// %s", k->why);
   bool mm = k->kind == KK_MATMUL;
+  bool coop = mm && coop_eligible(e);
+  if (coop) { /* the runtime defines PC_COOPMAT where the device has cooperative matrices */
+    emit_line(e, "#if PC_COOPMAT");
+    emit_line(e, "layout(local_size_x = 128) in;");
+    declare_buffers(e, index, true);
+    emit_line(e, "shared float pc_C[64 * 64];");
+    emit_line(e, "void main() {");
+    e->indent++;
+    matmul_coop(e);
+    e->indent--;
+    emit_line(e, "}");
+    emit_line(e, "#else");
+    for (int v = 0; v < k->nval; v++) e->done[v] = 0; /* the other variant writes its values again */
+    e->scope = e->next_scope = 1;
+  }
   if (mm) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x = %d) in;", VK_WG);
-  declare_buffers(e, index);
+  declare_buffers(e, index, false);
   if (mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
     emit_line(e, "shared float pc_As[%d][%d];", VK_MM_BK, VK_MM_TILE + 1);
     emit_line(e, "shared float pc_Bs[%d][%d];", VK_MM_BK, VK_MM_TILE);
@@ -519,7 +610,9 @@ static void kernel(emitter *e, int index) {
   case KK_OPAQUE: opaque(e); break;
   }
   e->indent--;
-  emit_line(e, "}\n");
+  emit_line(e, "}");
+  if (coop) emit_line(e, "#endif");
+  sb_printf(&e->out, "\n");
 }
 
 static void module_end(emitter *e) { (void)e; }

@@ -89,14 +89,17 @@ static portc_status check_needs(const vk_context *c, int i, const char *line, co
       {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)"},
       {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)"},
       {"row", "PC_ROW_KERNEL", NULL},
+      {"coopmat", "PC_COOPMAT", NULL},
   };
-  bool have[] = {c->f.int64, c->f.storage16, c->f.storage8, true};
-  for (int t = 0; t < 4; t++) {
+  bool have[] = {c->f.int64, c->f.storage16, c->f.storage8, true, true};
+  for (int t = 0; t < 5; t++) {
     const char *w = strstr(line, table[t].word);
     size_t n = strlen(table[t].word);
     if (!w || (w[n] && w[n] != ' ' && w[n] != '\n')) continue;
     if (!have[t])
       return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d needs %s, which %s does not offer", i, table[t].feature, c->props.deviceName);
+    if (t == 4 && !c->f.coop_matrix) continue; /* the variant without cooperative matrices */
+    if (t == 4) log_line("kernels", "vulkan: kernel %d multiplies on cooperative matrices", i);
     defines[(*nd)++] = table[t].define;
   }
   defines[*nd] = NULL;
