@@ -176,11 +176,11 @@ static void contraction_cases(conf_cases *cs) {
       text(add(cs, "ops", "matmul/%s/[%s]x[%s]", FLOATS[d], MM[m].a, MM[m].b), "input a: %s[%s]\ninput b: %s[%s]\ny = matmul(a, b)\noutput y\n",
            FLOATS[d], MM[m].a, FLOATS[d], MM[m].b);
   text(add(cs, "ops", "matmul/transposed-operand"), "input a: f32[33, 7]\ninput b: f32[5, 33]\nat = permute(a, perm=[1, 0])\nbt = permute(b, perm=[1, 0])\ny = matmul(at, bt)\noutput y\n");
-  /* whole 128x128 tiles of f16: the shape GPU targets run on matrix units (Vulkan: cooperative matrices) */
+  /* whole 64x64 tiles of f16: the shape GPU targets run on matrix units (Vulkan: cooperative matrices) */
   text(add(cs, "ops", "matmul/f16-whole-tiles-bias-gelu"),
-       "input a: f16[256, 48]\ninput b: f16[48, 384]\ninput bias: f16[384]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
+       "input a: f16[128, 64]\ninput b: f16[64, 192]\ninput bias: f16[192]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-whole-tiles-transposed-b"),
-       "input a: f16[128, 256]\ninput b: f16[128, 256]\nbt = permute(b, perm=[1, 0])\ny = matmul(a, bt)\noutput y\n");
+       "input a: f16[64, 256]\ninput b: f16[128, 256]\nbt = permute(b, perm=[1, 0])\ny = matmul(a, bt)\noutput y\n");
   text(add(cs, "ops", "matmul/i32"), "input a: i32[7, 9]\ninput b: i32[9, 5]\ny = matmul(a, b)\noutput y\n");
   static const char *const conv[] = {"", ", padding=[1, 1]", ", stride=[2, 2], padding=[1, 1]", ", dilation=[2, 2]", ", groups=2"};
   for (int k = 0; k < 5; k++)

@@ -320,49 +320,41 @@ static bool coop_eligible(const emitter *e) {
   const kir_kernel *k = e->k;
   const dim *d = k->mnk;
   if (k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
-  if (d[0].c % VK_CM_TILE || d[1].c % VK_CM_TILE || d[2].c % 16) return false;
+  if (d[0].c % VK_MM_TILE || d[1].c % VK_MM_TILE || d[2].c % 16) return false;
   return plain_operand(e, 0) && plain_operand(e, 1);
 }
 
-/* Four subgroups of 32 share a 128x128 tile, each computing 64x64 as 4x4 fragments of 16x16
- * from operands loaded straight from the buffers. The epilogue runs per element as in the other
- * variant: each subgroup passes its sums through a 16x16 patch of shared memory, fragment by
- * fragment. */
+/* Four subgroups of 32 share a 64x64 tile, each computing 32x32 as 2x2 fragments of 16x16 from
+ * operands loaded straight from the buffers; the sums go through shared memory so that the
+ * epilogue runs per element as in the other variant. */
 static void matmul_coop(emitter *e) {
   const kir_kernel *k = e->k;
   int a = k->in_buf[0], b = k->in_buf[1];
   const char *oidx[] = {"m", "n"};
-  emit_line(e, "const int M = %lld, N = %lld, K = %lld, T = %d;", (long long)k->mnk[0].c, (long long)k->mnk[1].c, (long long)k->mnk[2].c,
-            VK_CM_TILE);
-  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);");
-  emit_line(e, "const int sm = (sg >> 1) * 64, sn = (sg & 1) * 64, n0 = int(gl_WorkGroupID.x) * T;");
-  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * T; m0 < M; m0 += int(gl_NumWorkGroups.y) * T) {");
+  emit_line(e, "const int M = %lld, N = %lld, K = %lld;", (long long)k->mnk[0].c, (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  emit_line(e, "const int sg = int(gl_SubgroupID), sm = (sg >> 1) * 32, sn = (sg & 1) * 32, n0 = int(gl_WorkGroupID.x) * 64;");
+  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * 64; m0 < M; m0 += int(gl_NumWorkGroups.y) * 64) {");
   e->indent++;
-  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[4][4];");
-  emit_line(e, "for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
+  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[2][2];");
+  emit_line(e, "for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
   emit_line(e, "for (int kk = 0; kk < K; kk += 16) {");
-  emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[4], fb[4];");
-  emit_line(e, "  for (int i = 0; i < 4; i++) coopMatLoadNV(fa[i], b%d, uint((m0 + sm + 16 * i) * K + kk), uint(K), false);", a);
-  emit_line(e, "  for (int jj = 0; jj < 4; jj++) coopMatLoadNV(fb[jj], b%d, uint(kk * N + n0 + sn + 16 * jj), uint(N), false);", b);
-  emit_line(e, "  for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
+  emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[2];");
+  emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], b%d, uint((m0 + sm + 16 * i) * K + kk), uint(K), false);", a);
+  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatLoadNV(fb[jj], b%d, uint(kk * N + n0 + sn + 16 * jj), uint(N), false);", b);
+  emit_line(e, "  for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
   emit_line(e, "}");
-  emit_line(e, "for (int i = 0; i < 4; i++)");
-  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
-  e->indent += 2;
-  emit_line(e, "coopMatStoreNV(c[i][jj], pc_C, uint(sg * 256), 16u, false);");
-  emit_line(e, "subgroupMemoryBarrierShared();");
-  emit_line(e, "subgroupBarrier();");
-  emit_line(e, "for (int q = lane; q < 256; q += 32) {");
+  emit_line(e, "for (int i = 0; i < 2; i++)");
+  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatStoreNV(c[i][jj], pc_C, uint((sm + 16 * i) * 64 + sn + 16 * jj), 64u, false);");
+  emit_line(e, "barrier();");
+  emit_line(e, "for (int q = int(gl_LocalInvocationID.x); q < 64 * 64; q += 128) {");
   e->indent++;
-  emit_line(e, "const int m = m0 + sm + 16 * i + q / 16, n = n0 + sn + 16 * jj + q %% 16;");
-  emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
+  emit_line(e, "const int m = m0 + q / 64, n = n0 + q %% 64;");
+  emit_line(e, "const float acc0 = pc_C[q];");
   emit_scope_push(e);
   store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   loop_end(e);
-  emit_line(e, "subgroupBarrier();");
-  e->indent -= 2;
-  emit_line(e, "  }");
+  emit_line(e, "barrier();");
   loop_end(e);
 }
 
@@ -588,7 +580,7 @@ static void kernel(emitter *e, int index) {
     emit_line(e, "#if PC_COOPMAT");
     emit_line(e, "layout(local_size_x = 128) in;");
     declare_buffers(e, index, true);
-    emit_line(e, "shared float pc_C[4 * 256];");
+    emit_line(e, "shared float pc_C[64 * 64];");
     emit_line(e, "void main() {");
     e->indent++;
     matmul_coop(e);

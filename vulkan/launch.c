@@ -8,7 +8,7 @@
 
 static uint32_t capped(int64_t n) { return n < 1 ? 1 : n > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)n; }
 
-void vk_grid(const kir_module *m, int i, const int64_t *S, bool coop, uint32_t g[3]) {
+void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t g[3]) {
   const kir_kernel *k = &m->k[i];
   g[0] = g[1] = g[2] = 1;
   switch (k->kind) {
@@ -17,9 +17,8 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, bool coop, uint32_t g
     int nb = k->dom.rank - 2;
     int64_t batch = 1;
     for (int d = 0; d < nb; d++) batch *= dim_value(k->dom.d[d], S);
-    int64_t tile = coop ? VK_CM_TILE : VK_MM_TILE;
-    g[0] = capped((dim_value(k->mnk[1], S) + tile - 1) / tile);
-    g[1] = capped((dim_value(k->mnk[0], S) + tile - 1) / tile);
+    g[0] = capped((dim_value(k->mnk[1], S) + VK_MM_TILE - 1) / VK_MM_TILE);
+    g[1] = capped((dim_value(k->mnk[0], S) + VK_MM_TILE - 1) / VK_MM_TILE);
     g[2] = capped(batch);
     break;
   }

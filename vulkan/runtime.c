@@ -26,7 +26,6 @@ typedef struct vk_kernel {
   VkDescriptorSet set;
   int nbind, bind[MAX_BIND]; /* buffer indices; binding b is buffer b */
   bool status;               /* binds the status word at binding nbuf */
-  bool coop;                 /* runs its cooperative-matrix variant */
   dev_buf bound[MAX_BIND];   /* what the descriptor set holds now */
   bool written;
 } vk_kernel;
@@ -84,7 +83,7 @@ static portc_status vk_fail(VkResult r, const char *what, const vk_context *c) {
 }
 
 /* the features a kernel's "needs" line asks for: an error names the first the device lacks */
-static portc_status check_needs(const vk_context *c, int i, const char *line, const char **defines, int *nd, bool *coop) {
+static portc_status check_needs(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
   static const struct { const char *word, *define, *feature; } table[] = {
       {"int64", "PC_INT64", "64-bit integers (shaderInt64)"},
       {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)"},
@@ -100,7 +99,7 @@ static portc_status check_needs(const vk_context *c, int i, const char *line, co
     if (!have[t])
       return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d needs %s, which %s does not offer", i, table[t].feature, c->props.deviceName);
     if (t == 4 && !c->f.coop_matrix) continue; /* the variant without cooperative matrices */
-    if (t == 4) log_line("kernels", "vulkan: kernel %d multiplies on cooperative matrices", i), *coop = true;
+    if (t == 4) log_line("kernels", "vulkan: kernel %d multiplies on cooperative matrices", i);
     defines[(*nd)++] = table[t].define;
   }
   defines[*nd] = NULL;
@@ -252,7 +251,7 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
     const char *eol = strchr(at, '\n');
     char line[128];
     snprintf(line, sizeof line, "%.*s", eol ? (int)(eol - at) : 0, at);
-    if ((st = check_needs(c, i, line, defines, &nd, &k->coop))) break;
+    if ((st = check_needs(c, i, line, defines, &nd))) break;
     char *glsl = malloc(prelude + klen + 1), name[160];
     if (!glsl) {
       st = err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
@@ -365,7 +364,7 @@ static portc_status record(vk_module *m) {
     int64_t S[VK_MAX_SYMS];
     for (int s = 0; s < m->nsym; s++) S[s] = m->pending[i].S[s];
     uint32_t g[3];
-    vk_grid(m->km, i, S, k->coop, g);
+    vk_grid(m->km, i, S, g);
     d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipe);
     d->vkCmdBindDescriptorSets(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &k->set, 0, NULL);
     int32_t zero = 0;

@@ -72,9 +72,8 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
 const char *vk_compiler_id(void);
 
 /* launch geometry, shared by the dialect (which loops) and the runtime (which dispatches) */
-enum { VK_WG = 256, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MM_BK = 16, VK_CM_TILE = 128, VK_MAX_SYMS = 32 };
-/* coop: the matmul runs its cooperative-matrix variant (VK_CM_TILE tiles) */
-void vk_grid(const kir_module *m, int k, const int64_t *S, bool coop, uint32_t groups[3]);
+enum { VK_WG = 256, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MM_BK = 16, VK_MAX_SYMS = 32 };
+void vk_grid(const kir_module *m, int k, const int64_t *S, uint32_t groups[3]);
 /* the buffers kernel k binds (binding b is buffer b), and whether it reports bad indices */
 int vk_kernel_buffers(const kir_module *m, int k, int *bufs);
 bool vk_kernel_checks_indices(const kir_module *m, int k);
