@@ -62,9 +62,6 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
   shaderc_compile_options_add_macro_definition(o, "PC_SUBGROUP_ARITH", 17, c->f.subgroup_arith ? "1" : "0", 1);
   shaderc_compile_options_add_macro_definition(o, "PC_DENORM_PRESERVE", 18, c->f.denorm_preserve ? "1" : "0", 1);
   shaderc_compile_options_add_macro_definition(o, "PC_SUBGROUP_SIZE", 16, sg, strlen(sg));
-  char wg[16];
-  snprintf(wg, sizeof wg, "%du", VK_WG);
-  shaderc_compile_options_add_macro_definition(o, "PC_WG", 5, wg, strlen(wg));
   for (int i = 0; defines && defines[i]; i++) shaderc_compile_options_add_macro_definition(o, defines[i], strlen(defines[i]), "1", 1);
   shaderc_compilation_result_t r = shaderc_compile_into_spv(comp, glsl, strlen(glsl), shaderc_compute_shader, name, "main", o);
   portc_status st = PORTC_OK;

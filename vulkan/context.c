@@ -359,6 +359,9 @@ static vk_context *make_context(int index, char *why, size_t len) {
   c->inst = instance, c->vi = VI, c->phys = phys[index], c->qfam = (uint32_t)di.qfam, c->props = di.props, c->mem = di.mem, c->f = di.f;
   c->index = index;
   c->ns_per_tick = di.props.limits.timestampPeriod;
+  /* 256 invocations keep a GPU's memory system busy; a CPU driver (lavapipe) runs a work group's
+   * invocations as SIMD lanes and pays for every barrier, so it gets fewer */
+  c->wg = di.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 256;
   c->dev_local_type = (uint32_t)dl, c->host_type = (uint32_t)host;
   VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   c->dev_local_mappable = (di.mem.memoryTypes[dl].propertyFlags & hv) == hv;

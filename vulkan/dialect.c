@@ -94,7 +94,7 @@ static void element_loop(emitter *e, const shape *s) {
   char count[256];
   emit_count(e, s, 0, s->rank, count, sizeof count);
   emit_line(e, "const int NT = %s;", count);
-  emit_line(e, "for (int t = int(gl_GlobalInvocationID.x); t < NT; t += int(gl_NumWorkGroups.x) * %d) {", VK_WG);
+  emit_line(e, "for (int t = int(gl_GlobalInvocationID.x); t < NT; t += int(gl_NumWorkGroups.x * PC_WG)) {");
   e->indent++;
 }
 
@@ -117,7 +117,7 @@ static void pointwise(emitter *e) {
 
 static void row_loop_begin(emitter *e, const char *const *full) {
   const kir_kernel *k = e->k;
-  emit_line(e, "for (int j = int(gl_LocalInvocationID.x); j < L; j += %d) {", VK_WG);
+  emit_line(e, "for (int j = int(gl_LocalInvocationID.x); j < L; j += int(PC_WG)) {");
   e->indent++;
   emit_scope_push(e);
   shape fs = {.rank = k->dom.rank + k->red.rank};
@@ -435,7 +435,7 @@ static void argmax(emitter *e, const node *n, int xb, int ob) {
   emit_dim(e, xs->d[axis], len, sizeof len);
   emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
   emit_line(e, "const int OU = %s, LEN = %s, IN = %s;", outer, len, inner);
-  emit_line(e, "for (int t = int(gl_GlobalInvocationID.x); t < OU * IN; t += int(gl_NumWorkGroups.x) * %d) {", VK_WG);
+  emit_line(e, "for (int t = int(gl_GlobalInvocationID.x); t < OU * IN; t += int(gl_NumWorkGroups.x * PC_WG)) {");
   e->indent++;
   emit_line(e, "const int o = t / IN, i = t %% IN;");
   emit_load(e, xb, "o * LEN * IN + i", ld, sizeof ld);
@@ -591,7 +591,7 @@ static void kernel(emitter *e, int index) {
     e->scope = e->next_scope = 1;
   }
   if (mm) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
-  else emit_line(e, "layout(local_size_x = %d) in;", VK_WG);
+  else emit_line(e, "layout(local_size_x_id = 0) in;");
   declare_buffers(e, index, false);
   if (mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
     emit_line(e, "shared float pc_As[%d][%d];", VK_MM_BK, VK_MM_TILE + 1);

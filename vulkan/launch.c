@@ -8,7 +8,7 @@
 
 static uint32_t capped(int64_t n) { return n < 1 ? 1 : n > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)n; }
 
-void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t g[3]) {
+void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t wg, uint32_t g[3]) {
   const kir_kernel *k = &m->k[i];
   g[0] = g[1] = g[2] = 1;
   switch (k->kind) {
@@ -22,7 +22,7 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t g[3]) {
     g[2] = capped(batch);
     break;
   }
-  default: g[0] = capped((shape_count(&k->dom, S) + VK_WG - 1) / VK_WG); break;
+  default: g[0] = capped((shape_count(&k->dom, S) + wg - 1) / wg); break;
   }
 }
 

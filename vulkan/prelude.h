@@ -33,6 +33,8 @@ static const char glsl_prelude[] =
     "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4464], 4459, 32);\n"
     "#endif\n"
     "\n"
+    "/* invocations per work group of 1-D kernels: a specialization constant the runtime sets per device */\n"
+    "layout(constant_id = 0) const uint PC_WG = 256u;\n"
     "#define INFINITY uintBitsToFloat(0x7f800000u)\n"
     "#define NAN uintBitsToFloat(0x7fc00000u)\n"
     "#define PC_FLOAT(x) float(x)\n"

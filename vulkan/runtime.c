@@ -166,10 +166,12 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   VkPipelineLayoutCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &k->dsl,
                                    .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
   if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
+  VkSpecializationMapEntry wg_entry = {.constantID = 0, .offset = 0, .size = sizeof c->wg};
+  VkSpecializationInfo spec = {.mapEntryCount = 1, .pMapEntries = &wg_entry, .dataSize = sizeof c->wg, .pData = &c->wg};
   VkComputePipelineCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = k->shader,
-                .pName = "main"},
+                .pName = "main", .pSpecializationInfo = &spec},
       .layout = k->layout};
   pthread_mutex_lock(&c->lock); /* the pipeline cache is shared by the process's modules */
   r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->pipe);
@@ -364,7 +366,7 @@ static portc_status record(vk_module *m) {
     int64_t S[VK_MAX_SYMS];
     for (int s = 0; s < m->nsym; s++) S[s] = m->pending[i].S[s];
     uint32_t g[3];
-    vk_grid(m->km, i, S, g);
+    vk_grid(m->km, i, S, c->wg, g);
     d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipe);
     d->vkCmdBindDescriptorSets(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &k->set, 0, NULL);
     int32_t zero = 0;

@@ -30,6 +30,7 @@ typedef struct vk_context {
   VkPhysicalDeviceMemoryProperties mem;
   vk_features f;
   double ns_per_tick;
+  uint32_t wg; /* invocations per work group of 1-D kernels on this device */
   uint32_t dev_local_type, host_type; /* memory type indices */
   bool dev_local_mappable;            /* device-local memory the host can map (software, ReBAR) */
   pthread_mutex_t lock;               /* the queue, the staging buffer and the pipeline cache */
@@ -72,8 +73,9 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
 const char *vk_compiler_id(void);
 
 /* launch geometry, shared by the dialect (which loops) and the runtime (which dispatches) */
-enum { VK_WG = 256, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MM_BK = 16, VK_MAX_SYMS = 32 };
-void vk_grid(const kir_module *m, int k, const int64_t *S, uint32_t groups[3]);
+enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MM_BK = 16, VK_MAX_SYMS = 32 };
+/* wg: invocations per work group of 1-D kernels (the PC_WG specialization constant) */
+void vk_grid(const kir_module *m, int k, const int64_t *S, uint32_t wg, uint32_t groups[3]);
 /* the buffers kernel k binds (binding b is buffer b), and whether it reports bad indices */
 int vk_kernel_buffers(const kir_module *m, int k, int *bufs);
 bool vk_kernel_checks_indices(const kir_module *m, int k);
