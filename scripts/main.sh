@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, run `portc verify` on the devices present, then
-# a short demo: what the compiler makes of a transformer layer, a run on the CPU target, and a
-# benchmark of fused against eager.
+# The main job: install what is missing, build, run `portc verify` on the devices present (the
+# CPU, and Vulkan: a GPU, or Mesa's software driver without one), then a short demo: what the
+# compiler makes of a transformer layer, a run on the CPU and Vulkan targets, and a benchmark of
+# fused against eager.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -14,10 +15,12 @@ echo "== conformance"
 $portc verify --examples examples --quiet
 echo "== demo: the fusion groups of a transformer encoder layer"
 $portc explain examples/transformer.ptg --set B=2 --set S=16 | grep -E '^(graph|kernel|  fuses|total)'
-echo "== demo: run it on the CPU target and on the float64 reference"
+echo "== demo: run it on the CPU and Vulkan targets and on the float64 reference"
 $portc run examples/transformer.ptg -t cpu --seed 1 --set B=2 --set S=16
+$portc run examples/transformer.ptg -t vulkan --seed 1 --set B=2 --set S=16
 $portc run examples/transformer.ptg -t ref --seed 1 --set B=2 --set S=16
 echo "== demo: softmax over 8192 x 4096, fused against eager"
 $portc bench bench/softmax.ptg --iters 10
+$portc bench examples/softmax.ptg -t vulkan --set N=512 --iters 10
 echo "== examples/hello.c"
 build/bin/hello

@@ -124,6 +124,14 @@ static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
   return found;
 }
 
+static void driver_version(const VkPhysicalDeviceProperties *p, char *out, size_t len) {
+  uint32_t v = p->driverVersion;
+  if (p->vendorID == 0x10de)
+    snprintf(out, len, "%u.%u.%u", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff);
+  else
+    snprintf(out, len, "%u.%u.%u", VK_VERSION_MAJOR(v), VK_VERSION_MINOR(v), VK_VERSION_PATCH(v));
+}
+
 /* VK_NV_cooperative_matrix with 16x16x16 f16 x f16 + f32 on subgroups of 32, and the features its
  * shaders use (shaderFloat16, vulkanMemoryModel); Debian's glslang knows the NV extension only */
 static bool coop_matrix_f16(VkPhysicalDevice pd) {
@@ -153,6 +161,7 @@ static bool coop_matrix_f16(VkPhysicalDevice pd) {
 /* features, subgroup properties and the compute queue family of a physical device */
 typedef struct device_info {
   VkPhysicalDeviceProperties props;
+  char driver[2 * VK_MAX_DRIVER_NAME_SIZE + 2]; /* "NVIDIA 580.159.04", "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)" */
   VkPhysicalDeviceMemoryProperties mem;
   vk_features f;
   int qfam;
@@ -160,13 +169,18 @@ typedef struct device_info {
 } device_info;
 
 static void query(VkPhysicalDevice pd, device_info *di) {
+  VkPhysicalDeviceDriverProperties dp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties fc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   bool float_controls = has_device_ext(pd, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  bool driver_props = has_device_ext(pd, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   if (float_controls) sg.pNext = &fc;
+  if (driver_props) dp.pNext = sg.pNext, sg.pNext = &dp;
   VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
   VI.vkGetPhysicalDeviceProperties2(pd, &p2);
   di->props = p2.properties;
+  if (driver_props && dp.driverName[0]) snprintf(di->driver, sizeof di->driver, "%s %s", dp.driverName, dp.driverInfo);
+  else driver_version(&di->props, di->driver, sizeof di->driver);
   VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, .pNext = &s8};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
@@ -218,13 +232,6 @@ static const char *vendor_name(uint32_t id) {
   }
 }
 
-static void driver_version(const VkPhysicalDeviceProperties *p, char *out, size_t len) {
-  uint32_t v = p->driverVersion;
-  if (p->vendorID == 0x10de)
-    snprintf(out, len, "%u.%u.%u", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff);
-  else
-    snprintf(out, len, "%u.%u.%u", VK_VERSION_MAJOR(v), VK_VERSION_MINOR(v), VK_VERSION_PATCH(v));
-}
 
 static int find_memory(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid) {
   for (uint32_t i = 0; i < mp->memoryTypeCount; i++)
@@ -366,10 +373,8 @@ static vk_context *make_context(int index, char *why, size_t len) {
   VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   c->dev_local_mappable = (di.mem.memoryTypes[dl].propertyFlags & hv) == hv;
   pthread_mutex_init(&c->lock, NULL);
-  char drv[64];
-  driver_version(&di.props, drv, sizeof drv);
-  snprintf(c->name, sizeof c->name, "%s (vulkan:%d, %s driver %s, Vulkan %u.%u)", di.props.deviceName, index, vendor_name(di.props.vendorID),
-           drv, VK_VERSION_MAJOR(di.props.apiVersion), VK_VERSION_MINOR(di.props.apiVersion));
+  snprintf(c->name, sizeof c->name, "%s (vulkan:%d, driver %s, Vulkan %u.%u)", di.props.deviceName, index, di.driver,
+           VK_VERSION_MAJOR(di.props.apiVersion), VK_VERSION_MINOR(di.props.apiVersion));
   snprintf(c->cache_id, sizeof c->cache_id, "%s %04x:%04x driver %u", di.props.deviceName, di.props.vendorID, di.props.deviceID,
            di.props.driverVersion);
   if (!make_device(c, &di, why, len)) {
@@ -418,14 +423,12 @@ void vk_describe(FILE *out) {
   for (uint32_t i = 0; i < nphys; i++) {
     device_info di;
     query(phys[i], &di);
-    char drv[64];
-    driver_version(&di.props, drv, sizeof drv);
     double heap = 0;
     for (uint32_t h = 0; h < di.mem.memoryHeapCount; h++)
       if (di.mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) heap += (double)di.mem.memoryHeaps[h].size;
     const VkPhysicalDeviceLimits *l = &di.props.limits;
     fprintf(out, "    vulkan:%u%s %s, %s (%04x:%04x), driver %s, Vulkan %u.%u\n", i, (int)i == best ? " (default)" : "",
-            di.props.deviceName, vendor_name(di.props.vendorID), di.props.vendorID, di.props.deviceID, drv,
+            di.props.deviceName, vendor_name(di.props.vendorID), di.props.vendorID, di.props.deviceID, di.driver,
             VK_VERSION_MAJOR(di.props.apiVersion), VK_VERSION_MINOR(di.props.apiVersion));
     fprintf(out, "      %.1f GiB device-local in %u heaps; subgroup %u%s; shared memory %u KiB; work group %u; storage range %u MiB\n",
             heap / 1073741824.0, di.mem.memoryHeapCount, di.f.subgroup_size, di.f.subgroup_arith ? " with arithmetic" : " (no arithmetic)",

@@ -40,7 +40,7 @@ typedef struct vk_context {
   struct vk_buffer *staging;
   VkPipelineCache pcache;
   int index;
-  char name[400];     /* "NVIDIA H100 80GB HBM3 (vulkan:0, NVIDIA driver 580.x, Vulkan 1.4)" */
+  char name[1024];    /* "NVIDIA H100 80GB HBM3 (vulkan:0, driver NVIDIA 580.159.04, Vulkan 1.4)" */
   char cache_id[320]; /* device and driver, for cache keys */
 } vk_context;
 
