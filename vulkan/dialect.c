@@ -115,17 +115,78 @@ static void pointwise(emitter *e) {
 
 /* ---- row kernels: a work group per row ---- */
 
-static void row_loop_begin(emitter *e, const char *const *full) {
+/* Row values kept in registers: loads of the row that more than one loop over it needs
+ * (softmax reads x in all three). When the row length is a known constant, each invocation
+ * keeps its share, PC_RV = L / PC_WG elements, in an array that the first loop fills, so the
+ * row is read from memory once. */
+enum { ROW_REGS_MAX_L = 16384 };
+
+typedef struct row_regs {
+  unsigned *used; /* per value: the loops that need it (bit p: phase p; bit nphase: the stores) */
+  int *slot;      /* per value: its array, or -1 */
+  int n;
+} row_regs;
+
+static void mark_loop(const kir_kernel *k, int v, int loop, unsigned *used) {
+  const kir_val *x = &k->val[v];
+  if (!x->row || (used[v] & (1u << loop))) return;
+  used[v] |= 1u << loop;
+  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
+    if (x->arg[i] >= 0) mark_loop(k, x->arg[i], loop, used);
+}
+
+/* the row length when it is a constant that row_regs keeps in registers, else 0 */
+static int64_t row_regs_length(const kir_kernel *k) {
+  int64_t len = 1;
+  for (int d = 0; d < k->red.rank; d++) {
+    if (k->red.d[d].sym >= 0) return 0;
+    len *= k->red.d[d].c;
+  }
+  return len <= ROW_REGS_MAX_L ? len : 0;
+}
+
+static void plan_row_regs(const kir_kernel *k, row_regs *rr) {
+  rr->n = 0;
+  rr->used = calloc((size_t)k->nval + 1, sizeof *rr->used);
+  rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
+  if (!row_regs_length(k) || !rr->used || !rr->slot) return;
+  for (int p = 0; p < k->nphase; p++) mark_loop(k, k->phase[p].val, p, rr->used);
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].row) mark_loop(k, k->store[s].val, k->nphase, rr->used);
+  for (int v = 0; v < k->nval; v++) {
+    const kir_val *x = &k->val[v];
+    bool keep = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt) && __builtin_popcount(rr->used[v]) > 1;
+    rr->slot[v] = keep ? rr->n++ : -1;
+  }
+}
+
+static bool first_loop(const row_regs *rr, int v, int loop) { return (rr->used[v] & ((1u << loop) - 1)) == 0; }
+
+static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char *const *full) {
   const kir_kernel *k = e->k;
-  emit_line(e, "for (int j = int(gl_LocalInvocationID.x); j < L; j += int(PC_WG)) {");
+  if (rr->n) {
+    emit_line(e, "for (int it = 0; it < int(PC_RV); it++) {");
+    emit_line(e, "  const int j = int(gl_LocalInvocationID.x) + it * int(PC_WG);");
+    emit_line(e, "  if (j >= L) break;");
+  } else {
+    emit_line(e, "for (int j = int(gl_LocalInvocationID.x); j < L; j += int(PC_WG)) {");
+  }
   e->indent++;
   emit_scope_push(e);
   shape fs = {.rank = k->dom.rank + k->red.rank};
   for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
   unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
+  for (int v = 0; v < k->nval && rr->n; v++)
+    if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && !first_loop(rr, v, loop)) {
+      emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
+      e->done[v] = e->scope;
+    }
 }
 
-static void row_loop_end(emitter *e) {
+static void row_loop_end(emitter *e, const row_regs *rr, int loop, const char *const *full) {
+  for (int v = 0; v < e->k->nval && rr->n; v++)
+    if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && first_loop(rr, v, loop))
+      emit_line(e, "rr%d[it] = %s;", rr->slot[v], emit_value(e, v, full));
   emit_scope_pop(e);
   loop_end(e);
 }
@@ -138,7 +199,7 @@ static portc_dtype phase_type(const emitter *e, int p) {
   return t;
 }
 
-static void row_phase(emitter *e, int p, const char *const *full) {
+static void row_phase(emitter *e, const row_regs *rr, int p, const char *const *full) {
   const kir_phase *ph = &e->k->phase[p];
   portc_dtype t = phase_type(e, p);
   bool f = dtype_is_float(t), minmax = ph->op == OP_max || ph->op == OP_min;
@@ -146,7 +207,7 @@ static void row_phase(emitter *e, int p, const char *const *full) {
   emit_hoisted(e, ph->val, full);
   emit_line(e, "%s acc%d = %s;", compute_type(t), p, reduce_init(ph->op, t));
   if (f && minmax) emit_line(e, "float nan%d = 0.0;", p);
-  row_loop_begin(e, full);
+  row_loop_begin(e, rr, p, full);
   char v[16];
   snprintf(v, sizeof v, "%s", emit_value(e, ph->val, full));
   switch (ph->op) {
@@ -156,7 +217,7 @@ static void row_phase(emitter *e, int p, const char *const *full) {
   default: emit_line(e, "acc%d += %s;", p, v); break;
   }
   if (f && minmax) emit_line(e, "if (isnan(%s)) nan%d = 1.0;", v, p);
-  row_loop_end(e);
+  row_loop_end(e, rr, p, full);
   emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
   if (f && minmax) emit_line(e, "if (pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, p);
   if (ph->op == OP_mean) emit_line(e, "acc%d /= float(L);", p);
@@ -171,11 +232,14 @@ static void row(emitter *e) {
   for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
   for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
   emit_line(e, "const int NO = %s, L = %s;", no, len);
+  row_regs rr;
+  plan_row_regs(k, &rr);
+  for (int c = 0; c < rr.n; c++) emit_line(e, "float rr%d[PC_RV];", c);
   emit_line(e, "for (int o = int(gl_WorkGroupID.x); o < NO; o += int(gl_NumWorkGroups.x)) {");
   e->indent++;
   emit_scope_push(e);
   unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
-  for (int p = 0; p < k->nphase; p++) row_phase(e, p, full);
+  for (int p = 0; p < k->nphase; p++) row_phase(e, &rr, p, full);
   bool outer = false, any_row = false;
   for (int s = 0; s < k->nstore; s++) outer = outer || !k->store[s].row, any_row = any_row || k->store[s].row;
   if (outer) {
@@ -190,17 +254,20 @@ static void row(emitter *e) {
   if (any_row) {
     for (int s = 0; s < k->nstore; s++)
       if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
-    row_loop_begin(e, full);
+    row_loop_begin(e, &rr, k->nphase, full);
     shape xs = {.rank = k->dom.rank + k->red.rank};
     for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
     for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
     for (int s = 0; s < k->nstore; s++)
       if (k->store[s].row) store_at(e, &k->store[s], &xs, full);
-    row_loop_end(e);
+    row_loop_end(e, &rr, k->nphase, full);
   }
   emit_scope_pop(e);
   loop_end(e);
+  free(rr.used);
+  free(rr.slot);
 }
+
 
 /* ---- matmul ---- */
 
@@ -593,6 +660,8 @@ static void kernel(emitter *e, int index) {
   if (mm) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
   declare_buffers(e, index, false);
+  if (k->kind == KK_ROW && row_regs_length(k))
+    emit_line(e, "const uint PC_RV = (%lldu + PC_WG - 1u) / PC_WG; /* row elements per invocation */", (long long)row_regs_length(k));
   if (mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
     emit_line(e, "shared float pc_As[%d][%d];", VK_MM_BK, VK_MM_TILE + 1);
     emit_line(e, "shared float pc_Bs[%d][%d];", VK_MM_BK, VK_MM_TILE);
