@@ -33,35 +33,11 @@ static void declare_buffers(emitter *e) {
   free(used);
 }
 
-/* i{first}..i{last-1} from the flat index in `flat` over dims [first, last) of s */
-static void unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names) {
-  if (last <= first) return;
-  if (last - first == 1) {
-    emit_line(e, "const int64_t %s = %s;", names[first], flat);
-    return;
-  }
-  emit_line(e, "int64_t r_%s = %s;", names[first], flat);
-  for (int d = last - 1; d >= first; d--) {
-    char ext[32];
-    emit_dim(e, s->d[d], ext, sizeof ext);
-    if (d == first) emit_line(e, "const int64_t %s = r_%s;", names[d], names[first]);
-    else emit_line(e, "const int64_t %s = r_%s %% %s; r_%s /= %s;", names[d], names[first], ext, names[first], ext);
-  }
-}
-
-static void store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx) {
-  const char *v = emit_value(e, st->val, idx);
-  char vname[16], off[128];
-  snprintf(vname, sizeof vname, "%s", v);
-  emit_offset(e, st->path, space, idx, off, sizeof off);
-  emit_store(e, st->buf, off, vname);
-}
-
 static void pointwise(emitter *e) {
   const kir_kernel *k = e->k;
   const shape *s = &k->dom;
   if (s->rank == 0) {
-    store_at(e, &k->store[0], s, idxnames);
+    emit_store_at(e, &k->store[0], s, idxnames);
     return;
   }
   char rows[256], cols[32];
@@ -73,12 +49,12 @@ static void pointwise(emitter *e) {
   e->indent++;
   emit_line(e, "const int64_t c0 = (t %% NCH) * CH, c1 = pc_min64(c0 + CH, C);");
   emit_line(e, "const int64_t o = t / NCH;");
-  unravel(e, s, 0, s->rank - 1, "o", idxnames);
+  emit_unravel(e, s, 0, s->rank - 1, "o", idxnames);
   emit_line(e, "#pragma omp simd");
   emit_line(e, "for (int64_t %s = c0; %s < c1; %s++) {", idxnames[s->rank - 1], idxnames[s->rank - 1], idxnames[s->rank - 1]);
   e->indent++;
   emit_scope_push(e);
-  store_at(e, &k->store[0], s, idxnames);
+  emit_store_at(e, &k->store[0], s, idxnames);
   emit_scope_pop(e);
   e->indent--;
   emit_line(e, "}");
@@ -102,7 +78,7 @@ static void row_loop_begin(emitter *e, const char *const *full) {
     /* unravel j over the reduced dims */
     shape full_s = {.rank = k->dom.rank + r.rank};
     for (int d = 0; d < r.rank; d++) full_s.d[k->dom.rank + d] = r.d[d];
-    unravel(e, &full_s, k->dom.rank, full_s.rank, "j", full);
+    emit_unravel(e, &full_s, k->dom.rank, full_s.rank, "j", full);
   }
 }
 
@@ -123,14 +99,6 @@ static bool costly_op(enum op op) {
   }
 }
 
-static void mark_loop(const kir_kernel *k, int v, int loop, unsigned *used) {
-  const kir_val *x = &k->val[v];
-  if (!x->row || (used[v] & (1u << loop))) return;
-  used[v] |= 1u << loop;
-  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
-    if (x->arg[i] >= 0) mark_loop(k, x->arg[i], loop, used);
-}
-
 typedef struct row_cache {
   unsigned *used; /* per value: the loops that need it */
   int *slot;      /* per value: its row buffer, or -1 */
@@ -145,9 +113,9 @@ static bool plan_row_cache(const kir_kernel *k, row_cache *rc) {
     free(costly);
     return false;
   }
-  for (int p = 0; p < k->nphase; p++) mark_loop(k, k->phase[p].val, p, rc->used);
+  for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rc->used);
   for (int s = 0; s < k->nstore; s++)
-    if (k->store[s].row) mark_loop(k, k->store[s].val, k->nphase, rc->used);
+    if (k->store[s].row) row_mark_loop(k, k->store[s].val, k->nphase, rc->used);
   rc->n = 0;
   for (int v = 0; v < k->nval; v++) { /* values come after their operands */
     const kir_val *x = &k->val[v];
@@ -204,12 +172,10 @@ static void row(emitter *e) {
   e->indent++;
   if (rc.n) emit_line(e, "if (!scratch) continue;");
   emit_scope_push(e);
-  unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
   for (int p = 0; p < k->nphase; p++) {
     const kir_phase *ph = &k->phase[p];
-    portc_dtype t = e->m->g->nodes[k->node].dt;
-    for (int i = 0; i < k->nval; i++)
-      if (k->val[i].kind == KV_ACC && k->val[i].phase == p) t = k->val[i].dt;
+    portc_dtype t = row_phase_type(e->m, k, p);
     bool f = dtype_is_float(t);
     emit_hoisted(e, ph->val, full);
     const char *red = ph->op == OP_prod ? "*" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "+";
@@ -243,7 +209,7 @@ static void row(emitter *e) {
     if (wrap) emit_line(e, "const int64_t acc%d = (int64_t)accu%d;", p, p);
   }
   for (int s = 0; s < k->nstore; s++)
-    if (!k->store[s].row) store_at(e, &k->store[s], &k->dom, rownames);
+    if (!k->store[s].row) emit_store_at(e, &k->store[s], &k->dom, rownames);
   bool any_row = false;
   for (int s = 0; s < k->nstore; s++) any_row = any_row || k->store[s].row;
   if (any_row) {
@@ -256,7 +222,7 @@ static void row(emitter *e) {
     for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
     for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
     for (int s = 0; s < k->nstore; s++)
-      if (k->store[s].row) store_at(e, &k->store[s], &xs, full);
+      if (k->store[s].row) emit_store_at(e, &k->store[s], &xs, full);
     row_loop_end(e);
   }
   emit_scope_pop(e);
@@ -272,14 +238,6 @@ static void row(emitter *e) {
 
 /* ---- matmul: packed panels, register micro-tile, epilogue on store ---- */
 
-/* the element of operand `slot` at index names idx, as a float expression */
-static void operand_expr(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
-  const kir_kernel *k = e->k;
-  char off[128];
-  emit_offset(e, k->in_path[slot], &e->m->buf[k->in_buf[slot]].sh, idx, off, sizeof off);
-  emit_load(e, k->in_buf[slot], off, out, len);
-}
-
 /* Packs the current block of one operand into panels of W rows (A) or columns (B): panel by
  * panel, row p of the contraction contiguous, zeros past the block's edge so that the micro-kernel
  * never needs a remainder case. idx names the operand's index with `var` the packed dimension. */
@@ -294,7 +252,7 @@ static void pack_panels(emitter *e, int slot, const char *const *idx, const char
   emit_line(e, "for (int64_t q = 0; q < %s; q++) {", W);
   e->indent++;
   emit_line(e, "const int64_t %s = %s + %s + q;", var, origin, r);
-  operand_expr(e, slot, idx, ex, sizeof ex);
+  emit_operand(e, slot, idx, ex, sizeof ex);
   emit_line(e, "dst[q] = %s + q < %s ? (float)(%s) : 0.0f;", r, n, ex);
   e->indent--;
   emit_line(e, "}");
@@ -332,7 +290,7 @@ static void matmul_float(emitter *e) {
   emit_line(e, "const int64_t bt = t / (MT * NT), ic = (t / NT %% MT) * MC, jc = (t %% NT) * NC;");
   emit_line(e, "const int64_t mc = pc_min64(MC, M - ic), nc = pc_min64(NC, N - jc);");
   static const char *const bn[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
-  unravel(e, &k->dom, 0, nb, "bt", bn);
+  emit_unravel(e, &k->dom, 0, nb, "bt", bn);
   emit_line(e, "memset(Cb, 0, sizeof(float) * MC * NC);");
   emit_line(e, "for (int64_t pc = 0; pc < K; pc += KC) {");
   e->indent++;
@@ -359,7 +317,7 @@ static void matmul_float(emitter *e) {
   emit_line(e, "const int64_t m = ic + i, n = jc + j;");
   emit_line(e, "const float acc0 = Cb[i * NC + j];");
   emit_scope_push(e);
-  store_at(e, &k->store[0], &k->dom, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   e->indent -= 2;
   emit_line(e, "  }");
@@ -387,7 +345,7 @@ static void matmul_int(emitter *e) {
   e->indent++;
   emit_line(e, "const int64_t bt = r / M, m = r %% M;");
   static const char *const bn[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
-  unravel(e, &k->dom, 0, nb, "bt", bn);
+  emit_unravel(e, &k->dom, 0, nb, "bt", bn);
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
   for (int d = 0; d < nb; d++) aidx[d] = bidx[d] = oidx[d] = bn[d];
   aidx[nb] = "m", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "n", oidx[nb] = "m", oidx[nb + 1] = "n";
@@ -397,14 +355,14 @@ static void matmul_int(emitter *e) {
   char ae[1200], be[1200];
   emit_line(e, "for (int64_t kk = 0; kk < K; kk++) {");
   e->indent++;
-  operand_expr(e, 0, aidx, ae, sizeof ae);
-  operand_expr(e, 1, bidx, be, sizeof be);
+  emit_operand(e, 0, aidx, ae, sizeof ae);
+  emit_operand(e, 1, bidx, be, sizeof be);
   emit_line(e, "s += (uint64_t)(%s) * (uint64_t)(%s);", ae, be);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "const int64_t acc0 = (int64_t)s;");
   emit_scope_push(e);
-  store_at(e, &k->store[0], &k->dom, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   e->indent--;
   emit_line(e, "}");
@@ -413,11 +371,6 @@ static void matmul_int(emitter *e) {
 }
 
 /* ---- conv2d: direct loops over each output plane, epilogue on store ---- */
-
-static int64_t attr2(const node *n, const char *name, int i) {
-  const attr *a = attr_get(n, name);
-  return a->set ? a->v[i] : 1;
-}
 
 static void conv(emitter *e) {
   const kir_kernel *k = e->k;
@@ -442,12 +395,12 @@ static void conv(emitter *e) {
   emit_line(e, "float s = %s;", k->nin > 2 ? bias : "0.0f");
   emit_line(e, "for (int64_t c = 0; c < CG; c++)");
   emit_line(e, "  for (int64_t kh = 0; kh < KH; kh++) {");
-  emit_line(e, "    const int64_t ih = i2 * %lld - %lld + kh * %lld;", (long long)attr2(n, "stride", 0),
-            (long long)attr_get(n, "padding")->v[0], (long long)attr2(n, "dilation", 0));
+  emit_line(e, "    const int64_t ih = i2 * %lld - %lld + kh * %lld;", (long long)attr_or_one(n, "stride", 0),
+            (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "dilation", 0));
   emit_line(e, "    if (ih < 0 || ih >= H) continue;");
   emit_line(e, "    for (int64_t kw = 0; kw < KW; kw++) {");
-  emit_line(e, "      const int64_t iw = i3 * %lld - %lld + kw * %lld;", (long long)attr2(n, "stride", 1),
-            (long long)attr_get(n, "padding")->v[1], (long long)attr2(n, "dilation", 1));
+  emit_line(e, "      const int64_t iw = i3 * %lld - %lld + kw * %lld;", (long long)attr_or_one(n, "stride", 1),
+            (long long)attr_get(n, "padding")->v[1], (long long)attr_or_one(n, "dilation", 1));
   emit_line(e, "      if (iw < 0 || iw >= W) continue;");
   emit_load(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
   emit_load(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
@@ -456,7 +409,7 @@ static void conv(emitter *e) {
   emit_line(e, "  }");
   emit_line(e, "const float acc0 = s;");
   emit_scope_push(e);
-  store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_store_at(e, &k->store[0], &k->dom, idxnames);
   emit_scope_pop(e);
   e->indent -= 2;
   emit_line(e, "  }");
@@ -560,7 +513,7 @@ static void opaque(emitter *e) {
     emit_line(e, "#pragma omp parallel for schedule(static)");
     emit_line(e, "for (int64_t t = 0; t < %s; t++) {", xn);
     e->indent++;
-    unravel(e, xs, 0, xs->rank, "t", idxnames);
+    emit_unravel(e, xs, 0, xs->rank, "t", idxnames);
     strbuf off = {0};
     for (int d = 0; d < xs->rank; d++) {
       char stride[256];

@@ -293,6 +293,56 @@ void emit_store(emitter *e, int buf, const char *off, const char *val) {
   emit_line(e, "%s", line);
 }
 
+void emit_unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names) {
+  const char *t = e->d->index_type;
+  if (last <= first) return;
+  if (last - first == 1) {
+    emit_line(e, "const %s %s = %s;", t, names[first], flat);
+    return;
+  }
+  emit_line(e, "%s r_%s = %s;", t, names[first], flat);
+  for (int d = last - 1; d >= first; d--) {
+    char ext[32];
+    emit_dim(e, s->d[d], ext, sizeof ext);
+    if (d == first) emit_line(e, "const %s %s = r_%s;", t, names[d], names[first]);
+    else emit_line(e, "const %s %s = r_%s %% %s; r_%s /= %s;", t, names[d], names[first], ext, names[first], ext);
+  }
+}
+
+void emit_store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx) {
+  char vname[16], off[128];
+  snprintf(vname, sizeof vname, "%s", emit_value(e, st->val, idx));
+  emit_offset(e, st->path, space, idx, off, sizeof off);
+  emit_store(e, st->buf, off, vname);
+}
+
+void emit_operand(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
+  const kir_kernel *k = e->k;
+  char off[128];
+  emit_offset(e, k->in_path[slot], &e->m->buf[k->in_buf[slot]].sh, idx, off, sizeof off);
+  emit_load(e, k->in_buf[slot], off, out, len);
+}
+
+void row_mark_loop(const kir_kernel *k, int v, int loop, unsigned *used) {
+  const kir_val *x = &k->val[v];
+  if (!x->row || (used[v] & (1u << loop))) return;
+  used[v] |= 1u << loop;
+  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
+    if (x->arg[i] >= 0) row_mark_loop(k, x->arg[i], loop, used);
+}
+
+portc_dtype row_phase_type(const kir_module *m, const kir_kernel *k, int p) {
+  portc_dtype t = m->g->nodes[k->node].dt;
+  for (int i = 0; i < k->nval; i++)
+    if (k->val[i].kind == KV_ACC && k->val[i].phase == p) t = k->val[i].dt;
+  return t;
+}
+
+int64_t attr_or_one(const node *n, const char *name, int i) {
+  const attr *a = attr_get(n, name);
+  return a->set ? a->v[i] : 1;
+}
+
 const char *reduce_init(enum op op, portc_dtype t) {
   bool f = dtype_is_float(t);
   switch (op) {

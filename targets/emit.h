@@ -46,6 +46,18 @@ const char *compute_type(portc_dtype t);
 void emit_load(emitter *e, int buf, const char *off, char *out, size_t len);
 /* a store statement of value expression `val` to buffer b at offset `off` */
 void emit_store(emitter *e, int buf, const char *off, const char *val);
+/* names[first..last) from the flat index expression `flat` over dims [first, last) of s */
+void emit_unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names);
+/* the value of store st at index idx (in index space `space`), stored */
+void emit_store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx);
+/* operand `slot` of a matmul at index idx, as a compute-type expression */
+void emit_operand(emitter *e, int slot, const char *const *idx, char *out, size_t len);
+/* ROW kernels: marks bit `loop` of used[] for v and the row values it needs */
+void row_mark_loop(const kir_kernel *k, int v, int loop, unsigned *used);
+/* ROW kernels: the dtype of phase p's accumulator */
+portc_dtype row_phase_type(const kir_module *m, const kir_kernel *k, int p);
+/* attribute `name`'s element i, or 1 when unset (conv2d's stride and dilation) */
+int64_t attr_or_one(const node *n, const char *name, int i);
 /* a literal of the reduction identity of op for dtype t */
 const char *reduce_init(enum op op, portc_dtype t);
 

@@ -7,24 +7,7 @@ portc=$1
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-
-# expect CODE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit code; output in $tmp/out
-expect() {
-  local code=$1 what=$2
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    echo "FAIL: $what: exit $got, want $code"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
-  fi
-}
-# contains TEXT DESCRIPTION: the last output contains TEXT
-contains() {
-  if ! grep -qF -- "$1" "$tmp/out"; then
-    echo "FAIL: $2: output lacks '$1'"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
-  fi
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 expect 2 "no verb" -- "$portc"
 expect 2 "unknown verb" -- "$portc" frobnicate

@@ -11,22 +11,7 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export PORTC_CACHE_DIR="$tmp/cache"
-fails=0
-
-expect() {
-  local code=$1 what=$2
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    echo "FAIL: $what: exit $got, want $code"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
-  fi
-}
-contains() {
-  if ! grep -qF -- "$1" "$tmp/out"; then
-    echo "FAIL: $2: output lacks '$1'"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1))
-  fi
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 # no loader: Vulkan is unavailable with the reason, everything else works
 export PORTC_VULKAN_LOADER=/nonexistent/libvulkan.so.1

@@ -66,29 +66,6 @@ static void declare_buffers(emitter *e, int index, bool f16) {
   emit_line(e, "layout(push_constant) uniform Symbols { int S[%d]; };", nsym > 0 ? nsym : 1);
 }
 
-/* names[first..last) from the flat index in `flat` over dims [first, last) of s */
-static void unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names) {
-  if (last <= first) return;
-  if (last - first == 1) {
-    emit_line(e, "const int %s = %s;", names[first], flat);
-    return;
-  }
-  emit_line(e, "int r_%s = %s;", names[first], flat);
-  for (int d = last - 1; d >= first; d--) {
-    char ext[32];
-    emit_dim(e, s->d[d], ext, sizeof ext);
-    if (d == first) emit_line(e, "const int %s = r_%s;", names[d], names[first]);
-    else emit_line(e, "const int %s = r_%s %% %s; r_%s /= %s;", names[d], names[first], ext, names[first], ext);
-  }
-}
-
-static void store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx) {
-  char vname[16], off[128];
-  snprintf(vname, sizeof vname, "%s", emit_value(e, st->val, idx));
-  emit_offset(e, st->path, space, idx, off, sizeof off);
-  emit_store(e, st->buf, off, vname);
-}
-
 /* "for (int t = first invocation; t < count; t += all invocations) {" over the output elements */
 static void element_loop(emitter *e, const shape *s) {
   char count[256];
@@ -106,9 +83,9 @@ static void loop_end(emitter *e) {
 static void pointwise(emitter *e) {
   const kir_kernel *k = e->k;
   element_loop(e, &k->dom);
-  unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
   emit_scope_push(e);
-  store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_store_at(e, &k->store[0], &k->dom, idxnames);
   emit_scope_pop(e);
   loop_end(e);
 }
@@ -127,14 +104,6 @@ typedef struct row_regs {
   int n;
 } row_regs;
 
-static void mark_loop(const kir_kernel *k, int v, int loop, unsigned *used) {
-  const kir_val *x = &k->val[v];
-  if (!x->row || (used[v] & (1u << loop))) return;
-  used[v] |= 1u << loop;
-  for (int i = 0; i < 3 && x->kind == KV_OP; i++)
-    if (x->arg[i] >= 0) mark_loop(k, x->arg[i], loop, used);
-}
-
 /* the row length when it is a constant that row_regs keeps in registers, else 0 */
 static int64_t row_regs_length(const kir_kernel *k) {
   int64_t len = 1;
@@ -150,9 +119,9 @@ static void plan_row_regs(const kir_kernel *k, row_regs *rr) {
   rr->used = calloc((size_t)k->nval + 1, sizeof *rr->used);
   rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
   if (!row_regs_length(k) || !rr->used || !rr->slot) return;
-  for (int p = 0; p < k->nphase; p++) mark_loop(k, k->phase[p].val, p, rr->used);
+  for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rr->used);
   for (int s = 0; s < k->nstore; s++)
-    if (k->store[s].row) mark_loop(k, k->store[s].val, k->nphase, rr->used);
+    if (k->store[s].row) row_mark_loop(k, k->store[s].val, k->nphase, rr->used);
   for (int v = 0; v < k->nval; v++) {
     const kir_val *x = &k->val[v];
     bool keep = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt) && __builtin_popcount(rr->used[v]) > 1;
@@ -175,7 +144,7 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
   emit_scope_push(e);
   shape fs = {.rank = k->dom.rank + k->red.rank};
   for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
-  unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
+  emit_unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
   for (int v = 0; v < k->nval && rr->n; v++)
     if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && !first_loop(rr, v, loop)) {
       emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
@@ -191,17 +160,9 @@ static void row_loop_end(emitter *e, const row_regs *rr, int loop, const char *c
   loop_end(e);
 }
 
-static portc_dtype phase_type(const emitter *e, int p) {
-  const kir_kernel *k = e->k;
-  portc_dtype t = e->m->g->nodes[k->node].dt;
-  for (int i = 0; i < k->nval; i++)
-    if (k->val[i].kind == KV_ACC && k->val[i].phase == p) t = k->val[i].dt;
-  return t;
-}
-
 static void row_phase(emitter *e, const row_regs *rr, int p, const char *const *full) {
   const kir_phase *ph = &e->k->phase[p];
-  portc_dtype t = phase_type(e, p);
+  portc_dtype t = row_phase_type(e->m, e->k, p);
   bool f = dtype_is_float(t), minmax = ph->op == OP_max || ph->op == OP_min;
   const char *name = ph->op == OP_prod ? "prod" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "sum";
   emit_hoisted(e, ph->val, full);
@@ -238,7 +199,7 @@ static void row(emitter *e) {
   emit_line(e, "for (int o = int(gl_WorkGroupID.x); o < NO; o += int(gl_NumWorkGroups.x)) {");
   e->indent++;
   emit_scope_push(e);
-  unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
   for (int p = 0; p < k->nphase; p++) row_phase(e, &rr, p, full);
   bool outer = false, any_row = false;
   for (int s = 0; s < k->nstore; s++) outer = outer || !k->store[s].row, any_row = any_row || k->store[s].row;
@@ -247,7 +208,7 @@ static void row(emitter *e) {
     e->indent++;
     emit_scope_push(e);
     for (int s = 0; s < k->nstore; s++)
-      if (!k->store[s].row) store_at(e, &k->store[s], &k->dom, rownames);
+      if (!k->store[s].row) emit_store_at(e, &k->store[s], &k->dom, rownames);
     emit_scope_pop(e);
     loop_end(e);
   }
@@ -259,7 +220,7 @@ static void row(emitter *e) {
     for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
     for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
     for (int s = 0; s < k->nstore; s++)
-      if (k->store[s].row) store_at(e, &k->store[s], &xs, full);
+      if (k->store[s].row) emit_store_at(e, &k->store[s], &xs, full);
     row_loop_end(e, &rr, k->nphase, full);
   }
   emit_scope_pop(e);
@@ -270,13 +231,6 @@ static void row(emitter *e) {
 
 
 /* ---- matmul ---- */
-
-static void operand_expr(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
-  const kir_kernel *k = e->k;
-  char off[128];
-  emit_offset(e, k->in_path[slot], &e->m->buf[k->in_buf[slot]].sh, idx, off, sizeof off);
-  emit_load(e, k->in_buf[slot], off, out, len);
-}
 
 /* loops over batches and 64-row bands of this work group's 64 columns; fills oidx */
 static void matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx) {
@@ -290,7 +244,7 @@ static void matmul_begin(emitter *e, const char **aidx, const char **bidx, const
   emit_line(e, "const int n0 = int(gl_WorkGroupID.x) * %d;", VK_MM_TILE);
   emit_line(e, "for (int bt = int(gl_WorkGroupID.z); bt < NB; bt += int(gl_NumWorkGroups.z)) {");
   e->indent++;
-  unravel(e, &k->dom, 0, nb, "bt", batchnames);
+  emit_unravel(e, &k->dom, 0, nb, "bt", batchnames);
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", VK_MM_TILE, VK_MM_TILE);
   e->indent++;
   for (int d = 0; d < nb; d++) aidx[d] = bidx[d] = oidx[d] = batchnames[d];
@@ -305,7 +259,7 @@ static void matmul_store(emitter *e, const char *acc, const char *const *oidx) {
   emit_line(e, "if (m >= M || n >= N) continue;");
   emit_line(e, "const %s acc0 = %s[i][jj];", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
   emit_scope_push(e);
-  store_at(e, &e->k->store[0], &e->k->dom, oidx);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
   emit_scope_pop(e);
   e->indent -= 2;
   emit_line(e, "  }");
@@ -325,7 +279,7 @@ static void matmul_float(emitter *e) {
   emit_line(e, "float a = 0.0;");
   emit_line(e, "if (mm < M && kk < K) {");
   e->indent++;
-  operand_expr(e, 0, aidx, ex, sizeof ex);
+  emit_operand(e, 0, aidx, ex, sizeof ex);
   emit_line(e, "a = %s;", ex);
   loop_end(e);
   emit_line(e, "pc_As[ea %% 16][ea / 16] = a;");
@@ -336,7 +290,7 @@ static void matmul_float(emitter *e) {
   emit_line(e, "float b = 0.0;");
   emit_line(e, "if (kk < K && nn < N) {");
   e->indent++;
-  operand_expr(e, 1, bidx, ex, sizeof ex);
+  emit_operand(e, 1, bidx, ex, sizeof ex);
   emit_line(e, "b = %s;", ex);
   loop_end(e);
   emit_line(e, "pc_Bs[eb / 64][eb %% 64] = b;");
@@ -418,7 +372,7 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "const int m = m0 + q / 64, n = n0 + q %% 64;");
   emit_line(e, "const float acc0 = pc_C[q];");
   emit_scope_push(e);
-  store_at(e, &k->store[0], &k->dom, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   loop_end(e);
   emit_line(e, "barrier();");
@@ -438,8 +392,8 @@ static void matmul_int(emitter *e) {
   emit_line(e, "if (mm < M && nn < N)");
   emit_line(e, "  for (int kk = 0; kk < K; kk++) {");
   e->indent += 2;
-  operand_expr(e, 0, aidx, ae, sizeof ae);
-  operand_expr(e, 1, bidx, be, sizeof be);
+  emit_operand(e, 0, aidx, ae, sizeof ae);
+  emit_operand(e, 1, bidx, be, sizeof be);
   emit_line(e, "s += %s * %s;", ae, be);
   e->indent -= 2;
   emit_line(e, "  }");
@@ -453,11 +407,6 @@ static void matmul_int(emitter *e) {
 
 /* ---- conv2d: an invocation per output element ---- */
 
-static int64_t attr2(const node *n, const char *name, int i) {
-  const attr *a = attr_get(n, name);
-  return a->set ? a->v[i] : 1;
-}
-
 static void conv(emitter *e) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
@@ -466,19 +415,19 @@ static void conv(emitter *e) {
             (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)k->dom.d[1].c, (long long)ws->d[1].c, (long long)ws->d[2].c,
             (long long)ws->d[3].c, (long long)attr_i(n, "groups"));
   element_loop(e, &k->dom);
-  unravel(e, &k->dom, 0, 4, "t", idxnames);
+  emit_unravel(e, &k->dom, 0, 4, "t", idxnames);
   char bias[256], xv[512], wv[512];
   if (k->nin > 2) emit_load(e, k->in_buf[2], "i1", bias, sizeof bias);
   emit_line(e, "const int g = i1 / OG;");
   emit_line(e, "float s = %s;", k->nin > 2 ? bias : "0.0");
   emit_line(e, "for (int c = 0; c < CG; c++)");
   emit_line(e, "  for (int kh = 0; kh < KH; kh++) {");
-  emit_line(e, "    const int ih = i2 * %lld - %lld + kh * %lld;", (long long)attr2(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
-            (long long)attr2(n, "dilation", 0));
+  emit_line(e, "    const int ih = i2 * %lld - %lld + kh * %lld;", (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
+            (long long)attr_or_one(n, "dilation", 0));
   emit_line(e, "    if (ih < 0 || ih >= H) continue;");
   emit_line(e, "    for (int kw = 0; kw < KW; kw++) {");
-  emit_line(e, "      const int iw = i3 * %lld - %lld + kw * %lld;", (long long)attr2(n, "stride", 1), (long long)attr_get(n, "padding")->v[1],
-            (long long)attr2(n, "dilation", 1));
+  emit_line(e, "      const int iw = i3 * %lld - %lld + kw * %lld;", (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1],
+            (long long)attr_or_one(n, "dilation", 1));
   emit_line(e, "      if (iw < 0 || iw >= W) continue;");
   emit_load(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
   emit_load(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
@@ -487,7 +436,7 @@ static void conv(emitter *e) {
   emit_line(e, "  }");
   emit_line(e, "const float acc0 = s;");
   emit_scope_push(e);
-  store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_store_at(e, &k->store[0], &k->dom, idxnames);
   emit_scope_pop(e);
   loop_end(e);
 }
@@ -576,7 +525,7 @@ static void pad(emitter *e, const node *n, int xb, int ob) {
   if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%.9e", v);
   else snprintf(val, sizeof val, "int64_t(%lld)", (long long)v);
   element_loop(e, &k->dom);
-  unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
   strbuf off = {0}, in = {0};
   for (int d = 0; d < xs->rank; d++) {
     char ext[32], stride[256];
