@@ -239,18 +239,17 @@ static int find_memory(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPrope
   return -1;
 }
 
-static void pipeline_cache_path(vk_context *c, char *path, size_t len, char *key) {
+/* the kernel cache's folder (empty when there is none) and the key of this device's pipeline cache */
+static void pipeline_cache_where(vk_context *c, char *dir, size_t len, char *key) {
   const char *parts[] = {"vulkan pipeline cache", c->cache_id, NULL};
-  char dir[4096] = "";
   cache_key(parts, key);
-  if (cache_dir(dir, sizeof dir) != PORTC_OK) dir[0] = 0;
-  snprintf(path, len, "%s", dir);
+  if (cache_dir(dir, len) != PORTC_OK) dir[0] = 0;
 }
 
 /* the pipeline cache from disk when it is intact and made by this device and driver */
 static void pipeline_cache_load(vk_context *c) {
   char dir[4096], key[33], path[4200];
-  pipeline_cache_path(c, dir, sizeof dir, key);
+  pipeline_cache_where(c, dir, sizeof dir, key);
   void *data = NULL;
   size_t n = 0;
   if (dir[0] && cache_lookup(dir, key, "vkpc", path, sizeof path)) {
@@ -276,7 +275,7 @@ static void pipeline_cache_load(vk_context *c) {
 void vk_pipeline_cache_save(vk_context *c) {
   char dir[4096], key[33], path[4200], tmp[4200];
   if (!c->pcache) return;
-  pipeline_cache_path(c, dir, sizeof dir, key);
+  pipeline_cache_where(c, dir, sizeof dir, key);
   if (!dir[0]) return;
   pthread_mutex_lock(&c->lock);
   size_t n = 0;

@@ -2,10 +2,12 @@
  * dialect.c: how the Vulkan target spells kernels: GLSL 4.50 compute shaders, one per kernel,
  * buffers as std430 storage buffers (binding b is buffer b), symbol values as push constants.
  * Every kernel loops in strides over its work so that a capped dispatch covers any size
- * (launch.c). Pointwise, conv and opaque kernels give each invocation one output element; row
- * kernels give each work group one row and reduce with subgroup operations and shared memory;
- * matmul computes 64x64 tiles from shared-memory panels with a 4x4 register block per
- * invocation and applies the epilogue as it stores.
+ * (launch.c); the work-group size of 1-D kernels is the specialization constant PC_WG.
+ * Pointwise, conv and opaque kernels give each invocation one output element; row kernels give
+ * each work group one row, keep the row's loads in registers when its length is known, and
+ * reduce with subgroup operations and shared memory; matmul computes 64x64 tiles from
+ * shared-memory panels with a 4x4 register block per invocation, or, for f16 operands in whole
+ * tiles on a device with cooperative matrices, on those; both apply the epilogue as they store.
  *
  * Each kernel's text starts with "//@kernel N needs LIST": the runtime cuts the module there,
  * puts the prelude in front of each piece, and checks LIST against the device's features.

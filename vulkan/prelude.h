@@ -1,9 +1,10 @@
 /*
  * prelude.h: what every generated GLSL compute shader starts with. Extensions are enabled by
  * macros the runtime sets from what the kernel needs (PC_INT64, PC_STORAGE16, PC_STORAGE8) and
- * what the device offers (PC_SUBGROUP_ARITH, PC_DENORM_PRESERVE). f16/bf16 are stored as 16-bit
- * words (read through 32-bit words, which needs no 16-bit storage) and converted
- * in software, rounding to nearest even, so every driver stores the same bits. exp, log, tanh,
+ * what the device offers (PC_SUBGROUP_ARITH, PC_DENORM_PRESERVE, PC_COOPMAT). f16/bf16 and bool
+ * are read through 32-bit words (no 16-bit storage needed, and faster on NVIDIA's driver) and
+ * written as 16- or 8-bit elements; f32 to f16/bf16 rounds to nearest even in software, so every
+ * driver stores the same bits, and f16 to f32 is exact either way. exp, log, tanh,
  * sin, cos and erf are written here from adds and multiplies (correctly rounded in Vulkan)
  * instead of the built-ins, whose documented precision is far looser (TOLERANCES.md).
  */
