@@ -15,6 +15,7 @@ static const char glsl_prelude[] =
     "#version 450\n"
     "#extension GL_KHR_shader_subgroup_basic : enable\n"
     "#extension GL_KHR_shader_subgroup_arithmetic : enable\n"
+    "#extension GL_EXT_control_flow_attributes : enable\n"
     "#if PC_INT64\n"
     "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
     "#endif\n"
