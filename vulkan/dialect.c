@@ -135,7 +135,7 @@ static bool first_loop(const row_regs *rr, int v, int loop) { return (rr->used[v
 
 static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char *const *full) {
   const kir_kernel *k = e->k;
-  if (rr->n) {
+  if (row_regs_length(k)) { /* a counted loop the compiler unrolls: many loads in flight */
     emit_line(e, "[[unroll]] for (int it = 0; it < int(PC_RV); it++) {");
     emit_line(e, "  const int j = int(gl_LocalInvocationID.x) + it * int(PC_WG);");
     emit_line(e, "  if (j >= L) break;");
