@@ -66,7 +66,7 @@ const target *target_find(const char *name, int *device);
 int target_count(void);
 const target *target_at(int i);
 
-/* PORTC_LOG: comma-separated topics (fusion, kernels, cache, tune, recompile, breaks) */
+/* PORTC_LOG: comma-separated topics (fusion, kernels, cache, memory, tune, recompile, breaks) */
 bool log_enabled(const char *topic);
 void log_line(const char *topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

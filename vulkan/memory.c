@@ -48,6 +48,8 @@ portc_status vk_buffer_new(vk_context *c, int64_t bytes, bool host, vk_buffer **
                    "vulkan: out of %s memory for %lld bytes on %s (%s)", host ? "host-visible" : "device", (long long)bytes,
                    c->props.deviceName, vk_result_name(r));
   }
+  log_line("memory", "vulkan: %lld bytes in memory type %u (heap %u, flags 0x%x)%s", (long long)bytes, type,
+           c->mem.memoryTypes[type].heapIndex, c->mem.memoryTypes[type].propertyFlags, b->map ? ", mapped" : "");
   *out = b;
   return PORTC_OK;
 }
