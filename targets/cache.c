@@ -97,6 +97,34 @@ bool cache_lookup(const char *dir, const char *key, const char *ext, char *path,
   return ok;
 }
 
+void *cache_read(const char *dir, const char *key, const char *ext, size_t *bytes) {
+  char path[4200];
+  *bytes = 0;
+  if (!cache_lookup(dir, key, ext, path, sizeof path)) return NULL;
+  FILE *f = fopen(path, "rb");
+  long sz = -1;
+  void *data = NULL;
+  if (f && fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) > 0 && (data = malloc((size_t)sz))) {
+    rewind(f);
+    if (fread(data, 1, (size_t)sz, f) == (size_t)sz) *bytes = (size_t)sz;
+    else free(data), data = NULL;
+  }
+  if (f) fclose(f);
+  return data;
+}
+
+portc_status cache_write(const char *dir, const char *key, const char *ext, const void *data, size_t bytes) {
+  char tmp[4200], path[4200];
+  snprintf(tmp, sizeof tmp, "%s/%s.%s.XXXXXX", dir, key, ext);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  bool ok = f && fwrite(data, 1, bytes, f) == bytes;
+  if (f && fclose(f) != 0) ok = false;
+  portc_status st = ok ? cache_store(dir, key, ext, tmp, path, sizeof path) : err_set(PORTC_ERR_IO, "kernel cache: cannot write in %s", dir);
+  if (st && fd >= 0) unlink(tmp);
+  return st;
+}
+
 portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len) {
   long long size;
   unsigned long long sum;

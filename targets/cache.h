@@ -17,5 +17,9 @@ void cache_key(const char *const *parts, char out[33]);
 bool cache_lookup(const char *dir, const char *key, const char *ext, char *path, size_t len);
 /* moves a freshly built file into the cache atomically, with its checksum */
 portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len);
+/* an entry's whole contents (malloc'd, *bytes its size) when present and intact, else NULL */
+void *cache_read(const char *dir, const char *key, const char *ext, size_t *bytes);
+/* writes bytes as the entry, replacing any, atomically and with its checksum */
+portc_status cache_write(const char *dir, const char *key, const char *ext, const void *data, size_t bytes);
 
 #endif

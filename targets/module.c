@@ -101,7 +101,7 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *o,
   if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
   char why[512] = "";
   if (!t->available(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
-  if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->begin))
+  if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->end))
     return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented for target %s yet; use the default mode",
                    o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune", t->name);
   char *report = NULL;
@@ -306,16 +306,16 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
 /* launches every kernel; *seconds gets the device's time for them, or the host clock's */
 static portc_status execute(portc_module *m, run_state *r, double *seconds) {
   double t0 = now();
-  portc_status st = m->t->begin ? m->t->begin(m->handle) : PORTC_OK;
-  for (int i = 0; i < m->km->nk && !st; i++) {
-    if ((st = m->t->launch(m->handle, i, r->bufs, r->S))) {
+  for (int i = 0; i < m->km->nk; i++) {
+    portc_status st = m->t->launch(m->handle, i, r->bufs, r->S);
+    if (st) {
       const kir_kernel *k = &m->km->k[i];
       return err_set(st, "kernel %d (%s): %s", i, m->km->g->nodes[k->node >= 0 ? k->node : 0].name, portc_last_error());
     }
   }
-  if (!st && m->t->end) return m->t->end(m->handle, seconds);
+  if (m->t->end) return m->t->end(m->handle, seconds);
   *seconds = now() - t0;
-  return st;
+  return PORTC_OK;
 }
 
 /* targets with their own memory: the computed outputs back into their host tensors */

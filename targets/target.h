@@ -46,14 +46,13 @@ typedef struct target {
   bool (*supports)(enum op op);
   /* optional: more lines about the devices for `portc devices` */
   void (*describe)(FILE *out);
-  /* Optional, for targets with their own memory (NULL: buffers are host memory). The launches
-   * of one run come between begin and end; end submits them, waits, and gives the device's own
-   * time for them. */
+  /* Optional, for targets with their own memory (NULL: buffers are host memory). Such a target
+   * collects a run's launches; end submits them, waits, and gives the device's own time for
+   * them. A target with end can replay a run (reduce-overhead mode). */
   portc_status (*dev_alloc)(void *handle, int64_t bytes, void **obj);
   void (*dev_free)(void *handle, void *obj);
   portc_status (*dev_write)(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes);
   portc_status (*dev_read)(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
-  portc_status (*begin)(void *handle);
   portc_status (*end)(void *handle, double *device_seconds);
   /* optional: what end's seconds come from ("device timestamps"); NULL: the host clock */
   const char *(*timer)(void *handle);

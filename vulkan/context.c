@@ -248,24 +248,15 @@ static void pipeline_cache_where(vk_context *c, char *dir, size_t len, char *key
 
 /* the pipeline cache from disk when it is intact and made by this device and driver */
 static void pipeline_cache_load(vk_context *c) {
-  char dir[4096], key[33], path[4200];
+  char dir[4096], key[33];
   pipeline_cache_where(c, dir, sizeof dir, key);
-  void *data = NULL;
   size_t n = 0;
-  if (dir[0] && cache_lookup(dir, key, "vkpc", path, sizeof path)) {
-    FILE *f = fopen(path, "rb");
-    if (f && fseek(f, 0, SEEK_END) == 0) {
-      long sz = ftell(f);
-      rewind(f);
-      if (sz >= 32 && (data = malloc((size_t)sz)) && fread(data, 1, (size_t)sz, f) == (size_t)sz) n = (size_t)sz;
-    }
-    if (f) fclose(f);
-    /* the header names the vendor, device and cache UUID: refuse another device's data */
-    const uint32_t *h = data;
-    if (n && (h[1] != 1 || h[2] != c->props.vendorID || h[3] != c->props.deviceID ||
-              memcmp(h + 4, c->props.pipelineCacheUUID, VK_UUID_SIZE) != 0))
-      n = 0;
-  }
+  void *data = dir[0] ? cache_read(dir, key, "vkpc", &n) : NULL;
+  /* the header names the vendor, device and cache UUID: refuse another device's data */
+  const uint32_t *h = data;
+  if (n < 32 || h[1] != 1 || h[2] != c->props.vendorID || h[3] != c->props.deviceID ||
+      memcmp(h + 4, c->props.pipelineCacheUUID, VK_UUID_SIZE) != 0)
+    n = 0;
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO, .initialDataSize = n, .pInitialData = n ? data : NULL};
   if (c->d.vkCreatePipelineCache(c->dev, &ci, NULL, &c->pcache) != VK_SUCCESS) c->pcache = VK_NULL_HANDLE;
   log_line("cache", "vulkan pipeline cache: %zu bytes from disk", n);
@@ -273,7 +264,7 @@ static void pipeline_cache_load(vk_context *c) {
 }
 
 void vk_pipeline_cache_save(vk_context *c) {
-  char dir[4096], key[33], path[4200], tmp[4200];
+  char dir[4096], key[33];
   if (!c->pcache) return;
   pipeline_cache_where(c, dir, sizeof dir, key);
   if (!dir[0]) return;
@@ -281,14 +272,9 @@ void vk_pipeline_cache_save(vk_context *c) {
   size_t n = 0;
   void *data = NULL;
   if (c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, NULL) == VK_SUCCESS && n && (data = malloc(n)) &&
-      c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS) {
-    snprintf(tmp, sizeof tmp, "%s/%s.vkpc.XXXXXX", dir, key);
-    int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    bool written = f && fwrite(data, 1, n, f) == n;
-    if (f) fclose(f);
-    if (!written || cache_store(dir, key, "vkpc", tmp, path, sizeof path) != PORTC_OK) remove(tmp);
-  }
+      c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS &&
+      cache_write(dir, key, "vkpc", data, n) != PORTC_OK)
+    log_line("cache", "could not store the vulkan pipeline cache: %s", portc_last_error());
   free(data);
   pthread_mutex_unlock(&c->lock);
 }

@@ -33,12 +33,11 @@ static bool coop_eligible(const emitter *e);
 static void needs(emitter *e, int index, char *out, size_t len) {
   const kir_kernel *k = e->k;
   bool i64 = false, s16 = false, s8 = false;
-  int bufs[512];
-  int nb = e->m->nbuf <= 512 ? vk_kernel_buffers(e->m, index, bufs) : 0;
-  for (int i = 0; i < nb; i++) {
+  int bufs[VK_MAX_BIND];
+  int nb = vk_kernel_buffers(e->m, index, bufs, VK_MAX_BIND); /* the runtime refuses more */
+  for (int i = 0; i < nb && i < VK_MAX_BIND; i++) {
     portc_dtype t = e->m->buf[bufs[i]].dt;
-    bool written = false; /* narrow elements are read through 32-bit words, written as they are */
-    for (int s = 0; s < k->nstore; s++) written = written || k->store[s].buf == bufs[i];
+    bool written = vk_kernel_writes(k, bufs[i]); /* narrow elements are read through 32-bit words, written as they are */
     s16 = s16 || (written && (t == PORTC_F16 || t == PORTC_BF16));
     s8 = s8 || (written && t == PORTC_BOOL);
     i64 = i64 || !dtype_is_float(t);
@@ -50,12 +49,11 @@ static void needs(emitter *e, int index, char *out, size_t len) {
 
 /* f16 = the operands of a cooperative-matrix matmul, declared as float16_t for its loads */
 static void declare_buffers(emitter *e, int index, bool f16) {
-  int bufs[512];
-  int nb = e->m->nbuf <= 512 ? vk_kernel_buffers(e->m, index, bufs) : 0;
-  for (int i = 0; i < nb; i++) {
+  int bufs[VK_MAX_BIND];
+  int nb = vk_kernel_buffers(e->m, index, bufs, VK_MAX_BIND);
+  for (int i = 0; i < nb && i < VK_MAX_BIND; i++) {
     int b = bufs[i];
-    bool written = false;
-    for (int s = 0; s < e->k->nstore; s++) written = written || e->k->store[s].buf == b;
+    bool written = vk_kernel_writes(e->k, b);
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = f16 && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);

@@ -26,15 +26,21 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t wg, uint32_t
   }
 }
 
-int vk_kernel_buffers(const kir_module *m, int i, int *bufs) {
+bool vk_kernel_writes(const kir_kernel *k, int buf) {
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].buf == buf) return true;
+  return false;
+}
+
+int vk_kernel_buffers(const kir_module *m, int i, int *bufs, int max) {
   const kir_kernel *k = &m->k[i];
   int n = 0;
   for (int b = 0; b < m->nbuf; b++) {
-    bool used = false;
+    bool used = vk_kernel_writes(k, b);
     for (int v = 0; v < k->nval && !used; v++) used = k->val[v].kind == KV_LOAD && k->val[v].buf == b;
-    for (int s = 0; s < k->nstore && !used; s++) used = k->store[s].buf == b;
     for (int j = 0; j < k->nin && !used; j++) used = k->in_buf[j] == b;
-    if (used) bufs[n++] = b;
+    if (used && n < max) bufs[n] = b;
+    n += used;
   }
   return n;
 }

@@ -16,23 +16,21 @@
 #include "../targets/cache.h"
 #include "vk.h"
 
-enum { MAX_BIND = 64 };
-
 typedef struct vk_kernel {
   VkShaderModule shader;
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
   VkPipeline pipe;
   VkDescriptorSet set;
-  int nbind, bind[MAX_BIND]; /* buffer indices; binding b is buffer b */
+  int nbind, bind[VK_MAX_BIND]; /* buffer indices; binding b is buffer b */
   bool status;               /* binds the status word at binding nbuf */
-  dev_buf bound[MAX_BIND];   /* what the descriptor set holds now */
+  dev_buf bound[VK_MAX_BIND];   /* what the descriptor set holds now */
   bool written;
 } vk_kernel;
 
 /* one launch as asked for: its buffers and symbol values */
 typedef struct vk_launch {
-  dev_buf b[MAX_BIND];
+  dev_buf b[VK_MAX_BIND];
   int32_t S[VK_MAX_SYMS];
 } vk_launch;
 
@@ -84,22 +82,22 @@ static portc_status vk_fail(VkResult r, const char *what, const vk_context *c) {
 
 /* the features a kernel's "needs" line asks for: an error names the first the device lacks */
 static portc_status check_needs(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
-  static const struct { const char *word, *define, *feature; } table[] = {
-      {"int64", "PC_INT64", "64-bit integers (shaderInt64)"},
-      {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)"},
-      {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)"},
-      {"row", "PC_ROW_KERNEL", NULL},
-      {"coopmat", "PC_COOPMAT", NULL},
+  /* feature NULL: optional, the kernel has a variant for devices without it */
+  const struct { const char *word, *define, *feature; bool have; } table[] = {
+      {"int64", "PC_INT64", "64-bit integers (shaderInt64)", c->f.int64},
+      {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)", c->f.storage16},
+      {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)", c->f.storage8},
+      {"row", "PC_ROW_KERNEL", NULL, true},
+      {"coopmat", "PC_COOPMAT", NULL, c->f.coop_matrix},
   };
-  bool have[] = {c->f.int64, c->f.storage16, c->f.storage8, true, true};
-  for (int t = 0; t < 5; t++) {
+  for (size_t t = 0; t < sizeof table / sizeof *table; t++) {
     const char *w = strstr(line, table[t].word);
     size_t n = strlen(table[t].word);
     if (!w || (w[n] && w[n] != ' ' && w[n] != '\n')) continue;
-    if (!have[t])
+    if (!table[t].have && table[t].feature)
       return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d needs %s, which %s does not offer", i, table[t].feature, c->props.deviceName);
-    if (t == 4 && !c->f.coop_matrix) continue; /* the variant without cooperative matrices */
-    if (t == 4) log_line("kernels", "vulkan: kernel %d multiplies on cooperative matrices", i);
+    if (!table[t].have) continue;
+    log_line("kernels", "vulkan: kernel %d: %s", i, table[t].define);
     defines[(*nd)++] = table[t].define;
   }
   defines[*nd] = NULL;
@@ -109,7 +107,7 @@ static portc_status check_needs(const vk_context *c, int i, const char *line, co
 /* SPIR-V of one kernel's shader, from the kernel cache or compiled and stored there */
 static portc_status spirv_for(vk_context *c, const char *glsl, const char *const *defines, const char *name, uint32_t **code, size_t *words,
                               bool *hit) {
-  char dir[4096], path[4200], key[33], defs[128] = "";
+  char dir[4096], key[33], defs[128] = "";
   portc_status st = cache_dir(dir, sizeof dir);
   if (st) return st;
   for (int i = 0; defines[i]; i++) snprintf(defs + strlen(defs), sizeof defs - strlen(defs), "%s ", defines[i]);
@@ -117,32 +115,18 @@ static portc_status spirv_for(vk_context *c, const char *glsl, const char *const
   snprintf(sub, sizeof sub, "subgroup %u %d denorm %d", c->f.subgroup_size, c->f.subgroup_arith, c->f.denorm_preserve);
   const char *parts[] = {glsl, "vulkan", c->cache_id, vk_compiler_id(), defs, sub, NULL};
   cache_key(parts, key);
-  *hit = cache_lookup(dir, key, "spv", path, sizeof path);
+  size_t bytes;
+  *code = cache_read(dir, key, "spv", &bytes);
+  *hit = *code && bytes % 4 == 0 && (*code)[0] == 0x07230203u; /* intact, and SPIR-V */
   if (*hit) {
-    FILE *f = fopen(path, "rb");
-    long sz = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) > 0 && sz % 4 == 0 && (*code = malloc((size_t)sz))) {
-      rewind(f);
-      if (fread(*code, 1, (size_t)sz, f) == (size_t)sz && (*code)[0] == 0x07230203u) *words = (size_t)sz / 4;
-    }
-    if (f) fclose(f);
-    if (*words) return PORTC_OK;
-    free(*code), *code = NULL; /* unreadable or not SPIR-V: build it again */
-    unlink(path);
-    *hit = false;
+    *words = bytes / 4;
+    return PORTC_OK;
   }
+  free(*code), *code = NULL; /* absent, or not SPIR-V: build it (again) */
   log_line("cache", "miss %s/%s.spv (%s)", dir, key, name);
   if ((st = vk_compile(c, glsl, name, defines, code, words))) return st;
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s/%s.spv.XXXXXX", dir, key);
-  int fd = mkstemp(tmp);
-  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-  bool ok = f && fwrite(*code, 4, *words, f) == *words;
-  if (f) fclose(f);
-  if (!ok || cache_store(dir, key, "spv", tmp, path, sizeof path) != PORTC_OK) {
-    unlink(tmp); /* the kernel still runs; the cache just misses next time */
-    log_line("cache", "could not store %s", tmp);
-  }
+  if (cache_write(dir, key, "spv", *code, *words * 4) != PORTC_OK) /* the kernel still runs; the cache misses next time */
+    log_line("cache", "could not store %s/%s.spv: %s", dir, key, portc_last_error());
   return PORTC_OK;
 }
 
@@ -152,7 +136,7 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   VkResult r;
   VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = words * 4, .pCode = code};
   if ((r = c->d.vkCreateShaderModule(c->dev, &si, NULL, &k->shader))) return vk_fail(r, "vkCreateShaderModule", c);
-  VkDescriptorSetLayoutBinding b[MAX_BIND + 1];
+  VkDescriptorSetLayoutBinding b[VK_MAX_BIND + 1];
   int nb = 0;
   for (int j = 0; j < k->nbind; j++)
     b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)k->bind[j], .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -234,13 +218,11 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   const char *at = first;
   for (int i = 0; i < km->nk && !st; i++) {
     vk_kernel *k = &m->k[i];
-    int bufs[512];
-    k->nbind = km->nbuf <= 512 ? vk_kernel_buffers(km, i, bufs) : MAX_BIND + 1;
-    if (k->nbind > MAX_BIND) {
-      st = err_set(PORTC_ERR_INVALID, "vulkan: kernel %d reads or writes more than %d buffers", i, MAX_BIND);
+    k->nbind = vk_kernel_buffers(km, i, k->bind, VK_MAX_BIND);
+    if (k->nbind > VK_MAX_BIND) {
+      st = err_set(PORTC_ERR_INVALID, "vulkan: kernel %d reads or writes more than %d buffers", i, VK_MAX_BIND);
       break;
     }
-    memcpy(k->bind, bufs, sizeof *bufs * (size_t)k->nbind);
     k->status = vk_kernel_checks_indices(km, i);
     if (!at) {
       st = err_set(PORTC_ERR_INTERNAL, "vulkan: the module source has no kernel %d", i);
@@ -304,11 +286,6 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
   return PORTC_OK;
 }
 
-static portc_status begin(void *handle) {
-  (void)handle;
-  return PORTC_OK;
-}
-
 static bool same_buf(const dev_buf *a, const dev_buf *b) { return a->obj == b->obj && a->offset == b->offset && a->bytes == b->bytes; }
 
 /* points kernel i's descriptor set at its pending buffers, where they changed */
@@ -318,8 +295,8 @@ static void update_set(vk_module *m, int i) {
   bool same = k->written;
   for (int j = 0; j < k->nbind && same; j++) same = same_buf(&k->bound[j], &l->b[j]);
   if (same) return;
-  VkDescriptorBufferInfo info[MAX_BIND + 1];
-  VkWriteDescriptorSet w[MAX_BIND + 1];
+  VkDescriptorBufferInfo info[VK_MAX_BIND + 1];
+  VkWriteDescriptorSet w[VK_MAX_BIND + 1];
   int n = 0;
   for (int j = 0; j < k->nbind; j++) {
     const vk_buffer *vb = l->b[j].obj;
@@ -459,7 +436,6 @@ const target vulkan_target = {
     .dev_free = dev_free,
     .dev_write = dev_write,
     .dev_read = dev_read,
-    .begin = begin,
     .end = end,
     .timer = timer,
     .flushes_denormals = flushes_denormals,
