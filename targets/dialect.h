@@ -11,6 +11,15 @@
 
 typedef struct emitter emitter;
 
+/* GPU dialects: how thread and group indices, the work-group barrier and an unroll hint are
+ * spelled (targets/gpu_kernels.c writes its kernels with these); every index is an int */
+typedef struct gpu_spelling {
+  const char *global_id, *global_threads; /* flat thread index, and threads in the whole grid (x) */
+  const char *local[3], *group[3], *ngroups[3];
+  const char *barrier; /* a statement */
+  const char *unroll;  /* written before a for loop */
+} gpu_spelling;
+
 typedef struct dialect {
   const char *name;
   const char *prelude;                     /* helpers at the top of every source file */
@@ -29,6 +38,7 @@ typedef struct dialect {
    * float_ops apply to floating values (computed in f32), int_ops to integers (int64). */
   const char *float_ops[OP_COUNT];
   const char *int_ops[OP_COUNT];
+  const gpu_spelling *gpu; /* NULL on the CPU */
   /* one kernel of the module: the whole function, using the emitter's helpers */
   void (*kernel)(emitter *e, int index);
   /* after all kernels: the module's entry points */

@@ -58,6 +58,15 @@ void row_mark_loop(const kir_kernel *k, int v, int loop, unsigned *used);
 portc_dtype row_phase_type(const kir_module *m, const kir_kernel *k, int p);
 /* attribute `name`'s element i, or 1 when unset (conv2d's stride and dilation) */
 int64_t attr_or_one(const node *n, const char *name, int i);
+/* the buffers kernel i reads or writes, in ascending order (fills max at most, returns them all);
+ * whether it writes buf; whether it reports bad indices through a status word (gather) */
+int kernel_buffers(const kir_module *m, int i, int *bufs, int max);
+bool kernel_writes(const kir_kernel *k, int buf);
+bool kernel_checks_indices(const kir_module *m, int i);
+/* every step of the path (-1: none) maps an index to itself */
+bool path_is_identity(const kir_kernel *k, int path);
+/* matmul operand `slot` is a 2-D buffer read as it lies (row-major, no view in between) */
+bool matmul_plain_operand(const kir_module *m, const kir_kernel *k, int slot);
 /* a literal of the reduction identity of op for dtype t */
 const char *reduce_init(enum op op, portc_dtype t);
 

@@ -4,6 +4,7 @@
  * a dispatch is capped at VK_MAX_GROUPS per dimension (the least any device offers) and any
  * size still runs.
  */
+#include "../targets/gpu_kernels.h"
 #include "vk.h"
 
 static uint32_t capped(int64_t n) { return n < 1 ? 1 : n > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)n; }
@@ -17,35 +18,11 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t wg, uint32_t
     int nb = k->dom.rank - 2;
     int64_t batch = 1;
     for (int d = 0; d < nb; d++) batch *= dim_value(k->dom.d[d], S);
-    g[0] = capped((dim_value(k->mnk[1], S) + VK_MM_TILE - 1) / VK_MM_TILE);
-    g[1] = capped((dim_value(k->mnk[0], S) + VK_MM_TILE - 1) / VK_MM_TILE);
+    g[0] = capped((dim_value(k->mnk[1], S) + GPU_MM_TILE - 1) / GPU_MM_TILE);
+    g[1] = capped((dim_value(k->mnk[0], S) + GPU_MM_TILE - 1) / GPU_MM_TILE);
     g[2] = capped(batch);
     break;
   }
   default: g[0] = capped((shape_count(&k->dom, S) + wg - 1) / wg); break;
   }
-}
-
-bool vk_kernel_writes(const kir_kernel *k, int buf) {
-  for (int s = 0; s < k->nstore; s++)
-    if (k->store[s].buf == buf) return true;
-  return false;
-}
-
-int vk_kernel_buffers(const kir_module *m, int i, int *bufs, int max) {
-  const kir_kernel *k = &m->k[i];
-  int n = 0;
-  for (int b = 0; b < m->nbuf; b++) {
-    bool used = vk_kernel_writes(k, b);
-    for (int v = 0; v < k->nval && !used; v++) used = k->val[v].kind == KV_LOAD && k->val[v].buf == b;
-    for (int j = 0; j < k->nin && !used; j++) used = k->in_buf[j] == b;
-    if (used && n < max) bufs[n] = b;
-    n += used;
-  }
-  return n;
-}
-
-bool vk_kernel_checks_indices(const kir_module *m, int i) {
-  const kir_kernel *k = &m->k[i];
-  return k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_gather;
 }

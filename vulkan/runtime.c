@@ -14,6 +14,7 @@
 
 #include "../ir/dtype.h"
 #include "../targets/cache.h"
+#include "../targets/emit.h"
 #include "vk.h"
 
 typedef struct vk_kernel {
@@ -218,12 +219,12 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   const char *at = first;
   for (int i = 0; i < km->nk && !st; i++) {
     vk_kernel *k = &m->k[i];
-    k->nbind = vk_kernel_buffers(km, i, k->bind, VK_MAX_BIND);
+    k->nbind = kernel_buffers(km, i, k->bind, VK_MAX_BIND);
     if (k->nbind > VK_MAX_BIND) {
       st = err_set(PORTC_ERR_INVALID, "vulkan: kernel %d reads or writes more than %d buffers", i, VK_MAX_BIND);
       break;
     }
-    k->status = vk_kernel_checks_indices(km, i);
+    k->status = kernel_checks_indices(km, i);
     if (!at) {
       st = err_set(PORTC_ERR_INTERNAL, "vulkan: the module source has no kernel %d", i);
       break;

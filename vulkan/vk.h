@@ -73,13 +73,9 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
 const char *vk_compiler_id(void);
 
 /* launch geometry, shared by the dialect (which loops) and the runtime (which dispatches) */
-enum { VK_MAX_BIND = 64, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MM_BK = 16, VK_MAX_SYMS = 32 };
+enum { VK_MAX_BIND = 64, VK_MAX_GROUPS = 65535, VK_MAX_SYMS = 32 };
 /* wg: invocations per work group of 1-D kernels (the PC_WG specialization constant) */
 void vk_grid(const kir_module *m, int k, const int64_t *S, uint32_t wg, uint32_t groups[3]);
-/* the buffers kernel k binds (binding b is buffer b), and whether it reports bad indices */
-int vk_kernel_buffers(const kir_module *m, int k, int *bufs, int max); /* fills max at most, returns them all */
-bool vk_kernel_writes(const kir_kernel *k, int buf);
-bool vk_kernel_checks_indices(const kir_module *m, int k);
 
 extern const dialect vulkan_dialect;
 

@@ -1,0 +1,473 @@
+/*
+ * gpu_kernels.c: the kernel skeletons that every GPU dialect shares, written once over a few
+ * spellings (gpu_spelling in dialect.h: thread and group indices, the barrier, the unroll hint),
+ * since GLSL, CUDA C and HIP C++ agree on the rest of the C-like syntax these use. Pointwise,
+ * conv and opaque kernels give each thread one output element in a grid-stride loop; row kernels
+ * give each work group one row, keep the row's loads in registers when its length is known, and
+ * reduce with the prelude's pc_wg_* functions; the SIMT matmul computes 64x64 tiles from
+ * shared-memory panels (pc_As, pc_Bs, declared by the dialect) with a 4x4 register block per
+ * thread; every kernel applies its epilogue as it stores.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/dtype.h"
+#include "emit.h"
+#include "gpu_kernels.h"
+
+static const gpu_spelling *G(const emitter *e) { return e->d->gpu; }
+
+static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+static const char *const rownames[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"};
+static const char *const rednames[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
+static const char *const batchnames[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5"};
+
+/* "for (int t = first invocation; t < count; t += all invocations) {" over the output elements */
+static void element_loop(emitter *e, const shape *s) {
+  char count[256];
+  emit_count(e, s, 0, s->rank, count, sizeof count);
+  emit_line(e, "const int NT = %s;", count);
+  emit_line(e, "for (int t = %s; t < NT; t += %s) {", G(e)->global_id, G(e)->global_threads);
+  e->indent++;
+}
+
+void gpu_loop_end(emitter *e) {
+  e->indent--;
+  emit_line(e, "}");
+}
+
+void gpu_pointwise(emitter *e) {
+  const kir_kernel *k = e->k;
+  element_loop(e, &k->dom);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
+  emit_scope_push(e);
+  emit_store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+}
+
+/* ---- row kernels: a work group per row ---- */
+
+/* Row values kept in registers: loads of the row that more than one loop over it needs
+ * (softmax reads x in all three). When the row length is a known constant, each invocation
+ * keeps its share, PC_RV = L / PC_WG elements, in an array that the first loop fills, so the
+ * row is read from memory once. */
+enum { ROW_REGS_MAX_L = 16384 };
+
+typedef struct row_regs {
+  unsigned *used; /* per value: the loops that need it (bit p: phase p; bit nphase: the stores) */
+  int *slot;      /* per value: its array, or -1 */
+  int n;
+} row_regs;
+
+/* the row length when it is a constant that row_regs keeps in registers, else 0 */
+int64_t gpu_row_regs_length(const kir_kernel *k) {
+  int64_t len = 1;
+  for (int d = 0; d < k->red.rank; d++) {
+    if (k->red.d[d].sym >= 0) return 0;
+    len *= k->red.d[d].c;
+  }
+  return len <= ROW_REGS_MAX_L ? len : 0;
+}
+
+static void plan_row_regs(const kir_kernel *k, row_regs *rr) {
+  rr->n = 0;
+  rr->used = calloc((size_t)k->nval + 1, sizeof *rr->used);
+  rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
+  if (!gpu_row_regs_length(k) || !rr->used || !rr->slot) return;
+  for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rr->used);
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].row) row_mark_loop(k, k->store[s].val, k->nphase, rr->used);
+  for (int v = 0; v < k->nval; v++) {
+    const kir_val *x = &k->val[v];
+    bool keep = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt) && __builtin_popcount(rr->used[v]) > 1;
+    rr->slot[v] = keep ? rr->n++ : -1;
+  }
+}
+
+static bool first_loop(const row_regs *rr, int v, int loop) { return (rr->used[v] & ((1u << loop) - 1)) == 0; }
+
+static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char *const *full) {
+  const kir_kernel *k = e->k;
+  if (gpu_row_regs_length(k)) { /* a counted loop the compiler unrolls: many loads in flight */
+    emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", G(e)->unroll);
+    emit_line(e, "  const int j = %s + it * int(PC_WG);", G(e)->local[0]);
+    emit_line(e, "  if (j >= L) break;");
+  } else {
+    emit_line(e, "for (int j = %s; j < L; j += int(PC_WG)) {", G(e)->local[0]);
+  }
+  e->indent++;
+  emit_scope_push(e);
+  shape fs = {.rank = k->dom.rank + k->red.rank};
+  for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
+  emit_unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
+  for (int v = 0; v < k->nval && rr->n; v++)
+    if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && !first_loop(rr, v, loop)) {
+      emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
+      e->done[v] = e->scope;
+    }
+}
+
+static void row_loop_end(emitter *e, const row_regs *rr, int loop, const char *const *full) {
+  for (int v = 0; v < e->k->nval && rr->n; v++)
+    if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && first_loop(rr, v, loop))
+      emit_line(e, "rr%d[it] = %s;", rr->slot[v], emit_value(e, v, full));
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+}
+
+static void row_phase(emitter *e, const row_regs *rr, int p, const char *const *full) {
+  const kir_phase *ph = &e->k->phase[p];
+  portc_dtype t = row_phase_type(e->m, e->k, p);
+  bool f = dtype_is_float(t), minmax = ph->op == OP_max || ph->op == OP_min;
+  const char *name = ph->op == OP_prod ? "prod" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "sum";
+  emit_hoisted(e, ph->val, full);
+  emit_line(e, "%s acc%d = %s;", compute_type(t), p, reduce_init(ph->op, t));
+  if (f && minmax) emit_line(e, "float nan%d = 0.0;", p);
+  row_loop_begin(e, rr, p, full);
+  char v[16];
+  snprintf(v, sizeof v, "%s", emit_value(e, ph->val, full));
+  switch (ph->op) {
+  case OP_prod: emit_line(e, "acc%d *= %s;", p, v); break;
+  case OP_max: emit_line(e, "acc%d = %s > acc%d ? %s : acc%d;", p, v, p, v, p); break;
+  case OP_min: emit_line(e, "acc%d = %s < acc%d ? %s : acc%d;", p, v, p, v, p); break;
+  default: emit_line(e, "acc%d += %s;", p, v); break;
+  }
+  if (f && minmax) emit_line(e, "if (isnan(%s)) nan%d = 1.0;", v, p);
+  row_loop_end(e, rr, p, full);
+  emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
+  if (f && minmax) emit_line(e, "if (pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, p);
+  if (ph->op == OP_mean) emit_line(e, "acc%d /= float(L);", p);
+}
+
+void gpu_row(emitter *e) {
+  const kir_kernel *k = e->k;
+  char no[256], len[256];
+  emit_count(e, &k->dom, 0, k->dom.rank, no, sizeof no);
+  emit_count(e, &k->red, 0, k->red.rank, len, sizeof len);
+  const char *full[2 * PORTC_MAX_RANK];
+  for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
+  for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
+  emit_line(e, "const int NO = %s, L = %s;", no, len);
+  row_regs rr;
+  plan_row_regs(k, &rr);
+  for (int c = 0; c < rr.n; c++) emit_line(e, "float rr%d[PC_RV];", c);
+  emit_line(e, "for (int o = %s; o < NO; o += %s) {", G(e)->group[0], G(e)->ngroups[0]);
+  e->indent++;
+  emit_scope_push(e);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
+  for (int p = 0; p < k->nphase; p++) row_phase(e, &rr, p, full);
+  bool outer = false, any_row = false;
+  for (int s = 0; s < k->nstore; s++) outer = outer || !k->store[s].row, any_row = any_row || k->store[s].row;
+  if (outer) {
+    emit_line(e, "if (%s == 0) {", G(e)->local[0]);
+    e->indent++;
+    emit_scope_push(e);
+    for (int s = 0; s < k->nstore; s++)
+      if (!k->store[s].row) emit_store_at(e, &k->store[s], &k->dom, rownames);
+    emit_scope_pop(e);
+    gpu_loop_end(e);
+  }
+  if (any_row) {
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
+    row_loop_begin(e, &rr, k->nphase, full);
+    shape xs = {.rank = k->dom.rank + k->red.rank};
+    for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
+    for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) emit_store_at(e, &k->store[s], &xs, full);
+    row_loop_end(e, &rr, k->nphase, full);
+  }
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+  free(rr.used);
+  free(rr.slot);
+}
+
+
+/* ---- matmul ---- */
+
+/* loops over batches and 64-row bands of this work group's 64 columns; fills oidx */
+void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx) {
+  const kir_kernel *k = e->k;
+  int nb = k->dom.rank - 2;
+  char batch[256], M[32], N[32], K[32];
+  emit_count(e, &k->dom, 0, nb, batch, sizeof batch);
+  emit_line(e, "const int NB = %s, M = %s, N = %s, K = %s;", batch, emit_dim(e, k->mnk[0], M, sizeof M), emit_dim(e, k->mnk[1], N, sizeof N),
+            emit_dim(e, k->mnk[2], K, sizeof K));
+  emit_line(e, "const int tx = %s, ty = %s, tid = ty * 16 + tx;", G(e)->local[0], G(e)->local[1]);
+  emit_line(e, "const int n0 = %s * %d;", G(e)->group[0], GPU_MM_TILE);
+  emit_line(e, "for (int bt = %s; bt < NB; bt += %s) {", G(e)->group[2], G(e)->ngroups[2]);
+  e->indent++;
+  emit_unravel(e, &k->dom, 0, nb, "bt", batchnames);
+  emit_line(e, "for (int m0 = %s * %d; m0 < M; m0 += %s * %d) {", G(e)->group[1], GPU_MM_TILE, G(e)->ngroups[1], GPU_MM_TILE);
+  e->indent++;
+  for (int d = 0; d < nb; d++) aidx[d] = bidx[d] = oidx[d] = batchnames[d];
+  aidx[nb] = "mm", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "nn", oidx[nb] = "m", oidx[nb + 1] = "n";
+}
+
+void gpu_matmul_store(emitter *e, const char *acc, const char *const *oidx) {
+  emit_line(e, "for (int i = 0; i < 4; i++)");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
+  e->indent += 2;
+  emit_line(e, "const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * jj;");
+  emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const %s acc0 = %s[i][jj];", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
+  emit_scope_push(e);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
+  emit_scope_pop(e);
+  e->indent -= 2;
+  emit_line(e, "  }");
+}
+
+void gpu_matmul_float(emitter *e) {
+  const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
+  char ex[1200];
+  gpu_matmul_begin(e, aidx, bidx, oidx);
+  emit_line(e, "float c[4][4];");
+  emit_line(e, "for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = 0.0;");
+  emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", GPU_MM_BK);
+  e->indent++;
+  emit_line(e, "for (int q = 0; q < 4; q++) {");
+  e->indent++;
+  emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / 16, kk = k0 + ea %% 16;");
+  emit_line(e, "float a = 0.0;");
+  emit_line(e, "if (mm < M && kk < K) {");
+  e->indent++;
+  emit_operand(e, 0, aidx, ex, sizeof ex);
+  emit_line(e, "a = %s;", ex);
+  gpu_loop_end(e);
+  emit_line(e, "pc_As[ea %% 16][ea / 16] = a;");
+  gpu_loop_end(e);
+  emit_line(e, "for (int q = 0; q < 4; q++) {");
+  e->indent++;
+  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / 64, nn = n0 + eb %% 64;");
+  emit_line(e, "float b = 0.0;");
+  emit_line(e, "if (kk < K && nn < N) {");
+  e->indent++;
+  emit_operand(e, 1, bidx, ex, sizeof ex);
+  emit_line(e, "b = %s;", ex);
+  gpu_loop_end(e);
+  emit_line(e, "pc_Bs[eb / 64][eb %% 64] = b;");
+  gpu_loop_end(e);
+  emit_line(e, "%s", G(e)->barrier);
+  emit_line(e, "for (int p = 0; p < %d; p++) {", GPU_MM_BK);
+  emit_line(e, "  float av[4], bv[4];");
+  emit_line(e, "  for (int i = 0; i < 4; i++) av[i] = pc_As[p][ty + 16 * i];");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];");
+  emit_line(e, "  for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);");
+  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier);
+  gpu_loop_end(e);
+  gpu_matmul_store(e, "c", oidx);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+void gpu_matmul_int(emitter *e) {
+  const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
+  char ae[1200], be[1200];
+  gpu_matmul_begin(e, aidx, bidx, oidx);
+  emit_line(e, "int64_t c[4][4];");
+  emit_line(e, "for (int i = 0; i < 4; i++)");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
+  e->indent += 2;
+  emit_line(e, "const int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * jj;");
+  emit_line(e, "int64_t s = 0l;");
+  emit_line(e, "if (mm < M && nn < N)");
+  emit_line(e, "  for (int kk = 0; kk < K; kk++) {");
+  e->indent += 2;
+  emit_operand(e, 0, aidx, ae, sizeof ae);
+  emit_operand(e, 1, bidx, be, sizeof be);
+  emit_line(e, "s += %s * %s;", ae, be);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  emit_line(e, "c[i][jj] = s;");
+  e->indent -= 2;
+  emit_line(e, "  }");
+  gpu_matmul_store(e, "c", oidx);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+/* ---- conv2d: an invocation per output element ---- */
+
+void gpu_conv(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
+  emit_line(e, "const int C = %lld, H = %lld, W = %lld, O = %lld, CG = %lld, KH = %lld, KW = %lld, OG = O / %lld;", (long long)xs->d[1].c,
+            (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)k->dom.d[1].c, (long long)ws->d[1].c, (long long)ws->d[2].c,
+            (long long)ws->d[3].c, (long long)attr_i(n, "groups"));
+  element_loop(e, &k->dom);
+  emit_unravel(e, &k->dom, 0, 4, "t", idxnames);
+  char bias[256], xv[512], wv[512];
+  if (k->nin > 2) emit_load(e, k->in_buf[2], "i1", bias, sizeof bias);
+  emit_line(e, "const int g = i1 / OG;");
+  emit_line(e, "float s = %s;", k->nin > 2 ? bias : "0.0");
+  emit_line(e, "for (int c = 0; c < CG; c++)");
+  emit_line(e, "  for (int kh = 0; kh < KH; kh++) {");
+  emit_line(e, "    const int ih = i2 * %lld - %lld + kh * %lld;", (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
+            (long long)attr_or_one(n, "dilation", 0));
+  emit_line(e, "    if (ih < 0 || ih >= H) continue;");
+  emit_line(e, "    for (int kw = 0; kw < KW; kw++) {");
+  emit_line(e, "      const int iw = i3 * %lld - %lld + kw * %lld;", (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1],
+            (long long)attr_or_one(n, "dilation", 1));
+  emit_line(e, "      if (iw < 0 || iw >= W) continue;");
+  emit_load(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
+  emit_load(e, k->in_buf[1], "((i1 * CG + c) * KH + kh) * KW + kw", wv, sizeof wv);
+  emit_line(e, "      s = fma(%s, %s, s);", xv, wv);
+  emit_line(e, "    }");
+  emit_line(e, "  }");
+  emit_line(e, "const float acc0 = s;");
+  emit_scope_push(e);
+  emit_store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+}
+
+/* ---- opaque ops: an invocation per output element ---- */
+
+static void argmax(emitter *e, const node *n, int xb, int ob) {
+  const shape *xs = &e->m->buf[xb].sh;
+  char outer[256], len[64], inner[256], ld[512];
+  int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
+  emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
+  emit_dim(e, xs->d[axis], len, sizeof len);
+  emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+  emit_line(e, "const int OU = %s, LEN = %s, IN = %s;", outer, len, inner);
+  emit_line(e, "for (int t = %s; t < OU * IN; t += %s) {", G(e)->global_id, G(e)->global_threads);
+  e->indent++;
+  emit_line(e, "const int o = t / IN, i = t %% IN;");
+  emit_load(e, xb, "o * LEN * IN + i", ld, sizeof ld);
+  const char *ct = compute_type(e->m->buf[xb].dt);
+  emit_line(e, "int best = 0; %s bv = %s;", ct, ld);
+  emit_load(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
+  emit_line(e, "for (int q = 1; q < LEN; q++) {");
+  emit_line(e, "  const %s v = %s;", ct, ld);
+  if (dtype_is_float(e->m->buf[xb].dt)) emit_line(e, "  if (!isnan(bv) && (isnan(v) || v > bv)) { bv = v; best = q; }");
+  else emit_line(e, "  if (v > bv) { bv = v; best = q; }");
+  emit_line(e, "}");
+  emit_store(e, ob, "t", "int64_t(best)");
+  gpu_loop_end(e);
+}
+
+static void pool(emitter *e, const node *n, int xb, int ob) {
+  const shape *xs = &e->m->buf[xb].sh;
+  const attr *ka = attr_get(n, "kernel"), *sa = attr_get(n, "stride"), *pa = attr_get(n, "padding");
+  const int64_t *st = sa->set ? sa->v : ka->v;
+  bool mx = n->op == OP_max_pool2d, f = dtype_is_float(e->m->buf[xb].dt);
+  char ld[512];
+  emit_line(e, "const int H = %lld, W = %lld, OH = %lld, OW = %lld;", (long long)xs->d[2].c, (long long)xs->d[3].c,
+            (long long)e->k->dom.d[2].c, (long long)e->k->dom.d[3].c);
+  element_loop(e, &e->k->dom);
+  emit_line(e, "const int nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;");
+  emit_line(e, "%s acc = %s;", compute_type(e->m->buf[xb].dt), mx ? (f ? "(-INFINITY)" : "INT64_MIN") : "0.0");
+  emit_line(e, "for (int kh = 0; kh < %lld; kh++)", (long long)ka->v[0]);
+  emit_line(e, "  for (int kw = 0; kw < %lld; kw++) {", (long long)ka->v[1]);
+  emit_line(e, "    const int ih = oh * %lld - %lld + kh, iw = ow * %lld - %lld + kw;", (long long)st[0], (long long)pa->v[0], (long long)st[1],
+            (long long)pa->v[1]);
+  emit_line(e, "    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;");
+  emit_load(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
+  if (!mx) emit_line(e, "    acc += %s;", ld);
+  else if (f) emit_line(e, "    { const float v = %s; if (!isnan(acc) && (isnan(v) || v > acc)) acc = v; }", ld);
+  else emit_line(e, "    { const int64_t v = %s; if (v > acc) acc = v; }", ld);
+  emit_line(e, "  }");
+  if (!mx) emit_line(e, "acc /= %lld.0;", (long long)(ka->v[0] * ka->v[1]));
+  emit_store(e, ob, "t", "acc");
+  gpu_loop_end(e);
+}
+
+static void concat(emitter *e, const node *n, int ob) {
+  const kir_kernel *k = e->k;
+  int64_t axis = norm_axis(attr_i(n, "axis"), k->dom.rank);
+  char inner[256], ld[512];
+  emit_count(e, &k->dom, (int)axis + 1, k->dom.rank, inner, sizeof inner);
+  emit_line(e, "const int IN = %s, OL = %lld;", inner, (long long)k->dom.d[axis].c);
+  element_loop(e, &k->dom);
+  emit_line(e, "const int o = t / (OL * IN), a = t / IN %% OL, i = t %% IN;");
+  int64_t at = 0;
+  for (int j = 0; j < k->nin; j++) {
+    int64_t xl = e->m->buf[k->in_buf[j]].sh.d[axis].c;
+    char off[160];
+    snprintf(off, sizeof off, "(o * %lld + a - %lld) * IN + i", (long long)xl, (long long)at);
+    emit_load(e, k->in_buf[j], off, ld, sizeof ld);
+    emit_line(e, "%sif (a < %lld) {", j ? "else " : "", (long long)(at + xl));
+    e->indent++;
+    emit_store(e, ob, "t", ld);
+    gpu_loop_end(e);
+    at += xl;
+  }
+  gpu_loop_end(e);
+}
+
+static void pad(emitter *e, const node *n, int xb, int ob) {
+  const kir_kernel *k = e->k;
+  const attr *pads = attr_get(n, "pads");
+  const shape *xs = &e->m->buf[xb].sh;
+  char val[64], ld[512];
+  double v = attr_f(n, "value");
+  if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%.9e", v);
+  else snprintf(val, sizeof val, "int64_t(%lld)", (long long)v);
+  element_loop(e, &k->dom);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
+  strbuf off = {0}, in = {0};
+  for (int d = 0; d < xs->rank; d++) {
+    char ext[32], stride[256];
+    emit_dim(e, xs->d[d], ext, sizeof ext);
+    emit_count(e, xs, d + 1, xs->rank, stride, sizeof stride);
+    emit_line(e, "const int p%d = %s - %lld;", d, idxnames[d], (long long)pads->v[2 * d]);
+    sb_printf(&in, "%sp%d >= 0 && p%d < %s", d ? " && " : "", d, d, ext);
+    sb_printf(&off, "%sp%d * %s", d ? " + " : "", d, stride);
+  }
+  char *os = sb_take(&off), *is = sb_take(&in);
+  emit_load(e, xb, os && *os ? os : "0", ld, sizeof ld);
+  emit_line(e, "if (%s) {", is && *is ? is : "true");
+  e->indent++;
+  emit_store(e, ob, "t", ld);
+  e->indent--;
+  emit_line(e, "} else {");
+  e->indent++;
+  emit_store(e, ob, "t", val);
+  gpu_loop_end(e);
+  free(os);
+  free(is);
+  gpu_loop_end(e);
+}
+
+static void gather(emitter *e, const node *n, int xb, int ob) {
+  const shape *xs = &e->m->buf[xb].sh, *is = &e->m->buf[e->k->in_buf[1]].sh;
+  char outer[256], len[64], inner[256], nidx[256], ld[512];
+  int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
+  emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
+  emit_dim(e, xs->d[axis], len, sizeof len);
+  emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
+  emit_count(e, is, 0, is->rank, nidx, sizeof nidx);
+  emit_line(e, "const int LEN = %s, IN = %s, NI = %s;", len, inner, nidx);
+  element_loop(e, &e->k->dom);
+  emit_line(e, "const int o = t / (NI * IN), q = t / IN %% NI, i = t %% IN;");
+  emit_load(e, e->k->in_buf[1], "q", ld, sizeof ld);
+  emit_line(e, "int64_t ix = %s;", ld);
+  emit_line(e, "if (ix < 0l) ix += int64_t(LEN);");
+  emit_line(e, "if (ix < 0l || ix >= int64_t(LEN)) { atomicOr(pc_bad, 1u); continue; }");
+  emit_load(e, xb, "(o * LEN + int(ix)) * IN + i", ld, sizeof ld);
+  emit_store(e, ob, "t", ld);
+  gpu_loop_end(e);
+}
+
+void gpu_opaque(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  int ob = k->store[0].buf, xb = k->in_buf[0];
+  switch (n->op) {
+  case OP_argmax: argmax(e, n, xb, ob); break;
+  case OP_max_pool2d:
+  case OP_avg_pool2d: pool(e, n, xb, ob); break;
+  case OP_concat: concat(e, n, ob); break;
+  case OP_pad: pad(e, n, xb, ob); break;
+  default: gather(e, n, xb, ob); break;
+  }
+}
+

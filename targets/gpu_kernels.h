@@ -1,0 +1,34 @@
+/*
+ * gpu_kernels.h: kernel skeletons shared by the GPU dialects (gpu_kernels.c). A dialect declares
+ * the kernel's buffers and shared memory, then calls the skeleton of the kernel's kind inside
+ * its function body. Row kernels need PC_WG (threads per work group) and, when
+ * gpu_row_regs_length() is not 0, PC_RV (row elements per thread) as constants, and the
+ * prelude's pc_wg_{sum,max,min,prod} (and ..i for int64) work-group reductions.
+ */
+#ifndef PORTC_TARGETS_GPU_KERNELS_H
+#define PORTC_TARGETS_GPU_KERNELS_H
+
+#include "emit.h"
+
+enum { GPU_MM_TILE = 64, GPU_MM_BK = 16 }; /* SIMT matmul: 64x64 tiles, 16x16 threads, panels of 16 */
+
+/* row length kept in registers: the constant row length up to this, else 0 */
+enum { GPU_ROW_REGS_MAX_L = 16384 };
+int64_t gpu_row_regs_length(const kir_kernel *k);
+
+void gpu_pointwise(emitter *e);
+void gpu_row(emitter *e);
+/* float operands: needs shared float pc_As[GPU_MM_BK][GPU_MM_TILE + 1], pc_Bs[GPU_MM_BK][GPU_MM_TILE] */
+void gpu_matmul_float(emitter *e);
+void gpu_matmul_int(emitter *e);
+void gpu_conv(emitter *e);
+void gpu_opaque(emitter *e);
+
+/* pieces for a dialect's own matmul variants: the loops over batches and 64-row bands (fills
+ * the index names of A, B and the output), the guarded 4x4 store of register block `acc`, and
+ * the closing brace of a loop */
+void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx);
+void gpu_matmul_store(emitter *e, const char *acc, const char *const *oidx);
+void gpu_loop_end(emitter *e);
+
+#endif
