@@ -92,6 +92,9 @@ static void special_cases(conf_cases *cs) {
        "const x: f32[4] = [0.1, 1.0009765625, 65519, 70000]\nh = cast(x, to=f16)\ny = cast(h, to=f32)\noutput y\n");
   text(add(cs, "special", "special/bf16-cast-is-not-elided"),
        "const x: f32[3] = [0.1, 1.00390625, 3.14159]\nh = cast(x, to=bf16)\ny = cast(h, to=f32)\noutput y\n");
+  /* rows of one element: the row's values and the row's outer values are the same elements */
+  text(add(cs, "special", "special/sum-of-one-element"), "input x: f32[1]\ninput z: f32[1]\na = mul(x, z)\ny = sum(a)\noutput y\n");
+  text(add(cs, "special", "special/softmax-rows-of-one"), "input x: f32[7, 1]\nd = add(x, x)\ny = softmax(d)\noutput y\n");
   text(add(cs, "special", "special/int-wrap"),
        "const a: i32[3] = [2147483647, -2147483648, 65536]\nconst b: i32[3] = [1, -1, 65536]\ns = add(a, b)\nm = mul(a, b)\noutput s, m\n");
 }

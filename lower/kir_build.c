@@ -88,9 +88,11 @@ static bool is_outer_level(const bctx *b, const shape *s) {
   const kplan *kp = &b->p->k[b->plan];
   if (kp->kind != KK_ROW) return false;
   shape keep = b->m->g->nodes[kp->x_node].sh;
+  bool trivial = true; /* every reduced dim has extent 1: the row is one element, and a value of
+                          the outer shape is also a row value, read with the row's index */
   for (int d = 0; d < keep.rank; d++)
-    if (kp->red_mask[d]) keep.d[d] = (dim){1, -1};
-  return shape_eq(s, &keep);
+    if (kp->red_mask[d]) trivial = trivial && keep.d[d].sym < 0 && keep.d[d].c == 1, keep.d[d] = (dim){1, -1};
+  return !trivial && shape_eq(s, &keep);
 }
 
 static int build(bctx *b, int v, const kir_path *path, bool row);
