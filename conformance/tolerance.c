@@ -36,10 +36,15 @@ static double vulkan_ulps(enum op op) {
   }
 }
 
+/* CUDA: the CUDA C++ Programming Guide's maximum ulp errors of the single-precision functions
+ * (default flags); every op not listed is within the CPU's entry (TOLERANCES.md) */
+static double cuda_ulps(enum op op) { return op == OP_pow ? 5 : NAN; }
+
 /* error of each op in ulps of f32, per TOLERANCES.md (glibc's documented float bounds, plus the
  * extra roundings of ops spelled as several operations) */
-static double op_ulps(enum op op, bool vulkan) {
+static double op_ulps(enum op op, bool vulkan, bool cuda) {
   if (vulkan && !isnan(vulkan_ulps(op))) return vulkan_ulps(op);
+  if (cuda && !isnan(cuda_ulps(op))) return cuda_ulps(op);
   switch (op) {
   case OP_exp: case OP_log: case OP_sin: case OP_cos: case OP_erf: case OP_pow: return 2;
   case OP_tanh: return 3;
@@ -103,7 +108,7 @@ static double terms(const portc_graph *g, const node *n, const int64_t *S) {
 }
 
 void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target, bool eager, tolerance *t) {
-  bool vulkan = target && strncmp(target, "vulkan", 6) == 0;
+  bool vulkan = target && strncmp(target, "vulkan", 6) == 0, cuda = target && strncmp(target, "cuda", 4) == 0;
   int64_t S[64] = {0};
   if (b && bindings_bind_symbols(g, b) == PORTC_OK)
     for (int k = 0; k < g->nsyms && k < 64; k++) S[k] = b->sym[k];
@@ -112,7 +117,7 @@ void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target,
     const node *n = &g->nodes[i];
     if (dtype_is_float(n->dt) && unit(n->dt) > us) us = unit(n->dt);
     if (op_get(n->op)->kind == K_SOURCE) continue;
-    ulps += op_ulps(n->op, vulkan);
+    ulps += op_ulps(n->op, vulkan, cuda);
     if (eager || op_get(n->op)->kind == K_CAST) roundings += 1; /* eager stores every value in its dtype */
     double len = terms(g, n, S);
     if (len > longest) longest = len;

@@ -1,49 +1,91 @@
 #!/usr/bin/env bash
 # One visit to a GPU machine: builds nothing. Runs, from a build made elsewhere (build/bin/portc
-# and build/lib/libportc.so), the steps named on the command line:
-#   verify  `portc verify -t vulkan` (fused and eager), the table and the JSON
-#   bench   `portc bench -t vulkan` on every graph of bench/gpu/
-#   torch   bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
+# and build/lib/libportc.so), the steps named on the command line, on the targets in $TARGETS
+# (default: "cuda vulkan"):
+#   verify    `portc verify` (fused and eager) on each target, the table and the JSON
+#   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
+#             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
+#   sanitize  the CUDA suite under compute-sanitizer memcheck (fused), and racecheck on the row
+#             and matmul cases
+#   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
+#   replay    the transformer example at a small size, default mode against reduce-overhead
+#   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
 # Logs and JSON go to $OUT (or /tmp/portc-visit); the last lines printed are the short tables.
-# Usage: scripts/gpu_visit.sh [verify] [bench] [torch]   (default: all three)
+# Usage: scripts/gpu_visit.sh [STEP]...   (default: verify bench torch)
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/portc-visit}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PORTC_CACHE_DIR=${PORTC_CACHE_DIR:-/tmp/portc-cache}
-portc=build/bin/portc
+portc=$PWD/build/bin/portc
+targets=${TARGETS:-cuda vulkan}
 steps=${*:-verify bench torch}
 summary=()
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+transformer=(examples/transformer.ptg --set B=16 --set S=512)
 
 "$portc" devices >"$out/devices.txt" 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >>"$out/devices.txt" 2>&1
 cat "$out/devices.txt"
 
 for step in $steps; do
+  start=$(date +%s)
   case $step in
   verify)
-    start=$(date +%s)
-    "$portc" verify -t vulkan --examples examples --json "$out/verify_vulkan.json" >"$out/verify_vulkan.txt" 2>&1
+    for t in $targets; do
+      "$portc" verify -t "$t" --examples examples --json "$out/verify_$t.json" >"$out/verify_$t.txt" 2>&1
+      rc=$?
+      grep -E '^FAIL' "$out/verify_$t.txt" | head -20
+      summary+=("verify $t (rc $rc, $(($(date +%s) - start)) s):" "$(tail -7 "$out/verify_$t.txt")")
+    done
+    ;;
+  matmul)
+    for how in cublaslt own; do
+      PORTC_CUDA_MATMUL=$how "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic' \
+        >"$out/verify_cuda_$how.txt" 2>&1
+      rc=$?
+      grep -E '^FAIL' "$out/verify_cuda_$how.txt" | head -10
+      summary+=("verify cuda, PORTC_CUDA_MATMUL=$how (rc $rc): $(tail -1 "$out/verify_cuda_$how.txt")")
+    done
+    ;;
+  sanitize)
+    "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --quiet \
+      >"$out/memcheck.txt" 2>&1
     rc=$?
-    grep -E '^FAIL' "$out/verify_vulkan.txt" | head -20
-    summary+=("verify (rc $rc, $(($(date +%s) - start)) s):" "$(tail -7 "$out/verify_vulkan.txt")")
+    summary+=("memcheck (rc $rc, $(($(date +%s) - start)) s): $(grep -E 'ERROR SUMMARY|passed' "$out/memcheck.txt" | tail -2 | tr '\n' ' ')")
+    "$sanitizer" --tool racecheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --quiet \
+      --filter 'softmax|layer_norm|rms_norm|sum|matmul/f16|model' >"$out/racecheck.txt" 2>&1
+    rc=$?
+    summary+=("racecheck (rc $rc): $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|passed' "$out/racecheck.txt" | tail -2 | tr '\n' ' ')")
     ;;
   bench)
-    for g in bench/gpu/*.ptg; do
-      name=$(basename "$g" .ptg)
-      flags=()
-      [[ $name == matmul* ]] && flags+=(--no-eager)
-      "$portc" bench "$g" -t vulkan --iters 30 --warmup 3 --json "$out/$name.json" "${flags[@]}" >>"$out/bench.txt" 2>&1 ||
-        echo "bench $name failed: $(tail -1 "$out/bench.txt")"
+    for t in $targets; do
+      mkdir -p "$out/$t"
+      for g in bench/gpu/*.ptg; do
+        name=$(basename "$g" .ptg)
+        flags=()
+        [[ $name == matmul* ]] && flags+=(--no-eager)
+        "$portc" bench "$g" -t "$t" --iters 30 --warmup 3 --json "$out/$t/$name.json" "${flags[@]}" >>"$out/bench_$t.txt" 2>&1 ||
+          echo "bench $t $name failed: $(tail -1 "$out/bench_$t.txt")"
+      done
+      "$portc" bench "${transformer[@]}" -t "$t" --iters 30 --warmup 3 --json "$out/$t/transformer.json" >>"$out/bench_$t.txt" 2>&1 ||
+        echo "bench $t transformer failed: $(tail -1 "$out/bench_$t.txt")"
+      PORTC_LOG=tune "$portc" explain bench/gpu/matmul_8192_f16.ptg -t "$t" >"$out/explain_matmul_$t.txt" 2>&1
     done
-    summary+=("bench:" "$(grep -E ' on vulkan |^fused|^eager|faster' "$out/bench.txt" | cut -c1-150 | head -40)")
+    ;;
+  replay)
+    for mode in default reduce-overhead; do
+      "$portc" bench examples/transformer.ptg --set B=1 --set S=32 -t cuda --mode "$mode" --iters 200 --no-eager \
+        >"$out/replay_$mode.txt" 2>&1
+      summary+=("transformer B=1 S=32 on cuda, mode $mode: $(grep -E '^fused' "$out/replay_$mode.txt" | head -1)")
+    done
     ;;
   torch)
-    PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 >"$out/vs_torch.txt" 2>&1
-    summary+=("torch (rc $?):" "$(grep -v Warning "$out/vs_torch.txt" | tail -16)")
+    PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" >"$out/vs_torch.txt" 2>&1
+    summary+=("torch (rc $?):" "$(grep -v Warning "$out/vs_torch.txt" | tail -40)")
     ;;
-  *) echo "unknown step $step (verify, bench, torch)"; exit 2 ;;
+  *) echo "unknown step $step (verify, matmul, sanitize, bench, replay, torch)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}"

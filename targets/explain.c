@@ -108,6 +108,9 @@ char *portc_module_explain(const portc_module *m, portc_bindings *b) {
       sb_printf(&out, "\n  moves %lld bytes, %lld FLOPs", (long long)by, (long long)fl);
     }
     sb_printf(&out, "\n  ends:   %s\n", k->why);
+    char note[400] = "";
+    if (m->t->kernel_note) m->t->kernel_note(m->handle, i, note, sizeof note);
+    if (note[0]) sb_printf(&out, "  runs:   %s\n", note);
   }
   if (sized) {
     mem_plan plan;

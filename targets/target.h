@@ -56,6 +56,8 @@ typedef struct target {
   portc_status (*end)(void *handle, double *device_seconds);
   /* optional: what end's seconds come from ("device timestamps"); NULL: the host clock */
   const char *(*timer)(void *handle);
+  /* optional: a line for `portc explain` on how kernel i runs (empty: nothing to add) */
+  void (*kernel_note)(void *handle, int i, char *buf, size_t len);
   /* optional: whether the device may flush f32 denormals to zero (NULL: it keeps them) */
   bool (*flushes_denormals)(void *handle);
 } target;

@@ -44,7 +44,8 @@ const char compile_options_help[] =
     "  --eager              one kernel per op, no fusion (the A/B baseline)\n"
     "  --dynamic            keep symbolic dimensions symbolic: one module for any value\n"
     "  --fullgraph          an op the target cannot run is an error\n"
-    "  --mode M             default (reduce-overhead and max-autotune are not implemented yet)\n"
+    "  --mode M             default, or reduce-overhead (GPU targets: the launches are recorded once\n"
+    "                       and replayed); max-autotune is not implemented yet\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
     "  --dump-after PASS    print the graph after PASS: specialize decompose fold cse dce fuse\n";
 
@@ -83,9 +84,12 @@ int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o)
   return 2;
 }
 
+/* "name", or "name:N" for device N of that target */
 bool known_target(const char *name) {
+  size_t n = strcspn(name, ":");
+  if (name[n] && (!name[n + 1] || strspn(name + n + 1, "0123456789") != strlen(name + n + 1))) return false;
   for (int i = 0; i < portc_target_count(); i++)
-    if (strcmp(portc_target_name(i), name) == 0) return true;
+    if (strlen(portc_target_name(i)) == n && strncmp(portc_target_name(i), name, n) == 0) return true;
   return false;
 }
 

@@ -1,0 +1,127 @@
+/*
+ * blaslt.c: matmul through cuBLASLt, NVIDIA's tuned library, as the alternative to portc's own
+ * kernel that the runtime times against it per shape (as inductor does with cuBLAS). cuBLASLt
+ * is column-major; a row-major C = A B is the column-major C^T = B^T A^T, so the operands are
+ * passed swapped and nothing is transposed. Sums are f32 (CUBLAS_COMPUTE_32F: no TF32). The
+ * library is opened on first use; descriptors and the heuristic's algorithm are kept per shape.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu.h"
+
+enum { PLANS = 32, WORKSPACE = 32 << 20 };
+
+typedef struct plan {
+  portc_dtype t, dt;
+  int64_t M, N, K;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t a, b, d;
+  cublasLtMatmulAlgo_t algo;
+} plan;
+
+struct cu_blaslt {
+  cu_blaslt_api api;
+  cublasLtHandle_t h;
+  CUdeviceptr ws;
+  plan plans[PLANS];
+  int nplans;
+  pthread_mutex_t lock;
+};
+
+cu_blaslt *cu_blaslt_get(cu_context *c, char *why, size_t len) {
+  pthread_mutex_lock(&c->lock);
+  if (!c->blas && !c->blas_why[0]) {
+    cu_blaslt *b = calloc(1, sizeof *b);
+    cublasStatus_t s;
+    if (!b) snprintf(c->blas_why, sizeof c->blas_why, "out of memory");
+    else if (!cu_load_blaslt(&b->api, c->blas_why, sizeof c->blas_why)) {
+    } else if ((s = b->api.cublasLtCreate(&b->h)))
+      snprintf(c->blas_why, sizeof c->blas_why, "cublasLtCreate failed: status %d", s);
+    else if (CU.cuMemAlloc_v2(&b->ws, WORKSPACE))
+      snprintf(c->blas_why, sizeof c->blas_why, "no device memory for cuBLASLt's %d MiB workspace", WORKSPACE >> 20);
+    if (c->blas_why[0]) {
+      if (b && b->h) b->api.cublasLtDestroy(b->h);
+      free(b);
+    } else {
+      pthread_mutex_init(&b->lock, NULL);
+      c->blas = b;
+    }
+  }
+  cu_blaslt *b = c->blas;
+  if (!b) snprintf(why, len, "cuBLASLt is not available: %s", c->blas_why);
+  pthread_mutex_unlock(&c->lock);
+  return b;
+}
+
+static void drop_plan(cu_blaslt *b, plan *p) {
+  if (p->a) b->api.cublasLtMatrixLayoutDestroy(p->a);
+  if (p->b) b->api.cublasLtMatrixLayoutDestroy(p->b);
+  if (p->d) b->api.cublasLtMatrixLayoutDestroy(p->d);
+  if (p->op) b->api.cublasLtMatmulDescDestroy(p->op);
+}
+
+void cu_blaslt_free(cu_blaslt *b) {
+  if (!b) return;
+  for (int i = 0; i < b->nplans; i++) drop_plan(b, &b->plans[i]);
+  if (b->ws) CU.cuMemFree_v2(b->ws);
+  b->api.cublasLtDestroy(b->h);
+  free(b);
+}
+
+static int cuda_type(portc_dtype t) { return t == PORTC_F16 ? CUDA_R_16F : t == PORTC_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+static portc_status make_plan(cu_blaslt *b, plan *p) {
+  const cu_blaslt_api *L = &b->api;
+  cublasStatus_t s;
+  uint64_t ws = WORKSPACE;
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  /* column-major: D^T [N x M] = B^T [N x K] A^T [K x M] */
+  if ((s = L->cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
+      (s = L->cublasLtMatrixLayoutCreate(&p->a, cuda_type(p->t), (uint64_t)p->N, (uint64_t)p->K, p->N)) ||
+      (s = L->cublasLtMatrixLayoutCreate(&p->b, cuda_type(p->t), (uint64_t)p->K, (uint64_t)p->M, p->K)) ||
+      (s = L->cublasLtMatrixLayoutCreate(&p->d, cuda_type(p->dt), (uint64_t)p->N, (uint64_t)p->M, p->N)) ||
+      (s = L->cublasLtMatmulPreferenceCreate(&pref)) ||
+      (s = L->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)) ||
+      (s = L->cublasLtMatmulAlgoGetHeuristic(b->h, p->op, p->a, p->b, p->d, p->d, pref, 1, &r, &found)) || found < 1) {
+    if (pref) L->cublasLtMatmulPreferenceDestroy(pref);
+    drop_plan(b, p);
+    return err_set(PORTC_ERR_DEVICE, "cuda: cuBLASLt has no algorithm for %lldx%lldx%lld (status %d)", (long long)p->M, (long long)p->N,
+                   (long long)p->K, s);
+  }
+  L->cublasLtMatmulPreferenceDestroy(pref);
+  p->algo = r.algo;
+  return PORTC_OK;
+}
+
+portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, CUdeviceptr A,
+                              CUdeviceptr B, CUdeviceptr D) {
+  pthread_mutex_lock(&b->lock);
+  plan *p = NULL;
+  for (int i = 0; i < b->nplans && !p; i++) {
+    plan *q = &b->plans[i];
+    if (q->t == t && q->dt == dt && q->M == M && q->N == N && q->K == K) p = q;
+  }
+  portc_status st = PORTC_OK;
+  if (!p) {
+    if (b->nplans == PLANS) { /* forget the oldest */
+      drop_plan(b, &b->plans[0]);
+      memmove(&b->plans[0], &b->plans[1], sizeof *b->plans * (PLANS - 1));
+      b->nplans--;
+    }
+    p = &b->plans[b->nplans];
+    *p = (plan){.t = t, .dt = dt, .M = M, .N = N, .K = K};
+    if ((st = make_plan(b, p))) goto done;
+    b->nplans++;
+  }
+  const float one = 1.0f, zero = 0.0f;
+  cublasStatus_t r = b->api.cublasLtMatmul(b->h, p->op, &one, (const void *)B, p->a, (const void *)A, p->b, &zero, (const void *)D, p->d,
+                                           (void *)D, p->d, &p->algo, (void *)b->ws, WORKSPACE, s);
+  if (r) st = err_set(PORTC_ERR_DEVICE, "cuda: cublasLtMatmul failed for %lldx%lldx%lld: status %d", (long long)M, (long long)N, (long long)K, r);
+done:
+  pthread_mutex_unlock(&b->lock);
+  return st;
+}

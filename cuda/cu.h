@@ -1,0 +1,87 @@
+/*
+ * cu.h: the CUDA target's parts and what they share: the per-device context (context.c), CUDA C
+ * to cubin (compile.c), the launch geometry and matmul variant that the dialect and the runtime
+ * agree on (launch.c), cuBLASLt (blaslt.c), and the dialect itself (dialect.c, dialect_mma.c).
+ */
+#ifndef PORTC_CUDA_CU_H
+#define PORTC_CUDA_CU_H
+
+#include <pthread.h>
+
+#include "../targets/emit.h"
+#include "../targets/target.h"
+#include "cu_api.h"
+
+typedef struct cu_context {
+  CUdevice dev;
+  CUcontext ctx;
+  int index;
+  int cc_major, cc_minor, sms, warp, max_threads, smem_block, smem_optin, l2_bytes, mem_clock_khz, bus_bits, clock_khz;
+  size_t mem_bytes;
+  char arch[16];      /* "sm_90" */
+  char name[512];     /* "NVIDIA H100 80GB HBM3 (cuda:0, sm_90, driver 13.0)" */
+  char cache_id[320]; /* device and driver, for cache keys */
+  pthread_mutex_t lock; /* cuBLASLt's handle and workspace */
+  struct cu_blaslt *blas; /* made on first use; NULL with blas_why when cuBLASLt is missing */
+  char blas_why[400];
+} cu_context;
+
+extern cu_driver_api CU;
+
+/* the context of device `index` (-1: $PORTC_CUDA_DEVICE, else 0), made once, current on this thread */
+cu_context *cu_context_get(int index, char *why, size_t len);
+bool cu_available(char *why, size_t len);
+const char *cu_default_device_name(void);
+void cu_describe(FILE *out);
+/* a driver error as a portc status naming what failed */
+portc_status cu_fail(CUresult r, const char *what);
+
+/* CUDA C to a cubin for `arch` ("sm_90") with NVRTC (*cubin: free with free()); a compile
+ * failure is an internal error carrying the log and the numbered source */
+portc_status cu_compile(const char *src, const char *arch, const char *name, void **cubin, size_t *bytes);
+/* NVRTC's identity for cache keys ("nvrtc 13.0"), or NULL with why when NVRTC is missing */
+const char *cu_compiler_id(char *why, size_t len);
+
+/* ---- what the dialect and the runtime agree on (launch.c) ---- */
+enum {
+  CU_MAX_SYMS = 32,
+  CU_MAX_ARGS = 64,   /* buffers one kernel may take */
+  CU_PW_THREADS = 256,
+  CU_MM_TILE = 64,    /* SIMT matmul: 64x64 tiles, 16x16 threads */
+  CU_MM_BK = 16,
+  CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x32 tiles, 8 warps, 3 stages */
+  CU_MMA_BN = 128,
+  CU_MMA_BK = 32,
+  CU_MMA_STAGES = 3,
+  CU_MMA_THREADS = 256,
+};
+typedef enum { CU_MM_SIMT, CU_MM_MMA } cu_mm_variant;
+
+/* threads per block of kernel k (row kernels: by row length) */
+int cu_block_threads(const kir_module *m, int k);
+void cu_grid(const kir_module *m, int k, const int64_t *S, int sms, unsigned grid[3], unsigned block[3]);
+/* dynamic shared memory of kernel k in bytes (the tensor-core matmul's stages) */
+int cu_shared_bytes(const kir_module *m, int k);
+/* matmul kernel k is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
+ * fold into M rows), B is a matrix read as it lies */
+bool cu_gemm_view(const kir_module *m, int k);
+int64_t cu_gemm_rows(const kir_module *m, int k, const int64_t *S); /* M of that GEMM */
+/* the matmul variant of kernel k: mma.sync for an f16/bf16 GEMM whose rows are whole 16-byte
+ * chunks, else the SIMT kernel */
+cu_mm_variant cu_matmul_variant(const kir_module *m, int k);
+/* kernel k can also run as cuBLASLt plus an epilogue kernel (a GEMM of one float dtype);
+ * *direct when the epilogue is only the store, so cuBLASLt writes the output itself */
+bool cu_blaslt_eligible(const kir_module *m, int k, bool *direct);
+
+/* ---- cuBLASLt (blaslt.c) ---- */
+typedef struct cu_blaslt cu_blaslt;
+/* the context's cuBLASLt, made on first use; NULL with the reason in why */
+cu_blaslt *cu_blaslt_get(cu_context *c, char *why, size_t len);
+void cu_blaslt_free(cu_blaslt *b);
+/* D[M x N] = A[M x K] B[K x N], row-major, A and B of dtype t, D of dtype dt (f32 sums) */
+portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, CUdeviceptr A,
+                              CUdeviceptr B, CUdeviceptr D);
+
+extern const dialect cuda_dialect;
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * dialect.c: how the CUDA target spells kernels: CUDA C, one `extern "C" __global__` function
+ * per kernel in one source file, compiled at once by NVRTC. A kernel takes the buffers it uses
+ * (ascending buffer order, kernel_buffers()), then the status word where it checks indices, then
+ * the symbol values by value. The skeletons are the GPU dialects' shared ones
+ * (targets/gpu_kernels.c) with CUDA's spellings; block sizes are compile-time constants that
+ * launch.c also uses. Matmuls with f16/bf16 operands as they lie run on tensor cores
+ * (dialect_mma.c); a matmul that cuBLASLt can compute also gets `kN_epi`, which applies the
+ * epilogue to cuBLASLt's f32 result, unless the epilogue is only the store.
+ *
+ * Each kernel's text starts with "//@kernel N".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/dtype.h"
+#include "../targets/gpu_kernels.h"
+#include "cu.h"
+#include "dialect_mma.h"
+#include "prelude.h"
+
+static void signature(emitter *e, int index, const char *suffix, const char *first) {
+  int bufs[CU_MAX_ARGS];
+  int nb = kernel_buffers(e->m, index, bufs, CU_MAX_ARGS); /* the runtime refuses more */
+  strbuf p = {0};
+  if (first) sb_printf(&p, "%s, ", first);
+  for (int i = 0; i < nb && i < CU_MAX_ARGS; i++) {
+    int b = bufs[i];
+    sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(e->k, b) ? "" : "const ", e->d->storage[e->m->buf[b].dt], b);
+  }
+  if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
+  sb_printf(&p, "const pc_syms S");
+  char *ps = sb_take(&p);
+  int threads = cu_block_threads(e->m, index);
+  if (suffix[0]) threads = CU_PW_THREADS;
+  emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads,
+            e->k->kind == KK_MATMUL && !suffix[0] && cu_matmul_variant(e->m, index) == CU_MM_MMA ? ", 2" : "", index, suffix, ps ? ps : "");
+  free(ps);
+}
+
+/* the epilogue of a matmul whose product cuBLASLt wrote to pc_acc (f32, M x N, row-major) */
+static void blaslt_epilogue(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  for (int v = 0; v < k->nval; v++) e->done[v] = 0; /* a new function: its values are written again */
+  e->scope = e->next_scope = 1;
+  signature(e, index, "_epi", "const float *__restrict__ pc_acc");
+  e->indent++;
+  char N[32];
+  cu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %s;", emit_dim(e, k->mnk[1], N, sizeof N));
+  emit_line(e, "for (int t = %s; t < M * N; t += %s) {", e->d->gpu->global_id, e->d->gpu->global_threads);
+  e->indent++;
+  emit_line(e, "const int m = t / N, n = t %% N;");
+  emit_line(e, "const float acc0 = pc_acc[t];");
+  const char *oidx[PORTC_MAX_RANK];
+  emit_scope_push(e);
+  cu_gemm_indices(e, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+static void kernel(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "//@kernel %d", index);
+  emit_line(e, "// %s", k->why);
+  signature(e, index, "", NULL);
+  e->indent++;
+  emit_line(e, "constexpr int PC_WG = %d;", cu_block_threads(e->m, index));
+  if (k->kind == KK_ROW && gpu_row_regs_length(k))
+    emit_line(e, "constexpr int PC_RV = (%lld + PC_WG - 1) / PC_WG; /* row elements per thread */", (long long)gpu_row_regs_length(k));
+  bool float_mm = k->kind == KK_MATMUL && dtype_is_float(e->m->buf[k->in_buf[0]].dt);
+  switch (k->kind) {
+  case KK_POINTWISE: gpu_pointwise(e); break;
+  case KK_ROW: gpu_row(e); break;
+  case KK_MATMUL:
+    if (cu_matmul_variant(e->m, index) == CU_MM_MMA) {
+      cu_emit_mma(e);
+    } else if (float_mm) {
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, GPU_MM_TILE + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, GPU_MM_TILE);
+      gpu_matmul_float(e);
+    } else {
+      gpu_matmul_int(e);
+    }
+    break;
+  case KK_CONV: gpu_conv(e); break;
+  case KK_OPAQUE: gpu_opaque(e); break;
+  }
+  gpu_loop_end(e);
+  bool direct;
+  if (cu_blaslt_eligible(e->m, index, &direct) && !direct) blaslt_epilogue(e, index);
+  sb_printf(&e->out, "\n");
+}
+
+static void module_end(emitter *e) { (void)e; }
+
+/* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise). CUDA's math
+ * functions with the default flags (IEEE division and square root, denormals kept). */
+const dialect cuda_dialect = {
+    .name = "cuda",
+    .prelude = cuda_prelude,
+    .index_type = "int",
+    .index_lit = "%lld",
+    .int_lit = "%lldLL",
+    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "__half", [PORTC_BF16] = "__nv_bfloat16",
+                [PORTC_I32] = "int32_t", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
+    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "__half2float(%s[%s])", [PORTC_BF16] = "__bfloat162float(%s[%s])",
+             [PORTC_I32] = "(int64_t)%s[%s]", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "(int64_t)%s[%s]"},
+    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = __float2half_rn(%s);",
+              [PORTC_BF16] = "%s[%s] = __float2bfloat16_rn(%s);", [PORTC_I32] = "%s[%s] = (int32_t)(%s);",
+              [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = (uint8_t)((%s) != 0);"},
+    .float_ops = {
+        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "expf(%0)", [OP_log] = "logf(%0)",
+        [OP_sqrt] = "sqrtf(%0)", [OP_rsqrt] = "rsqrtf(%0)", [OP_reciprocal] = "(1.0f / %0)",
+        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + expf(-%0)))", [OP_relu] = "pc_relu(%0)",
+        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + expf(-%0)))",
+        [OP_erf] = "erff(%0)", [OP_sin] = "sinf(%0)", [OP_cos] = "cosf(%0)", [OP_floor] = "floorf(%0)",
+        [OP_ceil] = "ceilf(%0)", [OP_sign] = "pc_signf(%0)",
+        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
+        [OP_pow] = "powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
+        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
+        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 ? %1 : %2)",
+        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
+    },
+    .int_ops = {
+        [OP_neg] = "(int64_t)(0 - (uint64_t)%0)", [OP_abs] = "(%0 < 0 ? (int64_t)(0 - (uint64_t)%0) : %0)",
+        [OP_relu] = "(%0 > 0 ? %0 : 0LL)", [OP_sign] = "(int64_t)((%0 > 0) - (%0 < 0))",
+        [OP_not] = "(int64_t)(!%0)",
+        [OP_add] = "(int64_t)((uint64_t)%0 + (uint64_t)%1)", [OP_sub] = "(int64_t)((uint64_t)%0 - (uint64_t)%1)",
+        [OP_mul] = "(int64_t)((uint64_t)%0 * (uint64_t)%1)", [OP_div] = "pc_idiv(%0, %1)",
+        [OP_maximum] = "(%0 > %1 ? %0 : %1)", [OP_minimum] = "(%0 < %1 ? %0 : %1)",
+        [OP_and] = "(int64_t)(%0 && %1)", [OP_or] = "(int64_t)(%0 || %1)",
+        [OP_eq] = "(int64_t)(%0 == %1)", [OP_ne] = "(int64_t)(%0 != %1)", [OP_lt] = "(int64_t)(%0 < %1)",
+        [OP_le] = "(int64_t)(%0 <= %1)", [OP_gt] = "(int64_t)(%0 > %1)", [OP_ge] = "(int64_t)(%0 >= %1)",
+        [OP_where] = "(%0 ? %1 : %2)",
+    },
+    .gpu = &(const gpu_spelling){
+        .global_id = "int(blockIdx.x * blockDim.x + threadIdx.x)",
+        .global_threads = "int(gridDim.x * blockDim.x)",
+        .local = {"int(threadIdx.x)", "int(threadIdx.y)", "int(threadIdx.z)"},
+        .group = {"int(blockIdx.x)", "int(blockIdx.y)", "int(blockIdx.z)"},
+        .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},
+        .barrier = "__syncthreads();",
+        .unroll = "_Pragma(\"unroll\") ",
+    },
+    .kernel = kernel,
+    .module_end = module_end,
+};

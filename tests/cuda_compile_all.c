@@ -1,0 +1,191 @@
+/*
+ * cuda_compile_all.c: every conformance case's CUDA kernels, compiled to cubin for sm_80 and
+ * sm_90 by NVRTC, with no GPU. Each case is lowered fused and eager (and, where it has symbols,
+ * both dynamic and specialized to its first run's values), rendered by the CUDA dialect, and
+ * compiled; identical modules are compiled once. To keep this quick, modules are compiled in
+ * batches, each in its own namespace (PC_KERNEL is then a plain __global__); a batch that fails
+ * is compiled module by module to name the case. Exit 77 (a skip for ctest) when NVRTC or the
+ * toolkit's headers are missing.
+ *
+ * usage: cuda_compile_all EXAMPLES_DIR [ARCH...]   (default: sm_80 sm_90)
+ *        cuda_compile_all --source G.ptg [--eager]  prints the CUDA source of a graph
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../conformance/conformance.h"
+#include "../cuda/cu.h"
+#include "../lower/pipeline.h"
+
+typedef struct unit {
+  char *src; /* the module without its prelude */
+  char name[160];
+} unit;
+
+static unit *units;
+static int nunits, capunits;
+static const char **arches;
+static int narch;
+static int next_batch, failures;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+enum { BATCH = 60 };
+
+static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
+
+static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name) {
+  lower_options lo = {.eager = eager, .symvals = symvals, .vector_bytes = 16};
+  kir_module *km = NULL;
+  if (lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
+    failures++;
+    return;
+  }
+  char *src = emit_module(&cuda_dialect, km);
+  kir_module_free(km);
+  const char *at = src ? strstr(src, cuda_dialect.prelude) : NULL;
+  if (!at) {
+    fprintf(stderr, "%s: the module does not start with the prelude\n", name);
+    failures++;
+    free(src);
+    return;
+  }
+  if (nunits == capunits) {
+    capunits = capunits ? 2 * capunits : 1024;
+    units = realloc(units, sizeof *units * (size_t)capunits);
+  }
+  unit *u = &units[nunits++];
+  u->src = strdup(at + strlen(cuda_dialect.prelude));
+  snprintf(u->name, sizeof u->name, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
+  free(src);
+}
+
+static char *program(int first, int count) {
+  strbuf b = {0};
+  sb_printf(&b, "#define PC_KERNEL __global__\n%s", cuda_dialect.prelude);
+  for (int i = first; i < first + count; i++) sb_printf(&b, "namespace m%d {\n%s}\n", i, units[i].src);
+  return sb_take(&b);
+}
+
+static bool compile_range(int first, int count, bool report) {
+  char *src = program(first, count);
+  bool ok = true;
+  for (int a = 0; a < narch && ok; a++) {
+    void *cubin = NULL;
+    size_t bytes = 0;
+    char name[64];
+    snprintf(name, sizeof name, "batch%d.cu", first);
+    if (cu_compile(src, arches[a], name, &cubin, &bytes) != PORTC_OK) {
+      ok = false;
+      if (report) {
+        pthread_mutex_lock(&lock);
+        fprintf(stderr, "FAIL %s for %s:\n%.3000s\n", units[first].name, arches[a], portc_last_error());
+        pthread_mutex_unlock(&lock);
+      }
+    } else if (bytes < 4 || memcmp(cubin, "\177ELF", 4) != 0) {
+      ok = false;
+      fprintf(stderr, "FAIL %s for %s: NVRTC gave no ELF cubin\n", units[first].name, arches[a]);
+    }
+    free(cubin);
+  }
+  free(src);
+  return ok;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    int first = next_batch;
+    next_batch += BATCH;
+    pthread_mutex_unlock(&lock);
+    if (first >= nunits) return NULL;
+    int count = first + BATCH <= nunits ? BATCH : nunits - first;
+    if (compile_range(first, count, false)) continue;
+    for (int i = first; i < first + count; i++) /* name the failing modules */
+      if (!compile_range(i, 1, true)) {
+        pthread_mutex_lock(&lock);
+        failures++;
+        pthread_mutex_unlock(&lock);
+      }
+  }
+}
+
+static int print_source(const char *path, bool eager) {
+  portc_graph *g = NULL;
+  kir_module *km = NULL;
+  lower_options lo = {.eager = eager, .vector_bytes = 16};
+  if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: %s\n", path, portc_last_error());
+    return 1;
+  }
+  char *src = emit_module(&cuda_dialect, km);
+  fputs(src ? src : "", stdout);
+  free(src);
+  kir_module_free(km);
+  portc_graph_free(g);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc > 3 && strcmp(argv[3], "--eager") == 0);
+  if (argc < 2) {
+    fprintf(stderr, "usage: cuda_compile_all EXAMPLES_DIR [ARCH...]\n");
+    return 2;
+  }
+  static const char *defaults[] = {"sm_80", "sm_90"};
+  arches = argc > 2 ? (const char **)argv + 2 : defaults;
+  narch = argc > 2 ? argc - 2 : 2;
+  char why[512];
+  const char *compiler = cu_compiler_id(why, sizeof why);
+  if (!compiler) {
+    printf("SKIPPED: the CUDA dialect cannot be compiled here: %s\n", why);
+    return 77;
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  conf_cases cs = {0};
+  conf_generate(&cs, argv[1]);
+  for (int i = 0; i < cs.n; i++) {
+    const conf_case *c = &cs.c[i];
+    portc_graph *g = NULL;
+    if ((c->path ? portc_graph_load(c->path, &g) : portc_graph_parse(c->text, c->name, &g)) != PORTC_OK) {
+      fprintf(stderr, "%s: does not parse: %s\n", c->name, portc_last_error());
+      failures++;
+      continue;
+    }
+    int64_t symvals[64] = {0};
+    for (int k = 0; k < g->nsyms && k < 64; k++)
+      for (int s = 0; s < c->nsyms; s++)
+        if (strcmp(c->sym[s], g->syms[k]) == 0) symvals[k] = c->symval[0][s];
+    for (int eager = 0; eager < 2; eager++) {
+      add_module(g, eager, NULL, c->name);
+      if (g->nsyms > 0) add_module(g, eager, symvals, c->name);
+    }
+    portc_graph_free(g);
+  }
+  int modules = nunits;
+  qsort(units, (size_t)nunits, sizeof *units, by_src);
+  int n = 0;
+  for (int i = 0; i < nunits; i++) {
+    if (n && strcmp(units[n - 1].src, units[i].src) == 0) {
+      free(units[i].src);
+      continue;
+    }
+    units[n++] = units[i];
+  }
+  nunits = n;
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, worker, NULL);
+  for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("cuda_compile_all: %d cases, %d modules (%d distinct) compiled by %s for", cs.n, modules, nunits, compiler);
+  for (int a = 0; a < narch; a++) printf(" %s", arches[a]);
+  printf(" in %.1f s: %d failed\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), failures);
+  for (int i = 0; i < nunits; i++) free(units[i].src);
+  free(units);
+  conf_free(&cs);
+  return failures ? 1 : 0;
+}
