@@ -184,6 +184,13 @@ static void contraction_cases(conf_cases *cs) {
        "input a: f16[128, 64]\ninput b: f16[64, 192]\ninput bias: f16[192]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-whole-tiles-transposed-b"),
        "input a: f16[64, 256]\ninput b: f16[128, 256]\nbt = permute(b, perm=[1, 0])\ny = matmul(a, bt)\noutput y\n");
+  /* tensor-core GEMMs of the CUDA target with partial tiles: wide (1040 columns: 256-column
+   * tiles), bf16, and a rank-3 left operand whose leading dims fold into the rows */
+  text(add(cs, "ops", "matmul/f16-wide-partial-tiles"),
+       "input a: f16[33, 40]\ninput b: f16[40, 1040]\ninput bias: f16[1040]\nh = matmul(a, b)\ny = add(h, bias)\noutput y\n");
+  text(add(cs, "ops", "matmul/bf16-partial-tiles"), "input a: bf16[130, 24]\ninput b: bf16[24, 72]\ny = matmul(a, b)\noutput y\n");
+  text(add(cs, "ops", "matmul/f16-batched-rows-relu"),
+       "input a: f16[3, 50, 16]\ninput b: f16[16, 48]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");
   text(add(cs, "ops", "matmul/i32"), "input a: i32[7, 9]\ninput b: i32[9, 5]\ny = matmul(a, b)\noutput y\n");
   static const char *const conv[] = {"", ", padding=[1, 1]", ", stride=[2, 2], padding=[1, 1]", ", dilation=[2, 2]", ", groups=2"};
   for (int k = 0; k < 5; k++)

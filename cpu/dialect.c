@@ -91,14 +91,6 @@ static void row_loop_end(emitter *e) {
 /* Row values worth keeping: computed by one loop over the row and needed by a later one, and
  * costly (a transcendental function inside). The first loop stores them in a per-thread row
  * buffer and later loops read them back, instead of computing them again (softmax's exp). */
-static bool costly_op(enum op op) {
-  switch (op) {
-  case OP_exp: case OP_log: case OP_tanh: case OP_sigmoid: case OP_silu: case OP_gelu: case OP_gelu_tanh:
-  case OP_erf: case OP_sin: case OP_cos: case OP_pow: return true;
-  default: return false;
-  }
-}
-
 typedef struct row_cache {
   unsigned *used; /* per value: the loops that need it */
   int *slot;      /* per value: its row buffer, or -1 */
@@ -119,7 +111,7 @@ static bool plan_row_cache(const kir_kernel *k, row_cache *rc) {
   rc->n = 0;
   for (int v = 0; v < k->nval; v++) { /* values come after their operands */
     const kir_val *x = &k->val[v];
-    costly[v] = x->kind == KV_OP && (costly_op(x->op) || (x->arg[0] >= 0 && costly[x->arg[0]]) ||
+    costly[v] = x->kind == KV_OP && (op_is_costly(x->op) || (x->arg[0] >= 0 && costly[x->arg[0]]) ||
                                      (x->arg[1] >= 0 && costly[x->arg[1]]) || (x->arg[2] >= 0 && costly[x->arg[2]]));
     bool shared = __builtin_popcount(rc->used[v]) > 1;
     rc->slot[v] = costly[v] && shared && dtype_is_float(x->dt) && x->row ? rc->n++ : -1;

@@ -35,7 +35,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   int threads = cu_block_threads(e->m, index);
   if (suffix[0]) threads = CU_PW_THREADS;
   emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads,
-            e->k->kind == KK_MATMUL && !suffix[0] && cu_matmul_variant(e->m, index) == CU_MM_MMA ? ", 2" : "", index, suffix, ps ? ps : "");
+            e->k->kind == KK_MATMUL && !suffix[0] && cu_matmul_variant(e->m, index) == CU_MM_MMA ? (cu_mma_bn(e->m, index) == 256 ? ", 1" : ", 2") : "", index, suffix, ps ? ps : "");
   free(ps);
 }
 
@@ -69,8 +69,11 @@ static void kernel(emitter *e, int index) {
   signature(e, index, "", NULL);
   e->indent++;
   emit_line(e, "constexpr int PC_WG = %d;", cu_block_threads(e->m, index));
+  int vec = k->kind == KK_ROW ? gpu_row_vector(e) : 0;
+  if (vec) emit_line(e, "constexpr int PC_VEC = %d; /* consecutive row elements per vector access */", vec);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
-    emit_line(e, "constexpr int PC_RV = (%lld + PC_WG - 1) / PC_WG; /* row elements per thread */", (long long)gpu_row_regs_length(k));
+    emit_line(e, "constexpr int PC_RV = (%lld + PC_WG * %d - 1) / (PC_WG * %d) * %d; /* row elements per thread */",
+              (long long)gpu_row_regs_length(k), vec ? vec : 1, vec ? vec : 1, vec ? vec : 1);
   bool float_mm = k->kind == KK_MATMUL && dtype_is_float(e->m->buf[k->in_buf[0]].dt);
   switch (k->kind) {
   case KK_POINTWISE: gpu_pointwise(e); break;
@@ -145,6 +148,8 @@ const dialect cuda_dialect = {
         .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},
         .barrier = "__syncthreads();",
         .unroll = "_Pragma(\"unroll\") ",
+        .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",
+        .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
     },
     .kernel = kernel,
     .module_end = module_end,

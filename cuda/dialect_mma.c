@@ -1,11 +1,12 @@
 /*
  * dialect_mma.c: the tensor-core matmul of the CUDA dialect, for f16/bf16 operands read as they
  * lie (row-major A[M x K] and B[K x N], rows of whole 16-byte chunks), with f32 sums. A block of
- * 8 warps computes a 128x128 tile: the operands' 128x32 and 32x128 panels stream through
- * CU_MMA_STAGES shared-memory stages with cp.async (zeros past the edges), warps load their
- * fragments with ldmatrix (padded rows: no bank conflicts) and each computes 64x32 of the tile
- * with mma.sync.m16n8k16; the epilogue is applied to the accumulators as they are stored. Tiles
- * are visited in groups of 8 tile rows so that the panels a wave of blocks reads stay in L2.
+ * 8 warps computes a 128 x BN tile (BN = 256 for wide outputs, else 128): the operands' 128x32
+ * and 32xBN panels stream through CU_MMA_STAGES shared-memory stages with cp.async (zeros past
+ * the edges), warps load their fragments with ldmatrix (padded rows: no bank conflicts) and each
+ * computes 64 x BN/4 of the tile with mma.sync.m16n8k16; the epilogue is applied to the
+ * accumulators as they are stored. Tiles are visited in groups of 8 tile rows so that the panels
+ * a wave of blocks reads stay in L2.
  */
 #include "../ir/dtype.h"
 #include "cu.h"
@@ -31,7 +32,8 @@ void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
   int a = k->in_buf[0], b = k->in_buf[1];
   const char *T = e->d->storage[e->m->buf[a].dt];
-  const int AS = CU_MMA_BK + 8, BS = CU_MMA_BN + 8; /* padded row strides in elements */
+  const int BN = cu_mma_bn(e->m, (int)(e->k - e->m->k)), WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
+  const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
   char N[32], K[32];
   cu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
@@ -42,9 +44,9 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 1, wn = warp >> 1;");
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
-  emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_MMA_BM, CU_MMA_BN);
-  emit_line(e, "float acc[4][4][4];");
-  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 64; i++) (&acc[0][0][0])[i] = 0.0f;");
+  emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_MMA_BM, BN);
+  emit_line(e, "float acc[4][%d][4];", NJ);
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
   emit_line(e, "const int KT = (K + %d) / %d;", CU_MMA_BK - 1, CU_MMA_BK);
   emit_line(e, "auto load = [&](int slot, int k0) {");
   emit_line(e, "  T *as = As + slot * %d, *bs = Bs + slot * %d;", CU_MMA_BM * AS, CU_MMA_BK * BS);
@@ -54,9 +56,9 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "    const bool ok = gm < M && gk < K;");
   emit_line(e, "    pc_cp16(as + r * %d + cc, ok ? A + (long long)gm * K + gk : A, ok);", AS);
   emit_line(e, "  }");
-  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * CU_MMA_BN / 8 / CU_MMA_THREADS);
-  emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, CU_MMA_BN / 8,
-            CU_MMA_BN / 8);
+  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
+  emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
+            BN / 8);
   emit_line(e, "    const bool ok = gk < K && gn < N;");
   emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + (long long)gk * N + gn : B, ok);", BS);
   emit_line(e, "  }");
@@ -75,16 +77,16 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "const T *as = As + kt %% %d * %d, *bs = Bs + kt %% %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS, CU_MMA_STAGES, CU_MMA_BK * BS);
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk += 16) {", CU_MMA_BK);
   e->indent++;
-  emit_line(e, "unsigned af[4][4], bf[4][2];");
+  emit_line(e, "unsigned af[4][4], bf[%d][2];", NJ);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 4; i++)");
   emit_line(e, "  pc_ldsm_x4(af[i], as + (wm * 64 + i * 16 + (lane & 15)) * %d + kk + (lane >> 4) * 8);", AS);
-  emit_line(e, "_Pragma(\"unroll\") for (int j = 0; j < 2; j++) {");
+  emit_line(e, "_Pragma(\"unroll\") for (int j = 0; j < %d; j++) {", NJ / 2);
   emit_line(e, "  unsigned r[4];");
-  emit_line(e, "  pc_ldsm_x4_t(r, bs + (kk + (lane & 7) + (lane >> 3 & 1) * 8) * %d + wn * 32 + j * 16 + (lane >> 4) * 8);", BS);
+  emit_line(e, "  pc_ldsm_x4_t(r, bs + (kk + (lane & 7) + (lane >> 3 & 1) * 8) * %d + wn * %d + j * 16 + (lane >> 4) * 8);", BS, WN);
   emit_line(e, "  bf[2 * j][0] = r[0], bf[2 * j][1] = r[1], bf[2 * j + 1][0] = r[2], bf[2 * j + 1][1] = r[3];");
   emit_line(e, "}");
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 4; i++)");
-  emit_line(e, "  _Pragma(\"unroll\") for (int j = 0; j < 4; j++) pc_mma(acc[i][j], af[i], bf[j], T());");
+  emit_line(e, "  _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_mma(acc[i][j], af[i], bf[j], T());", NJ);
   e->indent--;
   emit_line(e, "}");
   e->indent--;
@@ -92,10 +94,10 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "pc_cp_wait<0>();");
   /* accumulator h of tile (i, j): row lane/4 (+8 for h >= 2), column 2 (lane % 4) + h % 2 */
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 4; i++)");
-  emit_line(e, "_Pragma(\"unroll\") for (int j = 0; j < 4; j++)");
+  emit_line(e, "_Pragma(\"unroll\") for (int j = 0; j < %d; j++)", NJ);
   emit_line(e, "_Pragma(\"unroll\") for (int h = 0; h < 4; h++) {");
   e->indent++;
-  emit_line(e, "const int m = m0 + wm * 64 + i * 16 + (lane >> 2) + (h >> 1) * 8, n = n0 + wn * 32 + j * 8 + (lane & 3) * 2 + (h & 1);");
+  emit_line(e, "const int m = m0 + wm * 64 + i * 16 + (lane >> 2) + (h >> 1) * 8, n = n0 + wn * %d + j * 8 + (lane & 3) * 2 + (h & 1);", WN);
   emit_line(e, "if (m >= M || n >= N) continue;");
   emit_line(e, "const float acc0 = acc[i][j][h];");
   const char *oidx[PORTC_MAX_RANK];

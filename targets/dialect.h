@@ -18,6 +18,9 @@ typedef struct gpu_spelling {
   const char *local[3], *group[3], *ngroups[3];
   const char *barrier; /* a statement */
   const char *unroll;  /* written before a for loop */
+  /* optional vector accesses of PC_VEC elements as floats: vload(buffer, offset, array, index)
+   * fills array[index...], vstore(buffer, offset, array) writes array[0...]; NULL: none */
+  const char *vload, *vstore;
 } gpu_spelling;
 
 typedef struct dialect {

@@ -49,16 +49,22 @@ void gpu_pointwise(emitter *e) {
 
 /* ---- row kernels: a work group per row ---- */
 
-/* Row values kept in registers: loads of the row that more than one loop over it needs
- * (softmax reads x in all three). When the row length is a known constant, each invocation
- * keeps its share, PC_RV = L / PC_WG elements, in an array that the first loop fills, so the
- * row is read from memory once. */
-enum { ROW_REGS_MAX_L = 16384 };
-
+/* Row values kept in registers: loads of the row that more than one loop over it needs (softmax
+ * reads x in all three), and costly values (softmax's exp) that a later loop needs again. When
+ * the row length is a known constant, each thread keeps its share, PC_RV elements, in an array
+ * that the first loop fills, so the row is read from memory once.
+ *
+ * Where the dialect has vector accesses (gpu_spelling.vload), the row is one dim and the
+ * kernel's row loads and stores read and write their buffers as they lie, each thread takes
+ * PC_VEC consecutive elements at a time: the first loop fills them with one vector load, and the
+ * store loop collects them and writes one vector store. */
 typedef struct row_regs {
   unsigned *used; /* per value: the loops that need it (bit p: phase p; bit nphase: the stores) */
   int *slot;      /* per value: its array, or -1 */
   int n;
+  int vec;        /* elements per vector access, 0: none */
+  bool *vload;    /* per value: filled by a vector load */
+  bool vstore[KIR_MAX_STORES];
 } row_regs;
 
 /* the row length when it is a constant that row_regs keeps in registers, else 0 */
@@ -68,29 +74,72 @@ int64_t gpu_row_regs_length(const kir_kernel *k) {
     if (k->red.d[d].sym >= 0) return 0;
     len *= k->red.d[d].c;
   }
-  return len <= ROW_REGS_MAX_L ? len : 0;
+  return len <= GPU_ROW_REGS_MAX_L ? len : 0;
 }
 
-static void plan_row_regs(const kir_kernel *k, row_regs *rr) {
-  rr->n = 0;
+/* a row load or store that can be vectorized: a float buffer read as it lies */
+static bool vector_access(const kir_module *m, const kir_kernel *k, int buf, int path) {
+  return dtype_is_float(m->buf[buf].dt) && path_is_identity(k, path) && m->buf[buf].sh.rank == k->dom.rank + k->red.rank;
+}
+
+int gpu_row_vector(const emitter *e) {
+  const kir_kernel *k = e->k;
+  int64_t L = gpu_row_regs_length(k);
+  if (!e->d->gpu->vload || k->kind != KK_ROW || k->red.rank != 1 || !L) return 0;
+  int vec = 0;
+  for (int v = 0; v < k->nval; v++) {
+    const kir_val *x = &k->val[v];
+    if (x->kind == KV_LOAD && x->row && vector_access(e->m, k, x->buf, x->path))
+      vec = portc_dtype_size(x->dt) == 2 || vec == 8 ? 8 : 4;
+  }
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].row && vector_access(e->m, k, k->store[s].buf, k->store[s].path))
+      vec = portc_dtype_size(e->m->buf[k->store[s].buf].dt) == 2 || vec == 8 ? 8 : 4;
+  return vec && L % vec == 0 ? vec : 0;
+}
+
+static void plan_row_regs(const emitter *e, row_regs *rr) {
+  const kir_kernel *k = e->k;
+  memset(rr, 0, sizeof *rr);
   rr->used = calloc((size_t)k->nval + 1, sizeof *rr->used);
   rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
-  if (!gpu_row_regs_length(k) || !rr->used || !rr->slot) return;
+  rr->vload = calloc((size_t)k->nval + 1, sizeof *rr->vload);
+  if (!gpu_row_regs_length(k) || !rr->used || !rr->slot || !rr->vload) return;
+  rr->vec = gpu_row_vector(e);
   for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rr->used);
   for (int s = 0; s < k->nstore; s++)
     if (k->store[s].row) row_mark_loop(k, k->store[s].val, k->nphase, rr->used);
   for (int v = 0; v < k->nval; v++) {
     const kir_val *x = &k->val[v];
-    bool keep = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt) && __builtin_popcount(rr->used[v]) > 1;
-    rr->slot[v] = keep ? rr->n++ : -1;
+    bool load = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt);
+    rr->vload[v] = load && rr->vec && rr->used[v] && vector_access(e->m, k, x->buf, x->path);
+    bool costly = x->kind == KV_OP && x->row && dtype_is_float(x->dt) && op_is_costly(x->op);
+    rr->slot[v] = ((load || costly) && __builtin_popcount(rr->used[v]) > 1) || rr->vload[v] ? rr->n++ : -1;
   }
+  for (int s = 0; s < k->nstore; s++) rr->vstore[s] = rr->vec && k->store[s].row && vector_access(e->m, k, k->store[s].buf, k->store[s].path);
+}
+
+static void free_row_regs(row_regs *rr) {
+  free(rr->used);
+  free(rr->slot);
+  free(rr->vload);
 }
 
 static bool first_loop(const row_regs *rr, int v, int loop) { return (rr->used[v] & ((1u << loop) - 1)) == 0; }
 
+/* the names of the full index space with the row index replaced by the vector group's first */
+static void group_names(const emitter *e, const char *const *full, const char **out) {
+  for (int d = 0; d < e->k->dom.rank; d++) out[d] = full[d];
+  out[e->k->dom.rank] = "jg";
+}
+
 static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char *const *full) {
   const kir_kernel *k = e->k;
-  if (gpu_row_regs_length(k)) { /* a counted loop the compiler unrolls: many loads in flight */
+  if (rr->vec) { /* PC_VEC consecutive elements per thread at a time */
+    emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", G(e)->unroll);
+    emit_line(e, "  const int jg = ((it / PC_VEC) * int(PC_WG) + %s) * PC_VEC, j = jg + it %% PC_VEC;", G(e)->local[0]);
+    emit_line(e, "  if (jg >= L) break;");
+  } else if (gpu_row_regs_length(k)) { /* a counted loop the compiler unrolls: many loads in flight */
     emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", G(e)->unroll);
     emit_line(e, "  const int j = %s + it * int(PC_WG);", G(e)->local[0]);
     emit_line(e, "  if (j >= L) break;");
@@ -102,19 +151,57 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
   shape fs = {.rank = k->dom.rank + k->red.rank};
   for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
   emit_unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
-  for (int v = 0; v < k->nval && rr->n; v++)
-    if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && !first_loop(rr, v, loop)) {
-      emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
-      e->done[v] = e->scope;
+  for (int v = 0; v < k->nval && rr->n; v++) {
+    if (rr->slot[v] < 0 || !(rr->used[v] & (1u << loop))) continue;
+    if (first_loop(rr, v, loop) && !rr->vload[v]) continue; /* computed here, kept at the end */
+    if (first_loop(rr, v, loop)) {
+      const char *g[2 * PORTC_MAX_RANK];
+      char off[128];
+      group_names(e, full, g);
+      emit_line(e, "if (it %% PC_VEC == 0) {");
+      e->indent++;
+      emit_offset(e, k->val[v].path, &fs, g, off, sizeof off);
+      char buf[16];
+      snprintf(buf, sizeof buf, "b%d", k->val[v].buf);
+      char arr[16], idx[] = "it";
+      snprintf(arr, sizeof arr, "rr%d", rr->slot[v]);
+      emit_line(e, G(e)->vload, buf, off, arr, idx);
+      gpu_loop_end(e);
     }
+    emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
+    e->done[v] = e->scope;
+  }
 }
 
 static void row_loop_end(emitter *e, const row_regs *rr, int loop, const char *const *full) {
   for (int v = 0; v < e->k->nval && rr->n; v++)
-    if (rr->slot[v] >= 0 && (rr->used[v] & (1u << loop)) && first_loop(rr, v, loop))
+    if (rr->slot[v] >= 0 && !rr->vload[v] && (rr->used[v] & (1u << loop)) && first_loop(rr, v, loop))
       emit_line(e, "rr%d[it] = %s;", rr->slot[v], emit_value(e, v, full));
   emit_scope_pop(e);
   gpu_loop_end(e);
+}
+
+/* the row stores in the store loop: vector stores collect PC_VEC values, then write them */
+static void row_stores(emitter *e, const row_regs *rr, const shape *xs, const char *const *full) {
+  const kir_kernel *k = e->k;
+  for (int s = 0; s < k->nstore; s++) {
+    if (!k->store[s].row) continue;
+    if (!rr->vstore[s]) {
+      emit_store_at(e, &k->store[s], xs, full);
+      continue;
+    }
+    emit_line(e, "sv%d[it %% PC_VEC] = %s;", s, emit_value(e, k->store[s].val, full));
+    emit_line(e, "if (it %% PC_VEC == PC_VEC - 1) {");
+    e->indent++;
+    const char *g[2 * PORTC_MAX_RANK];
+    char off[128], buf[16], arr[16];
+    group_names(e, full, g);
+    emit_offset(e, k->store[s].path, xs, g, off, sizeof off);
+    snprintf(buf, sizeof buf, "b%d", k->store[s].buf);
+    snprintf(arr, sizeof arr, "sv%d", s);
+    emit_line(e, G(e)->vstore, buf, off, arr);
+    gpu_loop_end(e);
+  }
 }
 
 static void row_phase(emitter *e, const row_regs *rr, int p, const char *const *full) {
@@ -151,8 +238,10 @@ void gpu_row(emitter *e) {
   for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
   emit_line(e, "const int NO = %s, L = %s;", no, len);
   row_regs rr;
-  plan_row_regs(k, &rr);
+  plan_row_regs(e, &rr);
   for (int c = 0; c < rr.n; c++) emit_line(e, "float rr%d[PC_RV];", c);
+  for (int s = 0; s < k->nstore; s++)
+    if (rr.vstore[s]) emit_line(e, "float sv%d[PC_VEC];", s);
   emit_line(e, "for (int o = %s; o < NO; o += %s) {", G(e)->group[0], G(e)->ngroups[0]);
   e->indent++;
   emit_scope_push(e);
@@ -176,14 +265,12 @@ void gpu_row(emitter *e) {
     shape xs = {.rank = k->dom.rank + k->red.rank};
     for (int d = 0; d < k->dom.rank; d++) xs.d[d] = k->dom.d[d];
     for (int d = 0; d < k->red.rank; d++) xs.d[k->dom.rank + d] = k->red.d[d];
-    for (int s = 0; s < k->nstore; s++)
-      if (k->store[s].row) emit_store_at(e, &k->store[s], &xs, full);
+    row_stores(e, &rr, &xs, full);
     row_loop_end(e, &rr, k->nphase, full);
   }
   emit_scope_pop(e);
   gpu_loop_end(e);
-  free(rr.used);
-  free(rr.slot);
+  free_row_regs(&rr);
 }
 
 

@@ -15,6 +15,9 @@ enum { GPU_MM_TILE = 64, GPU_MM_BK = 16 }; /* SIMT matmul: 64x64 tiles, 16x16 th
 /* row length kept in registers: the constant row length up to this, else 0 */
 enum { GPU_ROW_REGS_MAX_L = 16384 };
 int64_t gpu_row_regs_length(const kir_kernel *k);
+/* elements per vector access of row kernel e->k (0: none; see gpu_kernels.c); when not 0 the
+ * dialect defines PC_VEC to it, and PC_RV as a multiple of it */
+int gpu_row_vector(const emitter *e);
 
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
