@@ -49,8 +49,9 @@ enum {
   CU_PW_THREADS = 256,
   CU_MM_TILE = 64,    /* SIMT matmul: 64x64 tiles, 16x16 threads */
   CU_MM_BK = 16,
-  CU_MMA_BM = 128,    /* tensor-core matmul: 128 x cu_mma_bn() x 32 tiles, 8 warps, 3 stages */
-  CU_MMA_BK = 32,
+  CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x64 tiles, 8 warps of 64x32, 3 stages */
+  CU_MMA_BN = 128,
+  CU_MMA_BK = 64,
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
 };
@@ -68,8 +69,6 @@ int64_t cu_gemm_rows(const kir_module *m, int k, const int64_t *S); /* M of that
 /* the matmul variant of kernel k: mma.sync for an f16/bf16 GEMM whose rows are whole 16-byte
  * chunks, else the SIMT kernel */
 cu_mm_variant cu_matmul_variant(const kir_module *m, int k);
-/* the tensor-core matmul's tile width: 256 for wide outputs (warps of 64x64), else 128 (64x32) */
-int cu_mma_bn(const kir_module *m, int k);
 /* kernel k can also run as cuBLASLt plus an epilogue kernel (a GEMM of one float dtype);
  * *direct when the epilogue is only the store, so cuBLASLt writes the output itself */
 bool cu_blaslt_eligible(const kir_module *m, int k, bool *direct);

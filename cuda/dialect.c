@@ -35,7 +35,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   int threads = cu_block_threads(e->m, index);
   if (suffix[0]) threads = CU_PW_THREADS;
   emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads,
-            e->k->kind == KK_MATMUL && !suffix[0] && cu_matmul_variant(e->m, index) == CU_MM_MMA ? (cu_mma_bn(e->m, index) == 256 ? ", 1" : ", 2") : "", index, suffix, ps ? ps : "");
+            e->k->kind == KK_MATMUL && !suffix[0] && cu_matmul_variant(e->m, index) == CU_MM_MMA ? ", 2" : "", index, suffix, ps ? ps : "");
   free(ps);
 }
 
@@ -128,6 +128,7 @@ const dialect cuda_dialect = {
         [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 ? %1 : %2)",
         [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
     },
+    .div_by_row_invariant = "(%0 * __frcp_rn(%1))", /* the compiler computes the reciprocal once per row */
     .int_ops = {
         [OP_neg] = "(int64_t)(0 - (uint64_t)%0)", [OP_abs] = "(%0 < 0 ? (int64_t)(0 - (uint64_t)%0) : %0)",
         [OP_relu] = "(%0 > 0 ? %0 : 0LL)", [OP_sign] = "(int64_t)((%0 > 0) - (%0 < 0))",

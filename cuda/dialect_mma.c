@@ -1,12 +1,12 @@
 /*
  * dialect_mma.c: the tensor-core matmul of the CUDA dialect, for f16/bf16 operands read as they
  * lie (row-major A[M x K] and B[K x N], rows of whole 16-byte chunks), with f32 sums. A block of
- * 8 warps computes a 128 x BN tile (BN = 256 for wide outputs, else 128): the operands' 128x32
- * and 32xBN panels stream through CU_MMA_STAGES shared-memory stages with cp.async (zeros past
- * the edges), warps load their fragments with ldmatrix (padded rows: no bank conflicts) and each
- * computes 64 x BN/4 of the tile with mma.sync.m16n8k16; the epilogue is applied to the
- * accumulators as they are stored. Tiles are visited in groups of 8 tile rows so that the panels
- * a wave of blocks reads stay in L2.
+ * 8 warps computes a 128x128 tile: the operands' 128x64 and 64x128 panels stream through
+ * CU_MMA_STAGES shared-memory stages with cp.async (zeros past the edges), warps load their
+ * fragments with ldmatrix (padded rows: no bank conflicts) and each computes 64x32 of the tile
+ * with mma.sync.m16n8k16; the epilogue is applied to the accumulators as they are stored. Tiles
+ * are visited in groups of 8 tile rows so that the panels a wave of blocks reads stay in L2.
+ * (128x256 tiles, with warps of 64x64 and so one block per SM, measured slower on H100.)
  */
 #include "../ir/dtype.h"
 #include "cu.h"
@@ -32,7 +32,7 @@ void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
   int a = k->in_buf[0], b = k->in_buf[1];
   const char *T = e->d->storage[e->m->buf[a].dt];
-  const int BN = cu_mma_bn(e->m, (int)(e->k - e->m->k)), WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
+  const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
   const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
   char N[32], K[32];
   cu_emit_gemm_rows(e);

@@ -41,7 +41,7 @@ void cu_grid(const kir_module *m, int i, const int64_t *S, int sms, unsigned g[3
     int64_t batch = 1;
     for (int d = 0; d < k->dom.rank - 2; d++) batch *= dim_value(k->dom.d[d], S);
     int tm = CU_MM_TILE, tn = CU_MM_TILE;
-    if (cu_matmul_variant(m, i) == CU_MM_MMA) tm = CU_MMA_BM, tn = cu_mma_bn(m, i);
+    if (cu_matmul_variant(m, i) == CU_MM_MMA) tm = CU_MMA_BM, tn = CU_MMA_BN;
     else b[0] = 16, b[1] = 16;
     g[0] = capped((dim_value(k->mnk[1], S) + tn - 1) / tn, INT32_MAX);
     if (cu_matmul_variant(m, i) == CU_MM_MMA) batch = 1, g[1] = capped((cu_gemm_rows(m, i, S) + tm - 1) / tm, 65535);
@@ -55,10 +55,8 @@ void cu_grid(const kir_module *m, int i, const int64_t *S, int sms, unsigned g[3
 
 int cu_shared_bytes(const kir_module *m, int i) {
   if (m->k[i].kind != KK_MATMUL || cu_matmul_variant(m, i) != CU_MM_MMA) return 0;
-  return CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (cu_mma_bn(m, i) + 8)) * 2;
+  return CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
 }
-
-int cu_mma_bn(const kir_module *m, int i) { return m->k[i].mnk[1].sym < 0 && m->k[i].mnk[1].c >= 1024 ? 256 : 128; }
 
 static bool static_multiple(dim d, int64_t of) { return d.sym < 0 && d.c % of == 0; }
 

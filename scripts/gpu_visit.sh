@@ -2,6 +2,7 @@
 # One visit to a GPU machine: builds nothing. Runs, from a build made elsewhere (build/bin/portc
 # and build/lib/libportc.so), the steps named on the command line, on the targets in $TARGETS
 # (default: "cuda vulkan"):
+#   tests     the GPU unit tests (build/bin/portc_tests, Gpu and Cuda suites)
 #   verify    `portc verify` (fused and eager) on each target, the table and the JSON
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
@@ -10,7 +11,8 @@
 #   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
 #   replay    the transformer example at a small size, default mode against reduce-overhead
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
-# Logs and JSON go to $OUT (or /tmp/portc-visit); the last lines printed are the short tables.
+# Logs and JSON go to $OUT (or /tmp/portc-visit), and all of them into $OUT/visit.tar.gz as well;
+# the last lines printed are the short tables.
 # Usage: scripts/gpu_visit.sh [STEP]...   (default: verify bench torch)
 set -u
 cd "$(dirname "$0")/.."
@@ -32,6 +34,10 @@ cat "$out/devices.txt"
 for step in $steps; do
   start=$(date +%s)
   case $step in
+  tests)
+    build/bin/portc_tests --gtest_filter='Targets/Gpu.*:Target/Cuda.*' >"$out/tests.txt" 2>&1
+    summary+=("tests (rc $?): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.txt" | tr '\n' ' ')")
+    ;;
   verify)
     for t in $targets; do
       "$portc" verify -t "$t" --examples examples --json "$out/verify_$t.json" >"$out/verify_$t.txt" 2>&1
@@ -85,7 +91,8 @@ for step in $steps; do
     PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" >"$out/vs_torch.txt" 2>&1
     summary+=("torch (rc $?):" "$(grep -v Warning "$out/vs_torch.txt" | tail -40)")
     ;;
-  *) echo "unknown step $step (verify, matmul, sanitize, bench, replay, torch)"; exit 2 ;;
+  *) echo "unknown step $step (tests, verify, matmul, sanitize, bench, replay, torch)"; exit 2 ;;
   esac
 done
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+tar czf /tmp/portc-visit.tar.gz -C "$out" . && mv /tmp/portc-visit.tar.gz "$out/visit.tar.gz"

@@ -41,6 +41,9 @@ typedef struct dialect {
    * float_ops apply to floating values (computed in f32), int_ops to integers (int64). */
   const char *float_ops[OP_COUNT];
   const char *int_ops[OP_COUNT];
+  /* optional: a float division, in a row kernel, of a row value by a value that is the same for
+   * the whole row (softmax's sum), where a multiply by the hoisted reciprocal is cheaper */
+  const char *div_by_row_invariant;
   const gpu_spelling *gpu; /* NULL on the CPU */
   /* one kernel of the module: the whole function, using the emitter's helpers */
   void (*kernel)(emitter *e, int index);

@@ -265,6 +265,9 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     /* comparisons and where read their operands' type, not their result's */
     portc_dtype opt = x->op == OP_where ? e->k->val[x->arg[1]].dt : op_get(x->op)->kind == K_COMPARE ? a0->dt : x->dt;
     const char *fmt = dtype_is_float(opt) ? e->d->float_ops[x->op] : e->d->int_ops[x->op];
+    if (x->op == OP_div && dtype_is_float(opt) && e->d->div_by_row_invariant && e->k->kind == KK_ROW && x->row &&
+        !e->k->val[x->arg[1]].row)
+      fmt = e->d->div_by_row_invariant;
     if (!fmt) fmt = "0 /* unsupported */";
     spell(fmt, argp, tmp, sizeof tmp - 32);
     if (x->dt == PORTC_I32) snprintf(expr, sizeof expr, "PC_I32(%.990s)", tmp);

@@ -148,7 +148,8 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
   }
   e->indent++;
   emit_scope_push(e);
-  shape fs = {.rank = k->dom.rank + k->red.rank};
+  shape fs = {.rank = k->dom.rank + k->red.rank}; /* the full index space: outer dims, then the row's */
+  for (int d = 0; d < k->dom.rank; d++) fs.d[d] = k->dom.d[d];
   for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
   emit_unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
   for (int v = 0; v < k->nval && rr->n; v++) {
