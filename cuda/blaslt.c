@@ -2,8 +2,9 @@
  * blaslt.c: matmul through cuBLASLt, NVIDIA's tuned library, as the alternative to portc's own
  * kernel that the runtime times against it per shape (as inductor does with cuBLAS). cuBLASLt
  * is column-major; a row-major C = A B is the column-major C^T = B^T A^T, so the operands are
- * passed swapped and nothing is transposed. Sums are f32 (CUBLAS_COMPUTE_32F: no TF32). The
- * library is opened on first use; descriptors and the heuristic's algorithm are kept per shape.
+ * passed swapped and nothing is transposed (and a bias over the output's columns is cuBLASLt's
+ * bias over D^T's rows). Sums are f32 (CUBLAS_COMPUTE_32F: no TF32). The library is opened on
+ * first use; descriptors and the heuristic's algorithm are kept per shape.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@ enum { PLANS = 32, WORKSPACE = 32 << 20 };
 
 typedef struct plan {
   portc_dtype t, dt;
+  bool bias;
   int64_t M, N, K;
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t a, b, d;
@@ -80,7 +82,10 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
   cublasLtMatmulHeuristicResult_t r;
   int found = 0;
   /* column-major: D^T [N x M] = B^T [N x K] A^T [K x M] */
+  int epilogue = CUBLASLT_EPILOGUE_BIAS, bias_type = cuda_type(p->dt);
   if ((s = L->cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
+      (p->bias && ((s = L->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue)) ||
+                   (s = L->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)))) ||
       (s = L->cublasLtMatrixLayoutCreate(&p->a, cuda_type(p->t), (uint64_t)p->N, (uint64_t)p->K, p->N)) ||
       (s = L->cublasLtMatrixLayoutCreate(&p->b, cuda_type(p->t), (uint64_t)p->K, (uint64_t)p->M, p->K)) ||
       (s = L->cublasLtMatrixLayoutCreate(&p->d, cuda_type(p->dt), (uint64_t)p->N, (uint64_t)p->M, p->N)) ||
@@ -98,12 +103,12 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
 }
 
 portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, CUdeviceptr A,
-                              CUdeviceptr B, CUdeviceptr D) {
+                              CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
   pthread_mutex_lock(&b->lock);
   plan *p = NULL;
   for (int i = 0; i < b->nplans && !p; i++) {
     plan *q = &b->plans[i];
-    if (q->t == t && q->dt == dt && q->M == M && q->N == N && q->K == K) p = q;
+    if (q->t == t && q->dt == dt && q->bias == (bias != 0) && q->M == M && q->N == N && q->K == K) p = q;
   }
   portc_status st = PORTC_OK;
   if (!p) {
@@ -113,12 +118,14 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dty
       b->nplans--;
     }
     p = &b->plans[b->nplans];
-    *p = (plan){.t = t, .dt = dt, .M = M, .N = N, .K = K};
+    *p = (plan){.t = t, .dt = dt, .bias = bias != 0, .M = M, .N = N, .K = K};
     if ((st = make_plan(b, p))) goto done;
     b->nplans++;
   }
   const float one = 1.0f, zero = 0.0f;
-  cublasStatus_t r = b->api.cublasLtMatmul(b->h, p->op, &one, (const void *)B, p->a, (const void *)A, p->b, &zero, (const void *)D, p->d,
+  const void *bp = (const void *)bias;
+  cublasStatus_t r = bias ? b->api.cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp) : 0;
+  if (!r) r = b->api.cublasLtMatmul(b->h, p->op, &one, (const void *)B, p->a, (const void *)A, p->b, &zero, (const void *)D, p->d,
                                            (void *)D, p->d, &p->algo, (void *)b->ws, WORKSPACE, s);
   if (r) st = err_set(PORTC_ERR_DEVICE, "cuda: cublasLtMatmul failed for %lldx%lldx%lld: status %d", (long long)M, (long long)N, (long long)K, r);
 done:

@@ -70,17 +70,19 @@ int64_t cu_gemm_rows(const kir_module *m, int k, const int64_t *S); /* M of that
  * chunks, else the SIMT kernel */
 cu_mm_variant cu_matmul_variant(const kir_module *m, int k);
 /* kernel k can also run as cuBLASLt plus an epilogue kernel (a GEMM of one float dtype);
- * *direct when the epilogue is only the store, so cuBLASLt writes the output itself */
-bool cu_blaslt_eligible(const kir_module *m, int k, bool *direct);
+ * *direct when the epilogue is only the store, or the addition of a bias vector of the output's
+ * dtype (*bias: its buffer, else -1), so cuBLASLt writes the output itself */
+bool cu_blaslt_eligible(const kir_module *m, int k, bool *direct, int *bias);
 
 /* ---- cuBLASLt (blaslt.c) ---- */
 typedef struct cu_blaslt cu_blaslt;
 /* the context's cuBLASLt, made on first use; NULL with the reason in why */
 cu_blaslt *cu_blaslt_get(cu_context *c, char *why, size_t len);
 void cu_blaslt_free(cu_blaslt *b);
-/* D[M x N] = A[M x K] B[K x N], row-major, A and B of dtype t, D of dtype dt (f32 sums) */
+/* D[M x N] = A[M x K] B[K x N] (+ bias[N] when bias is not 0), row-major, A and B of dtype t,
+ * D and bias of dtype dt (f32 sums) */
 portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, CUdeviceptr A,
-                              CUdeviceptr B, CUdeviceptr D);
+                              CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D);
 
 extern const dialect cuda_dialect;
 

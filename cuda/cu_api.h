@@ -151,12 +151,17 @@ enum {
   CUDA_R_16BF = 14,
   CUBLAS_COMPUTE_32F = 68,
   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+  CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26,
+  CUBLASLT_EPILOGUE_BIAS = 4,
 };
 
 typedef cublasStatus_t (*PFN_cublasLtCreate)(cublasLtHandle_t *h);
 typedef cublasStatus_t (*PFN_cublasLtDestroy)(cublasLtHandle_t h);
 typedef cublasStatus_t (*PFN_cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t *d, int compute, int scale);
 typedef cublasStatus_t (*PFN_cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t d);
+typedef cublasStatus_t (*PFN_cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t d, int attr, const void *buf, size_t bytes);
 typedef cublasStatus_t (*PFN_cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t *l, int type, uint64_t rows, uint64_t cols, int64_t ld);
 typedef cublasStatus_t (*PFN_cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t l);
 typedef cublasStatus_t (*PFN_cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t *p);
@@ -174,6 +179,7 @@ typedef size_t (*PFN_cublasLtGetVersion)(void);
 
 #define CU_BLASLT_FUNCS(X)                                                                                          \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                     \
+  X(cublasLtMatmulDescSetAttribute)                                                                                  \
   X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate)                    \
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)      \
   X(cublasLtMatmul) X(cublasLtGetVersion)

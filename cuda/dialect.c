@@ -6,7 +6,7 @@
  * (targets/gpu_kernels.c) with CUDA's spellings; block sizes are compile-time constants that
  * launch.c also uses. Matmuls with f16/bf16 operands as they lie run on tensor cores
  * (dialect_mma.c); a matmul that cuBLASLt can compute also gets `kN_epi`, which applies the
- * epilogue to cuBLASLt's f32 result, unless the epilogue is only the store.
+ * epilogue to cuBLASLt's f32 result, unless cuBLASLt can do it all (a store, or a bias added).
  *
  * Each kernel's text starts with "//@kernel N".
  */
@@ -94,7 +94,8 @@ static void kernel(emitter *e, int index) {
   }
   gpu_loop_end(e);
   bool direct;
-  if (cu_blaslt_eligible(e->m, index, &direct) && !direct) blaslt_epilogue(e, index);
+  int bias;
+  if (cu_blaslt_eligible(e->m, index, &direct, &bias) && !direct) blaslt_epilogue(e, index);
   sb_printf(&e->out, "\n");
 }
 

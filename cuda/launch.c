@@ -101,15 +101,29 @@ cu_mm_variant cu_matmul_variant(const kir_module *m, int i) {
   return static_multiple(k->mnk[1], 8) && static_multiple(k->mnk[2], 8) ? CU_MM_MMA : CU_MM_SIMT;
 }
 
-bool cu_blaslt_eligible(const kir_module *m, int i, bool *direct) {
+/* value v is a load of a vector of n elements that every row of the output reads whole (a bias) */
+static bool bias_load(const kir_module *m, const kir_kernel *k, const kir_val *v, portc_dtype dt) {
+  if (v->kind != KV_LOAD || m->buf[v->buf].dt != dt || m->buf[v->buf].sh.rank != 1 || v->path < 0) return false;
+  const kir_path *p = &k->path[v->path];
+  dim n = k->dom.d[k->dom.rank - 1], b = m->buf[v->buf].sh.d[0];
+  return p->n == 1 && p->s[0].kind == ST_BCAST && n.sym == b.sym && n.c == b.c;
+}
+
+bool cu_blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias) {
   const kir_kernel *k = &m->k[i];
-  *direct = false;
+  *direct = false, *bias = -1;
   if (!cu_gemm_view(m, i) || k->nstore != 1) return false;
   portc_dtype a = m->buf[k->in_buf[0]].dt, b = m->buf[k->in_buf[1]].dt, o = m->buf[k->store[0].buf].dt;
   if (a != b || !dtype_is_float(a)) return false;
   const kir_val *v = &k->val[k->store[0].val];
   if (v->kind == KV_OP && v->op == OP_cast && v->dt == o) v = &k->val[v->arg[0]];
+  if (v->kind == KV_OP && v->op == OP_add) { /* acc + bias, either way round */
+    const kir_val *x = &k->val[v->arg[0]], *y = &k->val[v->arg[1]];
+    if (y->kind == KV_ACC) x = y, y = &k->val[v->arg[0]];
+    if (x->kind == KV_ACC && bias_load(m, k, y, o)) *bias = y->buf, v = x;
+  }
   *direct = v->kind == KV_ACC && (o == a || o == PORTC_F32) && m->buf[k->store[0].buf].sh.rank == k->dom.rank &&
             path_is_identity(k, k->store[0].path);
+  if (!*direct) *bias = -1;
   return true;
 }

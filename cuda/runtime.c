@@ -27,6 +27,7 @@ typedef struct cu_kernel {
   bool status;
   int shared;
   bool blaslt, direct; /* cuBLASLt can compute it; and writes the output itself */
+  int bias;            /* with this buffer as its bias, or -1 */
   matmul_choice choice;
   int64_t mnk[3];      /* the shape the choice was made for */
   double own_ms, blas_ms;
@@ -116,7 +117,7 @@ static portc_status get_functions(cu_module *m) {
     char name[32];
     snprintf(name, sizeof name, "k%d", i);
     if ((r = CU.cuModuleGetFunction(&k->f, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
-    k->blaslt = cu_blaslt_eligible(m->km, i, &k->direct);
+    k->blaslt = cu_blaslt_eligible(m->km, i, &k->direct, &k->bias);
     if (k->blaslt && !k->direct) {
       snprintf(name, sizeof name, "k%d_epi", i);
       if ((r = CU.cuModuleGetFunction(&k->epi, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
@@ -179,7 +180,7 @@ static portc_status run_blaslt(cu_module *m, int i) {
   portc_dtype dt = k->direct ? m->km->buf[kk->store[0].buf].dt : PORTC_F32;
   CUdeviceptr D = k->direct ? buf_ptr(m, i, kk->store[0].buf) : m->scratch;
   portc_status st = cu_blaslt_matmul(b, m->stream, t, dt, cu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S),
-                                     buf_ptr(m, i, kk->in_buf[0]), buf_ptr(m, i, kk->in_buf[1]), D);
+                                     buf_ptr(m, i, kk->in_buf[0]), buf_ptr(m, i, kk->in_buf[1]), k->bias >= 0 ? buf_ptr(m, i, k->bias) : 0, D);
   return st || k->direct ? st : launch_fn(m, i, k->epi, true);
 }
 
@@ -442,6 +443,8 @@ static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst,
   return r ? cu_fail(r, "copying from the device") : PORTC_OK;
 }
 
+static const char *blaslt_how(const cu_kernel *k) { return !k->direct ? " + epilogue kernel" : k->bias >= 0 ? " with its bias epilogue" : ""; }
+
 static void kernel_note(void *handle, int i, char *buf, size_t len) {
   cu_module *m = handle;
   const cu_kernel *k = &m->k[i];
@@ -453,8 +456,8 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
                                                                 : "portc's SIMT kernel (64x64 tiles)";
   if (!k->blaslt) snprintf(buf, len, "%s", own);
   else if (k->choice == RUN_UNKNOWN)
-    snprintf(buf, len, "cuBLASLt%s or %s, whichever is faster, timed at the first run of each shape", k->direct ? "" : " + epilogue kernel", own);
-  else if (k->choice == RUN_BLASLT) snprintf(buf, len, "cuBLASLt%s (%s)", k->direct ? "" : " + epilogue kernel", k->why);
+    snprintf(buf, len, "cuBLASLt%s or %s, whichever is faster, timed at the first run of each shape", blaslt_how(k), own);
+  else if (k->choice == RUN_BLASLT) snprintf(buf, len, "cuBLASLt%s (%s)", blaslt_how(k), k->why);
   else snprintf(buf, len, "%s (%s)", own, k->why);
 }
 
