@@ -47,8 +47,7 @@ enum {
   CU_MAX_SYMS = 32,
   CU_MAX_ARGS = 64,   /* buffers one kernel may take */
   CU_PW_THREADS = 256,
-  CU_MM_TILE = 64,    /* SIMT matmul: 64x64 tiles, 16x16 threads */
-  CU_MM_BK = 16,
+  CU_MM_TILE = 128,   /* SIMT matmul: 128x128 tiles, 16x16 threads of 8x8 */
   CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x64 tiles, 8 warps of 64x32, 3 stages */
   CU_MMA_BN = 128,
   CU_MMA_BK = 64,

@@ -33,9 +33,11 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   sb_printf(&p, "const pc_syms S");
   char *ps = sb_take(&p);
   int threads = cu_block_threads(e->m, index);
+  /* float matmuls: registers for two blocks per SM (measured without spills) */
+  bool two_blocks = e->k->kind == KK_MATMUL && !suffix[0] && dtype_is_float(e->m->buf[e->k->in_buf[0]].dt);
   if (suffix[0]) threads = CU_PW_THREADS;
   emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads,
-            e->k->kind == KK_MATMUL && !suffix[0] && cu_matmul_variant(e->m, index) == CU_MM_MMA ? ", 2" : "", index, suffix, ps ? ps : "");
+            two_blocks ? ", 2" : "", index, suffix, ps ? ps : "");
   free(ps);
 }
 
@@ -82,8 +84,8 @@ static void kernel(emitter *e, int index) {
     if (cu_matmul_variant(e->m, index) == CU_MM_MMA) {
       cu_emit_mma(e);
     } else if (float_mm) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, GPU_MM_TILE + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, GPU_MM_TILE);
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, CU_MM_TILE + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, CU_MM_TILE);
       gpu_matmul_float(e);
     } else {
       gpu_matmul_int(e);
@@ -150,6 +152,7 @@ const dialect cuda_dialect = {
         .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},
         .barrier = "__syncthreads();",
         .unroll = "_Pragma(\"unroll\") ",
+        .mm_tile = CU_MM_TILE,
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",
         .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
     },

@@ -4,9 +4,9 @@
  * since GLSL, CUDA C and HIP C++ agree on the rest of the C-like syntax these use. Pointwise,
  * conv and opaque kernels give each thread one output element in a grid-stride loop; row kernels
  * give each work group one row, keep the row's loads in registers when its length is known, and
- * reduce with the prelude's pc_wg_* functions; the SIMT matmul computes 64x64 tiles from
- * shared-memory panels (pc_As, pc_Bs, declared by the dialect) with a 4x4 register block per
- * thread; every kernel applies its epilogue as it stores.
+ * reduce with the prelude's pc_wg_* functions; the SIMT matmul computes square tiles (the
+ * dialect's mm_tile) from shared-memory panels (pc_As, pc_Bs, declared by the dialect) with a
+ * register block of (mm_tile / 16)^2 per thread; every kernel applies its epilogue as it stores.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,25 +280,29 @@ void gpu_row(emitter *e) {
 /* loops over batches and 64-row bands of this work group's 64 columns; fills oidx */
 void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx) {
   const kir_kernel *k = e->k;
+  const int T = G(e)->mm_tile;
   int nb = k->dom.rank - 2;
   char batch[256], M[32], N[32], K[32];
   emit_count(e, &k->dom, 0, nb, batch, sizeof batch);
   emit_line(e, "const int NB = %s, M = %s, N = %s, K = %s;", batch, emit_dim(e, k->mnk[0], M, sizeof M), emit_dim(e, k->mnk[1], N, sizeof N),
             emit_dim(e, k->mnk[2], K, sizeof K));
   emit_line(e, "const int tx = %s, ty = %s, tid = ty * 16 + tx;", G(e)->local[0], G(e)->local[1]);
-  emit_line(e, "const int n0 = %s * %d;", G(e)->group[0], GPU_MM_TILE);
+  emit_line(e, "const int n0 = %s * %d;", G(e)->group[0], T);
   emit_line(e, "for (int bt = %s; bt < NB; bt += %s) {", G(e)->group[2], G(e)->ngroups[2]);
   e->indent++;
   emit_unravel(e, &k->dom, 0, nb, "bt", batchnames);
-  emit_line(e, "for (int m0 = %s * %d; m0 < M; m0 += %s * %d) {", G(e)->group[1], GPU_MM_TILE, G(e)->ngroups[1], GPU_MM_TILE);
+  emit_line(e, "for (int m0 = %s * %d; m0 < M; m0 += %s * %d) {", G(e)->group[1], T, G(e)->ngroups[1], T);
   e->indent++;
   for (int d = 0; d < nb; d++) aidx[d] = bidx[d] = oidx[d] = batchnames[d];
   aidx[nb] = "mm", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "nn", oidx[nb] = "m", oidx[nb + 1] = "n";
 }
 
-void gpu_matmul_store(emitter *e, const char *acc, const char *const *oidx) {
-  emit_line(e, "for (int i = 0; i < 4; i++)");
-  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
+/* the guarded store of register block acc[RB][RB]: thread (tx, ty) holds rows ty + 16 i and
+ * columns tx + 16 j of the tile */
+static void matmul_store(emitter *e, const char *acc, const char *const *oidx) {
+  const int RB = G(e)->mm_tile / 16;
+  emit_line(e, "%sfor (int i = 0; i < %d; i++)", G(e)->unroll, RB);
+  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) {", G(e)->unroll, RB);
   e->indent += 2;
   emit_line(e, "const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * jj;");
   emit_line(e, "if (m >= M || n >= N) continue;");
@@ -312,44 +316,46 @@ void gpu_matmul_store(emitter *e, const char *acc, const char *const *oidx) {
 
 void gpu_matmul_float(emitter *e) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
+  const int T = G(e)->mm_tile, RB = T / 16, LOADS = T * GPU_MM_BK / 256; /* elements per thread and panel */
   char ex[1200];
   gpu_matmul_begin(e, aidx, bidx, oidx);
-  emit_line(e, "float c[4][4];");
-  emit_line(e, "for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = 0.0;");
+  emit_line(e, "float c[%d][%d];", RB, RB);
+  emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
   emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", GPU_MM_BK);
   e->indent++;
-  emit_line(e, "for (int q = 0; q < 4; q++) {");
+  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
   e->indent++;
-  emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / 16, kk = k0 + ea %% 16;");
+  emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k0 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
   emit_line(e, "float a = 0.0;");
   emit_line(e, "if (mm < M && kk < K) {");
   e->indent++;
   emit_operand(e, 0, aidx, ex, sizeof ex);
   emit_line(e, "a = %s;", ex);
   gpu_loop_end(e);
-  emit_line(e, "pc_As[ea %% 16][ea / 16] = a;");
+  emit_line(e, "pc_As[ea %% %d][ea / %d] = a;", GPU_MM_BK, GPU_MM_BK);
   gpu_loop_end(e);
-  emit_line(e, "for (int q = 0; q < 4; q++) {");
+  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
   e->indent++;
-  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / 64, nn = n0 + eb %% 64;");
+  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / %d, nn = n0 + eb %% %d;", T, T);
   emit_line(e, "float b = 0.0;");
   emit_line(e, "if (kk < K && nn < N) {");
   e->indent++;
   emit_operand(e, 1, bidx, ex, sizeof ex);
   emit_line(e, "b = %s;", ex);
   gpu_loop_end(e);
-  emit_line(e, "pc_Bs[eb / 64][eb %% 64] = b;");
+  emit_line(e, "pc_Bs[eb / %d][eb %% %d] = b;", T, T);
   gpu_loop_end(e);
   emit_line(e, "%s", G(e)->barrier);
-  emit_line(e, "for (int p = 0; p < %d; p++) {", GPU_MM_BK);
-  emit_line(e, "  float av[4], bv[4];");
-  emit_line(e, "  for (int i = 0; i < 4; i++) av[i] = pc_As[p][ty + 16 * i];");
-  emit_line(e, "  for (int jj = 0; jj < 4; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];");
-  emit_line(e, "  for (int i = 0; i < 4; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);");
+  const char *u = G(e)->unroll;
+  emit_line(e, "%sfor (int p = 0; p < %d; p++) {", u, GPU_MM_BK);
+  emit_line(e, "  float av[%d], bv[%d];", RB, RB);
+  emit_line(e, "  %sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
+  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
+  emit_line(e, "  %sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
   emit_line(e, "}");
   emit_line(e, "%s", G(e)->barrier);
   gpu_loop_end(e);
-  gpu_matmul_store(e, "c", oidx);
+  matmul_store(e, "c", oidx);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -357,10 +363,11 @@ void gpu_matmul_float(emitter *e) {
 void gpu_matmul_int(emitter *e) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
   char ae[1200], be[1200];
+  const int RB = G(e)->mm_tile / 16;
   gpu_matmul_begin(e, aidx, bidx, oidx);
-  emit_line(e, "int64_t c[4][4];");
-  emit_line(e, "for (int i = 0; i < 4; i++)");
-  emit_line(e, "  for (int jj = 0; jj < 4; jj++) {");
+  emit_line(e, "int64_t c[%d][%d];", RB, RB);
+  emit_line(e, "for (int i = 0; i < %d; i++)", RB);
+  emit_line(e, "  for (int jj = 0; jj < %d; jj++) {", RB);
   e->indent += 2;
   emit_line(e, "const int mm = m0 + ty + 16 * i, nn = n0 + tx + 16 * jj;");
   emit_line(e, "int64_t s = 0l;");
@@ -375,7 +382,7 @@ void gpu_matmul_int(emitter *e) {
   emit_line(e, "c[i][jj] = s;");
   e->indent -= 2;
   emit_line(e, "  }");
-  gpu_matmul_store(e, "c", oidx);
+  matmul_store(e, "c", oidx);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }

@@ -10,7 +10,8 @@
 
 #include "emit.h"
 
-enum { GPU_MM_TILE = 64, GPU_MM_BK = 16 }; /* SIMT matmul: 64x64 tiles, 16x16 threads, panels of 16 */
+/* SIMT matmul: tiles of gpu_spelling.mm_tile squared, 16x16 threads, panels of GPU_MM_BK */
+enum { GPU_MM_BK = 16 };
 
 /* row length kept in registers: the constant row length up to this, else 0 */
 enum { GPU_ROW_REGS_MAX_L = 16384 };
@@ -21,17 +22,15 @@ int gpu_row_vector(const emitter *e);
 
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
-/* float operands: needs shared float pc_As[GPU_MM_BK][GPU_MM_TILE + 1], pc_Bs[GPU_MM_BK][GPU_MM_TILE] */
+/* float operands: needs shared float pc_As[GPU_MM_BK][mm_tile + 1], pc_Bs[GPU_MM_BK][mm_tile] */
 void gpu_matmul_float(emitter *e);
 void gpu_matmul_int(emitter *e);
 void gpu_conv(emitter *e);
 void gpu_opaque(emitter *e);
 
-/* pieces for a dialect's own matmul variants: the loops over batches and 64-row bands (fills
- * the index names of A, B and the output), the guarded 4x4 store of register block `acc`, and
- * the closing brace of a loop */
+/* pieces for a dialect's own matmul variants: the loops over batches and bands of mm_tile rows
+ * (fills the index names of A, B and the output), and the closing brace of a loop */
 void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx);
-void gpu_matmul_store(emitter *e, const char *acc, const char *const *oidx);
 void gpu_loop_end(emitter *e);
 
 #endif

@@ -72,7 +72,7 @@ static bool coop_eligible(const emitter *e) {
   const kir_kernel *k = e->k;
   const dim *d = k->mnk;
   if (k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
-  if (d[0].c % GPU_MM_TILE || d[1].c % GPU_MM_TILE || d[2].c % 16) return false;
+  if (d[0].c % VK_MM_TILE || d[1].c % VK_MM_TILE || d[2].c % 16) return false;
   return plain_operand(e, 0) && plain_operand(e, 1);
 }
 
@@ -138,8 +138,8 @@ static void kernel(emitter *e, int index) {
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "const uint PC_RV = (%lldu + PC_WG - 1u) / PC_WG; /* row elements per invocation */", (long long)gpu_row_regs_length(k));
   if (mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
-    emit_line(e, "shared float pc_As[%d][%d];", GPU_MM_BK, GPU_MM_TILE + 1);
-    emit_line(e, "shared float pc_Bs[%d][%d];", GPU_MM_BK, GPU_MM_TILE);
+    emit_line(e, "shared float pc_As[%d][%d];", GPU_MM_BK, VK_MM_TILE + 1);
+    emit_line(e, "shared float pc_Bs[%d][%d];", GPU_MM_BK, VK_MM_TILE);
   }
   emit_line(e, "void main() {");
   e->indent++;
@@ -206,6 +206,7 @@ const dialect vulkan_dialect = {
         .ngroups = {"int(gl_NumWorkGroups.x)", "int(gl_NumWorkGroups.y)", "int(gl_NumWorkGroups.z)"},
         .barrier = "barrier();",
         .unroll = "[[unroll]] ",
+        .mm_tile = VK_MM_TILE,
     },
     .kernel = kernel,
     .module_end = module_end,

@@ -4,7 +4,6 @@
  * a dispatch is capped at VK_MAX_GROUPS per dimension (the least any device offers) and any
  * size still runs.
  */
-#include "../targets/gpu_kernels.h"
 #include "vk.h"
 
 static uint32_t capped(int64_t n) { return n < 1 ? 1 : n > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)n; }
@@ -18,8 +17,8 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t wg, uint32_t
     int nb = k->dom.rank - 2;
     int64_t batch = 1;
     for (int d = 0; d < nb; d++) batch *= dim_value(k->dom.d[d], S);
-    g[0] = capped((dim_value(k->mnk[1], S) + GPU_MM_TILE - 1) / GPU_MM_TILE);
-    g[1] = capped((dim_value(k->mnk[0], S) + GPU_MM_TILE - 1) / GPU_MM_TILE);
+    g[0] = capped((dim_value(k->mnk[1], S) + VK_MM_TILE - 1) / VK_MM_TILE);
+    g[1] = capped((dim_value(k->mnk[0], S) + VK_MM_TILE - 1) / VK_MM_TILE);
     g[2] = capped(batch);
     break;
   }
