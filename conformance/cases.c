@@ -301,8 +301,10 @@ static void dynamic_cases(conf_cases *cs) {
       "input x: f32[N, 16]\ninput w: f32[16, 8]\nh = matmul(x, w)\ny = relu(h)\noutput y\n",
       "input x: f32[N]\ninput z: f32[N]\na = mul(x, z)\ny = sum(a)\noutput y\n",
       "input x: f32[B, S, 8]\ny = layer_norm(x)\noutput y\n",
+      /* rows of any number: GPU targets pick their widest matmul tiles for it */
+      "input x: f32[N, 40]\ninput w: f32[40, 136]\ninput c: f32[136]\nh = matmul(x, w)\nz = add(h, c)\ny = tanh(z)\noutput y\n",
   };
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     conf_case *c = add(cs, "dynamic", "dynamic/%d", i);
     if (!c) continue;
     text(c, "%s", g[i]);

@@ -47,7 +47,6 @@ enum {
   CU_MAX_SYMS = 32,
   CU_MAX_ARGS = 64,   /* buffers one kernel may take */
   CU_PW_THREADS = 256,
-  CU_MM_TILE = 128,   /* SIMT matmul: 128x128 tiles, 16x16 threads of 8x8 */
   CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x64 tiles, 8 warps of 64x32, 3 stages */
   CU_MMA_BN = 128,
   CU_MMA_BK = 64,
@@ -61,6 +60,9 @@ int cu_block_threads(const kir_module *m, int k);
 void cu_grid(const kir_module *m, int k, const int64_t *S, int sms, unsigned grid[3], unsigned block[3]);
 /* dynamic shared memory of kernel k in bytes (the tensor-core matmul's stages) */
 int cu_shared_bytes(const kir_module *m, int k);
+/* the SIMT matmul's tile: 128 (threads of 8x8) where the output has room for enough such tiles
+ * to fill the GPU, else 64 (4x4) */
+int cu_mm_tile(const kir_module *m, int k);
 /* matmul kernel k is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
  * fold into M rows), B is a matrix read as it lies */
 bool cu_gemm_view(const kir_module *m, int k);

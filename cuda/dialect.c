@@ -84,11 +84,11 @@ static void kernel(emitter *e, int index) {
     if (cu_matmul_variant(e->m, index) == CU_MM_MMA) {
       cu_emit_mma(e);
     } else if (float_mm) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, CU_MM_TILE + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, CU_MM_TILE);
-      gpu_matmul_float(e);
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, cu_mm_tile(e->m, index) + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, cu_mm_tile(e->m, index));
+      gpu_matmul_float(e, cu_mm_tile(e->m, index));
     } else {
-      gpu_matmul_int(e);
+      gpu_matmul_int(e, cu_mm_tile(e->m, index));
     }
     break;
   case KK_CONV: gpu_conv(e); break;
@@ -152,7 +152,6 @@ const dialect cuda_dialect = {
         .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},
         .barrier = "__syncthreads();",
         .unroll = "_Pragma(\"unroll\") ",
-        .mm_tile = CU_MM_TILE,
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",
         .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
     },

@@ -40,7 +40,7 @@ void cu_grid(const kir_module *m, int i, const int64_t *S, int sms, unsigned g[3
   case KK_MATMUL: {
     int64_t batch = 1;
     for (int d = 0; d < k->dom.rank - 2; d++) batch *= dim_value(k->dom.d[d], S);
-    int tm = CU_MM_TILE, tn = CU_MM_TILE;
+    int tm = cu_mm_tile(m, i), tn = tm;
     if (cu_matmul_variant(m, i) == CU_MM_MMA) tm = CU_MMA_BM, tn = CU_MMA_BN;
     else b[0] = 16, b[1] = 16;
     g[0] = capped((dim_value(k->mnk[1], S) + tn - 1) / tn, INT32_MAX);
@@ -56,6 +56,17 @@ void cu_grid(const kir_module *m, int i, const int64_t *S, int sms, unsigned g[3
 int cu_shared_bytes(const kir_module *m, int i) {
   if (m->k[i].kind != KK_MATMUL || cu_matmul_variant(m, i) != CU_MM_MMA) return 0;
   return CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
+}
+
+int cu_mm_tile(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  const int64_t big = INT64_C(1) << 20; /* a symbolic extent: assume a large one */
+  int64_t ext[3];
+  for (int d = 0; d < 3; d++) ext[d] = k->mnk[d].sym >= 0 ? big : k->mnk[d].c;
+  int64_t tiles = ((ext[0] + 127) / 128) * ((ext[1] + 127) / 128);
+  for (int d = 0; d + 2 < k->dom.rank; d++) tiles *= k->dom.d[d].sym >= 0 ? big : k->dom.d[d].c;
+  bool room = ext[0] >= 128 && ext[1] >= 128 && tiles >= 256; /* two blocks for each of 128 SMs */
+  return room && dtype_is_float(m->buf[k->in_buf[0]].dt) ? 128 : 64;
 }
 
 static bool static_multiple(dim d, int64_t of) { return d.sym < 0 && d.c % of == 0; }

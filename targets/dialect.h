@@ -18,7 +18,6 @@ typedef struct gpu_spelling {
   const char *local[3], *group[3], *ngroups[3];
   const char *barrier; /* a statement */
   const char *unroll;  /* written before a for loop */
-  int mm_tile;         /* SIMT matmul tile: a multiple of 16 (each thread computes (mm_tile/16)^2) */
   /* optional vector accesses of PC_VEC elements as floats: vload(buffer, offset, array, index)
    * fills array[index...], vstore(buffer, offset, array) writes array[0...]; NULL: none */
   const char *vload, *vstore;

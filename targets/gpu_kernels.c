@@ -4,9 +4,9 @@
  * since GLSL, CUDA C and HIP C++ agree on the rest of the C-like syntax these use. Pointwise,
  * conv and opaque kernels give each thread one output element in a grid-stride loop; row kernels
  * give each work group one row, keep the row's loads in registers when its length is known, and
- * reduce with the prelude's pc_wg_* functions; the SIMT matmul computes square tiles (the
- * dialect's mm_tile) from shared-memory panels (pc_As, pc_Bs, declared by the dialect) with a
- * register block of (mm_tile / 16)^2 per thread; every kernel applies its epilogue as it stores.
+ * reduce with the prelude's pc_wg_* functions; the SIMT matmul computes square tiles (of a size
+ * the dialect picks) from shared-memory panels (pc_As, pc_Bs, declared by the dialect) with a
+ * register block of (tile / 16)^2 per thread; every kernel applies its epilogue as it stores.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,9 +278,8 @@ void gpu_row(emitter *e) {
 /* ---- matmul ---- */
 
 /* loops over batches and 64-row bands of this work group's 64 columns; fills oidx */
-void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx) {
+void gpu_matmul_begin(emitter *e, int T, const char **aidx, const char **bidx, const char **oidx) {
   const kir_kernel *k = e->k;
-  const int T = G(e)->mm_tile;
   int nb = k->dom.rank - 2;
   char batch[256], M[32], N[32], K[32];
   emit_count(e, &k->dom, 0, nb, batch, sizeof batch);
@@ -299,8 +298,7 @@ void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const ch
 
 /* the guarded store of register block acc[RB][RB]: thread (tx, ty) holds rows ty + 16 i and
  * columns tx + 16 j of the tile */
-static void matmul_store(emitter *e, const char *acc, const char *const *oidx) {
-  const int RB = G(e)->mm_tile / 16;
+static void matmul_store(emitter *e, int RB, const char *acc, const char *const *oidx) {
   emit_line(e, "%sfor (int i = 0; i < %d; i++)", G(e)->unroll, RB);
   emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) {", G(e)->unroll, RB);
   e->indent += 2;
@@ -314,11 +312,11 @@ static void matmul_store(emitter *e, const char *acc, const char *const *oidx) {
   emit_line(e, "  }");
 }
 
-void gpu_matmul_float(emitter *e) {
+void gpu_matmul_float(emitter *e, int T) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
-  const int T = G(e)->mm_tile, RB = T / 16, LOADS = T * GPU_MM_BK / 256; /* elements per thread and panel */
+  const int RB = T / 16, LOADS = T * GPU_MM_BK / 256; /* elements per thread and panel */
   char ex[1200];
-  gpu_matmul_begin(e, aidx, bidx, oidx);
+  gpu_matmul_begin(e, T, aidx, bidx, oidx);
   emit_line(e, "float c[%d][%d];", RB, RB);
   emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
   emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", GPU_MM_BK);
@@ -355,16 +353,16 @@ void gpu_matmul_float(emitter *e) {
   emit_line(e, "}");
   emit_line(e, "%s", G(e)->barrier);
   gpu_loop_end(e);
-  matmul_store(e, "c", oidx);
+  matmul_store(e, RB, "c", oidx);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
 
-void gpu_matmul_int(emitter *e) {
+void gpu_matmul_int(emitter *e, int T) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
   char ae[1200], be[1200];
-  const int RB = G(e)->mm_tile / 16;
-  gpu_matmul_begin(e, aidx, bidx, oidx);
+  const int RB = T / 16;
+  gpu_matmul_begin(e, T, aidx, bidx, oidx);
   emit_line(e, "int64_t c[%d][%d];", RB, RB);
   emit_line(e, "for (int i = 0; i < %d; i++)", RB);
   emit_line(e, "  for (int jj = 0; jj < %d; jj++) {", RB);
@@ -382,7 +380,7 @@ void gpu_matmul_int(emitter *e) {
   emit_line(e, "c[i][jj] = s;");
   e->indent -= 2;
   emit_line(e, "  }");
-  matmul_store(e, "c", oidx);
+  matmul_store(e, RB, "c", oidx);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }

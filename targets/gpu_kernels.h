@@ -10,7 +10,8 @@
 
 #include "emit.h"
 
-/* SIMT matmul: tiles of gpu_spelling.mm_tile squared, 16x16 threads, panels of GPU_MM_BK */
+/* SIMT matmul: square tiles of a multiple of 16 (the dialect picks it), 16x16 threads, each with
+ * (tile / 16)^2 outputs, panels of GPU_MM_BK */
 enum { GPU_MM_BK = 16 };
 
 /* row length kept in registers: the constant row length up to this, else 0 */
@@ -22,15 +23,15 @@ int gpu_row_vector(const emitter *e);
 
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
-/* float operands: needs shared float pc_As[GPU_MM_BK][mm_tile + 1], pc_Bs[GPU_MM_BK][mm_tile] */
-void gpu_matmul_float(emitter *e);
-void gpu_matmul_int(emitter *e);
+/* float operands: needs shared float pc_As[GPU_MM_BK][tile + 1], pc_Bs[GPU_MM_BK][tile] */
+void gpu_matmul_float(emitter *e, int tile);
+void gpu_matmul_int(emitter *e, int tile);
 void gpu_conv(emitter *e);
 void gpu_opaque(emitter *e);
 
-/* pieces for a dialect's own matmul variants: the loops over batches and bands of mm_tile rows
+/* pieces for a dialect's own matmul variants: the loops over batches and bands of `tile` rows
  * (fills the index names of A, B and the output), and the closing brace of a loop */
-void gpu_matmul_begin(emitter *e, const char **aidx, const char **bidx, const char **oidx);
+void gpu_matmul_begin(emitter *e, int tile, const char **aidx, const char **bidx, const char **oidx);
 void gpu_loop_end(emitter *e);
 
 #endif

@@ -178,14 +178,15 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
     vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
+    wide += strstr(units[i].src, "float c[8][8];") != NULL;
   }
-  printf("modules with: mma.sync %d; cuBLASLt epilogue %d; vector row loads %d\n", mma, epi, vec);
-  if (!mma || !epi || !vec) {
+  printf("modules with: mma.sync %d; cuBLASLt epilogue %d; vector row loads %d; 128-wide SIMT matmul %d\n", mma, epi, vec, wide);
+  if (!mma || !epi || !vec || !wide) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

@@ -147,8 +147,8 @@ static void kernel(emitter *e, int index) {
   case KK_POINTWISE: gpu_pointwise(e); break;
   case KK_ROW: gpu_row(e); break;
   case KK_MATMUL:
-    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e);
-    else gpu_matmul_int(e);
+    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e, VK_MM_TILE);
+    else gpu_matmul_int(e, VK_MM_TILE);
     break;
   case KK_CONV: gpu_conv(e); break;
   case KK_OPAQUE: gpu_opaque(e); break;
@@ -206,7 +206,6 @@ const dialect vulkan_dialect = {
         .ngroups = {"int(gl_NumWorkGroups.x)", "int(gl_NumWorkGroups.y)", "int(gl_NumWorkGroups.z)"},
         .barrier = "barrier();",
         .unroll = "[[unroll]] ",
-        .mm_tile = VK_MM_TILE,
     },
     .kernel = kernel,
     .module_end = module_end,
