@@ -5,10 +5,14 @@
 #   the Vulkan target: shaderc, glslang and SPIRV-Tools (linked statically), the Vulkan headers,
 #   and to run it without a GPU: the loader, Mesa's software driver (lavapipe) and the
 #   validation layer the tests turn on
+#   the HIP target's compile-only tests: Debian's hipcc (with clang and LLVM 15, whose
+#   llvm-objdump reads AMD code objects), the ROCm device libraries, and the HIP runtime
+#   library, which holds hiprtc
 set -euo pipefail
 need=()
 for pkg in gcc g++ make cmake libgtest-dev \
-  libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers; do
+  libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
+  hipcc rocm-device-libs libamdhip64-dev; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then

@@ -17,7 +17,10 @@ for variant in release asan; do
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$jobs"
   echo "== $variant tests"
+  # the compile-all tests spend their time in NVRTC and hipcc, which are not instrumented: once is enough
+  skip=()
+  [ "$variant" = asan ] && skip=(-E '_compile_all$')
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+    ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"
 done

@@ -1,0 +1,109 @@
+/*
+ * dialect.c: how the HIP target spells kernels: HIP C++, one `extern "C" __global__` function
+ * per kernel in one source file, compiled at once by hiprtc for the device's gfx architecture
+ * with PC_WAVE set to its wavefront size. A kernel takes the buffers it uses (ascending buffer
+ * order, kernel_buffers()), then the status word where it checks indices, then the symbol values
+ * by value. The skeletons are the GPU dialects' shared ones (targets/gpu_kernels.c) with HIP's
+ * spellings; reductions are the prelude's, written for wavefronts of 32 or 64. f16 is __half,
+ * bf16 an unsigned short converted in software.
+ *
+ * Each kernel's text starts with "//@kernel N".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../ir/dtype.h"
+#include "../targets/gpu_kernels.h"
+#include "hip.h"
+#include "prelude.h"
+
+static void kernel(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "//@kernel %d", index);
+  emit_line(e, "// %s", k->why);
+  int bufs[HIP_MAX_ARGS];
+  int nb = kernel_buffers(e->m, index, bufs, HIP_MAX_ARGS); /* the runtime refuses more */
+  strbuf p = {0};
+  for (int i = 0; i < nb && i < HIP_MAX_ARGS; i++)
+    sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(k, bufs[i]) ? "" : "const ", e->d->storage[e->m->buf[bufs[i]].dt], bufs[i]);
+  if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
+  sb_printf(&p, "const pc_syms S");
+  char *ps = sb_take(&p);
+  int threads = hip_block_threads(e->m, index);
+  emit_line(e, "PC_KERNEL void __launch_bounds__(%d) k%d(%s) {", threads, index, ps ? ps : "");
+  free(ps);
+  e->indent++;
+  emit_line(e, "constexpr int PC_WG = %d;", threads);
+  if (k->kind == KK_ROW && gpu_row_regs_length(k))
+    emit_line(e, "constexpr int PC_RV = (%lld + PC_WG - 1) / PC_WG; /* row elements per thread */", (long long)gpu_row_regs_length(k));
+  switch (k->kind) {
+  case KK_POINTWISE: gpu_pointwise(e); break;
+  case KK_ROW: gpu_row(e); break;
+  case KK_MATMUL:
+    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, HIP_MM_TILE + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, HIP_MM_TILE);
+      gpu_matmul_float(e, HIP_MM_TILE);
+    } else {
+      gpu_matmul_int(e, HIP_MM_TILE);
+    }
+    break;
+  case KK_CONV: gpu_conv(e); break;
+  case KK_OPAQUE: gpu_opaque(e); break;
+  }
+  gpu_loop_end(e);
+  sb_printf(&e->out, "\n");
+}
+
+static void module_end(emitter *e) { (void)e; }
+
+/* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise) */
+const dialect hip_dialect = {
+    .name = "hip",
+    .prelude = hip_prelude,
+    .index_type = "int",
+    .index_lit = "%lld",
+    .int_lit = "%lldLL",
+    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "__half", [PORTC_BF16] = "unsigned short",
+                [PORTC_I32] = "int", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "unsigned char"},
+    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "__half2float(%s[%s])", [PORTC_BF16] = "pc_ld_bf16(%s[%s])",
+             [PORTC_I32] = "(int64_t)%s[%s]", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "(int64_t)%s[%s]"},
+    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = __float2half(%s);", [PORTC_BF16] = "%s[%s] = pc_st_bf16(%s);",
+              [PORTC_I32] = "%s[%s] = (int)(%s);", [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = (unsigned char)((%s) != 0);"},
+    .float_ops = {
+        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "expf(%0)", [OP_log] = "logf(%0)",
+        [OP_sqrt] = "sqrtf(%0)", [OP_rsqrt] = "(1.0f / sqrtf(%0))", [OP_reciprocal] = "(1.0f / %0)",
+        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + expf(-%0)))", [OP_relu] = "pc_relu(%0)",
+        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + expf(-%0)))",
+        [OP_erf] = "erff(%0)", [OP_sin] = "sinf(%0)", [OP_cos] = "cosf(%0)", [OP_floor] = "floorf(%0)",
+        [OP_ceil] = "ceilf(%0)", [OP_sign] = "pc_signf(%0)",
+        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
+        [OP_pow] = "powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
+        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
+        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 ? %1 : %2)",
+        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
+    },
+    .int_ops = {
+        [OP_neg] = "(int64_t)(0 - (pc_u64)%0)", [OP_abs] = "(%0 < 0 ? (int64_t)(0 - (pc_u64)%0) : %0)",
+        [OP_relu] = "(%0 > 0 ? %0 : (int64_t)0)", [OP_sign] = "(int64_t)((%0 > 0) - (%0 < 0))",
+        [OP_not] = "(int64_t)(!%0)",
+        [OP_add] = "(int64_t)((pc_u64)%0 + (pc_u64)%1)", [OP_sub] = "(int64_t)((pc_u64)%0 - (pc_u64)%1)",
+        [OP_mul] = "(int64_t)((pc_u64)%0 * (pc_u64)%1)", [OP_div] = "pc_idiv(%0, %1)",
+        [OP_maximum] = "(%0 > %1 ? %0 : %1)", [OP_minimum] = "(%0 < %1 ? %0 : %1)",
+        [OP_and] = "(int64_t)(%0 && %1)", [OP_or] = "(int64_t)(%0 || %1)",
+        [OP_eq] = "(int64_t)(%0 == %1)", [OP_ne] = "(int64_t)(%0 != %1)", [OP_lt] = "(int64_t)(%0 < %1)",
+        [OP_le] = "(int64_t)(%0 <= %1)", [OP_gt] = "(int64_t)(%0 > %1)", [OP_ge] = "(int64_t)(%0 >= %1)",
+        [OP_where] = "(%0 ? %1 : %2)",
+    },
+    .gpu = &(const gpu_spelling){
+        .global_id = "int(blockIdx.x * blockDim.x + threadIdx.x)",
+        .global_threads = "int(gridDim.x * blockDim.x)",
+        .local = {"int(threadIdx.x)", "int(threadIdx.y)", "int(threadIdx.z)"},
+        .group = {"int(blockIdx.x)", "int(blockIdx.y)", "int(blockIdx.z)"},
+        .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},
+        .barrier = "__syncthreads();",
+        .unroll = "_Pragma(\"unroll\") ",
+    },
+    .kernel = kernel,
+    .module_end = module_end,
+};

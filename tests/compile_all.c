@@ -1,0 +1,278 @@
+/*
+ * compile_all.c: every conformance case's kernels in a GPU dialect, compiled for real
+ * architectures with no GPU: the CUDA dialect to cubins for sm_80 and sm_90 by NVRTC, the HIP
+ * dialect to code objects for gfx90a, gfx940 (wavefronts of 64) and gfx1030 (32) by Debian's
+ * hipcc (hiprtc, which the HIP target uses at run time, is Debian's ROCm 5.2 and aborts inside
+ * its code-object library for gfx940; a compiler process cannot take the test down). Each
+ * case is lowered fused and eager (and, where it has symbols, both dynamic and specialized to
+ * its first run's values), rendered by the dialect, and compiled; identical modules are compiled
+ * once. To keep this quick, modules are compiled in batches, each in its own namespace (PC_KERNEL
+ * is then a plain __global__); a batch that fails is compiled module by module to name the case.
+ * Exit 77 (a skip for ctest) when the compiler is missing.
+ *
+ * usage: compile_all cuda|hip EXAMPLES_DIR [ARCH...]
+ *        compile_all cuda|hip --source G.ptg [--eager]   prints a graph's source in that dialect
+ *        compile_all cuda|hip --object G.ptg ARCH OUT [hiprtc]   writes its compiled object to OUT
+ *                                                 (HIP: by hipcc, or by hiprtc as the target does)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../conformance/conformance.h"
+#include "../cuda/cu.h"
+#include "../hip/hip.h"
+#include "../lower/pipeline.h"
+
+typedef struct unit {
+  char *src; /* the module without its prelude */
+  char name[160];
+} unit;
+
+static unit *units;
+static int nunits, capunits;
+static const char **arches;
+static int narch;
+static int next_batch, failures;
+static bool hip; /* else cuda */
+static const dialect *D;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+enum { BATCH = 60 };
+
+static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
+
+static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name) {
+  lower_options lo = {.eager = eager, .symvals = symvals, .vector_bytes = 16};
+  kir_module *km = NULL;
+  if (lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
+    failures++;
+    return;
+  }
+  char *src = emit_module(D, km);
+  kir_module_free(km);
+  const char *at = src ? strstr(src, D->prelude) : NULL;
+  if (!at) {
+    fprintf(stderr, "%s: the module does not start with the prelude\n", name);
+    failures++;
+    free(src);
+    return;
+  }
+  if (nunits == capunits) {
+    capunits = capunits ? 2 * capunits : 1024;
+    units = realloc(units, sizeof *units * (size_t)capunits);
+  }
+  unit *u = &units[nunits++];
+  u->src = strdup(at + strlen(D->prelude));
+  snprintf(u->name, sizeof u->name, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
+  free(src);
+}
+
+static char *program(int first, int count) {
+  strbuf b = {0};
+  sb_printf(&b, "#define PC_KERNEL __global__\n%s", D->prelude);
+  for (int i = first; i < first + count; i++) sb_printf(&b, "namespace m%d {\n%s}\n", i, units[i].src);
+  return sb_take(&b);
+}
+
+/* HIP through hipcc, device code only, to a plain code object: a process per call */
+static portc_status hipcc(const char *src, const char *arch, void **obj, size_t *bytes) {
+  char dir[] = "/tmp/portc-hipcc-XXXXXX";
+  if (!mkdtemp(dir)) return err_set(PORTC_ERR_IO, "hipcc: no temporary folder");
+  char in[96], out[96], log[96], cmd[640];
+  snprintf(in, sizeof in, "%s/m.hip", dir);
+  snprintf(out, sizeof out, "%s/m.co", dir);
+  snprintf(log, sizeof log, "%s/log", dir);
+  FILE *f = fopen(in, "w");
+  if (f) fputs(src, f), fclose(f);
+  snprintf(cmd, sizeof cmd, "hipcc --offload-arch=%s --cuda-device-only --no-gpu-bundle-output -O3 -w -DPC_WAVE=%d -c %s -o %s >%s 2>&1", arch,
+           hip_wave_size(arch), in, out, log);
+  int rc = system(cmd);
+  portc_status st = PORTC_OK;
+  *obj = NULL;
+  FILE *o = rc == 0 ? fopen(out, "rb") : NULL;
+  if (o) {
+    fseek(o, 0, SEEK_END);
+    *bytes = (size_t)ftell(o);
+    rewind(o);
+    if ((*obj = malloc(*bytes + 1)) && fread(*obj, 1, *bytes, o) != *bytes) free(*obj), *obj = NULL;
+    fclose(o);
+  }
+  if (!*obj) {
+    char text[3000] = "";
+    FILE *l = fopen(log, "r");
+    if (l) text[fread(text, 1, sizeof text - 1, l)] = 0, fclose(l);
+    st = err_set(PORTC_ERR_INTERNAL, "hipcc failed for %s (exit %d):\n%s", arch, rc, text);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return st;
+}
+
+static bool compile_range(int first, int count, bool report) {
+  char *src = program(first, count);
+  bool ok = true;
+  for (int a = 0; a < narch && ok; a++) {
+    void *cubin = NULL;
+    size_t bytes = 0;
+    char name[64];
+    snprintf(name, sizeof name, "batch%d.%s", first, hip ? "hip" : "cu");
+    portc_status st = hip ? hipcc(src, arches[a], &cubin, &bytes) : cu_compile(src, arches[a], name, &cubin, &bytes);
+    if (st != PORTC_OK) {
+      ok = false;
+      if (report) {
+        pthread_mutex_lock(&lock);
+        fprintf(stderr, "FAIL %s for %s:\n%.3000s\n", units[first].name, arches[a], portc_last_error());
+        pthread_mutex_unlock(&lock);
+      }
+    } else if (bytes < 4 || memcmp(cubin, "\177ELF", 4) != 0) {
+      ok = false;
+      fprintf(stderr, "FAIL %s for %s: the compiler gave no ELF object\n", units[first].name, arches[a]);
+    }
+    free(cubin);
+  }
+  free(src);
+  return ok;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    int first = next_batch;
+    next_batch += BATCH;
+    pthread_mutex_unlock(&lock);
+    if (first >= nunits) return NULL;
+    int count = first + BATCH <= nunits ? BATCH : nunits - first;
+    if (compile_range(first, count, false)) continue;
+    for (int i = first; i < first + count; i++) /* name the failing modules */
+      if (!compile_range(i, 1, true)) {
+        pthread_mutex_lock(&lock);
+        failures++;
+        pthread_mutex_unlock(&lock);
+      }
+  }
+}
+
+static int print_source(const char *path, bool eager) {
+  portc_graph *g = NULL;
+  kir_module *km = NULL;
+  lower_options lo = {.eager = eager, .vector_bytes = 16};
+  if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: %s\n", path, portc_last_error());
+    return 1;
+  }
+  char *src = emit_module(D, km);
+  fputs(src ? src : "", stdout);
+  free(src);
+  kir_module_free(km);
+  portc_graph_free(g);
+  return 0;
+}
+
+static int write_object(const char *path, const char *arch, const char *out, bool rtc) {
+  portc_graph *g = NULL;
+  kir_module *km = NULL;
+  lower_options lo = {.vector_bytes = 16};
+  if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: %s\n", path, portc_last_error());
+    return 1;
+  }
+  char *src = emit_module(D, km);
+  void *obj = NULL;
+  size_t bytes = 0;
+  portc_status st = !src ? PORTC_ERR_NOMEM
+                    : hip && rtc ? hip_compile(src, arch, hip_wave_size(arch), path, &obj, &bytes)
+                    : hip        ? hipcc(src, arch, &obj, &bytes)
+                                 : cu_compile(src, arch, path, &obj, &bytes);
+  FILE *f = st ? NULL : fopen(out, "wb");
+  if (f) fwrite(obj, 1, bytes, f), fclose(f);
+  if (st || !f) fprintf(stderr, "%s: %s\n", path, st ? portc_last_error() : "cannot write the object");
+  free(obj);
+  free(src);
+  kir_module_free(km);
+  portc_graph_free(g);
+  return st || !f ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3 || (strcmp(argv[1], "cuda") && strcmp(argv[1], "hip"))) {
+    fprintf(stderr, "usage: compile_all cuda|hip EXAMPLES_DIR [ARCH...]\n       compile_all cuda|hip --source G.ptg [--eager]\n");
+    return 2;
+  }
+  hip = strcmp(argv[1], "hip") == 0;
+  D = hip ? &hip_dialect : &cuda_dialect;
+  argc--, argv++;
+  if (argc >= 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc > 3 && strcmp(argv[3], "--eager") == 0);
+  if ((argc == 5 || argc == 6) && strcmp(argv[1], "--object") == 0) return write_object(argv[2], argv[3], argv[4], argc == 6);
+  static const char *cuda_arches[] = {"sm_80", "sm_90"}, *hip_arches[] = {"gfx90a", "gfx940", "gfx1030"};
+  arches = argc > 2 ? (const char **)argv + 2 : hip ? hip_arches : cuda_arches;
+  narch = argc > 2 ? argc - 2 : hip ? 3 : 2;
+  char why[512];
+  const char *compiler = hip ? (system("hipcc --version >/dev/null 2>&1") == 0 ? "hipcc" : NULL) : cu_compiler_id(why, sizeof why);
+  if (hip && !compiler) snprintf(why, sizeof why, "hipcc is not installed (Debian: apt-get install hipcc rocm-device-libs)");
+  if (!compiler) {
+    printf("SKIPPED: the %s dialect cannot be compiled here: %s\n", argv[0], why);
+    return 77;
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  conf_cases cs = {0};
+  conf_generate(&cs, argv[1]);
+  for (int i = 0; i < cs.n; i++) {
+    const conf_case *c = &cs.c[i];
+    portc_graph *g = NULL;
+    if ((c->path ? portc_graph_load(c->path, &g) : portc_graph_parse(c->text, c->name, &g)) != PORTC_OK) {
+      fprintf(stderr, "%s: does not parse: %s\n", c->name, portc_last_error());
+      failures++;
+      continue;
+    }
+    int64_t symvals[64] = {0};
+    for (int k = 0; k < g->nsyms && k < 64; k++)
+      for (int s = 0; s < c->nsyms; s++)
+        if (strcmp(c->sym[s], g->syms[k]) == 0) symvals[k] = c->symval[0][s];
+    for (int eager = 0; eager < 2; eager++) {
+      add_module(g, eager, NULL, c->name);
+      if (g->nsyms > 0) add_module(g, eager, symvals, c->name);
+    }
+    portc_graph_free(g);
+  }
+  int modules = nunits;
+  qsort(units, (size_t)nunits, sizeof *units, by_src);
+  int n = 0;
+  for (int i = 0; i < nunits; i++) {
+    if (n && strcmp(units[n - 1].src, units[i].src) == 0) {
+      free(units[i].src);
+      continue;
+    }
+    units[n++] = units[i];
+  }
+  nunits = n;
+  /* the variants the suite must reach, or this test checks less than it says */
+  int mma = 0, epi = 0, vec = 0, wide = 0;
+  for (int i = 0; i < nunits; i++) {
+    mma += strstr(units[i].src, "pc_mma(acc") != NULL;
+    epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
+    vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
+    wide += strstr(units[i].src, "float c[8][8];") != NULL;
+  }
+  if (!hip) printf("modules with: mma.sync %d; cuBLASLt epilogue %d; vector row loads %d; 128-wide SIMT matmul %d\n", mma, epi, vec, wide);
+  if (!hip && (!mma || !epi || !vec || !wide)) {
+    fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
+    failures++;
+  }
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, worker, NULL);
+  for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("compile_all %s: %d cases, %d modules (%d distinct) compiled by %s for", argv[0], cs.n, modules, nunits, compiler);
+  for (int a = 0; a < narch; a++) printf(" %s", arches[a]);
+  printf(" in %.1f s: %d failed\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), failures);
+  for (int i = 0; i < nunits; i++) free(units[i].src);
+  free(units);
+  conf_free(&cs);
+  return failures ? 1 : 0;
+}
