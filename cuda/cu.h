@@ -87,4 +87,17 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dty
 
 extern const dialect cuda_dialect;
 
+/* What the CUDA runtime needs to know of the dialect whose kernels it runs: CUDA C (the cuda
+ * target), or HIP C++ behind a prelude that maps HIP's device builtins to CUDA's (the hip-on-cuda
+ * target, hip_on_cuda.c, which checks the HIP dialect on NVIDIA GPUs). */
+typedef struct cu_flavor {
+  const char *name;           /* the target's name, for messages */
+  const char *source_prefix;  /* goes before the module's source */
+  void (*grid)(const kir_module *m, int k, const int64_t *S, int sms, unsigned grid[3], unsigned block[3]);
+  int (*shared_bytes)(const kir_module *m, int k);                               /* NULL: none */
+  bool (*blaslt_eligible)(const kir_module *m, int k, bool *direct, int *bias);   /* NULL: never */
+  bool (*mma)(const kir_module *m, int k); /* kernel k is a tensor-core matmul (NULL: never) */
+} cu_flavor;
+extern const cu_flavor cu_hip_flavor;
+
 #endif

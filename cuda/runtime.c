@@ -6,6 +6,9 @@
  * sequence is captured once into a CUDA graph and replayed while buffers and symbol values stay
  * the same.
  *
+ * The same runtime runs the HIP dialect on NVIDIA GPUs (the hip-on-cuda target at the end): a
+ * cu_flavor says what differs, the source prefix and the launch geometry.
+ *
  * A matmul that cuBLASLt can compute runs on whichever of cuBLASLt and portc's own kernel is
  * faster for its shape, timed on the device once per shape (at load when the shape is known
  * then, else at the first run); PORTC_CUDA_MATMUL=own or =cublaslt forces one, and `portc
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "../ir/dtype.h"
+#include "../hip/hip.h"
 #include "../targets/cache.h"
 #include "cu.h"
 
@@ -46,6 +50,7 @@ typedef struct cu_mem {
 } cu_mem;
 
 typedef struct cu_module {
+  const cu_flavor *f;
   cu_context *c;
   const kir_module *km;
   int nk, nsym;
@@ -117,12 +122,13 @@ static portc_status get_functions(cu_module *m) {
     char name[32];
     snprintf(name, sizeof name, "k%d", i);
     if ((r = CU.cuModuleGetFunction(&k->f, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
-    k->blaslt = cu_blaslt_eligible(m->km, i, &k->direct, &k->bias);
+    k->bias = -1;
+    k->blaslt = m->f->blaslt_eligible && m->f->blaslt_eligible(m->km, i, &k->direct, &k->bias);
     if (k->blaslt && !k->direct) {
       snprintf(name, sizeof name, "k%d_epi", i);
       if ((r = CU.cuModuleGetFunction(&k->epi, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
     }
-    k->shared = cu_shared_bytes(m->km, i);
+    k->shared = m->f->shared_bytes ? m->f->shared_bytes(m->km, i) : 0;
     if (k->shared > m->c->smem_optin)
       return err_set(PORTC_ERR_DEVICE, "cuda: kernel %d needs %d bytes of shared memory; %s offers %d", i, k->shared, m->c->name, m->c->smem_optin);
     if (k->shared && (r = CU.cuFuncSetAttribute(k->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->shared)))
@@ -157,7 +163,7 @@ static portc_status launch_fn(cu_module *m, int i, CUfunction f, bool epi) {
   for (int s = 0; s < m->nsym; s++) syms.v[s] = (int)l->S[s];
   params[n++] = &syms;
   unsigned g[3], b[3];
-  cu_grid(m->km, i, l->S, m->c->sms, g, b);
+  m->f->grid(m->km, i, l->S, m->c->sms, g, b);
   int shared = k->shared;
   if (epi) { /* a grid-stride loop over M x N */
     int64_t blocks = (cu_gemm_rows(m->km, i, l->S) * dim_value(m->km->k[i].mnk[1], l->S) + CU_PW_THREADS - 1) / CU_PW_THREADS;
@@ -286,10 +292,10 @@ static void choose_at_load(cu_module *m) {
   }
 }
 
-static portc_status load(const load_request *req, void **handle, bool *hit) {
+static portc_status load_flavor(const cu_flavor *f, const load_request *req, void **handle, bool *hit) {
   char why[512];
   cu_context *c = cu_context_get(req->device, why, sizeof why);
-  if (!c) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
+  if (!c) return err_set(PORTC_ERR_DEVICE, "%s: %s", f->name, why);
   if (c->cc_major < 8)
     return err_set(PORTC_ERR_DEVICE, "cuda: %s has compute capability %d.%d; portc's CUDA kernels need 8.0 or newer", c->name, c->cc_major,
                    c->cc_minor);
@@ -297,18 +303,24 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   if (km->g->nsyms > CU_MAX_SYMS) return err_set(PORTC_ERR_INVALID, "cuda: more than %d symbols", CU_MAX_SYMS);
   cu_module *m = calloc(1, sizeof *m);
   if (!m) return err_set(PORTC_ERR_NOMEM, "cuda: out of memory");
-  m->c = c, m->km = km, m->nk = km->nk, m->nsym = km->g->nsyms, m->reduce_overhead = req->reduce_overhead;
+  m->f = f, m->c = c, m->km = km, m->nk = km->nk, m->nsym = km->g->nsyms, m->reduce_overhead = req->reduce_overhead;
   m->k = calloc((size_t)km->nk + 1, sizeof *m->k);
   m->pending = calloc((size_t)km->nk + 1, sizeof *m->pending);
   m->recorded = calloc((size_t)km->nk + 1, sizeof *m->recorded);
-  if (!m->k || !m->pending || !m->recorded) {
+  size_t pre = strlen(f->source_prefix), n = strlen(req->source);
+  char *src = malloc(pre + n + 1);
+  if (!m->k || !m->pending || !m->recorded || !src) {
+    free(src);
     unload(m);
     return err_set(PORTC_ERR_NOMEM, "cuda: out of memory");
   }
+  memcpy(src, f->source_prefix, pre);
+  memcpy(src + pre, req->source, n + 1);
   void *cubin = NULL;
   size_t bytes = 0;
   CUresult r;
-  portc_status st = cubin_for(c, req->source, req->graph_name, &cubin, &bytes, hit);
+  portc_status st = cubin_for(c, src, req->graph_name, &cubin, &bytes, hit);
+  free(src);
   if (!st && (r = CU.cuModuleLoadData(&m->mod, cubin))) st = cu_fail(r, "cuModuleLoadData");
   free(cubin);
   if (!st) st = get_functions(m);
@@ -341,7 +353,7 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
     if (S[s] < 0 || S[s] >= (INT64_C(1) << 31)) return err_set(PORTC_ERR_INVALID, "cuda: symbol value %lld does not fit 32 bits", (long long)S[s]);
     l->S[s] = S[s];
   }
-  if (m->km->k[i].kind == KK_MATMUL && cu_matmul_variant(m->km, i) == CU_MM_MMA &&
+  if (m->f->mma && m->f->mma(m->km, i) &&
       (cu_gemm_rows(m->km, i, S) + CU_MMA_BM - 1) / CU_MMA_BM > 65535)
     return err_set(PORTC_ERR_INVALID, "cuda: kernel %d: more than %d rows", i, 65535 * CU_MMA_BM);
   return PORTC_OK;
@@ -452,7 +464,7 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
     buf[0] = 0;
     return;
   }
-  const char *own = cu_matmul_variant(m->km, i) == CU_MM_MMA ? "portc's tensor-core kernel (mma.sync m16n8k16, 128x128 tiles)"
+  const char *own = m->f->mma && m->f->mma(m->km, i) ? "portc's tensor-core kernel (mma.sync m16n8k16, 128x128 tiles)"
                                                                 : "portc's SIMT kernel (64x64 tiles)";
   if (!k->blaslt) snprintf(buf, len, "%s", own);
   else if (k->choice == RUN_UNKNOWN)
@@ -461,6 +473,20 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
   else snprintf(buf, len, "%s (%s)", own, k->why);
 }
 
+static bool cuda_mma(const kir_module *m, int i) { return cu_matmul_variant(m, i) == CU_MM_MMA; }
+
+static const cu_flavor cuda_flavor = {
+    .name = "cuda",
+    .source_prefix = "",
+    .grid = cu_grid,
+    .shared_bytes = cu_shared_bytes,
+    .blaslt_eligible = cu_blaslt_eligible,
+    .mma = cuda_mma,
+};
+
+static portc_status load_cuda(const load_request *req, void **handle, bool *hit) { return load_flavor(&cuda_flavor, req, handle, hit); }
+static portc_status load_hip(const load_request *req, void **handle, bool *hit) { return load_flavor(&cu_hip_flavor, req, handle, hit); }
+
 const target cuda_target = {
     .name = "cuda",
     .summary = "CUDA C compiled to cubin by NVRTC, run through the CUDA driver API",
@@ -468,7 +494,7 @@ const target cuda_target = {
     .available = available,
     .device = device,
     .vector_bytes = vector_bytes,
-    .load = load,
+    .load = load_cuda,
     .launch = launch,
     .unload = unload,
     .describe = cu_describe,
@@ -479,4 +505,23 @@ const target cuda_target = {
     .end = end,
     .timer = timer,
     .kernel_note = kernel_note,
+};
+
+/* the HIP dialect run by this runtime on NVIDIA GPUs (cu_hip_flavor, hip_on_cuda.c) */
+const target hip_on_cuda_target = {
+    .name = "hip-on-cuda",
+    .summary = "the HIP dialect (wavefronts of 32) compiled by NVRTC and run through the CUDA driver API, to check it on NVIDIA GPUs",
+    .dialect = &hip_dialect,
+    .available = available,
+    .device = device,
+    .vector_bytes = vector_bytes,
+    .load = load_hip,
+    .launch = launch,
+    .unload = unload,
+    .dev_alloc = dev_alloc,
+    .dev_free = dev_free,
+    .dev_write = dev_write,
+    .dev_read = dev_read,
+    .end = end,
+    .timer = timer,
 };

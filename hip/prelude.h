@@ -6,18 +6,18 @@
  * bf16 is converted in software (round to nearest even), since hiprtc has no bf16 header. Math
  * functions are the device library's (ocml).
  *
- * hip_on_cuda_prelude goes in front of the same source where the HIP dialect is compiled by
+ * HIP_ON_CUDA_PRELUDE goes in front of the same source where the HIP dialect is compiled by
  * NVRTC for an NVIDIA GPU (the hip-on-cuda target): it maps the few HIP device builtins the
  * dialect uses to CUDA's.
  */
 #ifndef PORTC_HIP_PRELUDE_H
 #define PORTC_HIP_PRELUDE_H
 
-static const char hip_on_cuda_prelude[] =
-    "#define PC_HIP_ON_CUDA 1\n"
-    "#include <cuda_fp16.h>\n"
-    "typedef long long int64_t;\n"
-    "#define __shfl_xor(v, mask, width) __shfl_xor_sync(0xffffffffu, (v), (mask), (width))\n";
+#define HIP_ON_CUDA_PRELUDE                                                                \
+  "#define PC_HIP_ON_CUDA 1\n"                                                             \
+  "#include <cuda_fp16.h>\n"                                                               \
+  "typedef long long int64_t;\n"                                                           \
+  "#define __shfl_xor(v, mask, width) __shfl_xor_sync(0xffffffffu, (v), (mask), (width))\n"
 
 static const char hip_prelude[] =
     "#if !defined(__HIPCC_RTC__) && !defined(PC_HIP_ON_CUDA)\n"
@@ -28,8 +28,8 @@ static const char hip_prelude[] =
     "#error PC_WAVE, the wavefront size, must be defined\n"
     "#endif\n"
     "#ifndef INFINITY\n"
-    "#define INFINITY __builtin_huge_valf()\n"
-    "#define NAN __builtin_nanf(\"\")\n"
+    "#define INFINITY __int_as_float(0x7f800000)\n"
+    "#define NAN __int_as_float(0x7fffffff)\n"
     "#endif\n"
     "#ifndef INT64_C\n"
     "#define INT64_C(x) x##LL\n"

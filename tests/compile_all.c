@@ -3,14 +3,15 @@
  * architectures with no GPU: the CUDA dialect to cubins for sm_80 and sm_90 by NVRTC, the HIP
  * dialect to code objects for gfx90a, gfx940 (wavefronts of 64) and gfx1030 (32) by Debian's
  * hipcc (hiprtc, which the HIP target uses at run time, is Debian's ROCm 5.2 and aborts inside
- * its code-object library for gfx940; a compiler process cannot take the test down). Each
+ * its code-object library for gfx940; a compiler process cannot take the test down), and the HIP
+ * dialect as the hip-on-cuda target compiles it, behind its CUDA prelude, by NVRTC. Each
  * case is lowered fused and eager (and, where it has symbols, both dynamic and specialized to
  * its first run's values), rendered by the dialect, and compiled; identical modules are compiled
  * once. To keep this quick, modules are compiled in batches, each in its own namespace (PC_KERNEL
  * is then a plain __global__); a batch that fails is compiled module by module to name the case.
  * Exit 77 (a skip for ctest) when the compiler is missing.
  *
- * usage: compile_all cuda|hip EXAMPLES_DIR [ARCH...]
+ * usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]
  *        compile_all cuda|hip --source G.ptg [--eager]   prints a graph's source in that dialect
  *        compile_all cuda|hip --object G.ptg ARCH OUT [hiprtc]   writes its compiled object to OUT
  *                                                 (HIP: by hipcc, or by hiprtc as the target does)
@@ -25,6 +26,7 @@
 #include "../conformance/conformance.h"
 #include "../cuda/cu.h"
 #include "../hip/hip.h"
+#include "../hip/prelude.h"
 #include "../lower/pipeline.h"
 
 typedef struct unit {
@@ -37,7 +39,7 @@ static int nunits, capunits;
 static const char **arches;
 static int narch;
 static int next_batch, failures;
-static bool hip; /* else cuda */
+static bool hip, on_cuda; /* the HIP dialect (by NVRTC, behind the hip-on-cuda prelude), else CUDA's */
 static const dialect *D;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { BATCH = 60 };
@@ -73,7 +75,7 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
 
 static char *program(int first, int count) {
   strbuf b = {0};
-  sb_printf(&b, "#define PC_KERNEL __global__\n%s", D->prelude);
+  sb_printf(&b, "#define PC_KERNEL __global__\n%s%s", on_cuda ? "#define PC_WAVE 32\n" HIP_ON_CUDA_PRELUDE : "", D->prelude);
   for (int i = first; i < first + count; i++) sb_printf(&b, "namespace m%d {\n%s}\n", i, units[i].src);
   return sb_take(&b);
 }
@@ -120,7 +122,7 @@ static bool compile_range(int first, int count, bool report) {
     size_t bytes = 0;
     char name[64];
     snprintf(name, sizeof name, "batch%d.%s", first, hip ? "hip" : "cu");
-    portc_status st = hip ? hipcc(src, arches[a], &cubin, &bytes) : cu_compile(src, arches[a], name, &cubin, &bytes);
+    portc_status st = hip && !on_cuda ? hipcc(src, arches[a], &cubin, &bytes) : cu_compile(src, arches[a], name, &cubin, &bytes);
     if (st != PORTC_OK) {
       ok = false;
       if (report) {
@@ -199,21 +201,22 @@ static int write_object(const char *path, const char *arch, const char *out, boo
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3 || (strcmp(argv[1], "cuda") && strcmp(argv[1], "hip"))) {
-    fprintf(stderr, "usage: compile_all cuda|hip EXAMPLES_DIR [ARCH...]\n       compile_all cuda|hip --source G.ptg [--eager]\n");
+  if (argc < 3 || (strcmp(argv[1], "cuda") && strcmp(argv[1], "hip") && strcmp(argv[1], "hip-on-cuda"))) {
+    fprintf(stderr, "usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]\n       compile_all cuda|hip --source G.ptg [--eager]\n");
     return 2;
   }
-  hip = strcmp(argv[1], "hip") == 0;
+  on_cuda = strcmp(argv[1], "hip-on-cuda") == 0;
+  hip = on_cuda || strcmp(argv[1], "hip") == 0;
   D = hip ? &hip_dialect : &cuda_dialect;
   argc--, argv++;
   if (argc >= 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc > 3 && strcmp(argv[3], "--eager") == 0);
   if ((argc == 5 || argc == 6) && strcmp(argv[1], "--object") == 0) return write_object(argv[2], argv[3], argv[4], argc == 6);
   static const char *cuda_arches[] = {"sm_80", "sm_90"}, *hip_arches[] = {"gfx90a", "gfx940", "gfx1030"};
-  arches = argc > 2 ? (const char **)argv + 2 : hip ? hip_arches : cuda_arches;
-  narch = argc > 2 ? argc - 2 : hip ? 3 : 2;
+  arches = argc > 2 ? (const char **)argv + 2 : hip && !on_cuda ? hip_arches : on_cuda ? cuda_arches + 1 : cuda_arches;
+  narch = argc > 2 ? argc - 2 : hip && !on_cuda ? 3 : on_cuda ? 1 : 2;
   char why[512];
-  const char *compiler = hip ? (system("hipcc --version >/dev/null 2>&1") == 0 ? "hipcc" : NULL) : cu_compiler_id(why, sizeof why);
-  if (hip && !compiler) snprintf(why, sizeof why, "hipcc is not installed (Debian: apt-get install hipcc rocm-device-libs)");
+  const char *compiler = hip && !on_cuda ? (system("hipcc --version >/dev/null 2>&1") == 0 ? "hipcc" : NULL) : cu_compiler_id(why, sizeof why);
+  if (hip && !on_cuda && !compiler) snprintf(why, sizeof why, "hipcc is not installed (Debian: apt-get install hipcc rocm-device-libs)");
   if (!compiler) {
     printf("SKIPPED: the %s dialect cannot be compiled here: %s\n", argv[0], why);
     return 77;
