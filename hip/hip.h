@@ -1,14 +1,36 @@
 /*
  * hip.h: the HIP target's parts and what they share: the per-device context (context.c), HIP C++
  * to a code object with hiprtc (compile.c), the launch geometry that the dialect and the runtimes
- * agree on (launch.c), and the dialect itself (dialect.c). The same dialect also runs on NVIDIA
- * GPUs through the CUDA runtime (the hip-on-cuda target, cuda/hip_on_cuda.c).
+ * agree on (launch.c), the dialect itself (dialect.c), and the runtime (runtime.c). The same
+ * dialect also runs on NVIDIA GPUs through the CUDA runtime (the hip-on-cuda target,
+ * cuda/hip_on_cuda.c).
  */
 #ifndef PORTC_HIP_HIP_H
 #define PORTC_HIP_HIP_H
 
 #include "../targets/emit.h"
 #include "../targets/target.h"
+#include "hip_api.h"
+
+/* one AMD device as the HIP runtime describes it (context.c) */
+typedef struct hip_context {
+  int index;
+  int cus, wave, lds, l2;
+  size_t mem;
+  char device_name[256];
+  char gcn_arch[256];   /* "gfx90a:sramecc+:xnack-" */
+  char arch[64];        /* "gfx90a": the code object's target */
+  char name[400];       /* "AMD Instinct MI210 (hip:0, gfx90a, wave64)" */
+  char cache_id[600];   /* device, features and wavefront size, for cache keys */
+} hip_context;
+
+extern hip_runtime_api HIP;
+/* the context of device `index` (-1: $PORTC_HIP_DEVICE, else 0), made once, current on this thread */
+hip_context *hip_context_get(int index, char *why, size_t len);
+bool hip_available(char *why, size_t len);
+const char *hip_default_device_name(void);
+void hip_describe(FILE *out);
+portc_status hip_fail(hipError_t r, const char *what);
 
 /* ---- what the dialect and the runtimes agree on (launch.c) ---- */
 enum {
@@ -21,8 +43,19 @@ enum {
 int hip_block_threads(const kir_module *m, int k);
 /* work groups (capped: kernels loop over their work) and their shape; cus: compute units */
 void hip_grid(const kir_module *m, int k, const int64_t *S, int cus, unsigned grid[3], unsigned block[3]);
-/* the wavefront size of a gfx architecture: 32 on RDNA (gfx10, gfx11, gfx12), else 64 */
+/* the wavefront size of a gfx architecture: the tune table's, else 32 on RDNA (gfx10, gfx11,
+ * gfx12) and 64 on GCN and CDNA */
 int hip_wave_size(const char *gfx_arch);
+
+/* a tune-table entry for an AMD family (families.c): AMD's published figures */
+typedef struct hip_family {
+  const char *arch, *family, *devices;
+  int wave, lds_bytes, cus;
+  const char *provenance; /* "heuristic" until measured on the hardware */
+  const char *source;
+} hip_family;
+const hip_family *hip_family_of(const char *gfx_arch); /* NULL when not in the table */
+void hip_families_print(FILE *out);                     /* the table, one JSON object a line */
 
 /* HIP C++ to a code object for `arch` ("gfx90a") with wavefronts of `wave` lanes, through hiprtc
  * (*code: free with free()); a compile failure is an internal error with the log and the source */

@@ -10,7 +10,11 @@
 
 static unsigned capped(int64_t n, int64_t cap) { return n < 1 ? 1 : n > cap ? (unsigned)cap : (unsigned)n; }
 
-int hip_wave_size(const char *arch) { return strncmp(arch, "gfx1", 4) == 0 && strlen(arch) >= 6 ? 32 : 64; }
+int hip_wave_size(const char *arch) {
+  const hip_family *f = hip_family_of(arch);
+  if (f) return f->wave;
+  return strncmp(arch, "gfx1", 4) == 0 && strlen(arch) >= 7 ? 32 : 64;
+}
 
 int hip_block_threads(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];

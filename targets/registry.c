@@ -8,12 +8,13 @@
 
 #include "target.h"
 
-extern const target cpu_target, vulkan_target, cuda_target, hip_on_cuda_target;
+extern const target cpu_target, vulkan_target, cuda_target, hip_target, hip_on_cuda_target;
 
 static const target *const targets[] = {
     &cpu_target,
     &vulkan_target,
     &cuda_target,
+    &hip_target,
     &hip_on_cuda_target,
 };
 

@@ -63,7 +63,7 @@ int cmd_devices(int argc, char **argv) {
     bool ok = portc_target_available(i, why, sizeof why);
     if (ok) printf("%-9s available: %s\n", portc_target_name(i), portc_target_device(i));
     else printf("%-9s not available: %s\n", portc_target_name(i), why);
-    if (ok) portc_target_describe(i, stdout);
+    portc_target_describe(i, stdout); /* what a target can say without its device, or more with it */
   }
   return EXIT_OK;
 }
