@@ -109,7 +109,7 @@ static double terms(const portc_graph *g, const node *n, const int64_t *S) {
 }
 
 void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target, bool eager, tolerance *t) {
-  bool vulkan = target && strncmp(target, "vulkan", 6) == 0, cuda = target && (strncmp(target, "cuda", 4) == 0 || strncmp(target, "hip-on-cuda", 11) == 0);
+  bool vulkan = target && strncmp(target, "vulkan", 6) == 0, cuda = target && (strncmp(target, "cuda", 4) == 0 || strncmp(target, "hip", 3) == 0);
   int64_t S[64] = {0};
   if (b && bindings_bind_symbols(g, b) == PORTC_OK)
     for (int k = 0; k < g->nsyms && k < 64; k++) S[k] = b->sym[k];
