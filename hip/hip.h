@@ -43,6 +43,8 @@ enum {
 int hip_block_threads(const kir_module *m, int k);
 /* work groups (capped: kernels loop over their work) and their shape; cus: compute units */
 void hip_grid(const kir_module *m, int k, const int64_t *S, int cus, unsigned grid[3], unsigned block[3]);
+/* LDS bytes kernel k declares (the SIMT matmul's panels; a reduction's partials are at most 128) */
+int hip_lds_bytes(const kir_module *m, int k);
 /* the wavefront size of a gfx architecture: the tune table's, else 32 on RDNA (gfx10, gfx11,
  * gfx12) and 64 on GCN and CDNA */
 int hip_wave_size(const char *gfx_arch);

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "../ir/dtype.h"
 #include "hip.h"
 
 static unsigned capped(int64_t n, int64_t cap) { return n < 1 ? 1 : n > cap ? (unsigned)cap : (unsigned)n; }
@@ -25,6 +26,12 @@ int hip_block_threads(const kir_module *m, int i) {
     L *= k->red.d[d].c;
   }
   return L <= 64 ? 64 : L <= 1024 ? 128 : 256;
+}
+
+int hip_lds_bytes(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind == KK_MATMUL) return 16 * (2 * HIP_MM_TILE + 1) * (dtype_is_float(m->buf[k->in_buf[0]].dt) ? 4 : 0);
+  return k->kind == KK_ROW ? 8 * 1024 / 32 : 0;
 }
 
 void hip_grid(const kir_module *m, int i, const int64_t *S, int cus, unsigned g[3], unsigned b[3]) {

@@ -119,6 +119,8 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
     if (!st && k->nbind > HIP_MAX_ARGS) st = err_set(PORTC_ERR_INVALID, "hip: kernel %d reads or writes more than %d buffers", i, HIP_MAX_ARGS);
     k->status = kernel_checks_indices(km, i);
     status = status || k->status;
+    if (!st && hip_lds_bytes(km, i) > c->lds)
+      st = err_set(PORTC_ERR_DEVICE, "hip: kernel %d needs %d bytes of LDS; %s offers %d per work group", i, hip_lds_bytes(km, i), c->name, c->lds);
   }
   if (!st && (r = HIP.hipStreamCreate(&m->stream))) st = hip_fail(r, "hipStreamCreate");
   if (!st && ((r = HIP.hipEventCreate(&m->ev0)) || (r = HIP.hipEventCreate(&m->ev1)))) st = hip_fail(r, "hipEventCreate");
