@@ -35,17 +35,6 @@ const char *cu_compiler_id(char *why, size_t len) {
   return ok ? id : NULL;
 }
 
-static char *numbered(const char *src) {
-  strbuf b = {0};
-  int line = 1;
-  for (const char *p = src; *p;) {
-    const char *eol = strchr(p, '\n');
-    int n = eol ? (int)(eol - p) : (int)strlen(p);
-    sb_printf(&b, "%5d  %.*s\n", line++, n, p);
-    p += n + (eol != NULL);
-  }
-  return sb_take(&b);
-}
 
 portc_status cu_compile(const char *src, const char *arch, const char *name, void **cubin, size_t *bytes) {
   char why[512];
@@ -61,7 +50,7 @@ portc_status cu_compile(const char *src, const char *arch, const char *name, voi
   if (r) {
     size_t n = 0;
     N.nvrtcGetProgramLogSize(p, &n);
-    char *log = calloc(n + 1, 1), *text = numbered(src);
+    char *log = calloc(n + 1, 1), *text = emit_numbered(src);
     if (log) N.nvrtcGetProgramLog(p, log);
     portc_status st = err_set(PORTC_ERR_INTERNAL, "cuda: NVRTC could not compile %s for %s (a portc bug): %s\n%s\n%s", name, arch,
                               N.nvrtcGetErrorString(r), log ? log : "", text ? text : "");

@@ -32,17 +32,6 @@ const char *hip_compiler_id(char *why, size_t len) {
   return ok ? id : NULL;
 }
 
-static char *numbered(const char *src) {
-  strbuf b = {0};
-  int line = 1;
-  for (const char *p = src; *p;) {
-    const char *eol = strchr(p, '\n');
-    int n = eol ? (int)(eol - p) : (int)strlen(p);
-    sb_printf(&b, "%5d  %.*s\n", line++, n, p);
-    p += n + (eol != NULL);
-  }
-  return sb_take(&b);
-}
 
 portc_status hip_compile(const char *src, const char *arch, int wave, const char *name, void **code, size_t *bytes) {
   char why[512];
@@ -63,7 +52,7 @@ portc_status hip_compile(const char *src, const char *arch, int wave, const char
   if (r || n == 0) {
     size_t ln = 0;
     R.hiprtcGetProgramLogSize(p, &ln);
-    char *log = calloc(ln + 1, 1), *text = numbered(src);
+    char *log = calloc(ln + 1, 1), *text = emit_numbered(src);
     if (log && ln) R.hiprtcGetProgramLog(p, log);
     portc_status st = err_set(PORTC_ERR_INTERNAL, "hip: hiprtc could not compile %s for %s (a portc bug): %s\n%s\n%s", name, arch,
                               R.hiprtcGetErrorString(r), log ? log : "", text ? text : "");

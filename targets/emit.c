@@ -389,3 +389,15 @@ char *emit_module(const dialect *d, const kir_module *m) {
   if (!s) err_set(PORTC_ERR_NOMEM, "emit: out of memory");
   return s;
 }
+
+char *emit_numbered(const char *src) {
+  strbuf b = {0};
+  int line = 1;
+  for (const char *p = src; *p;) {
+    const char *end = strchr(p, '\n');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    sb_printf(&b, "%5d  %.*s\n", line++, (int)n, p);
+    p += n + (end != NULL);
+  }
+  return sb_take(&b);
+}

@@ -67,6 +67,8 @@ bool kernel_checks_indices(const kir_module *m, int i);
 bool path_is_identity(const kir_kernel *k, int path);
 /* matmul operand `slot` is a 2-D buffer read as it lies (row-major, no view in between) */
 bool matmul_plain_operand(const kir_module *m, const kir_kernel *k, int slot);
+/* the source with line numbers, for the messages of compilers that reject it (free with free()) */
+char *emit_numbered(const char *src);
 /* a transcendental function: worth keeping a computed value rather than computing it again */
 bool op_is_costly(enum op op);
 /* a literal of the reduction identity of op for dtype t */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../ir/graph.h"
+#include "../targets/emit.h"
 #include "vk.h"
 
 const char *vk_compiler_id(void) {
@@ -24,21 +25,8 @@ const char *vk_compiler_id(void) {
   return id;
 }
 
-/* the source with line numbers, for error messages */
-static char *numbered(const char *src) {
-  strbuf b = {0};
-  int line = 1;
-  for (const char *p = src; *p;) {
-    const char *end = strchr(p, '\n');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    sb_printf(&b, "%4d  %.*s\n", line++, (int)n, p);
-    p += n + (end != NULL);
-  }
-  return sb_take(&b);
-}
-
 static portc_status fail(const char *what, const char *name, const char *msg, const char *glsl) {
-  char *src = numbered(glsl);
+  char *src = emit_numbered(glsl);
   portc_status st = err_set(PORTC_ERR_INTERNAL, "vulkan: %s of kernel %s failed (a bug in portc's GLSL dialect):\n%s\n%s", what, name,
                             msg, src ? src : glsl);
   free(src);
