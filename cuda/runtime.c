@@ -97,21 +97,14 @@ static void unload(void *handle) {
 
 /* the module's cubin, from the kernel cache or compiled and stored there */
 static portc_status cubin_for(cu_context *c, const char *src, const char *name, void **cubin, size_t *bytes, bool *hit) {
-  char dir[4096], key[33], why[512];
-  portc_status st = cache_dir(dir, sizeof dir);
-  if (st) return st;
+  char key[33], why[512];
   const char *compiler = cu_compiler_id(why, sizeof why);
   if (!compiler) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
   const char *parts[] = {src, "cuda", c->cache_id, compiler, c->arch, NULL};
-  cache_key(parts, key);
-  *cubin = cache_read(dir, key, "cubin", bytes);
-  *hit = *cubin && *bytes > 4 && memcmp(*cubin, "\177ELF", 4) == 0; /* intact, and an ELF cubin */
-  if (*hit) return PORTC_OK;
-  free(*cubin), *cubin = NULL;
-  log_line("cache", "miss %s/%s.cubin (%s)", dir, key, name);
+  portc_status st = cache_fetch(parts, "cubin", "\177ELF", 4, name, key, cubin, bytes);
+  if (st || (*hit = *cubin != NULL)) return st;
   if ((st = cu_compile(src, c->arch, name, cubin, bytes))) return st;
-  if (cache_write(dir, key, "cubin", *cubin, *bytes) != PORTC_OK) /* the kernels still run; the cache misses next time */
-    log_line("cache", "could not store %s/%s.cubin: %s", dir, key, portc_last_error());
+  cache_keep(key, "cubin", *cubin, *bytes);
   return PORTC_OK;
 }
 
@@ -343,16 +336,10 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
   cu_module *m = handle;
   cu_kernel *k = &m->k[i];
   cu_launch *l = &m->pending[i];
-  for (int j = 0; j < k->nbind; j++) {
-    const dev_buf *b = bufs[k->bind[j]];
-    if (b->bytes / (int64_t)portc_dtype_size(m->km->buf[k->bind[j]].dt) >= (INT64_C(1) << 31) - (INT64_C(1) << 24))
-      return err_set(PORTC_ERR_INVALID, "cuda: buffer %d has 2^31 elements or more; kernels index with 32 bits", k->bind[j]);
-    l->b[j] = *b;
-  }
-  for (int s = 0; s < m->nsym; s++) {
-    if (S[s] < 0 || S[s] >= (INT64_C(1) << 31)) return err_set(PORTC_ERR_INVALID, "cuda: symbol value %lld does not fit 32 bits", (long long)S[s]);
-    l->S[s] = S[s];
-  }
+  portc_status st = launch_fits_32bit(m->f->name, m->km, k->bind, k->nbind, bufs, S);
+  if (st) return st;
+  for (int j = 0; j < k->nbind; j++) l->b[j] = *(const dev_buf *)bufs[k->bind[j]];
+  for (int s = 0; s < m->nsym; s++) l->S[s] = S[s];
   if (m->f->mma && m->f->mma(m->km, i) &&
       (cu_gemm_rows(m->km, i, S) + CU_MMA_BM - 1) / CU_MMA_BM > 65535)
     return err_set(PORTC_ERR_INVALID, "cuda: kernel %d: more than %d rows", i, 65535 * CU_MMA_BM);

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ir/dtype.h"
 #include "../targets/cache.h"
 #include "hip.h"
 
@@ -69,21 +68,14 @@ static void unload(void *handle) {
 
 /* the module's code object, from the kernel cache or compiled and stored there */
 static portc_status code_for(hip_context *c, const char *src, const char *name, void **code, size_t *bytes, bool *hit) {
-  char dir[4096], key[33], why[512];
-  portc_status st = cache_dir(dir, sizeof dir);
-  if (st) return st;
+  char key[33], why[512];
   const char *compiler = hip_compiler_id(why, sizeof why);
   if (!compiler) return err_set(PORTC_ERR_DEVICE, "hip: %s", why);
   const char *parts[] = {src, "hip", c->cache_id, compiler, NULL};
-  cache_key(parts, key);
-  *code = cache_read(dir, key, "hsaco", bytes);
-  *hit = *code && *bytes > 4 && memcmp(*code, "\177ELF", 4) == 0;
-  if (*hit) return PORTC_OK;
-  free(*code), *code = NULL;
-  log_line("cache", "miss %s/%s.hsaco (%s)", dir, key, name);
+  portc_status st = cache_fetch(parts, "hsaco", "\177ELF", 4, name, key, code, bytes);
+  if (st || (*hit = *code != NULL)) return st;
   if ((st = hip_compile(src, c->arch, c->wave, name, code, bytes))) return st;
-  if (cache_write(dir, key, "hsaco", *code, *bytes) != PORTC_OK)
-    log_line("cache", "could not store %s/%s.hsaco: %s", dir, key, portc_last_error());
+  cache_keep(key, "hsaco", *code, *bytes);
   return PORTC_OK;
 }
 
@@ -137,16 +129,10 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
   hip_module *m = handle;
   hip_kernel *k = &m->k[i];
   hip_launch *l = &m->pending[i];
-  for (int j = 0; j < k->nbind; j++) {
-    const dev_buf *b = bufs[k->bind[j]];
-    if (b->bytes / (int64_t)portc_dtype_size(m->km->buf[k->bind[j]].dt) >= (INT64_C(1) << 31) - (INT64_C(1) << 24))
-      return err_set(PORTC_ERR_INVALID, "hip: buffer %d has 2^31 elements or more; kernels index with 32 bits", k->bind[j]);
-    l->b[j] = *b;
-  }
-  for (int s = 0; s < m->nsym; s++) {
-    if (S[s] < 0 || S[s] >= (INT64_C(1) << 31)) return err_set(PORTC_ERR_INVALID, "hip: symbol value %lld does not fit 32 bits", (long long)S[s]);
-    l->S[s] = S[s];
-  }
+  portc_status st = launch_fits_32bit("hip", m->km, k->bind, k->nbind, bufs, S);
+  if (st) return st;
+  for (int j = 0; j < k->nbind; j++) l->b[j] = *(const dev_buf *)bufs[k->bind[j]];
+  for (int s = 0; s < m->nsym; s++) l->S[s] = S[s];
   return PORTC_OK;
 }
 

@@ -143,3 +143,21 @@ portc_status cache_store(const char *dir, const char *key, const char *ext, cons
   }
   return PORTC_OK;
 }
+
+portc_status cache_fetch(const char *const *parts, const char *ext, const void *magic, size_t magic_len, const char *name, char key[33],
+                         void **data, size_t *bytes) {
+  char dir[4096];
+  portc_status st = cache_dir(dir, sizeof dir);
+  if (st) return st;
+  cache_key(parts, key);
+  *data = cache_read(dir, key, ext, bytes);
+  if (*data && (*bytes <= magic_len || memcmp(*data, magic, magic_len) != 0)) free(*data), *data = NULL; /* not this kind: build it again */
+  if (!*data) log_line("cache", "miss %s/%s.%s (%s)", dir, key, ext, name);
+  return PORTC_OK;
+}
+
+void cache_keep(const char *key, const char *ext, const void *data, size_t bytes) {
+  char dir[4096];
+  if (cache_dir(dir, sizeof dir) != PORTC_OK || cache_write(dir, key, ext, data, bytes) != PORTC_OK)
+    log_line("cache", "could not store %s.%s: %s", key, ext, portc_last_error());
+}

@@ -22,4 +22,12 @@ void *cache_read(const char *dir, const char *key, const char *ext, size_t *byte
 /* writes bytes as the entry, replacing any, atomically and with its checksum */
 portc_status cache_write(const char *dir, const char *key, const char *ext, const void *data, size_t bytes);
 
+/* What the GPU targets do with a compiled module: fetch it by its key parts (NULL-terminated),
+ * taking an entry only if it is intact and starts with magic (else *data is NULL: a miss, logged
+ * with `name`, and key[] says where cache_keep stores the fresh build). A failure to store is
+ * logged, not returned: the kernels still run, and the cache misses next time. */
+portc_status cache_fetch(const char *const *parts, const char *ext, const void *magic, size_t magic_len, const char *name, char key[33],
+                         void **data, size_t *bytes);
+void cache_keep(const char *key, const char *ext, const void *data, size_t bytes);
+
 #endif

@@ -62,6 +62,10 @@ typedef struct target {
   bool (*flushes_denormals)(void *handle);
 } target;
 
+/* GPU kernels index with 32 bits: refuses (naming the target) a bound buffer of 2^31 elements or
+ * more and a symbol value that does not fit; bind[0..nbind) are the kernel's buffers */
+portc_status launch_fits_32bit(const char *target, const kir_module *m, const int *bind, int nbind, void *const *bufs, const int64_t *S);
+
 /* finds "name" or "name:N" (device N of that target; *device gets N, or -1) */
 const target *target_find(const char *name, int *device);
 int target_count(void);

@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../ir/dtype.h"
 #include "../targets/cache.h"
 #include "../targets/emit.h"
 #include "vk.h"
@@ -108,26 +107,22 @@ static portc_status check_needs(const vk_context *c, int i, const char *line, co
 /* SPIR-V of one kernel's shader, from the kernel cache or compiled and stored there */
 static portc_status spirv_for(vk_context *c, const char *glsl, const char *const *defines, const char *name, uint32_t **code, size_t *words,
                               bool *hit) {
-  char dir[4096], key[33], defs[128] = "";
-  portc_status st = cache_dir(dir, sizeof dir);
-  if (st) return st;
+  char key[33], defs[128] = "", sub[32];
   for (int i = 0; defines[i]; i++) snprintf(defs + strlen(defs), sizeof defs - strlen(defs), "%s ", defines[i]);
-  char sub[32];
   snprintf(sub, sizeof sub, "subgroup %u %d denorm %d", c->f.subgroup_size, c->f.subgroup_arith, c->f.denorm_preserve);
   const char *parts[] = {glsl, "vulkan", c->cache_id, vk_compiler_id(), defs, sub, NULL};
-  cache_key(parts, key);
-  size_t bytes;
-  *code = cache_read(dir, key, "spv", &bytes);
-  *hit = *code && bytes % 4 == 0 && (*code)[0] == 0x07230203u; /* intact, and SPIR-V */
+  const uint32_t spirv_magic = 0x07230203u; /* SPIR-V's first word, as this host writes it */
+  size_t bytes = 0;
+  portc_status st = cache_fetch(parts, "spv", &spirv_magic, 4, name, key, (void **)code, &bytes);
+  if (st) return st;
+  *hit = *code && bytes % 4 == 0; /* whole words of SPIR-V */
   if (*hit) {
     *words = bytes / 4;
     return PORTC_OK;
   }
-  free(*code), *code = NULL; /* absent, or not SPIR-V: build it (again) */
-  log_line("cache", "miss %s/%s.spv (%s)", dir, key, name);
+  free(*code), *code = NULL;
   if ((st = vk_compile(c, glsl, name, defines, code, words))) return st;
-  if (cache_write(dir, key, "spv", *code, *words * 4) != PORTC_OK) /* the kernel still runs; the cache misses next time */
-    log_line("cache", "could not store %s/%s.spv: %s", dir, key, portc_last_error());
+  cache_keep(key, "spv", *code, *words * 4);
   return PORTC_OK;
 }
 
@@ -276,15 +271,11 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
     if (b->bytes > (int64_t)m->c->props.limits.maxStorageBufferRange)
       return err_set(PORTC_ERR_DEVICE, "vulkan: buffer %d has %lld bytes; %s binds at most %u (maxStorageBufferRange)", k->bind[j],
                      (long long)b->bytes, m->c->props.deviceName, m->c->props.limits.maxStorageBufferRange);
-    if (b->bytes / (int64_t)portc_dtype_size(m->km->buf[k->bind[j]].dt) >= (INT64_C(1) << 31) - (INT64_C(1) << 24))
-      return err_set(PORTC_ERR_INVALID, "vulkan: buffer %d has 2^31 elements or more; kernels index with 32 bits", k->bind[j]);
     l->b[j] = *b;
   }
-  for (int s = 0; s < m->nsym; s++) {
-    if (S[s] < 0 || S[s] >= (INT64_C(1) << 31)) return err_set(PORTC_ERR_INVALID, "vulkan: symbol value %lld does not fit 32 bits", (long long)S[s]);
-    l->S[s] = (int32_t)S[s];
-  }
-  return PORTC_OK;
+  portc_status st = launch_fits_32bit("vulkan", m->km, k->bind, k->nbind, bufs, S);
+  for (int s = 0; s < m->nsym && !st; s++) l->S[s] = (int32_t)S[s];
+  return st;
 }
 
 static bool same_buf(const dev_buf *a, const dev_buf *b) { return a->obj == b->obj && a->offset == b->offset && a->bytes == b->bytes; }
