@@ -11,6 +11,7 @@
 
 #include "bindings.h"
 #include "dtype.h"
+#include "npz.h"
 
 portc_bindings *portc_bindings_new(const portc_graph *g) {
   if (!g) {
@@ -166,7 +167,7 @@ static portc_status load_file(const portc_graph *g, const node *x, portc_tensor 
   if (x->file[0] != '/' && g->basedir) snprintf(path, sizeof path, "%s/%s", g->basedir, x->file);
   else snprintf(path, sizeof path, "%s", x->file);
   portc_tensor *t;
-  portc_status st = portc_tensor_load_npy(path, &t);
+  portc_status st = x->file_key ? npz_load(path, x->file_key, &t) : portc_tensor_load_npy(path, &t);
   if (st) return err_set(st, "param %s: %s", x->name, portc_last_error());
   bool ok = t->rank == dst->rank && convertible(t->dtype, dst->dtype);
   for (int k = 0; ok && k < dst->rank; k++) ok = t->shape[k] == dst->shape[k];
@@ -232,6 +233,8 @@ portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, po
     }
   } else if (b->given[id]) {
     convert(b->given[id], t);
+  } else if (x->op == OP_param && x->data) {
+    convert(x->data->t, t);
   } else if (x->op == OP_param && x->file) {
     st = load_file(g, x, t);
   } else if (x->op == OP_param && x->has_init) {

@@ -290,6 +290,44 @@ portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int
   return n;
 }
 
+portc_node portc_param_npz(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims, const char *path,
+                           const char *key) {
+  if (!key || !*key) return err_node(PORTC_ERR_INVALID, "param %s: no member of %s named", name ? name : "?", path ? path : "?");
+  portc_node n = portc_param_file(g, name, t, rank, dims, path);
+  if (n < 0) return n;
+  if (!(g->nodes[n].file_key = strdup(key))) {
+    node_free_data(&g->nodes[n]);
+    g->n--;
+    return err_node(PORTC_ERR_NOMEM, "param %s: out of memory", name);
+  }
+  return n;
+}
+
+portc_node graph_add_param_data(portc_graph *g, const char *name, pdata *data) {
+  const portc_tensor *t = data->t;
+  shape sh = {.rank = t->rank};
+  for (int i = 0; i < t->rank; i++) sh.d[i] = (dim){t->shape[i], -1};
+  portc_node n = graph_add_source(g, OP_param, name, t->dtype, &sh);
+  if (n < 0) return n;
+  g->nodes[n].data = data;
+  data->refs++;
+  return n;
+}
+
+portc_node portc_param_data(portc_graph *g, const char *name, const portc_tensor *t) {
+  if (!g || !t) return err_node(PORTC_ERR_INVALID, "param %s: graph or tensor is NULL", name ? name : "?");
+  if (!dtype_valid_in_graph(t->dtype) || t->rank < 0 || t->rank > PORTC_MAX_RANK)
+    return err_node(PORTC_ERR_DTYPE, "param %s: a %s tensor of rank %d cannot be a parameter", name ? name : "?",
+                    portc_dtype_name(t->dtype), t->rank);
+  portc_tensor *copy = portc_tensor_new(t->dtype, t->rank, t->shape);
+  if (copy) memcpy(copy->data, t->data, (size_t)portc_tensor_numel(t) * portc_dtype_size(t->dtype));
+  pdata *d = pdata_new(copy);
+  if (!d) return err_node(PORTC_ERR_NOMEM, "param %s: out of memory", name ? name : "?");
+  portc_node n = graph_add_param_data(g, name, d);
+  pdata_release(d);
+  return n;
+}
+
 portc_node portc_param_init(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims,
                             portc_init init, uint64_t seed, double a, double b) {
   if ((unsigned)init > PORTC_INIT_UNIFORM) return err_node(PORTC_ERR_INVALID, "param %s: unknown init %d", name ? name : "?", (int)init);

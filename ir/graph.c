@@ -33,6 +33,25 @@ void node_free_data(node *n) {
   free(n->value.f);
   free(n->value.i);
   free(n->file);
+  free(n->file_key);
+  pdata_release(n->data);
+}
+
+pdata *pdata_new(portc_tensor *t) {
+  pdata *d = t ? malloc(sizeof *d) : NULL;
+  if (!d) {
+    portc_tensor_free(t);
+    return NULL;
+  }
+  d->refs = 1;
+  d->t = t;
+  return d;
+}
+
+void pdata_release(pdata *d) {
+  if (!d || --d->refs > 0) return;
+  portc_tensor_free(d->t);
+  free(d);
 }
 
 void portc_graph_free(portc_graph *g) {

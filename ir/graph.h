@@ -75,6 +75,13 @@ typedef struct cdata {
   int64_t *i;
 } cdata;
 
+/* The values of a parameter that carries them (an imported model's weights): shared by the copies
+ * of a graph that compilation makes, freed with the last one. */
+typedef struct pdata {
+  int refs;
+  portc_tensor *t;
+} pdata;
+
 typedef struct node {
   enum op op;
   portc_dtype dt;
@@ -89,7 +96,9 @@ typedef struct node {
   bool has_init;
   uint64_t seed;
   double p0, p1;
-  char *file;        /* param loaded from .npy */
+  char *file;        /* param loaded from .npy, or from member file_key of an .npz */
+  char *file_key;
+  pdata *data;       /* param whose values the graph holds */
   int line;          /* where it was parsed from (0: built through the API) */
 } node;
 
@@ -158,6 +167,10 @@ portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_
 portc_node graph_add_const(portc_graph *g, const char *name, portc_dtype t, const shape *sh, const cdata *v);
 bool node_name_taken(const portc_graph *g, const char *name);
 void node_free_data(node *n);
+/* Appends a parameter holding the values of t (shared: counted, not copied). */
+portc_node graph_add_param_data(portc_graph *g, const char *name, pdata *data);
+pdata *pdata_new(portc_tensor *t); /* takes t; NULL when out of memory (t is then freed) */
+void pdata_release(pdata *d);
 
 /* ---- shape inference (shape.c) ---- */
 /* Infers dt and sh of node n (whose op, inputs and attributes are set) from its inputs. On failure

@@ -53,6 +53,8 @@ uint64_t portc_graph_hash(const portc_graph *g) {
     }
     if (n->op == OP_param) {
       mix_s(&h, n->file ? n->file : "");
+      mix_s(&h, n->file_key ? n->file_key : "");
+      mix_i(&h, n->data != NULL);
       mix_i(&h, n->has_init);
       if (n->has_init) {
         mix_i(&h, n->init);

@@ -10,6 +10,7 @@
 
 #include "dtype.h"
 #include "graph.h"
+#include "npz.h"
 
 static const struct { const char *descr; portc_dtype t; } descrs[] = {
     {"<f4", PORTC_F32}, {"<f2", PORTC_F16}, {"<f8", PORTC_F64}, {"<i4", PORTC_I32},
@@ -59,10 +60,8 @@ static portc_status parse_header(const char *path, const char *h, portc_dtype *t
   return PORTC_OK;
 }
 
-portc_status portc_tensor_load_npy(const char *path, portc_tensor **out) {
+portc_status npy_read(FILE *fp, const char *path, portc_tensor **out) {
   *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path);
   unsigned char pre[10];
   char *header = NULL;
   portc_status st = PORTC_OK;
@@ -114,11 +113,19 @@ truncated:
   st = err_set(PORTC_ERR_PARSE, "%s: the file is truncated", path);
 done:
   free(header);
+  return st;
+}
+
+portc_status portc_tensor_load_npy(const char *path, portc_tensor **out) {
+  *out = NULL;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path);
+  portc_status st = npy_read(fp, path, out);
   fclose(fp);
   return st;
 }
 
-portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path) {
+bool npy_write(FILE *fp, const portc_tensor *t) {
   const char *descr = NULL;
   portc_dtype as = t->dtype == PORTC_BF16 ? PORTC_F32 : t->dtype;
   for (unsigned i = 0; i < sizeof descrs / sizeof *descrs && !descr; i++)
@@ -128,8 +135,6 @@ portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path) {
   for (int i = 0; i < t->rank; i++) n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)t->shape[i], i + 1 < t->rank ? " " : "");
   n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
   int total = 10 + n + 1, pad = (64 - total % 64) % 64; /* header ends in \n, data 64-aligned */
-  FILE *fp = fopen(path, "wb");
-  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot create: %m", path);
   unsigned hlen = (unsigned)(n + pad + 1);
   unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
   bool ok = fwrite(pre, 1, 10, fp) == 10 && fwrite(dict, 1, (size_t)n, fp) == (size_t)n;
@@ -145,6 +150,13 @@ portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path) {
     size_t bytes = (size_t)numel * portc_dtype_size(t->dtype);
     ok = fwrite(t->data, 1, bytes, fp) == bytes;
   }
+  return ok;
+}
+
+portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path) {
+  FILE *fp = fopen(path, "wb");
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot create: %m", path);
+  bool ok = npy_write(fp, t);
   if (fclose(fp) != 0) ok = false;
   if (!ok) return err_set(PORTC_ERR_IO, "%s: write failed: %m", path);
   return PORTC_OK;

@@ -365,19 +365,32 @@ static void stmt_graph(parser *ps) {
   ps->g->name = copy;
 }
 
+/* the text of the current string token, without its quotes and escapes */
+static char *string_value(parser *ps) {
+  strbuf b = {0};
+  for (int i = 1; i < ps->t.len - 1; i++) {
+    if (ps->t.s[i] == '\\') i++;
+    sb_printf(&b, "%c", ps->t.s[i]);
+  }
+  return sb_take(&b);
+}
+
 static bool param_init(parser *ps, node *n) {
   static const char *const inits[] = {"zeros", "ones", "normal", "uniform"};
   if (is_word(ps, "file")) {
     next(ps);
     if (!expect(ps, '(', "'(' after file")) return false;
     if (ps->t.k != T_STRING) return expected(ps, "a quoted path");
-    strbuf b = {0};
-    for (int i = 1; i < ps->t.len - 1; i++) {
-      if (ps->t.s[i] == '\\') i++;
-      sb_printf(&b, "%c", ps->t.s[i]);
-    }
-    n->file = sb_take(&b);
+    n->file = string_value(ps);
     next(ps);
+    if (accept(ps, ',')) {
+      if (!is_word(ps, "key")) return expected(ps, "key=\"MEMBER\" (the array's name in an .npz file)");
+      next(ps);
+      if (!expect(ps, '=', "'='")) return false;
+      if (ps->t.k != T_STRING) return expected(ps, "a quoted member name");
+      n->file_key = string_value(ps);
+      next(ps);
+    }
     return expect(ps, ')', "')'");
   }
   for (int k = 0; k < 4; k++) {
@@ -418,21 +431,20 @@ static void stmt_param(parser *ps, tok at) {
   shape sh;
   if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh)) return;
   node tmp = {0};
-  if (accept(ps, '=') && !param_init(ps, &tmp)) {
+  if ((accept(ps, '=') && !param_init(ps, &tmp)) || !end_of_statement(ps)) {
     free(tmp.file);
-    return;
-  }
-  if (!end_of_statement(ps)) {
-    free(tmp.file);
+    free(tmp.file_key);
     return;
   }
   portc_dim dims[PORTC_MAX_RANK];
   for (int i = 0; i < sh.rank; i++) dims[i] = (portc_dim){sh.d[i].c, sh.d[i].sym >= 0 ? ps->g->syms[sh.d[i].sym] : NULL};
   portc_node n;
-  if (tmp.file) n = portc_param_file(ps->g, name, dt, sh.rank, dims, tmp.file);
+  if (tmp.file_key) n = portc_param_npz(ps->g, name, dt, sh.rank, dims, tmp.file, tmp.file_key);
+  else if (tmp.file) n = portc_param_file(ps->g, name, dt, sh.rank, dims, tmp.file);
   else if (tmp.has_init) n = portc_param_init(ps->g, name, dt, sh.rank, dims, tmp.init, tmp.seed, tmp.p0, tmp.p1);
   else n = portc_param(ps->g, name, dt, sh.rank, dims);
   free(tmp.file);
+  free(tmp.file_key);
   if (n < 0) report_build_error(ps, at, name, n);
 }
 

@@ -117,7 +117,13 @@ static void print_source(const portc_graph *g, const node *n, strbuf *b) {
   } else if (n->op == OP_param && n->file) {
     sb_printf(b, " = file(");
     print_string(n->file, b);
+    if (n->file_key) {
+      sb_printf(b, ", key=");
+      print_string(n->file_key, b);
+    }
     sb_printf(b, ")");
+  } else if (n->op == OP_param && n->data) {
+    sb_printf(b, "  # values held in memory: `portc convert` writes them to a file");
   } else if (n->op == OP_param && n->has_init) {
     static const char *const names[] = {"zeros", "ones", "normal", "uniform"};
     static const char *const p[][2] = {{0, 0}, {0, 0}, {"mean", "std"}, {"low", "high"}};

@@ -25,7 +25,9 @@ portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int3
     node *y = &dst->nodes[n];
     y->has_init = x->has_init, y->init = x->init, y->seed = x->seed, y->p0 = x->p0, y->p1 = x->p1;
     y->line = x->line;
-    if (x->file && !(y->file = strdup(x->file))) return err_node(PORTC_ERR_NOMEM, "out of memory");
+    if ((x->file && !(y->file = strdup(x->file))) || (x->file_key && !(y->file_key = strdup(x->file_key))))
+      return err_node(PORTC_ERR_NOMEM, "out of memory");
+    if ((y->data = x->data)) y->data->refs++;
     return n;
   }
   int32_t in[64];

@@ -77,6 +77,16 @@ const char *portc_dtype_name(portc_dtype t);              /* "f32", "bf16", ... 
 bool portc_dtype_parse(const char *name, portc_dtype *out); /* the inverse */
 size_t portc_dtype_size(portc_dtype t);                    /* bytes per element in a portc_tensor */
 
+/* ---- host tensors ---------------------------------------------------------------------------- */
+
+/* Row-major data; f16 and bf16 are stored as their uint16_t bits, bool as uint8_t 0/1. */
+typedef struct portc_tensor {
+  portc_dtype dtype;
+  int rank;
+  int64_t shape[PORTC_MAX_RANK];
+  void *data;
+} portc_tensor;
+
 /* ---- graphs ---------------------------------------------------------------------------------- */
 
 portc_graph *portc_graph_new(const char *name); /* NULL when out of memory */
@@ -127,6 +137,11 @@ portc_node portc_param(portc_graph *g, const char *name, portc_dtype t, int rank
  * folder of the .ptg file the graph was loaded from, else from the working directory. */
 portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int rank,
                             const portc_dim *dims, const char *npy_path);
+/* The same from member KEY of an .npz archive (numpy.savez: stored, not compressed). */
+portc_node portc_param_npz(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims,
+                           const char *npz_path, const char *key);
+/* A parameter holding a copy of t's values (its shape and dtype are t's). */
+portc_node portc_param_data(portc_graph *g, const char *name, const portc_tensor *t);
 typedef enum portc_init { PORTC_INIT_ZEROS, PORTC_INIT_ONES, PORTC_INIT_NORMAL, PORTC_INIT_UNIFORM } portc_init;
 /* A parameter filled from a seeded generator: NORMAL(mean=a, std=b), UNIFORM(low=a, high=b). */
 portc_node portc_param_init(portc_graph *g, const char *name, portc_dtype t, int rank,
@@ -230,16 +245,6 @@ portc_node portc_op(portc_graph *g, const char *op, int ninputs, const portc_nod
 
 /* The op table, one line per op: "name(inputs) kind attr:kind=default ...". Free with free(). */
 char *portc_ops_describe(void);
-
-/* ---- host tensors ---------------------------------------------------------------------------- */
-
-/* Row-major data; f16 and bf16 are stored as their uint16_t bits, bool as uint8_t 0/1. */
-typedef struct portc_tensor {
-  portc_dtype dtype;
-  int rank;
-  int64_t shape[PORTC_MAX_RANK];
-  void *data;
-} portc_tensor;
 
 portc_tensor *portc_tensor_new(portc_dtype t, int rank, const int64_t *shape); /* zeroed; NULL on failure */
 void portc_tensor_free(portc_tensor *t);
