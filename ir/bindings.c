@@ -47,13 +47,35 @@ void portc_bindings_free(portc_bindings *b) {
   free(b);
 }
 
+/* Values of derived symbols ("8*N") from their base, or a base from its multiple. */
+static portc_status derive_symbols(portc_bindings *b) {
+  const portc_graph *g = b->g;
+  for (int k = 0; k < b->nsyms; k++) {
+    int base = g->sym_base[k];
+    if (base < 0) continue;
+    int64_t scale = g->sym_scale[k];
+    if (b->sym_set[k] && !b->sym_set[base]) {
+      if (b->sym[k] % scale)
+        return err_set(PORTC_ERR_SHAPE, "symbol %s is %lld, which is not a multiple of %lld", g->syms[k], (long long)b->sym[k], (long long)scale);
+      b->sym[base] = b->sym[k] / scale, b->sym_set[base] = true;
+    }
+    if (!b->sym_set[base]) continue;
+    if (b->sym_set[k] && b->sym[k] != scale * b->sym[base])
+      return err_set(PORTC_ERR_SHAPE, "symbol %s is %lld, but %s is %lld", g->syms[k], (long long)b->sym[k], g->syms[base], (long long)b->sym[base]);
+    b->sym[k] = scale * b->sym[base], b->sym_set[k] = true;
+  }
+  return PORTC_OK;
+}
+
 portc_status portc_bindings_set_symbol(portc_bindings *b, const char *name, int64_t value) {
   int s = graph_find_symbol(b->g, name);
   if (s < 0 || s >= b->nsyms) return err_set(PORTC_ERR_INVALID, "symbol '%s' does not appear in graph %s", name, b->g->name);
   if (value < 0) return err_set(PORTC_ERR_SHAPE, "symbol %s: value %lld is negative", name, (long long)value);
+  for (int k = 0; k < b->nsyms; k++) /* a new base value replaces what was derived from the old one */
+    if (b->g->sym_base[k] == s) b->sym_set[k] = false;
   b->sym[s] = value;
   b->sym_set[s] = true;
-  return PORTC_OK;
+  return derive_symbols(b);
 }
 
 static bool convertible(portc_dtype from, portc_dtype to) {
@@ -198,7 +220,7 @@ portc_status bindings_bind_symbols(const portc_graph *g, portc_bindings *b) {
       b->sym_set[s] = true;
     }
   }
-  return PORTC_OK;
+  return derive_symbols(b);
 }
 
 #define MAX_ELEMENTS ((int64_t)1 << 36)

@@ -60,6 +60,8 @@ void portc_graph_free(portc_graph *g) {
   for (int i = 0; i < g->nsyms; i++) free(g->syms[i]);
   free(g->nodes);
   free(g->syms);
+  free(g->sym_base);
+  free(g->sym_scale);
   free(g->outputs);
   free(g->name);
   free(g->basedir);
@@ -89,11 +91,32 @@ int graph_find_symbol(const portc_graph *g, const char *name) {
 int graph_symbol(portc_graph *g, const char *name) {
   int i = graph_find_symbol(g, name);
   if (i >= 0) return i;
+  int base = -1;
+  int64_t scale = 1;
+  const char *star = strchr(name, '*');
+  if (star) {
+    char *end;
+    long long k = strtoll(name, &end, 10);
+    if (end != star || k < 2 || k > ((int64_t)1 << 40) || !valid_ident(star + 1) || (base = graph_symbol(g, star + 1)) < 0) return -1;
+    scale = k;
+  }
   char **syms = realloc(g->syms, (size_t)(g->nsyms + 1) * sizeof *syms);
-  if (!syms) return -1;
-  g->syms = syms;
-  if (!(syms[g->nsyms] = strdup(name))) return -1;
+  int32_t *bases = realloc(g->sym_base, (size_t)(g->nsyms + 1) * sizeof *bases);
+  if (syms) g->syms = syms;
+  if (bases) g->sym_base = bases;
+  int64_t *scales = realloc(g->sym_scale, (size_t)(g->nsyms + 1) * sizeof *scales);
+  if (scales) g->sym_scale = scales;
+  if (!syms || !bases || !scales || !(syms[g->nsyms] = strdup(name))) return -1;
+  bases[g->nsyms] = base, scales[g->nsyms] = scale;
   return g->nsyms++;
+}
+
+int graph_symbol_scaled(portc_graph *g, int base, int64_t scale) {
+  if (scale == 1) return base;
+  if (g->sym_base[base] >= 0) scale *= g->sym_scale[base], base = g->sym_base[base];
+  char name[160];
+  snprintf(name, sizeof name, "%lld*%s", (long long)scale, g->syms[base]);
+  return graph_symbol(g, name);
 }
 
 bool dim_eq(dim a, dim b) { return a.sym == b.sym && (a.sym >= 0 || a.c == b.c); }

@@ -109,6 +109,10 @@ struct portc_graph {
   int n, cap;
   char **syms;
   int nsyms;
+  /* A symbol named "K*S" is derived: its value is K times symbol S's (sym_base[i] = S, sym_scale[i]
+   * = K). Reshapes that merge a symbolic dimension with a constant one make them. Others: -1, 1. */
+  int32_t *sym_base;
+  int64_t *sym_scale;
   int32_t *outputs;
   int nout;
   int next_auto; /* for t0, t1, ... */
@@ -140,7 +144,9 @@ void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
 char *sb_take(strbuf *b); /* the string (never NULL unless out of memory); resets b */
 
 /* ---- graph and symbols (graph.c) ---- */
-int graph_symbol(portc_graph *g, const char *name); /* interns; -1 when out of memory */
+/* Interns a symbol; "K*S" (K >= 2, S a name) makes a derived one. -1 when out of memory or malformed. */
+int graph_symbol(portc_graph *g, const char *name);
+int graph_symbol_scaled(portc_graph *g, int base, int64_t scale); /* scale 1: base itself */
 int graph_find_symbol(const portc_graph *g, const char *name);
 bool dim_eq(dim a, dim b);
 bool shape_eq(const shape *a, const shape *b);

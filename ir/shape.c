@@ -267,11 +267,12 @@ typedef struct mono {
   int32_t syms[PORTC_MAX_RANK];
 } mono;
 
-static void mono_mul(mono *m, dim d) {
+static void mono_mul(const portc_graph *g, mono *m, dim d) {
   if (d.sym < 0) {
     m->coef *= d.c;
     return;
   }
+  if (g->sym_base[d.sym] >= 0) m->coef *= g->sym_scale[d.sym], d.sym = g->sym_base[d.sym];
   int i = m->n++;
   while (i > 0 && m->syms[i - 1] > d.sym) m->syms[i] = m->syms[i - 1], i--;
   m->syms[i] = d.sym;
@@ -288,7 +289,7 @@ static portc_status reshape(const ctx *c, shape *sh) {
   const attr *a = attr_get(c->n, "shape");
   if (a->n > PORTC_MAX_RANK) return fail(c, PORTC_ERR_SHAPE, "rank %d is more than %d", a->n, PORTC_MAX_RANK);
   mono in = {1, 0, {0}}, known = {1, 0, {0}};
-  for (int i = 0; i < x->sh.rank; i++) mono_mul(&in, x->sh.d[i]);
+  for (int i = 0; i < x->sh.rank; i++) mono_mul(c->g, &in, x->sh.d[i]);
   int infer_at = -1;
   sh->rank = a->n;
   for (int i = 0; i < a->n; i++) {
@@ -300,7 +301,7 @@ static portc_status reshape(const ctx *c, shape *sh) {
     }
     if (d.sym < 0 && d.c < 0) return fail(c, PORTC_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)d.c);
     sh->d[i] = d;
-    mono_mul(&known, d);
+    mono_mul(c->g, &known, d);
   }
   if (infer_at >= 0) {
     /* in / known must be a constant or a single symbol */
@@ -312,10 +313,13 @@ static portc_status reshape(const ctx *c, shape *sh) {
       if (j < known.n && known.syms[j] == in.syms[i]) j++;
       else rest.syms[rest.n++] = in.syms[i];
     }
-    if (j != known.n || rest.n > 1 || (rest.n == 1 && rest.coef != 1))
-      return fail(c, PORTC_ERR_SHAPE, "cannot infer -1: the remaining size is not a constant or a single symbol");
-    sh->d[infer_at] = rest.n ? (dim){0, rest.syms[0]} : (dim){rest.coef, -1};
-    mono_mul(&known, sh->d[infer_at]);
+    if (j != known.n || rest.n > 1)
+      return fail(c, PORTC_ERR_SHAPE, "cannot infer -1: the remaining size is not a constant or a multiple of one symbol");
+    /* a multiple of a symbol is a derived symbol, interned in the graph the node is added to */
+    int sym = rest.n ? graph_symbol_scaled((portc_graph *)c->g, rest.syms[0], rest.coef) : -1;
+    if (rest.n && sym < 0) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    sh->d[infer_at] = rest.n ? (dim){0, sym} : (dim){rest.coef, -1};
+    mono_mul(c->g, &known, sh->d[infer_at]);
   }
   if (!mono_eq(&in, &known)) {
     shape want = *sh;

@@ -232,6 +232,15 @@ static bool list_value(parser *ps, attr *a, bool syms) {
       }
     } else if (!int_value(ps, &a->v[a->n])) {
       return false;
+    } else if (syms && accept(ps, '*')) { /* 8*N: a multiple of a symbol */
+      char name[64], scaled[96];
+      if (!ident(ps, name, sizeof name, "a symbol after '*'")) return false;
+      snprintf(scaled, sizeof scaled, "%lld*%s", (long long)a->v[a->n], name);
+      if ((a->sym[a->n] = graph_symbol(ps->g, scaled)) < 0) {
+        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "'%s' is not a valid multiple of a symbol (a factor of 2 or more)", scaled);
+        return false;
+      }
+      a->v[a->n] = 0;
     }
     a->n++;
   } while (accept(ps, ','));
