@@ -89,7 +89,7 @@ static void lex(parser *ps) {
     while (p[t.len] && p[t.len] != '"' && p[t.len] != '\n') t.len += p[t.len] == '\\' && p[t.len + 1] && p[t.len + 1] != '\n' ? 2 : 1;
     if (p[t.len] == '"') t.len++;
     else t.k = T_BAD;
-  } else if (strchr(":=(),[]", *p)) {
+  } else if (strchr(":=(),[]*", *p)) {
     t.k = T_PUNCT;
     t.len = 1;
   } else {
