@@ -53,6 +53,8 @@ static int vector_bytes(void) {
 static portc_status open_module(const char *path, cpu_module *m) {
   char why[512];
   if (!(m->dl = dl_open(path, why, sizeof why))) return err_set(PORTC_ERR_IO, "cpu: cannot load %s: %s", path, why);
+  dl_keep_loaded("libgomp.so.1"); /* an application without OpenMP of its own would unload it with m->dl */
+  dl_keep_loaded("libomp.so.5");
   if (!(m->run = (int (*)(int, void *const *, const int64_t *))dl_sym(m->dl, "portc_kernel_run", why, sizeof why))) {
     dl_close(m->dl);
     return err_set(PORTC_ERR_IO, "cpu: %s: %s", path, why);

@@ -45,8 +45,11 @@ static portc_status dims_in(portc_graph *g, const char *what, int rank, const po
     v[i] = dims[i].size;
     sym[i] = -1;
     if (!dims[i].symbol) continue;
-    if (!valid_ident(dims[i].symbol)) return err_set(PORTC_ERR_INVALID, "%s: '%s' is not a valid symbol name", what, dims[i].symbol);
-    if ((sym[i] = graph_symbol(g, dims[i].symbol)) < 0) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", what);
+    bool scaled = strchr(dims[i].symbol, '*') != NULL; /* "8*N", a derived symbol */
+    if (!scaled && !valid_ident(dims[i].symbol)) return err_set(PORTC_ERR_INVALID, "%s: '%s' is not a valid symbol name", what, dims[i].symbol);
+    if ((sym[i] = graph_symbol(g, dims[i].symbol)) < 0)
+      return scaled ? err_set(PORTC_ERR_INVALID, "%s: '%s' is not a valid multiple of a symbol (K*NAME, K >= 2)", what, dims[i].symbol)
+                    : err_set(PORTC_ERR_NOMEM, "%s: out of memory", what);
     v[i] = 0;
   }
   return PORTC_OK;

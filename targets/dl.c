@@ -18,6 +18,11 @@ void *dl_sym(void *h, const char *name, char *why, size_t len) {
   return s;
 }
 
+void dl_keep_loaded(const char *soname) {
+  void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  if (h) dlclose(h); /* the mapping stays: RTLD_NODELETE */
+}
+
 void dl_close(void *h) {
   if (h) dlclose(h);
 }

@@ -10,5 +10,8 @@
 void *dl_open(const char *path, char *why, size_t len);
 void *dl_sym(void *handle, const char *name, char *why, size_t len);
 void dl_close(void *handle);
+/* Keeps an already loaded library mapped for good: the OpenMP runtime that a kernel library pulled
+ * in must outlive it, since its worker threads stay alive after the kernel library is closed. */
+void dl_keep_loaded(const char *soname);
 
 #endif

@@ -95,7 +95,15 @@ void portc_graph_free(portc_graph *g);
 /* Parse .ptg text. source_name is used in messages ("model.ptg:3:7: ..."). On failure *out is
  * NULL and portc_last_error() lists every problem found, one per line. */
 portc_status portc_graph_parse(const char *text, const char *source_name, portc_graph **out);
+/* A .ptg file, or an ONNX model when the name ends in ".onnx" (portc_graph_from_onnx). */
 portc_status portc_graph_load(const char *path, portc_graph **out);
+/* Imports an ONNX model (opsets 13 to 18). Initializers become parameters holding their values
+ * (external data files are read from the model's folder); dim_param dimensions become symbols,
+ * so a model exported with a dynamic batch runs for any batch; shape arithmetic is folded.
+ * An unsupported model fails with a message that lists every unsupported operator. */
+portc_status portc_graph_from_onnx(const char *path, portc_graph **out);
+/* The same from bytes in memory; external data is refused (there is no folder to read it from). */
+portc_status portc_graph_from_onnx_memory(const void *data, size_t size, const char *source_name, portc_graph **out);
 /* The normalized text of a graph; parsing it gives back an equal graph. Free with free(). */
 char *portc_graph_print(const portc_graph *g);
 

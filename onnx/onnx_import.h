@@ -1,0 +1,103 @@
+/*
+ * onnx_import.h: what the ONNX importer's files share. The importer reads a ModelProto with
+ * protobuf-c (code generated at build time from the onnx.proto that libonnx-dev ships) and
+ * builds a portc graph node by node.
+ *
+ * Each ONNX value becomes an `oval`: a graph node, or a value known at import. Known values are
+ * initializers and constants (floating data, held as shared parameter data) and the integer
+ * tensors of shape arithmetic (Shape, Gather on shapes, Concat of shapes feeding Reshape), whose
+ * elements are constants or multiples of a symbol, so that a model exported with a dynamic batch
+ * folds its shapes at import and still runs for any batch.
+ */
+#ifndef PORTC_ONNX_IMPORT_H
+#define PORTC_ONNX_IMPORT_H
+
+#include "graph.h"
+#include "onnx.pb-c.h"
+
+/* An element of a known integer tensor: c, or c times symbol sym; unknown when the import cannot
+ * tell (a product of two symbols, say). */
+typedef struct sval {
+  int64_t c;
+  int32_t sym;
+  bool unknown;
+} sval;
+
+typedef struct oval {
+  const char *name;
+  portc_node node; /* the value in the graph, or -1 when it is only known */
+  bool known;      /* the value is known at import: f or i holds it */
+  portc_dtype dt;  /* of the value; PORTC_F64 for a known double tensor */
+  int rank;
+  int64_t shape[PORTC_MAX_RANK]; /* of a known value */
+  pdata *f;  /* known floating values */
+  sval *i;   /* known integer or bool values, one per element */
+  int uses;  /* how many node inputs and graph outputs read it */
+  int producer; /* index of the node that makes it, -1 for inputs and initializers */
+} oval;
+
+#define ONNX_MAX_IO 64
+
+typedef struct imp {
+  portc_graph *g;
+  const char *source;  /* the file name, for messages */
+  const char *basedir; /* for external data; NULL: external data is refused */
+  Onnx__ModelProto *model;
+  int opset;
+  oval *v;
+  int nv, cap;
+  int *hash; /* open addressing over v by name */
+  int hcap;
+  /* the node being translated */
+  const Onnx__NodeProto *np;
+  oval *in[ONNX_MAX_IO];
+  int nin;
+  /* BatchNormalization folded into the Conv before it: per node, replacement weights */
+  pdata **fold_w, **fold_b;
+  bool *folded; /* the BatchNormalization is the identity now */
+} imp;
+
+/* ---- values.c ---- */
+oval *val_find(imp *c, const char *name);
+oval *val_new(imp *c, const char *name); /* NULL when out of memory or the name is defined twice (error set) */
+portc_status fail(imp *c, portc_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t val_numel(const oval *v);
+/* the value as a graph node: known values become constants or parameters holding their data */
+portc_node val_node(imp *c, oval *v);
+/* the shape of a value (node or known) as dims */
+int val_shape(imp *c, const oval *v, dim *d);
+/* outputs of the current node */
+portc_status out_node(imp *c, int k, portc_node n);
+portc_status out_ints(imp *c, int k, portc_dtype dt, int rank, const int64_t *shape, sval *vals); /* takes vals */
+portc_status out_floats(imp *c, int k, pdata *d);                                                   /* takes d */
+portc_status out_alias(imp *c, int k, const oval *v);
+/* a known input as integers: each element must be a constant (what it is for names it) */
+portc_status known_ints(imp *c, int k, const char *what, int64_t *out, int max, int *n);
+bool known_scalar(const oval *v, double *out);
+void sanitize(const char *in, char *out, size_t len); /* an ONNX name as a portc identifier */
+portc_status unique_name(imp *c, const char *onnx_name, char *out, size_t len);
+
+/* attributes of the current node */
+const Onnx__AttributeProto *attr_find(imp *c, const char *name);
+int64_t attr_int(imp *c, const char *name, int64_t def);
+double attr_float(imp *c, const char *name, double def);
+const char *attr_string(imp *c, const char *name, const char *def, char *buf, size_t len);
+int attr_ints(imp *c, const char *name, int64_t *out, int max); /* -1: absent; -2: too many */
+
+/* ---- model.c ---- */
+/* an ONNX element type as portc's; false for types portc has no graph form of */
+bool onnx_dtype(int32_t t, portc_dtype *out);
+const char *onnx_dtype_name(int32_t t);
+/* a TensorProto (initializer, Constant) as a known value of v */
+portc_status tensor_value(imp *c, const Onnx__TensorProto *t, oval *v);
+
+/* ---- the op translators: ops_*.c, one table each, ended by a NULL name ---- */
+typedef portc_status (*op_fn)(imp *c);
+typedef struct onnx_op {
+  const char *name;
+  op_fn fn;
+} onnx_op;
+extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[];
+op_fn onnx_op_lookup(const char *op_type);
+
+#endif

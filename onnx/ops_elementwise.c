@@ -1,0 +1,395 @@
+/*
+ * ops_elementwise.c: ONNX's elementwise, reduction, normalization and matrix operators. Where
+ * every input is a known integer tensor (shape arithmetic) the result is folded at import, with
+ * symbols carried through: Mul(N, 8) is 8*N, Equal(N, -1) is false.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+
+static oval *in(imp *c, int k) { return k < c->nin ? c->in[k] : NULL; }
+
+static portc_status need(imp *c, int k) {
+  return in(c, k) ? PORTC_OK : fail(c, PORTC_ERR_INVALID, "input %d is missing", k);
+}
+
+static bool is_int_known(const oval *v) { return v && v->known && v->i; }
+
+/* ---- folding integer shape arithmetic ---- */
+
+typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_EQ, F_LT, F_GT, F_LE, F_GE, F_MAX, F_MIN, F_AND, F_OR } fold_op;
+
+static bool konst(sval a) { return !a.unknown && a.sym < 0; }
+
+static sval fold2(fold_op op, sval a, sval b) {
+  sval u = {0, -1, true};
+  if (a.unknown || b.unknown) return u;
+  if (konst(a) && konst(b)) {
+    int64_t x = a.c, y = b.c, r;
+    switch (op) {
+    case F_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
+    case F_SUB: r = (int64_t)((uint64_t)x - (uint64_t)y); break;
+    case F_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+    case F_DIV: if (!y || (x == INT64_MIN && y == -1)) return u; r = x / y; break;
+    case F_EQ: r = x == y; break;
+    case F_LT: r = x < y; break;
+    case F_GT: r = x > y; break;
+    case F_LE: r = x <= y; break;
+    case F_GE: r = x >= y; break;
+    case F_MAX: r = x > y ? x : y; break;
+    case F_MIN: r = x < y ? x : y; break;
+    case F_AND: r = x && y; break;
+    default: r = x || y; break;
+    }
+    return (sval){r, -1, false};
+  }
+  /* at least one is c*S (S >= 1 at run time) */
+  bool same = a.sym == b.sym && a.sym >= 0;
+  switch (op) {
+  case F_ADD: if (same) return (sval){a.c + b.c, a.c + b.c ? a.sym : -1, false};
+              if (konst(b) && !b.c) return a;
+              if (konst(a) && !a.c) return b;
+              return u;
+  case F_SUB: if (same) return (sval){a.c - b.c, a.c - b.c ? a.sym : -1, false};
+              return konst(b) && !b.c ? a : u;
+  case F_MUL: if (konst(b)) return (sval){a.c * b.c, b.c ? a.sym : -1, false};
+              if (konst(a)) return (sval){a.c * b.c, a.c ? b.sym : -1, false};
+              return u;
+  case F_DIV: if (konst(b) && b.c && a.c % b.c == 0) return (sval){a.c / b.c, a.sym, false};
+              return same && a.c == b.c ? (sval){1, -1, false} : u;
+  case F_EQ: if (same) return (sval){a.c == b.c, -1, false};
+             if (konst(b) && a.c > 0 && b.c <= 0) return (sval){0, -1, false}; /* a positive size is not -1 or 0 */
+             if (konst(a) && b.c > 0 && a.c <= 0) return (sval){0, -1, false};
+             return u;
+  default: return u;
+  }
+}
+
+/* numpy broadcasting of known integer tensors */
+static portc_status fold_binary(imp *c, fold_op op, portc_dtype out_dt) {
+  const oval *a = in(c, 0), *b = in(c, 1);
+  int rank = a->rank > b->rank ? a->rank : b->rank;
+  int64_t shape[PORTC_MAX_RANK], n = 1;
+  for (int d = 0; d < rank; d++) {
+    int64_t x = d - (rank - a->rank) >= 0 ? a->shape[d - (rank - a->rank)] : 1, y = d - (rank - b->rank) >= 0 ? b->shape[d - (rank - b->rank)] : 1;
+    if (x != y && x != 1 && y != 1) return fail(c, PORTC_ERR_SHAPE, "known operands of shapes that do not broadcast");
+    shape[d] = x == 1 ? y : x;
+    n *= shape[d];
+  }
+  if (n > (1 << 20)) return fail(c, PORTC_ERR_SHAPE, "folding %lld elements of shape arithmetic", (long long)n);
+  sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
+  if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t k = 0; k < n; k++) {
+    int64_t ia = 0, ib = 0, rem = k, sa = 1, sb = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      int64_t idx = rem % shape[d];
+      rem /= shape[d];
+      int da = d - (rank - a->rank), db = d - (rank - b->rank);
+      if (da >= 0) ia += (a->shape[da] == 1 ? 0 : idx) * sa, sa *= a->shape[da];
+      if (db >= 0) ib += (b->shape[db] == 1 ? 0 : idx) * sb, sb *= b->shape[db];
+    }
+    r[k] = fold2(op, a->i[ia], b->i[ib]);
+  }
+  return out_ints(c, 0, out_dt, rank, shape, r);
+}
+
+/* ---- unary ---- */
+
+typedef portc_node (*unary_fn)(portc_graph *, portc_node);
+
+static portc_status unary(imp *c, unary_fn fn) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, in(c, 0));
+  return out_node(c, 0, x < 0 ? x : fn(c->g, x));
+}
+
+#define UNARY_OP(name, fn) \
+  static portc_status op_##name(imp *c) { return unary(c, fn); }
+UNARY_OP(Sqrt, portc_sqrt)
+UNARY_OP(Reciprocal, portc_reciprocal)
+UNARY_OP(Exp, portc_exp)
+UNARY_OP(Log, portc_log)
+UNARY_OP(Erf, portc_erf)
+UNARY_OP(Tanh, portc_tanh)
+UNARY_OP(Sigmoid, portc_sigmoid)
+UNARY_OP(Relu, portc_relu)
+UNARY_OP(Floor, portc_floor)
+UNARY_OP(Ceil, portc_ceil)
+UNARY_OP(Sin, portc_sin)
+UNARY_OP(Cos, portc_cos)
+UNARY_OP(Sign, portc_sign)
+
+/* Neg, Abs and Not fold on known integers */
+static portc_status int_unary(imp *c, int which, unary_fn fn) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  oval *x = in(c, 0);
+  if (!is_int_known(x)) return unary(c, fn);
+  int64_t n = val_numel(x);
+  sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
+  if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t k = 0; k < n; k++) {
+    sval a = x->i[k];
+    if (a.unknown) r[k] = a;
+    else if (which == 0) r[k] = (sval){-a.c, a.sym, false};
+    else if (which == 1) r[k] = a.sym >= 0 ? a : (sval){a.c < 0 ? -a.c : a.c, -1, false};
+    else r[k] = a.sym >= 0 ? (sval){0, -1, true} : (sval){!a.c, -1, false};
+  }
+  return out_ints(c, 0, x->dt, x->rank, x->shape, r);
+}
+static portc_status op_Neg(imp *c) { return int_unary(c, 0, portc_neg); }
+static portc_status op_Abs(imp *c) { return int_unary(c, 1, portc_abs); }
+static portc_status op_Not(imp *c) { return int_unary(c, 2, portc_not); }
+
+static portc_status op_Identity(imp *c) {
+  portc_status st = need(c, 0);
+  return st ? st : out_alias(c, 0, in(c, 0));
+}
+
+/* inference: Dropout is the identity; its mask output is refused where something reads it */
+static portc_status op_Dropout(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  if (c->np->n_output > 1 && *c->np->output[1] && val_find(c, c->np->output[1])->uses)
+    return fail(c, PORTC_ERR_INVALID, "the mask output is read; portc imports Dropout for inference only");
+  return out_alias(c, 0, in(c, 0));
+}
+
+static portc_status op_Gelu(imp *c) {
+  char buf[16];
+  const char *approx = attr_string(c, "approximate", "none", buf, sizeof buf);
+  if (strcmp(approx, "none") && strcmp(approx, "tanh")) return fail(c, PORTC_ERR_INVALID, "approximate='%s' (none or tanh)", approx);
+  return unary(c, strcmp(approx, "tanh") ? portc_gelu : portc_gelu_tanh);
+}
+
+static portc_status op_LeakyRelu(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  portc_dtype dt = portc_node_dtype(g, x);
+  portc_node zero = portc_scalar(g, dt, 0), alpha = portc_scalar(g, dt, attr_float(c, "alpha", 0.01));
+  return out_node(c, 0, portc_where(g, portc_gt(g, x, zero), x, portc_mul(g, x, alpha)));
+}
+
+/* ---- binary ---- */
+
+typedef portc_node (*binary_fn)(portc_graph *, portc_node, portc_node);
+
+static portc_status binary(imp *c, binary_fn fn, int fold, portc_dtype fold_dt_or_neg) {
+  portc_status st = need(c, 0);
+  if (!st) st = need(c, 1);
+  if (st) return st;
+  if (fold >= 0 && is_int_known(in(c, 0)) && is_int_known(in(c, 1)))
+    return fold_binary(c, (fold_op)fold, (int)fold_dt_or_neg >= 0 ? fold_dt_or_neg : in(c, 0)->dt);
+  portc_node a = val_node(c, in(c, 0)), b = a < 0 ? a : val_node(c, in(c, 1));
+  return out_node(c, 0, b < 0 ? b : fn(c->g, a, b));
+}
+
+#define BINARY_OP(name, fn, fold, dt) \
+  static portc_status op_##name(imp *c) { return binary(c, fn, fold, dt); }
+BINARY_OP(Add, portc_add, F_ADD, -1)
+BINARY_OP(Sub, portc_sub, F_SUB, -1)
+BINARY_OP(Mul, portc_mul, F_MUL, -1)
+BINARY_OP(Div, portc_div, F_DIV, -1)
+BINARY_OP(Equal, portc_eq, F_EQ, PORTC_BOOL)
+BINARY_OP(Less, portc_lt, F_LT, PORTC_BOOL)
+BINARY_OP(Greater, portc_gt, F_GT, PORTC_BOOL)
+BINARY_OP(LessOrEqual, portc_le, F_LE, PORTC_BOOL)
+BINARY_OP(GreaterOrEqual, portc_ge, F_GE, PORTC_BOOL)
+BINARY_OP(And, portc_and, F_AND, PORTC_BOOL)
+BINARY_OP(Or, portc_or, F_OR, PORTC_BOOL)
+
+/* Max, Min, Sum, Mean: any number of operands, folded pairwise */
+static portc_status variadic(imp *c, binary_fn fn, int fold, bool mean) {
+  if (c->nin < 1) return fail(c, PORTC_ERR_INVALID, "needs at least one input");
+  oval *first = in(c, 0);
+  if (c->nin == 1) return need(c, 0) ? need(c, 0) : out_alias(c, 0, first);
+  if (c->nin == 2 && !mean) return binary(c, fn, fold, (portc_dtype)-1);
+  portc_node acc = val_node(c, first);
+  for (int k = 1; k < c->nin && acc >= 0; k++) {
+    if (need(c, k)) return need(c, k);
+    portc_node x = val_node(c, in(c, k));
+    acc = x < 0 ? x : fn(c->g, acc, x);
+  }
+  if (mean && acc >= 0) acc = portc_div(c->g, acc, portc_scalar(c->g, portc_node_dtype(c->g, acc), c->nin));
+  return out_node(c, 0, acc);
+}
+static portc_status op_Max(imp *c) { return variadic(c, portc_maximum, F_MAX, false); }
+static portc_status op_Min(imp *c) { return variadic(c, portc_minimum, F_MIN, false); }
+static portc_status op_Sum(imp *c) { return variadic(c, portc_add, F_ADD, false); }
+static portc_status op_Mean(imp *c) { return variadic(c, portc_add, -1, true); }
+
+/* Pow with a known exponent avoids pow() where it can: GPU pow is undefined for x < 0 */
+static portc_status op_Pow(imp *c) {
+  portc_status st = need(c, 0);
+  if (!st) st = need(c, 1);
+  if (st) return st;
+  double e;
+  portc_graph *g = c->g;
+  if (known_scalar(in(c, 1), &e) && (e == 1 || e == 2 || e == 3 || e == 0.5 || e == -1)) {
+    portc_node x = val_node(c, in(c, 0));
+    if (x < 0) return out_node(c, 0, x);
+    portc_node y = e == 1 ? x : e == 2 ? portc_mul(g, x, x) : e == 3 ? portc_mul(g, portc_mul(g, x, x), x) : e == 0.5 ? portc_sqrt(g, x) : portc_reciprocal(g, x);
+    return out_node(c, 0, y);
+  }
+  portc_node x = val_node(c, in(c, 0)), y = x < 0 ? x : val_node(c, in(c, 1));
+  if (y >= 0 && portc_node_dtype(g, y) != portc_node_dtype(g, x)) y = portc_cast(g, y, portc_node_dtype(g, x));
+  return out_node(c, 0, y < 0 ? y : portc_pow(g, x, y));
+}
+
+static portc_status op_Where(imp *c) {
+  for (int k = 0; k < 3; k++)
+    if (need(c, k)) return need(c, k);
+  oval *cond = in(c, 0), *a = in(c, 1), *b = in(c, 2);
+  if (is_int_known(cond) && is_int_known(a) && is_int_known(b) && val_numel(cond) == val_numel(a) && val_numel(a) == val_numel(b) &&
+      cond->rank == a->rank && a->rank == b->rank) {
+    int64_t n = val_numel(a);
+    sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
+    if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    for (int64_t k = 0; k < n; k++)
+      r[k] = cond->i[k].unknown || cond->i[k].sym >= 0 ? (sval){0, -1, true} : cond->i[k].c ? a->i[k] : b->i[k];
+    return out_ints(c, 0, a->dt, a->rank, a->shape, r);
+  }
+  portc_node x = val_node(c, cond), y = x < 0 ? x : val_node(c, a), z = y < 0 ? y : val_node(c, b);
+  return out_node(c, 0, z < 0 ? z : portc_where(c->g, x, y, z));
+}
+
+static portc_status op_Cast(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  int32_t to = (int32_t)attr_int(c, "to", 0);
+  portc_dtype dt;
+  oval *x = in(c, 0);
+  bool to_int = to == 6 || to == 7 || to == 9;
+  if (is_int_known(x) && to_int) { /* shape arithmetic stays known */
+    int64_t n = val_numel(x);
+    sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
+    if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    memcpy(r, x->i, sizeof(sval) * (size_t)n);
+    onnx_dtype(to, &dt);
+    for (int64_t k = 0; k < n && dt == PORTC_BOOL; k++)
+      if (!r[k].unknown) r[k] = r[k].sym >= 0 ? (sval){1, -1, false} : (sval){r[k].c != 0, -1, false};
+    return out_ints(c, 0, dt, x->rank, x->shape, r);
+  }
+  if (to == 11) to = 1; /* double: portc computes in f32; the reference checks in f64 anyway */
+  if (!onnx_dtype(to, &dt)) return fail(c, PORTC_ERR_DTYPE, "cast to %s, which portc does not have", onnx_dtype_name(to));
+  portc_node v = val_node(c, x);
+  if (v < 0) return out_node(c, 0, v);
+  return out_node(c, 0, portc_node_dtype(c->g, v) == dt ? v : portc_cast(c->g, v, dt));
+}
+
+static portc_status op_Clip(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  portc_graph *g = c->g;
+  portc_node y = val_node(c, in(c, 0));
+  for (int k = 1; k <= 2 && y >= 0; k++) {
+    if (!in(c, k)) continue;
+    portc_node b = val_node(c, in(c, k));
+    y = b < 0 ? b : k == 1 ? portc_maximum(g, y, b) : portc_minimum(g, y, b);
+  }
+  return out_node(c, 0, y);
+}
+
+/* ---- rows: softmax and normalization ---- */
+
+static portc_status op_Softmax(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, in(c, 0));
+  return out_node(c, 0, x < 0 ? x : portc_softmax(c->g, x, attr_int(c, "axis", -1)));
+}
+
+static portc_status op_LogSoftmax(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, in(c, 0));
+  return out_node(c, 0, x < 0 ? x : portc_log_softmax(c->g, x, attr_int(c, "axis", -1)));
+}
+
+static portc_status op_LayerNormalization(imp *c) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  for (size_t k = 1; k < c->np->n_output; k++)
+    if (*c->np->output[k] && val_find(c, c->np->output[k])->uses) return fail(c, PORTC_ERR_INVALID, "output %zu (mean or inverse deviation) is read; portc computes only Y", k);
+  portc_node x = val_node(c, in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int rank = portc_node_rank(c->g, x);
+  int64_t axis = attr_int(c, "axis", -1);
+  if (axis != -1 && axis != rank - 1) return fail(c, PORTC_ERR_INVALID, "axis %lld: portc normalizes over the last dimension only", (long long)axis);
+  portc_node w = in(c, 1) ? val_node(c, in(c, 1)) : PORTC_NONE, b = in(c, 2) ? val_node(c, in(c, 2)) : PORTC_NONE;
+  if (w != PORTC_NONE && w < 0) return out_node(c, 0, w);
+  if (b != PORTC_NONE && b < 0) return out_node(c, 0, b);
+  return out_node(c, 0, portc_layer_norm(c->g, x, w, b, attr_float(c, "epsilon", 1e-5)));
+}
+
+/* ---- reductions ---- */
+
+typedef portc_node (*reduce_fn)(portc_graph *, portc_node, int, const int64_t *, bool);
+
+static portc_status reduce(imp *c, reduce_fn fn, bool axes_input) {
+  portc_status st = need(c, 0);
+  if (st) return st;
+  int64_t axes[PORTC_MAX_RANK];
+  int n = 0;
+  if (axes_input) {
+    if (in(c, 1) && (st = known_ints(c, 1, "axes", axes, PORTC_MAX_RANK, &n))) return st;
+  } else {
+    n = attr_ints(c, "axes", axes, PORTC_MAX_RANK);
+    if (n == -2) return fail(c, PORTC_ERR_INVALID, "more than %d axes", PORTC_MAX_RANK);
+    if (n < 0) n = 0;
+  }
+  if (n == 0 && attr_int(c, "noop_with_empty_axes", 0)) return out_alias(c, 0, in(c, 0));
+  portc_node x = val_node(c, in(c, 0));
+  return out_node(c, 0, x < 0 ? x : fn(c->g, x, n, axes, attr_int(c, "keepdims", 1) != 0));
+}
+static portc_status op_ReduceMean(imp *c) { return reduce(c, portc_mean, c->opset >= 18); }
+static portc_status op_ReduceSum(imp *c) { return reduce(c, portc_sum, true); }
+static portc_status op_ReduceMax(imp *c) { return reduce(c, portc_max, c->opset >= 18); }
+static portc_status op_ReduceMin(imp *c) { return reduce(c, portc_min, c->opset >= 18); }
+static portc_status op_ReduceProd(imp *c) { return reduce(c, portc_prod, c->opset >= 18); }
+
+/* ---- matrices ---- */
+
+static portc_status op_MatMul(imp *c) { return binary(c, portc_matmul, -1, (portc_dtype)-1); }
+
+static portc_status op_Gemm(imp *c) {
+  portc_status st = need(c, 0);
+  if (!st) st = need(c, 1);
+  if (st) return st;
+  portc_graph *g = c->g;
+  portc_node a = val_node(c, in(c, 0)), b = a < 0 ? a : val_node(c, in(c, 1));
+  if (b < 0) return out_node(c, 0, b);
+  static const int64_t swap[2] = {1, 0};
+  if (attr_int(c, "transA", 0)) a = portc_permute(g, a, 2, swap);
+  if (attr_int(c, "transB", 0)) b = portc_permute(g, b, 2, swap);
+  portc_node y = portc_matmul(g, a, b);
+  portc_dtype dt = y >= 0 ? portc_node_dtype(g, y) : PORTC_F32;
+  double alpha = attr_float(c, "alpha", 1), beta = attr_float(c, "beta", 1);
+  if (alpha != 1) y = portc_mul(g, y, portc_scalar(g, dt, alpha));
+  if (in(c, 2) && beta != 0) {
+    portc_node bias = val_node(c, in(c, 2));
+    if (beta != 1 && bias >= 0) bias = portc_mul(g, bias, portc_scalar(g, dt, beta));
+    y = bias < 0 ? bias : portc_add(g, y, bias);
+  }
+  return out_node(c, 0, y);
+}
+
+const onnx_op onnx_ops_elementwise[] = {
+    {"Sqrt", op_Sqrt}, {"Reciprocal", op_Reciprocal}, {"Exp", op_Exp}, {"Log", op_Log}, {"Erf", op_Erf},
+    {"Tanh", op_Tanh}, {"Sigmoid", op_Sigmoid}, {"Relu", op_Relu}, {"Floor", op_Floor}, {"Ceil", op_Ceil},
+    {"Sin", op_Sin}, {"Cos", op_Cos}, {"Sign", op_Sign}, {"Neg", op_Neg}, {"Abs", op_Abs}, {"Not", op_Not},
+    {"Identity", op_Identity}, {"Dropout", op_Dropout}, {"Gelu", op_Gelu}, {"LeakyRelu", op_LeakyRelu},
+    {"Add", op_Add}, {"Sub", op_Sub}, {"Mul", op_Mul}, {"Div", op_Div}, {"Pow", op_Pow}, {"Equal", op_Equal},
+    {"Less", op_Less}, {"Greater", op_Greater}, {"LessOrEqual", op_LessOrEqual}, {"GreaterOrEqual", op_GreaterOrEqual},
+    {"And", op_And}, {"Or", op_Or}, {"Max", op_Max}, {"Min", op_Min}, {"Sum", op_Sum}, {"Mean", op_Mean},
+    {"Where", op_Where}, {"Cast", op_Cast}, {"Clip", op_Clip}, {"Softmax", op_Softmax}, {"LogSoftmax", op_LogSoftmax},
+    {"LayerNormalization", op_LayerNormalization}, {"ReduceMean", op_ReduceMean}, {"ReduceSum", op_ReduceSum},
+    {"ReduceMax", op_ReduceMax}, {"ReduceMin", op_ReduceMin}, {"ReduceProd", op_ReduceProd}, {"MatMul", op_MatMul},
+    {"Gemm", op_Gemm}, {NULL, NULL},
+};

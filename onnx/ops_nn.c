@@ -1,0 +1,199 @@
+/*
+ * ops_nn.c: ONNX's convolution, batch normalization and pooling operators, as portc's conv2d and
+ * pool2d. portc pads symmetrically; ONNX's asymmetric pads, SAME padding and ceil_mode become an
+ * explicit Pad in front (with -inf for max pooling, and a count of the real elements for
+ * average pooling that leaves padding out).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+
+static oval *in(imp *c, int k) { return k < c->nin ? c->in[k] : NULL; }
+
+typedef struct window {
+  int64_t k[2], s[2], d[2], pb[2], pe[2]; /* kernel, stride, dilation, pad at begin and end */
+  int64_t ex[2];                          /* ceil_mode's extension past the end padding */
+} window;
+
+/* kernel, strides, dilations and pads of a 2-D window op over x of shape [N, C, H, W] */
+static portc_status read_window(imp *c, const dim *xd, const int64_t *kernel, window *w, bool ceil_mode) {
+  int64_t v[8];
+  int n;
+  for (int i = 0; i < 2; i++) w->k[i] = kernel[i], w->s[i] = 1, w->d[i] = 1, w->pb[i] = w->pe[i] = w->ex[i] = 0;
+  if ((n = attr_ints(c, "strides", v, 8)) >= 0) {
+    if (n != 2) return fail(c, PORTC_ERR_INVALID, "strides has %d values; portc takes 2-D windows", n);
+    w->s[0] = v[0], w->s[1] = v[1];
+  }
+  if ((n = attr_ints(c, "dilations", v, 8)) >= 0) {
+    if (n != 2) return fail(c, PORTC_ERR_INVALID, "dilations has %d values; portc takes 2-D windows", n);
+    w->d[0] = v[0], w->d[1] = v[1];
+  }
+  char buf[32];
+  const char *pad = attr_string(c, "auto_pad", "NOTSET", buf, sizeof buf);
+  if ((n = attr_ints(c, "pads", v, 8)) >= 0) {
+    if (n != 4) return fail(c, PORTC_ERR_INVALID, "pads has %d values; portc takes 2-D windows (4 pads)", n);
+    w->pb[0] = v[0], w->pb[1] = v[1], w->pe[0] = v[2], w->pe[1] = v[3];
+  }
+  for (int i = 0; i < 2; i++) {
+    if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 || w->k[i] > (1 << 20) || w->s[i] > (1 << 20) ||
+        w->d[i] > (1 << 20) || w->pb[i] > (1 << 20) || w->pe[i] > (1 << 20))
+      return fail(c, PORTC_ERR_INVALID, "kernel %lld, stride %lld, dilation %lld or pads %lld/%lld out of range", (long long)w->k[i],
+                  (long long)w->s[i], (long long)w->d[i], (long long)w->pb[i], (long long)w->pe[i]);
+  }
+  bool same = !strcmp(pad, "SAME_UPPER") || !strcmp(pad, "SAME_LOWER");
+  if (!same && strcmp(pad, "NOTSET") && strcmp(pad, "VALID")) return fail(c, PORTC_ERR_INVALID, "auto_pad '%s' is not an ONNX padding mode", pad);
+  if (!strcmp(pad, "VALID")) memset(w->pb, 0, sizeof w->pb), memset(w->pe, 0, sizeof w->pe);
+  for (int i = 0; i < 2; i++) {
+    if ((same || ceil_mode) && xd[2 + i].sym >= 0) return fail(c, PORTC_ERR_SHAPE, "SAME padding or ceil_mode over a symbolic spatial size");
+    int64_t size = xd[2 + i].c, span = (w->k[i] - 1) * w->d[i] + 1;
+    if (same) {
+      int64_t out = (size + w->s[i] - 1) / w->s[i], total = (out - 1) * w->s[i] + span - size;
+      if (total < 0) total = 0;
+      w->pb[i] = !strcmp(pad, "SAME_UPPER") ? total / 2 : total - total / 2;
+      w->pe[i] = total - w->pb[i];
+    }
+    if (ceil_mode) { /* extra end padding so that floor division gives the ceil-mode size */
+      int64_t padded = size + w->pb[i] + w->pe[i];
+      if (padded < span) continue;
+      int64_t out = (padded - span + w->s[i] - 1) / w->s[i] + 1;
+      if ((out - 1) * w->s[i] >= size + w->pb[i]) out--; /* the last window must start inside */
+      int64_t need = (out - 1) * w->s[i] + span - padded;
+      if (need > 0) w->ex[i] = need;
+    }
+  }
+  return PORTC_OK;
+}
+
+static bool symmetric(const window *w) { return w->pb[0] == w->pe[0] && w->pb[1] == w->pe[1] && !w->ex[0] && !w->ex[1]; }
+static bool padded(const window *w) { return w->pb[0] || w->pb[1] || w->pe[0] || w->pe[1] || w->ex[0] || w->ex[1]; }
+
+/* x with explicit spatial padding: before, after, and after that the extension */
+static portc_node pad_by(portc_graph *g, portc_node x, const int64_t *pb, const int64_t *pe, double value) {
+  if (!pb[0] && !pb[1] && !pe[0] && !pe[1]) return x;
+  int64_t pads[8] = {0, 0, 0, 0, pb[0], pe[0], pb[1], pe[1]};
+  return portc_pad(g, x, 8, pads, value);
+}
+
+/* an explicit Pad of the spatial dimensions, leaving the window op no padding of its own */
+static portc_node pad_spatial(portc_graph *g, portc_node x, window *w, double value) {
+  int64_t pe[2] = {w->pe[0] + w->ex[0], w->pe[1] + w->ex[1]};
+  x = pad_by(g, x, w->pb, pe, value);
+  memset(w->pb, 0, sizeof w->pb), memset(w->pe, 0, sizeof w->pe), memset(w->ex, 0, sizeof w->ex);
+  return x;
+}
+
+static portc_status op_Conv(imp *c) {
+  if (!in(c, 0) || !in(c, 1)) return fail(c, PORTC_ERR_INVALID, "needs X and W");
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, in(c, 0)), wt = x < 0 ? x : val_node(c, in(c, 1));
+  if (wt < 0) return out_node(c, 0, wt);
+  if (portc_node_rank(g, x) != 4 || portc_node_rank(g, wt) != 4)
+    return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 2-D convolutions (rank 4)", portc_node_rank(g, x), portc_node_rank(g, wt));
+  dim xd[PORTC_MAX_RANK], wd[PORTC_MAX_RANK];
+  val_shape(c, in(c, 0), xd);
+  val_shape(c, in(c, 1), wd);
+  int64_t kernel[8] = {wd[2].c, wd[3].c};
+  int n = attr_ints(c, "kernel_shape", kernel, 8);
+  if (n >= 0 && (n != 2 || kernel[0] != wd[2].c || kernel[1] != wd[3].c)) return fail(c, PORTC_ERR_SHAPE, "kernel_shape does not match W");
+  window w;
+  portc_status st = read_window(c, xd, kernel, &w, false);
+  if (st) return st;
+  if (!symmetric(&w)) x = pad_spatial(g, x, &w, 0);
+  portc_node bias = in(c, 2) ? val_node(c, in(c, 2)) : PORTC_NONE;
+  if (bias != PORTC_NONE && bias < 0) return out_node(c, 0, bias);
+  portc_conv2d_opts o = {.stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}, .dilation = {w.d[0], w.d[1]}, .groups = attr_int(c, "group", 1)};
+  return out_node(c, 0, x < 0 ? x : portc_conv2d(g, x, wt, bias, &o));
+}
+
+/* a BatchNormalization not folded into a Conv: (x - mean) * (scale / sqrt(var + eps)) + bias over
+ * channel dimension 1 */
+static portc_status op_BatchNormalization(imp *c) {
+  for (int k = 0; k < 5; k++)
+    if (!in(c, k)) return fail(c, PORTC_ERR_INVALID, "input %d is missing", k);
+  if (attr_int(c, "training_mode", 0)) return fail(c, PORTC_ERR_INVALID, "training_mode=1; portc imports inference graphs");
+  for (size_t k = 1; k < c->np->n_output; k++)
+    if (*c->np->output[k] && val_find(c, c->np->output[k])->uses) return fail(c, PORTC_ERR_INVALID, "running statistics outputs are read (training mode)");
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int rank = portc_node_rank(g, x);
+  if (rank < 2) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; it needs a channel dimension", rank);
+  portc_node p[4];
+  for (int k = 0; k < 4; k++) {
+    if ((p[k] = val_node(c, in(c, 1 + k))) < 0) return out_node(c, 0, p[k]);
+    portc_dim d[PORTC_MAX_RANK];
+    portc_node_shape(g, p[k], d);
+    portc_dim to[PORTC_MAX_RANK] = {{-1, NULL}};
+    for (int i = 1; i < rank - 1; i++) to[i] = (portc_dim){1, NULL};
+    p[k] = portc_reshape(g, p[k], rank - 1, to);
+  }
+  portc_dtype dt = portc_node_dtype(g, x);
+  portc_node scale = portc_div(g, p[0], portc_sqrt(g, portc_add(g, p[3], portc_scalar(g, dt, attr_float(c, "epsilon", 1e-5)))));
+  return out_node(c, 0, portc_add(g, portc_mul(g, portc_sub(g, x, p[2]), scale), p[1]));
+}
+
+static portc_status pool(imp *c, bool is_max) {
+  if (!in(c, 0)) return fail(c, PORTC_ERR_INVALID, "input X is missing");
+  if (is_max && c->np->n_output > 1 && *c->np->output[1] && val_find(c, c->np->output[1])->uses)
+    return fail(c, PORTC_ERR_INVALID, "the Indices output is read; portc computes only Y");
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  if (portc_node_rank(g, x) != 4) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; portc imports 2-D pooling (rank 4)", portc_node_rank(g, x));
+  dim xd[PORTC_MAX_RANK];
+  val_shape(c, in(c, 0), xd);
+  int64_t kernel[8];
+  if (attr_ints(c, "kernel_shape", kernel, 8) != 2) return fail(c, PORTC_ERR_INVALID, "kernel_shape must have 2 values");
+  window w;
+  portc_status st = read_window(c, xd, kernel, &w, attr_int(c, "ceil_mode", 0) != 0);
+  if (st) return st;
+  if (w.d[0] != 1 || w.d[1] != 1) return fail(c, PORTC_ERR_INVALID, "dilated pooling is not supported");
+  bool fits = symmetric(&w) && 2 * w.pb[0] <= w.k[0] && 2 * w.pb[1] <= w.k[1];
+  if (is_max) {
+    if (!fits) x = pad_spatial(g, x, &w, -INFINITY);
+    portc_pool2d_opts o = {.kernel = {w.k[0], w.k[1]}, .stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}};
+    return out_node(c, 0, portc_max_pool2d(g, x, &o));
+  }
+  /* average: portc's divides by the whole window; where ONNX leaves padding out of the count, or
+   * the ceil_mode extension is not counted, divide by the pooled count of real elements instead */
+  bool include = attr_int(c, "count_include_pad", 0) != 0;
+  portc_node count = PORTC_NONE;
+  if (!fits || (!include && padded(&w))) {
+    if (xd[2].sym >= 0 || xd[3].sym >= 0) return fail(c, PORTC_ERR_SHAPE, "average pooling that leaves padding out needs constant spatial sizes");
+    portc_dtype dt = portc_node_dtype(g, x);
+    portc_dim ones[4] = {{1, NULL}, {1, NULL}, {1, NULL}, {1, NULL}}, od[4] = {{1, NULL}, {1, NULL}, {xd[2].c, NULL}, {xd[3].c, NULL}};
+    portc_node mask = portc_expand(g, portc_reshape(g, portc_scalar(g, dt, 1), 4, ones), 4, od);
+    static const int64_t none[2] = {0, 0};
+    if (include) mask = pad_by(g, pad_by(g, mask, w.pb, w.pe, 1), none, w.ex, 0); /* declared padding counts */
+    else mask = pad_by(g, mask, w.pb, (int64_t[]){w.pe[0] + w.ex[0], w.pe[1] + w.ex[1]}, 0);
+    portc_pool2d_opts mo = {.kernel = {w.k[0], w.k[1]}, .stride = {w.s[0], w.s[1]}};
+    count = portc_avg_pool2d(g, mask, &mo);
+    x = pad_spatial(g, x, &w, 0);
+  }
+  portc_pool2d_opts o = {.kernel = {w.k[0], w.k[1]}, .stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}};
+  portc_node y = portc_avg_pool2d(g, x, &o);
+  return out_node(c, 0, count == PORTC_NONE ? y : portc_div(g, y, count));
+}
+static portc_status op_MaxPool(imp *c) { return pool(c, true); }
+static portc_status op_AveragePool(imp *c) { return pool(c, false); }
+
+static portc_status global_pool(imp *c, bool is_max) {
+  if (!in(c, 0)) return fail(c, PORTC_ERR_INVALID, "input X is missing");
+  portc_node x = val_node(c, in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int rank = portc_node_rank(c->g, x);
+  if (rank < 3) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; it needs spatial dimensions", rank);
+  int64_t axes[PORTC_MAX_RANK];
+  for (int i = 2; i < rank; i++) axes[i - 2] = i;
+  return out_node(c, 0, (is_max ? portc_max : portc_mean)(c->g, x, rank - 2, axes, true));
+}
+static portc_status op_GlobalAveragePool(imp *c) { return global_pool(c, false); }
+static portc_status op_GlobalMaxPool(imp *c) { return global_pool(c, true); }
+
+const onnx_op onnx_ops_nn[] = {
+    {"Conv", op_Conv}, {"BatchNormalization", op_BatchNormalization}, {"MaxPool", op_MaxPool},
+    {"AveragePool", op_AveragePool}, {"GlobalAveragePool", op_GlobalAveragePool}, {"GlobalMaxPool", op_GlobalMaxPool},
+    {NULL, NULL},
+};

@@ -1,0 +1,96 @@
+"""Exports the models the ONNX tests run, with PyTorch as the oracle.
+
+For each model: random weights (seeded), ONNX export with a dynamic batch dimension, and for two
+batch sizes an input and PyTorch's own output, all as .npy in OUT/NAME/. Nothing is downloaded:
+torchvision builds its architectures with weights=None. Run with Debian's python3 (python3-torch,
+python3-torchvision, python3-onnx).
+
+usage: export_models.py OUT [NAME ...] [--opset N] [--batches 1,3]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torchvision
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Dropout(0.1),
+            torch.nn.Linear(256, 128), torch.nn.Tanh(), torch.nn.Linear(128, 10), torch.nn.LogSoftmax(dim=-1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def randomize_norms(model):
+    """Non-trivial running statistics, so that BatchNorm folding is tested with real numbers."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+
+
+def models():
+    """name -> (constructor, input shape without batch, export options)"""
+    return {
+        "mlp": (MLP, (64,), {}),
+        # BatchNormalization kept in the file (training=PRESERVE on an eval model): portc folds it
+        "resnet18": (lambda: torchvision.models.resnet18(weights=None), (3, 64, 64), {"keep_bn": True}),
+        "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), (3, 64, 64), {}),
+        "squeezenet": (lambda: torchvision.models.squeezenet1_1(weights=None), (3, 64, 64), {}),
+        "transformer": (lambda: torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1),
+                        (16, 64), {"seq_first": True}),
+    }
+
+
+def export(name, out, opset, batches):
+    make, shape, opts = models()[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    randomize_norms(model)
+    os.makedirs(os.path.join(out, name), exist_ok=True)
+    path = os.path.join(out, name, "model.onnx")
+    seq_first = opts.get("seq_first", False)
+    # the transformer layer takes [S, N, E]: the batch is dimension 1
+    def sample(n):
+        s = (shape[0], n) + shape[1:] if seq_first else (n,) + shape
+        return torch.randn(*s, generator=torch.Generator().manual_seed(100 + n))
+    axes = {"x": {1 if seq_first else 0: "N"}, "y": {1 if seq_first else 0: "N"}}
+    training = torch.onnx.TrainingMode.PRESERVE if opts.get("keep_bn") else torch.onnx.TrainingMode.EVAL
+    with torch.no_grad():
+        torch.onnx.export(model, (sample(batches[0]),), path, input_names=["x"], output_names=["y"],
+                          dynamic_axes=axes, opset_version=opset, training=training, do_constant_folding=True)
+        onnx.checker.check_model(onnx.load(path))
+        for n in batches:
+            x = sample(n)
+            y = model(x)
+            np.save(os.path.join(out, name, f"x_{n}.npy"), x.numpy())
+            np.save(os.path.join(out, name, f"y_{n}.npy"), y.numpy())
+    ops = sorted({node.op_type for node in onnx.load(path).graph.node})
+    print(f"{name}: opset {opset}, batches {batches}, ops {' '.join(ops)}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("--batches", default="1,3")
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    batches = [int(b) for b in a.batches.split(",")]
+    for name in a.names or models():
+        export(name, a.out, a.opset, batches)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
