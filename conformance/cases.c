@@ -278,6 +278,11 @@ static void fusion_cases(conf_cases *cs) {
   text(add(cs, "fusion", "fusion/causal-mask-into-softmax-axis0"),
        "input x: f32[5, 7]\nm = causal_mask(x)\ny = log_softmax(m, axis=0)\noutput y\n");
   text(add(cs, "fusion", "fusion/output-is-input"), "input x: f32[3, 4]\ny = neg(x)\noutput x, y\n");
+  /* a transformer's residual: a matmul's [S*B, E] result seen as [S, B, E] inside the row kernel */
+  text(add(cs, "fusion", "fusion/row-kernel-reads-through-view"),
+       "input a: f32[24, 64]\ninput r: f32[6, 4, 64]\nv = reshape(a, shape=[6, 4, 64])\ns = add(r, v)\ny = layer_norm(s)\noutput y\n");
+  text(add(cs, "fusion", "fusion/row-kernel-reads-through-permute"),
+       "input a: f32[4, 6, 48]\ninput r: f32[6, 4, 48]\nv = permute(a, perm=[1, 0, 2])\ns = mul(r, v)\ny = softmax(s)\noutput y\n");
 }
 
 static void model_cases(conf_cases *cs, const char *dir) {
@@ -303,8 +308,11 @@ static void dynamic_cases(conf_cases *cs) {
       "input x: f32[B, S, 8]\ny = layer_norm(x)\noutput y\n",
       /* rows of any number: GPU targets pick their widest matmul tiles for it */
       "input x: f32[N, 40]\ninput w: f32[40, 136]\ninput c: f32[136]\nh = matmul(x, w)\nz = add(h, c)\ny = tanh(z)\noutput y\n",
+      /* attention heads split out of a dynamic batch: the derived symbol 4*N (ONNX import makes these) */
+      "input x: f32[6, N, 32]\nr = reshape(x, shape=[6, -1, 8])\np = permute(r, perm=[1, 0, 2])\ns = softmax(p)\nq = permute(s, perm=[1, 0, 2])\n"
+      "y = reshape(q, shape=[6, N, 32])\noutput y\n",
   };
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 6; i++) {
     conf_case *c = add(cs, "dynamic", "dynamic/%d", i);
     if (!c) continue;
     text(c, "%s", g[i]);

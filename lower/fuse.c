@@ -194,7 +194,14 @@ static bool joinable_expr(fctx *c, int v, int plan, bool *touches, char *seen, b
     memset(seen, 0, (size_t)c->g->n);
     return !depends_on(c, v, plan, seen);
   }
-  if (p->cls[v] != C_PW) return false; /* a view or an unfused anchor inside the row */
+  if (!root && p->cls[v] == C_VIEW) { /* a view of a value in memory is a load through an index map */
+    int base = v;
+    while (p->cls[base] == C_VIEW && !p->mat[base]) base = c->g->nodes[base].in[0];
+    if (!p->mat[base] && p->cls[base] != C_SRC) return false;
+    memset(seen, 0, (size_t)c->g->n);
+    return !depends_on(c, v, plan, seen);
+  }
+  if (p->cls[v] != C_PW) return false; /* a computed view or an unfused anchor inside the row */
   int lv = row_level(&n->sh, x, k->red_mask);
   if (!lv) return false;
   for (int i = 0; i < n->nin; i++) {

@@ -197,8 +197,15 @@ static portc_status fold_batchnorm(imp *c, const int *order) {
       portc_tensor_set(nb, ch, (bias - mean) * s + beta);
     }
     c->fold_w[x->producer] = dw, c->fold_b[x->producer] = db, c->folded[i] = true;
+    c->folded_bias_name[x->producer] = bn->input[2];
   }
   return PORTC_OK;
+}
+
+static bool auto_named(const char *s) {
+  if (*s++ != 't' || !*s) return false;
+  while (*s >= '0' && *s <= '9') s++;
+  return !*s;
 }
 
 static portc_status translate(imp *c, const int *order) {
@@ -212,8 +219,11 @@ static portc_status translate(imp *c, const int *order) {
     if (c->folded[i]) st = out_alias(c, 0, c->in[0]);
     else if (c->fold_w[i]) { /* a Conv with folded weights: swap them in */
       oval w = *c->in[1], b = {0};
-      w.f = c->fold_w[i], w.node = -1, w.name = c->np->input[1];
-      b.name = c->nin > 2 && c->in[2] ? c->np->input[2] : "folded_bias";
+      char wname[160], bname[160]; /* named for what they came from: explain shows the fold */
+      snprintf(wname, sizeof wname, "%s.bn_folded", c->np->input[1]);
+      snprintf(bname, sizeof bname, "%s.bn_folded", c->folded_bias_name[i]);
+      w.f = c->fold_w[i], w.node = -1, w.name = wname;
+      b.name = bname;
       b.known = true, b.f = c->fold_b[i], b.node = -1, b.dt = b.f->t->dtype, b.rank = 1, b.shape[0] = b.f->t->shape[0];
       c->in[1] = &w, c->in[2] = &b, c->nin = 3;
       st = onnx_op_lookup(c->np->op_type)(c);
@@ -222,6 +232,11 @@ static portc_status translate(imp *c, const int *order) {
     for (size_t k = 0; k < c->np->n_output; k++) {
       oval *v = *c->np->output[k] ? val_find(c, c->np->output[k]) : NULL;
       if (v && v->uses && v->node < 0 && !v->known) return fail(c, PORTC_ERR_INVALID, "output %zu ('%s') is not produced by portc's translation", k, v->name);
+      if (v && v->node >= 0 && auto_named(c->g->nodes[v->node].name)) { /* explain and errors speak the model's names */
+        char name[128];
+        unique_name(c, v->name, name, sizeof name);
+        portc_set_name(c->g, v->node, name);
+      }
     }
   }
   c->np = NULL;
@@ -259,7 +274,7 @@ static void imp_free(imp *c) {
       if (c->fold_w) pdata_release(c->fold_w[i]);
       if (c->fold_b) pdata_release(c->fold_b[i]);
     }
-  free(c->fold_w), free(c->fold_b), free(c->folded);
+  free(c->fold_w), free(c->fold_b), free(c->folded), free(c->folded_bias_name);
   free(c->v);
   free(c->hash);
   if (c->model) onnx__model_proto__free_unpacked(c->model, NULL);
@@ -281,7 +296,8 @@ static portc_status import(imp *c, const void *data, size_t size, portc_graph **
   c->fold_w = calloc((size_t)n + 1, sizeof *c->fold_w);
   c->fold_b = calloc((size_t)n + 1, sizeof *c->fold_b);
   c->folded = calloc((size_t)n + 1, sizeof *c->folded);
-  if (!(c->g = portc_graph_new(gname)) || !order || !c->fold_w || !c->fold_b || !c->folded) st = fail(c, PORTC_ERR_NOMEM, "out of memory");
+  c->folded_bias_name = calloc((size_t)n + 1, sizeof *c->folded_bias_name);
+  if (!(c->g = portc_graph_new(gname)) || !order || !c->fold_w || !c->fold_b || !c->folded || !c->folded_bias_name) st = fail(c, PORTC_ERR_NOMEM, "out of memory");
   if (!st) st = add_inputs(c);
   if (!st) st = order_nodes(c, order);
   if (!st) st = fold_batchnorm(c, order);

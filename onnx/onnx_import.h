@@ -55,6 +55,7 @@ typedef struct imp {
   /* BatchNormalization folded into the Conv before it: per node, replacement weights */
   pdata **fold_w, **fold_b;
   bool *folded; /* the BatchNormalization is the identity now */
+  const char **folded_bias_name; /* per Conv: the bias input of the BatchNormalization folded into it */
 } imp;
 
 /* ---- values.c ---- */
