@@ -9,12 +9,13 @@
 static const char *const usage =
     "usage: portc VERB [ARGS]\n"
     "\n"
-    "verbs:\n"
+    "verbs (G.ptg: a .ptg file or an ONNX model, G.onnx):\n"
     "  run G.ptg     run a graph on the float64 reference and summarize its outputs\n"
     "  check G.ptg   verify a graph and print its normalized text\n"
     "  verify        the conformance suite: every case on every target against the reference\n"
     "  explain G.ptg compile and print the fusion groups, bytes, FLOPs and why each kernel ends\n"
     "  bench G.ptg   time a compiled graph, fused against eager, with compile times and memory\n"
+    "  convert M.onnx -o M.ptg   write a model as .ptg text, its weights in an .npz beside it\n"
     "  devices       the targets and whether each can run here\n"
     "  ops           list the ops, their inputs and attributes\n"
     "\n"
@@ -35,7 +36,7 @@ int usage_error(const char *verb, const char *fmt, ...) {
 int main(int argc, char **argv) {
   static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
       {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}, {"verify", cmd_verify},
-      {"explain", cmd_explain}, {"bench", cmd_bench}, {"devices", cmd_devices}};
+      {"explain", cmd_explain}, {"bench", cmd_bench}, {"devices", cmd_devices}, {"convert", cmd_convert}};
   if (argc < 2) {
     fputs(usage, stderr);
     return EXIT_USAGE;

@@ -107,6 +107,11 @@ portc_status portc_graph_from_onnx_memory(const void *data, size_t size, const c
 /* The normalized text of a graph; parsing it gives back an equal graph. Free with free(). */
 char *portc_graph_print(const portc_graph *g);
 
+/* Writes g as .ptg text. Parameters holding their values (portc_param_data, ONNX initializers)
+ * are written to the .npz archive weights_path (numpy.savez's format: numpy.load reads it), which
+ * must sit in the same folder, and are declared file("NAME.npz", key="param") from then on. */
+portc_status portc_graph_save(portc_graph *g, const char *ptg_path, const char *weights_path);
+
 /* Checks every invariant and reports every problem, not only the first. On failure, when report
  * is not NULL, *report is the list of problems followed by the graph annotated with them (free
  * with free()). */
