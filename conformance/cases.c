@@ -79,6 +79,11 @@ static void special_cases(conf_cases *cs) {
     for (int d = 0; d < 2; d++)
       text(add(cs, "special", "special/%s/%s", UNARY[o].op, FLOATS[d]), "const x: %s[15] = %s\ny = %s(x)\noutput y\n", FLOATS[d], vals,
            UNARY[o].op);
+  /* padding with -inf: what max pooling with asymmetric or ceil-mode padding imports as */
+  for (int d = 0; d < 2; d++)
+    text(add(cs, "special", "special/pad-with-infinity/%s", FLOATS[d]),
+         "input x: %s[2, 3, 3]\np = pad(x, pads=[0, 0, 1, 0, 0, 2], value=-inf)\nr = reshape(p, shape=[1, 2, 4, 5])\ny = max_pool2d(r, kernel=[2, 2])\noutput p, y\n",
+         FLOATS[d]);
   static const char *const bins[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow"};
   for (int o = 0; o < 7; o++)
     text(add(cs, "special", "special/%s/f32", bins[o]),

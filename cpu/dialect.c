@@ -495,7 +495,7 @@ static void opaque(emitter *e) {
     emit_count(e, xs, 0, xs->rank, xn, sizeof xn);
     char val[64];
     double v = attr_f(n, "value");
-    if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%af", v);
+    if (dtype_is_float(e->m->buf[ob].dt)) emit_float(e->d, v, val, sizeof val);
     else snprintf(val, sizeof val, "INT64_C(%lld)", (long long)v);
     emit_line(e, "#pragma omp parallel for schedule(static)");
     emit_line(e, "for (int64_t t = 0; t < %s; t++)", total);

@@ -8,11 +8,16 @@
 #   the HIP target's compile-only tests: Debian's hipcc (with clang and LLVM 15, whose
 #   llvm-objdump reads AMD code objects), the ROCm device libraries, and the HIP runtime
 #   library, which holds hiprtc
+#   the ONNX importer: protoc-c and libprotobuf-c (its parser is generated from libonnx-dev's
+#   onnx.proto at build time); its tests export models with Debian's PyTorch (python3-torch,
+#   python3-torchvision, python3-onnx) and fuzz the importer with clang's libFuzzer
 set -euo pipefail
 need=()
 for pkg in gcc g++ make cmake libgtest-dev \
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
-  hipcc rocm-device-libs libamdhip64-dev; do
+  hipcc rocm-device-libs libamdhip64-dev \
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-torchvision python3-onnx python3-numpy \
+  clang-14 libclang-rt-14-dev; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then

@@ -190,7 +190,7 @@ static const char *var(int v) {
   return s;
 }
 
-static void float_literal(const dialect *d, double f, char *buf, size_t len) {
+void emit_float(const dialect *d, double f, char *buf, size_t len) {
   if (isnan(f)) snprintf(buf, len, "NAN");
   else if (isinf(f)) snprintf(buf, len, f < 0 ? "(-INFINITY)" : "INFINITY");
   else if (d->decimal_floats) snprintf(buf, len, "%.9e", (double)(float)f);
@@ -243,7 +243,7 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     break;
   }
   case KV_CONST:
-    if (dtype_is_float(x->dt)) float_literal(e->d, x->f, expr, sizeof expr);
+    if (dtype_is_float(x->dt)) emit_float(e->d, x->f, expr, sizeof expr);
     else snprintf(expr, sizeof expr, e->d->int_lit, (long long)x->i);
     break;
   case KV_INDEX: {

@@ -23,6 +23,8 @@ struct emitter {
 
 /* Renders the module's kernels into one source file (free with free()). */
 char *emit_module(const dialect *d, const kir_module *m);
+/* a floating constant as the dialect spells it, infinities and NaN included */
+void emit_float(const dialect *d, double f, char *buf, size_t len);
 
 void emit_line(emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* a dimension's extent as an expression: a literal, or S[k] for symbol k */

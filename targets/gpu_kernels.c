@@ -502,7 +502,7 @@ static void pad(emitter *e, const node *n, int xb, int ob) {
   const shape *xs = &e->m->buf[xb].sh;
   char val[64], ld[512];
   double v = attr_f(n, "value");
-  if (dtype_is_float(e->m->buf[ob].dt)) snprintf(val, sizeof val, "%.9e", v);
+  if (dtype_is_float(e->m->buf[ob].dt)) emit_float(e->d, v, val, sizeof val);
   else snprintf(val, sizeof val, "int64_t(%lld)", (long long)v);
   element_loop(e, &k->dom);
   emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);

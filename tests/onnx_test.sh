@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The ONNX importer against PyTorch: Debian's python3-torch exports ResNet-18, MobileNetV2,
+# SqueezeNet, a TransformerEncoderLayer and an MLP with random weights and a dynamic batch (opset
+# 17, and the MLP and transformer again at opset 13), with PyTorch's outputs for batches 1 and 3.
+# Each model is compiled once per target (CPU, and Vulkan with the validation layer: lavapipe
+# without a GPU) and that module runs both batches, within the bounds of TOLERANCES.md. Then what
+# explain must show, `portc convert` and its .npz, external data, and the malformed and
+# unsupported files of make_bad_models.py.
+# usage: onnx_test.sh PORTC ONNX_COMPARE SOURCE_DIR
+set -uo pipefail
+portc=$1 compare=$2 src=$3
+py=/usr/bin/python3 # Debian's python, which sees python3-torch, python3-torchvision and python3-onnx
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect() { # expect NAME PATTERN TEXT: TEXT matches the extended regex PATTERN
+  if grep -Eq -- "$2" <<<"$3"; then echo "ok: $1"; else fail "$1: expected /$2/ in:"; echo "$3" | head -20; fi
+}
+
+if ! $py -c 'import torch, torchvision, onnx, numpy' 2>/dev/null; then
+  echo "FAIL: $py cannot import torch, torchvision, onnx and numpy: run scripts/deps.sh"
+  exit 1
+fi
+$py "$src/tests/onnx/export_models.py" "$work/m17" 2>&1 | grep -v -i warn || fail "export at opset 17"
+$py "$src/tests/onnx/export_models.py" --opset 13 "$work/m13" mlp transformer 2>&1 | grep -v -i warn || fail "export at opset 13"
+
+export PORTC_VULKAN_VALIDATION=1
+for dir in "$work"/m17/* "$work"/m13/*; do
+  for target in cpu vulkan; do
+    out=$("$compare" "$dir/model.onnx" "$target" "$dir/x_1.npy" "$dir/y_1.npy" "$dir/x_3.npy" "$dir/y_3.npy" 2>&1)
+    rc=$?
+    echo "${out//$work\//}"
+    [ $rc -eq 0 ] || fail "$(basename "$(dirname "$dir")")/$(basename "$dir") on $target"
+    grep -q "Validation" <<<"$out" && fail "$(basename "$dir") on $target: the validation layer reported problems"
+  done
+done
+unset PORTC_VULKAN_VALIDATION
+
+# explain: ResNet-18's conv + (folded) batchnorm + relu is one kernel, and the residual add sits in
+# the second conv's epilogue; the transformer's softmax and each layer_norm are one row kernel
+r18=$("$portc" explain "$work/m17/resnet18/model.onnx" -t cpu --set N=2)
+first=$(awk '/^kernel 0:/,/^$/' <<<"$r18")
+expect "resnet18 kernel 0 is conv+bn+relu" 'conv2d over' "$first"
+expect "resnet18 kernel 0 fuses the relu" 'fuses: .*\(conv2d\).*\(relu\)' "$first"
+expect "resnet18 kernel 0 reads the weights with bn1 folded in" 'reads: .*conv1\.weight\.bn_folded, bn1\.bias\.bn_folded' "$first"
+expect "resnet18 residual add in a conv epilogue" 'fuses: .*layer1_layer1\.0_conv2_Conv_output_0\(conv2d\).*\(relu\).*layer1_layer1\.0_Add_output_0\(add\)' "$r18"
+[ "$(grep -c 'BatchNormalization' <<<"$r18")" = 0 ] || fail "resnet18: a BatchNormalization was not folded"
+tr=$("$portc" explain "$work/m17/transformer/model.onnx" -t cpu --set N=2)
+expect "transformer softmax is one row kernel" 'row reduction .*\(max, then sum\)' "$tr"
+fuses=$(grep -E '^  fuses:' <<<"$tr")
+n1=$(grep -c 'norm1_LayerNormalization' <<<"$fuses")
+n2=$(grep -c 'y\.mean.*y\.var\|y\.var.*y\.mean' <<<"$fuses")
+[ "$n1" = 1 ] && echo "ok: transformer norm1 is one kernel" || fail "transformer norm1 spans $n1 kernels"
+[ "$n2" = 1 ] && [ "$(grep -c 'y\.' <<<"$fuses")" = 1 ] && echo "ok: transformer norm2 is one kernel" || fail "transformer norm2 spans kernels"
+[ "$(grep -E '^  fuses:' <<<"$tr" | grep -c 'Softmax')" = 1 ] && echo "ok: transformer softmax in one kernel" || fail "transformer softmax spans kernels"
+
+# convert: .ptg + .npz that numpy reads, and the same numbers as the .onnx
+mkdir -p "$work/conv"
+"$portc" convert "$work/m17/resnet18/model.onnx" -o "$work/conv/r18.ptg" >/dev/null || fail "convert"
+$py - "$work/conv/r18.npz" "$work/m17/resnet18/model.onnx" <<'PY' || fail "the .npz does not hold the folded weights"
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+z = np.load(sys.argv[1])
+inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(sys.argv[2]).graph.initializer}
+assert "conv1.weight.bn_folded" in z.files and z["conv1.weight.bn_folded"].shape == inits["conv1.weight"].shape
+assert np.array_equal(z["fc.weight"], inits["fc.weight"]), "fc.weight differs"
+print(f"ok: {len(z.files)} arrays in the .npz, numpy reads them")
+PY
+"$portc" run "$work/conv/r18.ptg" -t cpu --input x="$work/m17/resnet18/x_3.npy" --out "$work/conv/a" >/dev/null &&
+  "$portc" run "$work/m17/resnet18/model.onnx" -t cpu --input x="$work/m17/resnet18/x_3.npy" --out "$work/conv/b" >/dev/null &&
+  cmp -s "$work/conv/a/y.npy" "$work/conv/b/y.npy" && echo "ok: converted .ptg runs to the same bits" || fail "converted .ptg differs from the .onnx"
+
+# external data beside the model
+$py - "$work/m17/mlp/model.onnx" "$work/ext/mlp.onnx" <<'PY' || fail "saving with external data"
+import os, sys, onnx
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+onnx.save_model(onnx.load(sys.argv[1]), sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True, location="mlp.weights", size_threshold=0)
+PY
+out=$("$compare" "$work/ext/mlp.onnx" cpu "$work/m17/mlp/x_3.npy" "$work/m17/mlp/y_3.npy" 2>&1) && echo "ok: external data" || fail "external data: $out"
+
+# malformed and unsupported files: one clear message, exit 1, no crash
+$py "$src/tests/onnx/make_bad_models.py" "$work/bad" || fail "make_bad_models.py"
+check_bad() { # check_bad FILE PATTERN
+  local out rc
+  out=$("$portc" check "$work/bad/$1" --quiet 2>&1)
+  rc=$?
+  [ $rc -eq 1 ] || fail "$1: exit code $rc"
+  expect "$1 refused" "$2" "$out"
+}
+check_bad unsupported.onnx '3 nodes use operators portc does not import'
+check_bad unsupported.onnx "TopK \(node 'topk_1', opset 17\)"
+check_bad unsupported.onnx "Einsum \(node 'einsum_2', opset 17\)"
+check_bad unsupported.onnx "com\.example::FusedGelu \(node 'custom_3', opset 17\)"
+check_bad cycle.onnx "node 'first' \(Add, opset 17\): is part of a cycle"
+check_bad missing_initializer.onnx "reads 'w_missing', which no node, graph input or initializer defines"
+check_bad impossible_shape.onnx "node 'reshape_bad' \(Reshape, opset 17\): .*element counts differ"
+check_bad absurd_size.onnx "tensor 'big' has more than 2\^34 elements"
+check_bad short_initializer.onnx "tensor 'b' declares 4 elements of float \(16 bytes\) but holds 8 bytes"
+check_bad old_opset.onnx 'opset 9 is not supported: portc imports opsets 13 to 18'
+check_bad truncated.onnx 'not an ONNX model: the protobuf message is malformed or truncated'
+check_bad wrong_field_type.onnx 'not an ONNX model'
+check_bad not_onnx.onnx 'not an ONNX model'
+check_bad external_escape.onnx "external data location '\.\./\.\./etc/passwd' leaves the model's folder"
+out=$("$portc" check "$work/bad/good.onnx" --quiet 2>&1) && expect "good.onnx imports" '# ok' "$out" || fail "good.onnx: $out"
+
+echo "$fails failure(s)"
+[ $fails -eq 0 ]
