@@ -267,15 +267,17 @@ typedef struct mono {
   int32_t syms[PORTC_MAX_RANK];
 } mono;
 
-static void mono_mul(const portc_graph *g, mono *m, dim d) {
-  if (d.sym < 0) {
-    m->coef *= d.c;
-    return;
+/* false when the coefficient overflows (absurd sizes) */
+static bool mono_mul(const portc_graph *g, mono *m, dim d) {
+  if (d.sym < 0) return !__builtin_mul_overflow(m->coef, d.c, &m->coef);
+  if (g->sym_base[d.sym] >= 0) {
+    if (__builtin_mul_overflow(m->coef, g->sym_scale[d.sym], &m->coef)) return false;
+    d.sym = g->sym_base[d.sym];
   }
-  if (g->sym_base[d.sym] >= 0) m->coef *= g->sym_scale[d.sym], d.sym = g->sym_base[d.sym];
   int i = m->n++;
   while (i > 0 && m->syms[i - 1] > d.sym) m->syms[i] = m->syms[i - 1], i--;
   m->syms[i] = d.sym;
+  return true;
 }
 
 static bool mono_eq(const mono *a, const mono *b) {
@@ -289,7 +291,8 @@ static portc_status reshape(const ctx *c, shape *sh) {
   const attr *a = attr_get(c->n, "shape");
   if (a->n > PORTC_MAX_RANK) return fail(c, PORTC_ERR_SHAPE, "rank %d is more than %d", a->n, PORTC_MAX_RANK);
   mono in = {1, 0, {0}}, known = {1, 0, {0}};
-  for (int i = 0; i < x->sh.rank; i++) mono_mul(c->g, &in, x->sh.d[i]);
+  for (int i = 0; i < x->sh.rank; i++)
+    if (!mono_mul(c->g, &in, x->sh.d[i])) return fail(c, PORTC_ERR_SHAPE, "the input's element count overflows");
   int infer_at = -1;
   sh->rank = a->n;
   for (int i = 0; i < a->n; i++) {
@@ -301,7 +304,7 @@ static portc_status reshape(const ctx *c, shape *sh) {
     }
     if (d.sym < 0 && d.c < 0) return fail(c, PORTC_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)d.c);
     sh->d[i] = d;
-    mono_mul(c->g, &known, d);
+    if (!mono_mul(c->g, &known, d)) return fail(c, PORTC_ERR_SHAPE, "the new shape's element count overflows");
   }
   if (infer_at >= 0) {
     /* in / known must be a constant or a single symbol */
@@ -319,7 +322,7 @@ static portc_status reshape(const ctx *c, shape *sh) {
     int sym = rest.n ? graph_symbol_scaled((portc_graph *)c->g, rest.syms[0], rest.coef) : -1;
     if (rest.n && sym < 0) return fail(c, PORTC_ERR_NOMEM, "out of memory");
     sh->d[infer_at] = rest.n ? (dim){0, sym} : (dim){rest.coef, -1};
-    mono_mul(c->g, &known, sh->d[infer_at]);
+    if (!mono_mul(c->g, &known, sh->d[infer_at])) return fail(c, PORTC_ERR_SHAPE, "the new shape's element count overflows");
   }
   if (!mono_eq(&in, &known)) {
     shape want = *sh;

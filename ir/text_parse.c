@@ -694,7 +694,7 @@ portc_status portc_graph_load(const char *path, portc_graph **out) {
   free(text);
   if (st) return st;
   const char *slash = strrchr(path, '/');
-  if (slash && !((*out)->basedir = strndup(path, (size_t)(slash - path ? slash - path : 1)))) {
+  if (slash && !((*out)->basedir = strndup(path, (size_t)(slash > path ? slash - path : 1)))) {
     portc_graph_free(*out);
     *out = NULL;
     return err_set(PORTC_ERR_NOMEM, "%s: out of memory", path);
