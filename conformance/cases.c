@@ -348,6 +348,38 @@ void conf_generate(conf_cases *cs, const char *examples_dir) {
   dynamic_cases(cs);
 }
 
+void conf_generate_models(conf_cases *cs, int n, char *const *paths, int nsets, char *const *sets) {
+  memset(cs, 0, sizeof *cs);
+  for (int m = 0; m < n; m++) {
+    const char *base = strrchr(paths[m], '/');
+    conf_case *c = add(cs, "models", "model/%s", base ? base + 1 : paths[m]);
+    if (!c || !(c->path = strdup(paths[m]))) continue;
+    portc_graph *g;
+    if (portc_graph_load(paths[m], &g) != PORTC_OK) continue; /* the runner reports why */
+    /* every symbol of the model's inputs: its --set value, else 2 */
+    for (int i = 0; i < portc_graph_input_count(g) && c->nsyms < 4; i++) {
+      portc_dim d[PORTC_MAX_RANK];
+      portc_node x = portc_graph_input(g, i);
+      portc_node_shape(g, x, d);
+      for (int k = 0; k < portc_node_rank(g, x) && c->nsyms < 4; k++) {
+        if (!d[k].symbol) continue;
+        bool seen = false;
+        for (int j = 0; j < c->nsyms; j++) seen = seen || !strcmp(c->sym[j], d[k].symbol);
+        if (seen) continue;
+        snprintf(c->sym[c->nsyms], sizeof c->sym[0], "%s", d[k].symbol);
+        c->symval[0][c->nsyms] = 2;
+        for (int j = 0; j < nsets; j++) {
+          const char *eq = strchr(sets[j], '=');
+          if (eq && (size_t)(eq - sets[j]) == strlen(d[k].symbol) && !strncmp(sets[j], d[k].symbol, (size_t)(eq - sets[j])))
+            c->symval[0][c->nsyms] = strtoll(eq + 1, NULL, 10);
+        }
+        c->nsyms++;
+      }
+    }
+    portc_graph_free(g);
+  }
+}
+
 void conf_free(conf_cases *cs) {
   for (int i = 0; i < cs->n; i++) {
     free(cs->c[i].text);

@@ -330,7 +330,8 @@ static int columns(const conf_options *o, column *cols) {
 
 int conf_run(const conf_options *o, const char *examples_dir, FILE *out) {
   conf_cases cases;
-  conf_generate(&cases, examples_dir);
+  if (o->nmodels) conf_generate_models(&cases, o->nmodels, o->models, o->nsets, o->sets);
+  else conf_generate(&cases, examples_dir);
   regex_t re;
   if (o->filter && regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB) != 0) {
     fprintf(stderr, "portc verify: --filter '%s' is not a valid regular expression\n", o->filter);

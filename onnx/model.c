@@ -160,8 +160,9 @@ portc_status tensor_value(imp *c, const Onnx__TensorProto *t, oval *v) {
       free(owned);
       return fail(c, PORTC_ERR_NOMEM, "tensor '%s': out of memory", name);
     }
-    if (raw && esize == portc_dtype_size(v->dt)) memcpy(x->data, raw, want);
-    else
+    if (raw && esize == portc_dtype_size(v->dt)) {
+      if (want) memcpy(x->data, raw, want);
+    } else {
       for (int64_t k = 0; k < numel; k++) {
         double f = 0;
         int64_t i;
@@ -169,6 +170,7 @@ portc_status tensor_value(imp *c, const Onnx__TensorProto *t, oval *v) {
         else field_value(t, k, &f, &i);
         portc_tensor_set(x, k, f);
       }
+    }
   } else {
     if (numel > MAX_KNOWN_INTS) {
       free(owned);

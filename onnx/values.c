@@ -258,6 +258,6 @@ int attr_ints(imp *c, const char *name, int64_t *out, int max) {
   const Onnx__AttributeProto *a = attr_find(c, name);
   if (!a) return -1;
   if (a->n_ints > (size_t)max) return -2;
-  memcpy(out, a->ints, sizeof(int64_t) * a->n_ints);
+  if (a->n_ints) memcpy(out, a->ints, sizeof(int64_t) * a->n_ints);
   return (int)a->n_ints;
 }

@@ -11,6 +11,8 @@
 #   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
 #   replay    the transformer example at a small size, default mode against reduce-overhead
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
+#   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
+#             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile
 # Logs and JSON go to $OUT (or /tmp/portc-visit), and all of them into $OUT/visit.tar.gz as well;
 # the last lines printed are the short tables.
 # Usage: scripts/gpu_visit.sh [STEP]...   (default: verify bench torch)
@@ -93,7 +95,12 @@ for step in $steps; do
     PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" >"$out/vs_torch.txt" 2>&1
     summary+=("torch (rc $?):" "$(grep -v Warning "$out/vs_torch.txt" | tail -40)")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch)"; exit 2 ;;
+  onnx)
+    PYTHONUNBUFFERED=1 python3 bench/onnx_vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${ONNX_MODELS:+--models "$ONNX_MODELS"} \
+      >"$out/onnx_vs_torch.txt" 2>&1
+    summary+=("onnx (rc $?):" "$(grep -E '^\||FAIL|failed|torch ' "$out/onnx_vs_torch.txt" | tail -30)")
+    ;;
+  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch, onnx)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

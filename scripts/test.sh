@@ -3,7 +3,8 @@
 # released and once under AddressSanitizer + UndefinedBehaviorSanitizer. The suite includes
 # `portc verify -t cpu` and `-t vulkan` (every conformance case, fused and eager; Vulkan on Mesa's
 # software driver when there is no GPU, with the validation layer on). Both builds share one kernel
-# cache, so the second build's conformance run reuses the kernels the first one compiled.
+# cache, so the second build's conformance run reuses the kernels the first one compiled. Last, a
+# short libFuzzer run of the ONNX importer and the .ptg parser (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -24,3 +25,5 @@ for variant in release asan; do
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"
 done
+echo "== fuzz (short)"
+scripts/fuzz.sh

@@ -55,6 +55,10 @@ n2=$(grep -c 'y\.mean.*y\.var\|y\.var.*y\.mean' <<<"$fuses")
 [ "$n2" = 1 ] && [ "$(grep -c 'y\.' <<<"$fuses")" = 1 ] && echo "ok: transformer norm2 is one kernel" || fail "transformer norm2 spans kernels"
 [ "$(grep -E '^  fuses:' <<<"$tr" | grep -c 'Softmax')" = 1 ] && echo "ok: transformer softmax in one kernel" || fail "transformer softmax spans kernels"
 
+# verify with a model: against the float64 reference, fused and eager
+out=$("$portc" verify -t cpu --model "$work/m17/mlp/model.onnx" --model "$work/m17/squeezenet/model.onnx" --set N=2 2>&1)
+expect "portc verify --model" '^4 passed, 0 failed, 0 skipped' "$out"
+
 # convert: .ptg + .npz that numpy reads, and the same numbers as the .onnx
 mkdir -p "$work/conv"
 "$portc" convert "$work/m17/resnet18/model.onnx" -o "$work/conv/r18.ptg" >/dev/null || fail "convert"

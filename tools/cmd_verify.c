@@ -9,7 +9,7 @@
 
 static const char *const help =
     "usage: portc verify [-t TARGETS] [--filter REGEX] [--json FILE] [--junit FILE] [--seed S]\n"
-    "                    [--no-eager] [--examples DIR] [--quiet]\n"
+    "                    [--no-eager] [--examples DIR] [--quiet] [--model FILE [--set SYM=N]...]...\n"
     "\n"
     "Runs every conformance case on each selected target, fused and eager, against the float64\n"
     "reference, and prints a table of suites by target, every failure with its seed, and a last\n"
@@ -21,11 +21,14 @@ static const char *const help =
     "  --junit FILE     every result as JUnit XML\n"
     "  --seed S         replay a run with its seed (default: a fresh seed, printed)\n"
     "  --no-eager       do not check eager mode\n"
-    "  --examples DIR   where the example models are (default: examples)\n";
+    "  --examples DIR   where the example models are (default: examples)\n"
+    "  --model FILE     verify this model (.ptg or .onnx) instead of the suite; repeatable. Its\n"
+    "                   symbols take --set SYM=N values (default 2); inputs are seeded at random\n";
 
 int cmd_verify(int argc, char **argv) {
   conf_options o = {.eager = true};
   const char *examples = "examples";
+  char *models[64], *sets[64];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (is_help(a)) {
@@ -33,13 +36,20 @@ int cmd_verify(int argc, char **argv) {
       return EXIT_OK;
     }
     bool takes = !strcmp(a, "-t") || !strcmp(a, "--filter") || !strcmp(a, "--json") || !strcmp(a, "--junit") || !strcmp(a, "--seed") ||
-                 !strcmp(a, "--examples");
+                 !strcmp(a, "--examples") || !strcmp(a, "--model") || !strcmp(a, "--set");
     if (takes && i + 1 >= argc) return usage_error("verify", "%s needs a value", a);
     if (!strcmp(a, "-t")) o.targets = argv[++i];
     else if (!strcmp(a, "--filter")) o.filter = argv[++i];
     else if (!strcmp(a, "--json")) o.json = argv[++i];
     else if (!strcmp(a, "--junit")) o.junit = argv[++i];
     else if (!strcmp(a, "--examples")) examples = argv[++i];
+    else if (!strcmp(a, "--model") || !strcmp(a, "--set")) {
+      bool model = !strcmp(a, "--model");
+      int *n = model ? &o.nmodels : &o.nsets;
+      if (*n == 64) return usage_error("verify", "more than 64 of %s", a);
+      if (!model && !strchr(argv[i + 1], '=')) return usage_error("verify", "--set wants SYM=N, got '%s'", argv[i + 1]);
+      (model ? models : sets)[(*n)++] = argv[++i];
+    }
     else if (!strcmp(a, "--seed")) {
       char *end;
       o.seed = strtoull(argv[++i], &end, 10);
@@ -55,6 +65,7 @@ int cmd_verify(int argc, char **argv) {
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
       if (!known_target(t)) return usage_error("verify", "unknown target '%s' (known:%s)", t, target_names() + 1);
   }
+  o.models = models, o.sets = sets;
   int fails = conf_run(&o, examples, stdout);
   if (fails < 0) return EXIT_USAGE;
   return fails ? EXIT_FAIL : EXIT_OK;

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""ONNX models on the GPU machine: exported there with its PyTorch, run by portc on each target
+against PyTorch's outputs, and timed against torch eager and torch.compile in the same run.
+
+For each model: random weights (seeded), torch.onnx.export with a dynamic batch (opset 17), and
+PyTorch's outputs for batches 1 and 4 (float32, TF32 off). `onnx_compare` compiles the model once
+per target and checks both batches (the bounds of conformance/TOLERANCES.md); `portc bench --set
+N=B` times it at the bench batch, and torch eager and torch.compile are timed with CUDA events the
+same way (warm-up, then the median of back-to-back runs).
+
+usage: onnx_vs_torch.py OUT [--targets cuda,vulkan] [--iters 30] [--models a,b]
+Prints one table last. Everything lands in OUT/onnx/.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+try:
+    import torchvision
+except ImportError:
+    torchvision = None
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def models():
+    """name -> (constructor, input shape without batch, batch dimension, bench batch)"""
+    m = {
+        "mlp": (MLP, (1024,), 0, 256),
+        "transformer": (lambda: torch.nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.1), (128, 512), 1, 32),
+    }
+    if torchvision:
+        tv = torchvision.models
+        m["resnet18"] = (lambda: tv.resnet18(weights=None), (3, 224, 224), 0, 32)
+        m["mobilenet_v2"] = (lambda: tv.mobilenet_v2(weights=None), (3, 224, 224), 0, 32)
+        m["squeezenet"] = (lambda: tv.squeezenet1_1(weights=None), (3, 224, 224), 0, 32)
+        m["resnet50"] = (lambda: tv.resnet50(weights=None), (3, 224, 224), 0, 32)  # the larger model
+    else:  # the larger model without torchvision: a BERT-base-sized encoder
+        m["encoder12"] = (lambda: torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.1), 12,
+                                                              enable_nested_tensor=False), (128, 768), 1, 16)
+    return m
+
+
+def sample(shape, bdim, n, seed):
+    s = list(shape)
+    s.insert(bdim, n)
+    return torch.randn(*s, generator=torch.Generator().manual_seed(seed))
+
+
+def median_ms(fn, iters, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def export(name, make, shape, bdim, d):
+    torch.manual_seed(0)
+    model = make().eval()
+    path = os.path.join(d, "model.onnx")
+    axes = {"x": {bdim: "N"}, "y": {bdim: "N"}}
+    with torch.no_grad():
+        kw = dict(input_names=["x"], output_names=["y"], dynamic_axes=axes, opset_version=17, do_constant_folding=True)
+        try:
+            torch.onnx.export(model, (sample(shape, bdim, 2, 0),), path, dynamo=False, **kw)
+        except TypeError:  # a PyTorch without the dynamo switch
+            torch.onnx.export(model, (sample(shape, bdim, 2, 0),), path, **kw)
+        gpu = model.cuda()
+        for n in (1, 4):
+            x = sample(shape, bdim, n, 100 + n)
+            np.save(os.path.join(d, f"x_{n}.npy"), x.numpy())
+            np.save(os.path.join(d, f"y_{n}.npy"), gpu(x.cuda()).float().cpu().numpy())
+    return model
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--targets", default="cuda,vulkan")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--models", default="")
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    portc, compare = os.path.join(root, "build/bin/portc"), os.path.join(root, "build/bin/onnx_compare")
+    targets = a.targets.split(",")
+    print(f"torch {torch.__version__}, torchvision {torchvision.__version__ if torchvision else 'absent'}, {torch.cuda.get_device_name()}")
+    rows = []
+    for name, (make, shape, bdim, batch) in models().items():
+        if a.models and name not in a.models.split(","):
+            continue
+        d = os.path.join(a.out, "onnx", name)
+        os.makedirs(d, exist_ok=True)
+        t0 = time.time()
+        try:
+            model = export(name, make, shape, bdim, d)
+        except Exception as e:  # noqa: BLE001: report and go on with the next model
+            print(f"{name}: export failed: {e}")
+            rows.append((name, batch, {}, {}, None, None))
+            continue
+        print(f"{name}: exported in {time.time() - t0:.1f} s")
+        match, ms = {}, {}
+        for t in targets:
+            r = subprocess.run([compare, os.path.join(d, "model.onnx"), t] + [os.path.join(d, f"{k}_{n}.npy") for n in (1, 4) for k in ("x", "y")],
+                               capture_output=True, text=True, timeout=900)
+            log = r.stdout + r.stderr
+            open(os.path.join(d, f"compare_{t}.txt"), "w").write(log)
+            print(log.strip())
+            match[t] = "pass" if r.returncode == 0 else "FAIL"
+            j = os.path.join(d, f"bench_{t}.json")
+            r = subprocess.run([portc, "bench", os.path.join(d, "model.onnx"), "-t", t, "--set", f"N={batch}", "--iters", str(a.iters),
+                                "--warmup", "3", "--no-eager", "--json", j], capture_output=True, text=True, timeout=900)
+            open(os.path.join(d, f"bench_{t}.txt"), "w").write(r.stdout + r.stderr)
+            ms[t] = json.load(open(j))["fused"]["median_s"] * 1e3 if r.returncode == 0 else None
+            if r.returncode:
+                print(f"{name} bench on {t} failed: {(r.stdout + r.stderr).strip()[-400:]}")
+        x = sample(shape, bdim, batch, 7).cuda()
+        gpu = model.cuda()
+        with torch.no_grad():
+            eager = median_ms(lambda: gpu(x), a.iters)
+            compiled = torch.compile(gpu)
+            comp = median_ms(lambda: compiled(x), a.iters)
+        rows.append((name, batch, match, ms, eager, comp))
+    print()
+    head = "| model | batch | " + " | ".join(f"{t} match | portc {t} ms" for t in targets) + " | torch eager ms | torch.compile ms | " + \
+        " | ".join(f"compile/{t}" for t in targets) + " |"
+    print(head)
+    print("|" + " --- |" * (head.count("|") - 1))
+    for name, batch, match, ms, eager, comp in rows:
+        cells = [name, str(batch)]
+        for t in targets:
+            cells += [match.get(t, "-"), f"{ms[t]:.3f}" if ms.get(t) else "-"]
+        cells += [f"{eager:.3f}" if eager else "-", f"{comp:.3f}" if comp else "-"]
+        cells += [f"{comp / ms[t]:.2f}x" if comp and ms.get(t) else "-" for t in targets]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
