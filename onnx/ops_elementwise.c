@@ -4,6 +4,7 @@
  * symbols carried through: Mul(N, 8) is 8*N, Equal(N, -1) is false.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,16 +359,52 @@ static portc_status op_ReduceProd(imp *c) { return reduce(c, portc_prod, c->opse
 
 static portc_status op_MatMul(imp *c) { return binary(c, portc_matmul, -1, (portc_dtype)-1); }
 
+/* nn.Linear exports Gemm(x, W, transB=1) with W [out, in]: transposing a known W here, once,
+ * gives the matmul an operand that lies as it is, which the GPU targets' fast paths (cuBLASLt,
+ * tensor cores) need. PORTC_ERR_INVALID: not a known matrix, keep the permute. */
+static portc_status transposed_weights(imp *c, const oval *w, oval *out) {
+  if (!w->known || !w->f || w->rank != 2 || w->node >= 0) return PORTC_ERR_INVALID;
+  const portc_tensor *t = w->f->t;
+  int64_t r = t->shape[0], k = t->shape[1], shape[2] = {k, r};
+  portc_tensor *x = portc_tensor_new(t->dtype, 2, shape);
+  pdata *d = pdata_new(x);
+  if (!d) return fail(c, PORTC_ERR_NOMEM, "out of memory transposing '%s'", w->name);
+  size_t es = portc_dtype_size(t->dtype);
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < k; j++) memcpy((char *)x->data + (size_t)(j * r + i) * es, (const char *)t->data + (size_t)(i * k + j) * es, es);
+  size_t len = strlen(w->name) + 3;
+  char *name = malloc(len);
+  if (!name) {
+    pdata_release(d);
+    return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  }
+  snprintf(name, len, "%s.T", w->name);
+  *out = (oval){.name = name, .node = -1, .known = true, .dt = t->dtype, .rank = 2, .shape = {k, r}, .f = d, .producer = -1};
+  return PORTC_OK;
+}
+
 static portc_status op_Gemm(imp *c) {
   portc_status st = need(c, 0);
   if (!st) st = need(c, 1);
   if (st) return st;
   portc_graph *g = c->g;
+  bool ta = attr_int(c, "transA", 0) != 0, tb = attr_int(c, "transB", 0) != 0;
+  oval bt = {0}, *w = in(c, 1);
+  if (tb) {
+    st = transposed_weights(c, w, &bt);
+    if (st && st != PORTC_ERR_INVALID) return st;
+    if (!st) c->in[1] = &bt, tb = false;
+  }
   portc_node a = val_node(c, in(c, 0)), b = a < 0 ? a : val_node(c, in(c, 1));
+  if (c->in[1] == &bt) {
+    c->in[1] = w;
+    pdata_release(bt.f);
+    free((char *)bt.name);
+  }
   if (b < 0) return out_node(c, 0, b);
   static const int64_t swap[2] = {1, 0};
-  if (attr_int(c, "transA", 0)) a = portc_permute(g, a, 2, swap);
-  if (attr_int(c, "transB", 0)) b = portc_permute(g, b, 2, swap);
+  if (ta) a = portc_permute(g, a, 2, swap);
+  if (tb) b = portc_permute(g, b, 2, swap);
   portc_node y = portc_matmul(g, a, b);
   portc_dtype dt = y >= 0 ? portc_node_dtype(g, y) : PORTC_F32;
   double alpha = attr_float(c, "alpha", 1), beta = attr_float(c, "beta", 1);

@@ -68,7 +68,7 @@ from onnx import numpy_helper
 z = np.load(sys.argv[1])
 inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(sys.argv[2]).graph.initializer}
 assert "conv1.weight.bn_folded" in z.files and z["conv1.weight.bn_folded"].shape == inits["conv1.weight"].shape
-assert np.array_equal(z["fc.weight"], inits["fc.weight"]), "fc.weight differs"
+assert np.array_equal(z["fc.weight.T"], inits["fc.weight"].T), "fc.weight.T differs from fc.weight transposed"
 print(f"ok: {len(z.files)} arrays in the .npz, numpy reads them")
 PY
 "$portc" run "$work/conv/r18.ptg" -t cpu --input x="$work/m17/resnet18/x_3.npy" --out "$work/conv/a" >/dev/null &&
