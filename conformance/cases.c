@@ -202,6 +202,14 @@ static void contraction_cases(conf_cases *cs) {
     text(add(cs, "ops", "conv2d/f32/%d", k), "input x: f32[2, 4, 9, 9]\ninput w: f32[6, %d, 3, 3]\ninput b: f32[6]\ny = conv2d(x, w, b%s)\noutput y\n",
          k == 4 ? 2 : 4, conv[k]);
   text(add(cs, "ops", "conv2d/f16"), "input x: f16[1, 3, 8, 8]\ninput w: f16[4, 3, 3, 3]\ny = conv2d(x, w, padding=[1, 1])\noutput y\n");
+  /* wide enough for the GPU targets' implicit-GEMM kernel; sizes that fill no tile evenly */
+  for (int k = 0; k < 4; k++)
+    text(add(cs, "ops", "conv2d/implicit-gemm/%d", k),
+         "input x: f32[3, 20, 11, 13]\ninput w: f32[24, 20, 3, 3]\ninput b: f32[24]\ny = conv2d(x, w, b%s)\noutput y\n", conv[k]);
+  text(add(cs, "ops", "conv2d/implicit-gemm/f16-1x1"), "input x: f16[2, 32, 7, 7]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n");
+  text(add(cs, "ops", "conv2d/implicit-gemm/residual-relu"),
+       "input x: f32[2, 16, 10, 10]\ninput w: f32[16, 16, 3, 3]\ninput b: f32[16]\nc = conv2d(x, w, b, padding=[1, 1])\nr = add(c, x)\n"
+       "y = relu(r)\noutput y\n");
   static const char *const pools[] = {"kernel=[2, 2]", "kernel=[3, 3], stride=[1, 1], padding=[1, 1]", "kernel=[3, 3], stride=[2, 2]"};
   for (int p = 0; p < 3; p++) {
     text(add(cs, "ops", "max_pool2d/%d", p), "input x: f32[2, 3, 9, 9]\ny = max_pool2d(x, %s)\noutput y\n", pools[p]);
@@ -316,8 +324,10 @@ static void dynamic_cases(conf_cases *cs) {
       /* attention heads split out of a dynamic batch: the derived symbol 4*N (ONNX import makes these) */
       "input x: f32[6, N, 32]\nr = reshape(x, shape=[6, -1, 8])\np = permute(r, perm=[1, 0, 2])\ns = softmax(p)\nq = permute(s, perm=[1, 0, 2])\n"
       "y = reshape(q, shape=[6, N, 32])\noutput y\n",
+      /* a convolution over a batch of any size (the implicit GEMM's pixel count is symbolic) */
+      "input x: f32[N, 18, 9, 9]\ninput w: f32[20, 18, 3, 3]\nc = conv2d(x, w, stride=[2, 2], padding=[1, 1])\ny = relu(c)\noutput y\n",
   };
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     conf_case *c = add(cs, "dynamic", "dynamic/%d", i);
     if (!c) continue;
     text(c, "%s", g[i]);

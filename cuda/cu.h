@@ -52,6 +52,7 @@ enum {
   CU_MMA_BK = 64,
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
+  CU_CONV_TILE = 128, /* convolution as an implicit GEMM: 128x128 tiles of 8x8 per thread */
 };
 typedef enum { CU_MM_SIMT, CU_MM_MMA } cu_mm_variant;
 

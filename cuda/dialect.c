@@ -91,7 +91,15 @@ static void kernel(emitter *e, int index) {
       gpu_matmul_int(e, cu_mm_tile(e->m, index));
     }
     break;
-  case KK_CONV: gpu_conv(e); break;
+  case KK_CONV:
+    if (gpu_conv_tiled(e->m, index)) {
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, CU_CONV_TILE + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, CU_CONV_TILE);
+      gpu_conv_gemm(e, CU_CONV_TILE);
+    } else {
+      gpu_conv(e);
+    }
+    break;
   case KK_OPAQUE: gpu_opaque(e); break;
   }
   gpu_loop_end(e);

@@ -5,6 +5,7 @@
  * one block per row, sized by the row's length.
  */
 #include "../ir/dtype.h"
+#include "../targets/gpu_kernels.h"
 #include "cu.h"
 
 static unsigned capped(int64_t n, int64_t cap) { return n < 1 ? 1 : n > cap ? (unsigned)cap : (unsigned)n; }
@@ -27,6 +28,7 @@ int cu_block_threads(const kir_module *m, int i) {
     return L == 0 ? 256 : L <= 32 ? 32 : L <= 1024 ? 128 : 256;
   }
   case KK_MATMUL: return cu_matmul_variant(m, i) == CU_MM_MMA ? CU_MMA_THREADS : 256;
+  case KK_CONV: return gpu_conv_tiled(m, i) ? 256 : CU_PW_THREADS;
   default: return CU_PW_THREADS;
   }
 }
@@ -49,6 +51,16 @@ void cu_grid(const kir_module *m, int i, const int64_t *S, int sms, unsigned g[3
     g[2] = capped(batch, 65535);
     break;
   }
+  case KK_CONV:
+    if (gpu_conv_tiled(m, i)) {
+      int64_t M, N;
+      gpu_conv_extents(m, i, S, &M, &N);
+      b[0] = 16, b[1] = 16;
+      g[0] = capped((N + CU_CONV_TILE - 1) / CU_CONV_TILE, INT32_MAX);
+      g[1] = capped((M + CU_CONV_TILE - 1) / CU_CONV_TILE, 65535);
+      break;
+    }
+    /* fall through */
   default: g[0] = capped((shape_count(&k->dom, S) + b[0] - 1) / b[0], (int64_t)(sms > 0 ? sms : 1) * 32); break;
   }
 }

@@ -48,7 +48,15 @@ static void kernel(emitter *e, int index) {
       gpu_matmul_int(e, HIP_MM_TILE);
     }
     break;
-  case KK_CONV: gpu_conv(e); break;
+  case KK_CONV:
+    if (gpu_conv_tiled(e->m, index)) {
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, HIP_MM_TILE + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, HIP_MM_TILE);
+      gpu_conv_gemm(e, HIP_MM_TILE);
+    } else {
+      gpu_conv(e);
+    }
+    break;
   case KK_OPAQUE: gpu_opaque(e); break;
   }
   gpu_loop_end(e);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../ir/dtype.h"
+#include "../targets/gpu_kernels.h"
 #include "hip.h"
 
 static unsigned capped(int64_t n, int64_t cap) { return n < 1 ? 1 : n > cap ? (unsigned)cap : (unsigned)n; }
@@ -30,7 +31,7 @@ int hip_block_threads(const kir_module *m, int i) {
 
 int hip_lds_bytes(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  if (k->kind == KK_MATMUL) return 16 * (2 * HIP_MM_TILE + 1) * (dtype_is_float(m->buf[k->in_buf[0]].dt) ? 4 : 0);
+  if (k->kind == KK_MATMUL || gpu_conv_tiled(m, i)) return 16 * (2 * HIP_MM_TILE + 1) * (dtype_is_float(m->buf[k->in_buf[0]].dt) ? 4 : 0);
   return k->kind == KK_ROW ? 8 * 1024 / 32 : 0;
 }
 
@@ -49,6 +50,16 @@ void hip_grid(const kir_module *m, int i, const int64_t *S, int cus, unsigned g[
     g[2] = capped(batch, 65535);
     break;
   }
+  case KK_CONV:
+    if (gpu_conv_tiled(m, i)) {
+      int64_t M, N;
+      gpu_conv_extents(m, i, S, &M, &N);
+      b[0] = 16, b[1] = 16;
+      g[0] = capped((N + HIP_MM_TILE - 1) / HIP_MM_TILE, INT32_MAX);
+      g[1] = capped((M + HIP_MM_TILE - 1) / HIP_MM_TILE, 65535);
+      break;
+    }
+    /* fall through */
   default: g[0] = capped((shape_count(&k->dom, S) + b[0] - 1) / b[0], (int64_t)(cus > 0 ? cus : 1) * 32); break;
   }
 }

@@ -186,6 +186,22 @@ static bool int_value(parser *ps, int64_t *out) {
   return true;
 }
 
+/* a seed: any 64-bit pattern, written unsigned (as printed) or negative (two's complement) */
+static bool seed_value(parser *ps, uint64_t *out) {
+  if (ps->t.k != T_INT) return expected(ps, "an integer");
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
+  errno = 0;
+  uint64_t v = buf[0] == '-' ? (uint64_t)strtoll(buf, NULL, 10) : strtoull(buf, NULL, 10);
+  if (errno == ERANGE || buf[0] == '+') {
+    errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "seed %s is out of range", buf);
+    return false;
+  }
+  *out = v;
+  next(ps);
+  return true;
+}
+
 static bool float_value(parser *ps, double *out) {
   if (ps->t.k != T_INT && ps->t.k != T_FLOAT && !is_word(ps, "inf") && !is_word(ps, "nan")) return expected(ps, "a number");
   char buf[64];
@@ -417,9 +433,7 @@ static bool param_init(parser *ps, node *n) {
       if (!ident(ps, key, sizeof key, "mean, std, low, high or seed") || !expect(ps, '=', "'='")) return false;
       bool normal = k == PORTC_INIT_NORMAL;
       if (strcmp(key, "seed") == 0) {
-        int64_t s;
-        if (!int_value(ps, &s)) return false;
-        n->seed = (uint64_t)s;
+        if (!seed_value(ps, &n->seed)) return false;
       } else if (strcmp(key, normal ? "mean" : "low") == 0) {
         if (!float_value(ps, &n->p0)) return false;
       } else if (strcmp(key, normal ? "std" : "high") == 0) {

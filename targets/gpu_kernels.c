@@ -421,6 +421,96 @@ void gpu_conv(emitter *e) {
   gpu_loop_end(e);
 }
 
+/* ---- conv2d as an implicit GEMM: out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x at
+ * the pixel's window, in the tiles of the SIMT matmul. The input window (im2col) is gathered into
+ * shared memory as it is needed, never written out; padding reads as zeros. ---- */
+
+bool gpu_conv_tiled(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_CONV || !dtype_is_float(m->buf[k->in_buf[0]].dt)) return false;
+  const node *n = &m->g->nodes[k->node];
+  const shape *ws = &m->buf[k->in_buf[1]].sh;
+  int64_t K = ws->d[1].c * ws->d[2].c * ws->d[3].c;
+  /* grouped and depthwise convolutions read little per output: the direct kernel */
+  return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
+}
+
+void gpu_conv_extents(const kir_module *m, int i, const int64_t *S, int64_t *M, int64_t *N) {
+  const kir_kernel *k = &m->k[i];
+  *M = dim_value(k->dom.d[1], S);
+  *N = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
+}
+
+void gpu_conv_gemm(emitter *e, int T) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
+  const int RB = T / 16, LOADS = T * GPU_MM_BK / 256;
+  char nb[32], ld[512];
+  emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[1].c,
+            (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)ws->d[2].c, (long long)ws->d[3].c, (long long)k->dom.d[2].c,
+            (long long)k->dom.d[3].c);
+  emit_line(e, "const int M = %lld, N = %s * OH * OW, K = C * KH * KW;", (long long)k->dom.d[1].c, emit_dim(e, k->dom.d[0], nb, sizeof nb));
+  emit_line(e, "const int tx = %s, ty = %s, tid = ty * 16 + tx;", G(e)->local[0], G(e)->local[1]);
+  emit_line(e, "for (int n0 = %s * %d; n0 < N; n0 += %s * %d)", G(e)->group[0], T, G(e)->ngroups[0], T);
+  emit_line(e, "for (int m0 = %s * %d; m0 < M; m0 += %s * %d) {", G(e)->group[1], T, G(e)->ngroups[1], T);
+  e->indent++;
+  emit_line(e, "float c[%d][%d];", RB, RB);
+  emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
+  emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", GPU_MM_BK);
+  e->indent++;
+  /* weights [O, C*KH*KW] as they lie */
+  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
+  emit_line(e, "  const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k0 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
+  emit_load(e, k->in_buf[1], "mm * K + kk", ld, sizeof ld);
+  emit_line(e, "  pc_As[ea %% %d][ea / %d] = mm < M && kk < K ? %s : 0.0;", GPU_MM_BK, GPU_MM_BK, ld);
+  emit_line(e, "}");
+  /* the input window of each pixel */
+  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
+  e->indent++;
+  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / %d, nn = n0 + eb %% %d;", T, T);
+  emit_line(e, "float b = 0.0;");
+  emit_line(e, "if (kk < K && nn < N) {");
+  e->indent++;
+  emit_line(e, "const int ci = kk / (KH * KW), kh = kk / KW %% KH, kw = kk %% KW;");
+  emit_line(e, "const int img = nn / (OH * OW), oh = nn / OW %% OH, ow = nn %% OW;");
+  emit_line(e, "const int ih = oh * %lld - %lld + kh * %lld, iw = ow * %lld - %lld + kw * %lld;", (long long)attr_or_one(n, "stride", 0),
+            (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "stride", 1),
+            (long long)attr_get(n, "padding")->v[1], (long long)attr_or_one(n, "dilation", 1));
+  emit_load(e, k->in_buf[0], "((img * C + ci) * H + ih) * W + iw", ld, sizeof ld);
+  emit_line(e, "if (ih >= 0 && ih < H && iw >= 0 && iw < W) b = %s;", ld);
+  gpu_loop_end(e);
+  emit_line(e, "pc_Bs[eb / %d][eb %% %d] = b;", T, T);
+  gpu_loop_end(e);
+  emit_line(e, "%s", G(e)->barrier);
+  const char *u = G(e)->unroll;
+  emit_line(e, "%sfor (int p = 0; p < %d; p++) {", u, GPU_MM_BK);
+  emit_line(e, "  float av[%d], bv[%d];", RB, RB);
+  emit_line(e, "  %sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
+  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
+  emit_line(e, "  %sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
+  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier);
+  gpu_loop_end(e);
+  /* the epilogue per output element: bias, then what fused after the convolution */
+  emit_line(e, "%sfor (int i = 0; i < %d; i++)", G(e)->unroll, RB);
+  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) {", G(e)->unroll, RB);
+  e->indent += 2;
+  emit_line(e, "const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * jj;");
+  emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const int cimg = n / (OH * OW), coh = n / OW %% OH, cow = n %% OW;");
+  char bias[256] = "0.0";
+  if (k->nin > 2) emit_load(e, k->in_buf[2], "m", bias, sizeof bias);
+  emit_line(e, "const float acc0 = c[i][jj] + %s;", bias);
+  static const char *const oidx[4] = {"cimg", "m", "coh", "cow"};
+  emit_scope_push(e);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  gpu_loop_end(e);
+}
+
 /* ---- opaque ops: an invocation per output element ---- */
 
 static void argmax(emitter *e, const node *n, int xb, int ob) {

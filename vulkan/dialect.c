@@ -132,12 +132,13 @@ static void kernel(emitter *e, int index) {
     for (int v = 0; v < k->nval; v++) e->done[v] = 0; /* the other variant writes its values again */
     e->scope = e->next_scope = 1;
   }
-  if (mm) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
+  bool conv = gpu_conv_tiled(e->m, index);
+  if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
   declare_buffers(e, index, false);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "const uint PC_RV = (%lldu + PC_WG - 1u) / PC_WG; /* row elements per invocation */", (long long)gpu_row_regs_length(k));
-  if (mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
+  if ((mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) || conv) {
     emit_line(e, "shared float pc_As[%d][%d];", GPU_MM_BK, VK_MM_TILE + 1);
     emit_line(e, "shared float pc_Bs[%d][%d];", GPU_MM_BK, VK_MM_TILE);
   }
@@ -150,7 +151,10 @@ static void kernel(emitter *e, int index) {
     if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e, VK_MM_TILE);
     else gpu_matmul_int(e, VK_MM_TILE);
     break;
-  case KK_CONV: gpu_conv(e); break;
+  case KK_CONV:
+    if (conv) gpu_conv_gemm(e, VK_MM_TILE);
+    else gpu_conv(e);
+    break;
   case KK_OPAQUE: gpu_opaque(e); break;
   }
   e->indent--;

@@ -4,6 +4,7 @@
  * a dispatch is capped at VK_MAX_GROUPS per dimension (the least any device offers) and any
  * size still runs.
  */
+#include "../targets/gpu_kernels.h"
 #include "vk.h"
 
 static uint32_t capped(int64_t n) { return n < 1 ? 1 : n > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)n; }
@@ -22,6 +23,15 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t wg, uint32_t
     g[2] = capped(batch);
     break;
   }
+  case KK_CONV:
+    if (gpu_conv_tiled(m, i)) {
+      int64_t M, N;
+      gpu_conv_extents(m, i, S, &M, &N);
+      g[0] = capped((N + VK_MM_TILE - 1) / VK_MM_TILE);
+      g[1] = capped((M + VK_MM_TILE - 1) / VK_MM_TILE);
+      break;
+    }
+    /* fall through */
   default: g[0] = capped((shape_count(&k->dom, S) + wg - 1) / wg); break;
   }
 }
