@@ -176,7 +176,7 @@ portc_status out_ints(imp *c, int k, portc_dtype dt, int rank, const int64_t *sh
     return PORTC_OK;
   }
   v->known = true, v->dt = dt, v->rank = rank, v->i = vals;
-  memcpy(v->shape, shape, sizeof(int64_t) * (size_t)rank);
+  if (rank) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)rank);
   return PORTC_OK;
 }
 
