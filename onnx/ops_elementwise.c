@@ -46,19 +46,20 @@ static sval fold2(fold_op op, sval a, sval b) {
     }
     return (sval){r, -1, false};
   }
-  /* at least one is c*S (S >= 1 at run time) */
+  /* at least one is c*S (S >= 1 at run time); coefficients that overflow are unknown */
   bool same = a.sym == b.sym && a.sym >= 0;
+  int64_t r;
   switch (op) {
-  case F_ADD: if (same) return (sval){a.c + b.c, a.c + b.c ? a.sym : -1, false};
+  case F_ADD: if (same) return __builtin_add_overflow(a.c, b.c, &r) ? u : (sval){r, r ? a.sym : -1, false};
               if (konst(b) && !b.c) return a;
               if (konst(a) && !a.c) return b;
               return u;
-  case F_SUB: if (same) return (sval){a.c - b.c, a.c - b.c ? a.sym : -1, false};
+  case F_SUB: if (same) return __builtin_sub_overflow(a.c, b.c, &r) ? u : (sval){r, r ? a.sym : -1, false};
               return konst(b) && !b.c ? a : u;
-  case F_MUL: if (konst(b)) return (sval){a.c * b.c, b.c ? a.sym : -1, false};
-              if (konst(a)) return (sval){a.c * b.c, a.c ? b.sym : -1, false};
-              return u;
-  case F_DIV: if (konst(b) && b.c && a.c % b.c == 0) return (sval){a.c / b.c, a.sym, false};
+  case F_MUL: if (!konst(a) && !konst(b)) return u;
+              if (__builtin_mul_overflow(a.c, b.c, &r)) return u;
+              return (sval){r, r ? (konst(b) ? a.sym : b.sym) : -1, false};
+  case F_DIV: if (konst(b) && b.c > 0 && a.c % b.c == 0) return (sval){a.c / b.c, a.sym, false};
               return same && a.c == b.c ? (sval){1, -1, false} : u;
   case F_EQ: if (same) return (sval){a.c == b.c, -1, false};
              if (konst(b) && a.c > 0 && b.c <= 0) return (sval){0, -1, false}; /* a positive size is not -1 or 0 */
@@ -135,8 +136,8 @@ static portc_status int_unary(imp *c, int which, unary_fn fn) {
   for (int64_t k = 0; k < n; k++) {
     sval a = x->i[k];
     if (a.unknown) r[k] = a;
-    else if (which == 0) r[k] = (sval){-a.c, a.sym, false};
-    else if (which == 1) r[k] = a.sym >= 0 ? a : (sval){a.c < 0 ? -a.c : a.c, -1, false};
+    else if (which == 0) r[k] = (sval){(int64_t)(0 - (uint64_t)a.c), a.sym, false}; /* wraps, as the integer op does */
+    else if (which == 1) r[k] = a.sym >= 0 ? a : (sval){a.c < 0 ? (int64_t)(0 - (uint64_t)a.c) : a.c, -1, false};
     else r[k] = a.sym >= 0 ? (sval){0, -1, true} : (sval){!a.c, -1, false};
   }
   return out_ints(c, 0, x->dt, x->rank, x->shape, r);

@@ -23,14 +23,16 @@ static sval dim_sval(const portc_graph *g, dim d) {
   return (sval){1, d.sym, false};
 }
 
+#define MAX_DIM ((int64_t)1 << 40) /* larger sizes are absurd; refusing them keeps products in range */
+
 /* a size as a portc dimension: a constant or a (derived) symbol; false when it is neither */
 static bool sval_dim(imp *c, sval s, portc_dim *out) {
   if (s.unknown) return false;
   if (s.sym < 0) {
     *out = (portc_dim){s.c, NULL};
-    return s.c >= 0;
+    return s.c >= 0 && s.c <= MAX_DIM;
   }
-  if (s.c < 1) return false;
+  if (s.c < 1 || s.c > MAX_DIM) return false;
   int k = graph_symbol_scaled(c->g, s.sym, s.c);
   if (k < 0) return false;
   *out = (portc_dim){0, c->g->syms[k]};
@@ -69,8 +71,9 @@ static portc_status op_Size(imp *c) {
   *r = (sval){1, -1, false};
   for (int k = 0; k < rank; k++) {
     sval s = dim_sval(c->g, d[k]);
-    if (s.sym >= 0 && r->sym >= 0) *r = (sval){0, -1, true};
-    else if (!r->unknown) *r = (sval){r->c * s.c, s.sym >= 0 ? s.sym : r->sym, false};
+    int64_t p;
+    if ((s.sym >= 0 && r->sym >= 0) || __builtin_mul_overflow(r->c, s.c, &p)) *r = (sval){0, -1, true};
+    else if (!r->unknown) *r = (sval){p, s.sym >= 0 ? s.sym : r->sym, false};
   }
   return out_ints(c, 0, PORTC_I64, 0, NULL, r);
 }
@@ -120,7 +123,8 @@ static portc_status op_ConstantOfShape(imp *c) {
   for (int k = 0; k < rank; k++) {
     if (!sval_dim(c, s->i[k], &dims[k])) return fail(c, PORTC_ERR_SHAPE, "dimension %d is not a size portc can express", k);
     constant = constant && !dims[k].symbol;
-    shape[k] = dims[k].size, n *= dims[k].size;
+    shape[k] = dims[k].size;
+    if (__builtin_mul_overflow(n, dims[k].size, &n)) return fail(c, PORTC_ERR_SHAPE, "the shape's element count overflows");
   }
   if (constant && n <= 4096 && dt != PORTC_F32 && dt != PORTC_F16 && dt != PORTC_BF16 && dt != PORTC_F64) { /* shape arithmetic */
     sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
@@ -167,7 +171,11 @@ static portc_status op_Reshape(imp *c) {
   if (is_int_known(x) && inferred < 0) {
     int64_t shape[PORTC_MAX_RANK], n = 1;
     bool ok = true;
-    for (int k = 0; k < rank; k++) ok = ok && !dims[k].symbol, shape[k] = dims[k].size, n *= shape[k];
+    for (int k = 0; k < rank; k++) {
+      ok = ok && !dims[k].symbol && dims[k].size >= 0;
+      shape[k] = dims[k].size;
+      if (ok && __builtin_mul_overflow(n, shape[k], &n)) ok = false;
+    }
     if (ok && n == val_numel(x)) return copy_known(c, x, rank, shape);
   }
   portc_node v = val_node(c, x);
@@ -188,8 +196,9 @@ static portc_status op_Flatten(imp *c) {
     sval p = {1, -1, false};
     for (int k = part ? (int)axis : 0; k < (part ? rank : axis); k++) {
       sval s = dim_sval(c->g, d[k]);
-      if (s.sym >= 0 && p.sym >= 0) p.unknown = true;
-      else if (!p.unknown) p = (sval){p.c * s.c, s.sym >= 0 ? s.sym : p.sym, false};
+      int64_t q;
+      if ((s.sym >= 0 && p.sym >= 0) || __builtin_mul_overflow(p.c, s.c, &q)) p.unknown = true;
+      else if (!p.unknown) p = (sval){q, s.sym >= 0 ? s.sym : p.sym, false};
     }
     if (!sval_dim(c, p, &out[part])) out[part] = (portc_dim){-1, NULL}, unknown = part;
   }
@@ -333,7 +342,7 @@ static portc_status op_Slice(imp *c) {
     if (axes[k] < 0 || axes[k] >= rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is out of range", (long long)axes[k]);
   }
   if (is_int_known(x) && rank == 1 && n == 1) { /* a piece of a shape vector */
-    int64_t len = x->shape[0], s = clamp_index(starts[0], len), e = clamp_index(ends[0], len), m = e > s ? (e - s + steps[0] - 1) / steps[0] : 0;
+    int64_t len = x->shape[0], s = clamp_index(starts[0], len), e = clamp_index(ends[0], len), m = e > s ? (e - s - 1) / steps[0] + 1 : 0;
     sval *r = malloc(sizeof(sval) * (size_t)(m ? m : 1));
     if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
     for (int64_t k = 0; k < m; k++) r[k] = x->i[s + k * steps[0]];
@@ -414,7 +423,7 @@ static portc_status op_Split(imp *c) {
   if (n != nout) return fail(c, PORTC_ERR_INVALID, "%d split sizes for %d outputs", n, nout);
   int64_t at = 0;
   for (int k = 0; k < nout; k++) {
-    if (sizes[k] < 0) return fail(c, PORTC_ERR_INVALID, "split size %lld is negative", (long long)sizes[k]);
+    if (sizes[k] < 0 || sizes[k] > MAX_DIM) return fail(c, PORTC_ERR_INVALID, "split size %lld is out of range", (long long)sizes[k]);
     if ((st = out_node(c, k, portc_slice(c->g, x, axis, at, at + sizes[k], 1)))) return st;
     at += sizes[k];
   }
@@ -440,6 +449,7 @@ static portc_status op_Pad(imp *c) {
     int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (a < 0 || a >= rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is out of range", (long long)axes[k]);
     if (pads[k] < 0 || pads[na + k] < 0) return fail(c, PORTC_ERR_INVALID, "negative pads (cropping) are not supported");
+    if (pads[k] > MAX_DIM || pads[na + k] > MAX_DIM) return fail(c, PORTC_ERR_INVALID, "pads of %lld are absurd", (long long)pads[k]);
     out[2 * a] = pads[k], out[2 * a + 1] = pads[na + k];
   }
   double value = 0;
