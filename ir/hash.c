@@ -5,6 +5,7 @@
  * values, parameter sources, the wiring, and the names that callers bind (inputs, parameters,
  * outputs' order). Names of intermediate values do not change it.
  */
+#include <math.h>
 #include <string.h>
 
 #include "graph.h"
@@ -48,7 +49,10 @@ uint64_t portc_graph_hash(const portc_graph *g) {
     if (n->op == OP_input || n->op == OP_param) mix_s(&h, n->name);
     if (n->op == OP_const) {
       mix_i(&h, n->value.n);
-      if (n->value.f) mix(&h, n->value.f, (size_t)n->value.n * sizeof(double));
+      for (int64_t k = 0; n->value.f && k < n->value.n; k++) { /* every NaN alike: the text has one "nan" */
+        double v = isnan(n->value.f[k]) ? NAN : n->value.f[k];
+        mix(&h, &v, sizeof v);
+      }
       if (n->value.i) mix(&h, n->value.i, (size_t)n->value.n * sizeof(int64_t));
     }
     if (n->op == OP_param) {
