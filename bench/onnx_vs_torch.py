@@ -21,6 +21,8 @@ import time
 import numpy as np
 import torch
 
+from vs_torch import median_ms  # the same timing protocol as the graph benchmarks
+
 try:
     import torchvision
 except ImportError:
@@ -61,22 +63,6 @@ def sample(shape, bdim, n, seed):
     s = list(shape)
     s.insert(bdim, n)
     return torch.randn(*s, generator=torch.Generator().manual_seed(seed))
-
-
-def median_ms(fn, iters, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def export(name, make, shape, bdim, d):

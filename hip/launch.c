@@ -52,11 +52,10 @@ void hip_grid(const kir_module *m, int i, const int64_t *S, int cus, unsigned g[
   }
   case KK_CONV:
     if (gpu_conv_tiled(m, i)) {
-      int64_t M, N;
-      gpu_conv_extents(m, i, S, &M, &N);
+      int64_t n[2];
+      gpu_conv_groups(m, i, S, HIP_MM_TILE, n);
       b[0] = 16, b[1] = 16;
-      g[0] = capped((N + HIP_MM_TILE - 1) / HIP_MM_TILE, INT32_MAX);
-      g[1] = capped((M + HIP_MM_TILE - 1) / HIP_MM_TILE, 65535);
+      g[0] = capped(n[0], INT32_MAX), g[1] = capped(n[1], 65535);
       break;
     }
     /* fall through */

@@ -176,7 +176,7 @@ static portc_status fold_batchnorm(imp *c, const int *order) {
     if (strcmp(conv->op_type, "Conv") || conv->n_input < 2 || !default_domain(conv->domain)) continue;
     oval *w = val_find(c, conv->input[1]), *b = conv->n_input > 2 && *conv->input[2] ? val_find(c, conv->input[2]) : NULL;
     oval *p[4];
-    bool ok = w && w->f && w->rank == 4 && w->producer < 0 && (!b || (b->f && b->producer < 0));
+    bool ok = w && w->f && w->rank == 4 && w->producer < 0 && (!b || (b->f && b->producer < 0 && b->rank == 1 && b->shape[0] == w->shape[0]));
     for (int k = 0; k < 4 && ok; k++) ok = (p[k] = val_find(c, bn->input[1 + k])) && p[k]->f && p[k]->rank == 1 && p[k]->shape[0] == w->shape[0];
     if (!ok) continue;
     c->np = bn;

@@ -312,6 +312,20 @@ static void matmul_store(emitter *e, int RB, const char *acc, const char *const 
   emit_line(e, "  }");
 }
 
+/* the products of one panel of GPU_MM_BK from shared memory into the register block c[RB][RB],
+ * between the barriers that guard the panel's loads */
+static void matmul_panel(emitter *e, int RB) {
+  emit_line(e, "%s", G(e)->barrier);
+  const char *u = G(e)->unroll;
+  emit_line(e, "%sfor (int p = 0; p < %d; p++) {", u, GPU_MM_BK);
+  emit_line(e, "  float av[%d], bv[%d];", RB, RB);
+  emit_line(e, "  %sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
+  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
+  emit_line(e, "  %sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
+  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier);
+}
+
 void gpu_matmul_float(emitter *e, int T) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
   const int RB = T / 16, LOADS = T * GPU_MM_BK / 256; /* elements per thread and panel */
@@ -343,15 +357,7 @@ void gpu_matmul_float(emitter *e, int T) {
   gpu_loop_end(e);
   emit_line(e, "pc_Bs[eb / %d][eb %% %d] = b;", T, T);
   gpu_loop_end(e);
-  emit_line(e, "%s", G(e)->barrier);
-  const char *u = G(e)->unroll;
-  emit_line(e, "%sfor (int p = 0; p < %d; p++) {", u, GPU_MM_BK);
-  emit_line(e, "  float av[%d], bv[%d];", RB, RB);
-  emit_line(e, "  %sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
-  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
-  emit_line(e, "  %sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
-  emit_line(e, "}");
-  emit_line(e, "%s", G(e)->barrier);
+  matmul_panel(e, RB);
   gpu_loop_end(e);
   matmul_store(e, RB, "c", oidx);
   gpu_loop_end(e);
@@ -435,10 +441,10 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
 }
 
-void gpu_conv_extents(const kir_module *m, int i, const int64_t *S, int64_t *M, int64_t *N) {
+void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
   const kir_kernel *k = &m->k[i];
-  *M = dim_value(k->dom.d[1], S);
-  *N = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
+  int64_t M = dim_value(k->dom.d[1], S), N = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
+  groups[0] = (N + tile - 1) / tile, groups[1] = (M + tile - 1) / tile;
 }
 
 void gpu_conv_gemm(emitter *e, int T) {
@@ -482,15 +488,7 @@ void gpu_conv_gemm(emitter *e, int T) {
   gpu_loop_end(e);
   emit_line(e, "pc_Bs[eb / %d][eb %% %d] = b;", T, T);
   gpu_loop_end(e);
-  emit_line(e, "%s", G(e)->barrier);
-  const char *u = G(e)->unroll;
-  emit_line(e, "%sfor (int p = 0; p < %d; p++) {", u, GPU_MM_BK);
-  emit_line(e, "  float av[%d], bv[%d];", RB, RB);
-  emit_line(e, "  %sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
-  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
-  emit_line(e, "  %sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
-  emit_line(e, "}");
-  emit_line(e, "%s", G(e)->barrier);
+  matmul_panel(e, RB);
   gpu_loop_end(e);
   /* the epilogue per output element: bias, then what fused after the convolution */
   emit_line(e, "%sfor (int i = 0; i < %d; i++)", G(e)->unroll, RB);

@@ -28,10 +28,11 @@ void gpu_matmul_float(emitter *e, int tile);
 void gpu_matmul_int(emitter *e, int tile);
 void gpu_conv(emitter *e);
 /* conv2d as an implicit GEMM in tiles of the SIMT matmul (same shared memory, 16x16 threads),
- * for float convolutions without groups: gpu_conv_tiled() says which. Work groups: x over
- * ceil(N / tile), y over ceil(M / tile), from gpu_conv_extents() */
+ * for float convolutions without groups: gpu_conv_tiled() says which. Work groups (16x16
+ * threads): x over the tiles of output pixels, y over those of output channels, as
+ * gpu_conv_groups() counts them (the kernel loops when the target caps the grid) */
 bool gpu_conv_tiled(const kir_module *m, int i);
-void gpu_conv_extents(const kir_module *m, int i, const int64_t *S, int64_t *M, int64_t *N);
+void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]);
 void gpu_conv_gemm(emitter *e, int tile);
 void gpu_opaque(emitter *e);
 

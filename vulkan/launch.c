@@ -25,10 +25,9 @@ void vk_grid(const kir_module *m, int i, const int64_t *S, uint32_t wg, uint32_t
   }
   case KK_CONV:
     if (gpu_conv_tiled(m, i)) {
-      int64_t M, N;
-      gpu_conv_extents(m, i, S, &M, &N);
-      g[0] = capped((N + VK_MM_TILE - 1) / VK_MM_TILE);
-      g[1] = capped((M + VK_MM_TILE - 1) / VK_MM_TILE);
+      int64_t n[2];
+      gpu_conv_groups(m, i, S, VK_MM_TILE, n);
+      g[0] = capped(n[0]), g[1] = capped(n[1]);
       break;
     }
     /* fall through */
