@@ -341,12 +341,15 @@ portc_status portc_output(portc_graph *g, portc_node n) {
   return PORTC_OK;
 }
 
+#define CONST_MAX_ELEMENTS ((int64_t)1 << 24) /* constants live in the graph as doubles */
+
 portc_node graph_add_const(portc_graph *g, const char *name, portc_dtype t, const shape *sh, const cdata *v) {
   int64_t numel = 1;
   for (int i = 0; i < sh->rank; i++) {
     if (sh->d[i].sym >= 0) return err_node(PORTC_ERR_SHAPE, "const: dimension %d is symbolic; constants need sizes", i);
     if (sh->d[i].c < 0) return err_node(PORTC_ERR_SHAPE, "const: dimension %d is negative", i);
-    if (sh->d[i].c && numel > ((int64_t)1 << 40) / sh->d[i].c) return err_node(PORTC_ERR_SHAPE, "const: too many elements");
+    if (sh->d[i].c && numel > CONST_MAX_ELEMENTS / sh->d[i].c)
+      return err_node(PORTC_ERR_SHAPE, "const: more than 2^24 elements; give a tensor that large as a parameter (a .npy or .npz file)");
     numel *= sh->d[i].c;
   }
   if (v->n != numel && v->n != 1)
