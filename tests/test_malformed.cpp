@@ -56,7 +56,7 @@ static const Bad cases[] = {
     {"input x: f32[4]\ny = exp(x) @\n", "m.ptg:2:12: expected end of line, found invalid text '@'"},
     {"input x: f32[4] \xc3\xa9\n", "m.ptg:1:17: expected end of line, found invalid text"},
     {"input x: f32[4]\ny = input(x)\n", "m.ptg:2:5: 'input' is not an op"},
-    {"input x: f32[4]\ny = reshape(x, shape=[N, *])\n", "m.ptg:2:26: expected an integer, found invalid text '*'"},
+    {"input x: f32[4]\ny = reshape(x, shape=[N, *])\n", "m.ptg:2:26: expected an integer, found '*'"},
     {"input x: f32[4]\ny = pad(x, pads=[1, 1], value=nanx)\n", "expected a number, found 'nanx'"},
 };
 
