@@ -326,8 +326,11 @@ static void dynamic_cases(conf_cases *cs) {
       "y = reshape(q, shape=[6, N, 32])\noutput y\n",
       /* a convolution over a batch of any size (the implicit GEMM's pixel count is symbolic) */
       "input x: f32[N, 18, 9, 9]\ninput w: f32[20, 18, 3, 3]\nc = conv2d(x, w, stride=[2, 2], padding=[1, 1])\ny = relu(c)\noutput y\n",
+      /* an intermediate whose size does not follow N (exp(w)) beside one that does: when the sizes
+       * shrink and grow again, devices must rebind both (a reallocated buffer may reuse an address) */
+      "input x: f32[N, 24]\ninput w: f32[24, 40]\nv = exp(w)\nh = matmul(x, v)\ny = softmax(h)\noutput y\n",
   };
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < 8; i++) {
     conf_case *c = add(cs, "dynamic", "dynamic/%d", i);
     if (!c) continue;
     text(c, "%s", g[i]);
@@ -337,7 +340,7 @@ static void dynamic_cases(conf_cases *cs) {
       snprintf(c->sym[1], sizeof c->sym[1], "S");
       c->nsyms = 2;
     }
-    static const int64_t vals[3] = {1, 7, 33};
+    static const int64_t vals[3] = {7, 1, 33}; /* down, then up */
     c->nruns = 3;
     for (int r = 0; r < 3; r++) c->symval[r][0] = c->symval[r][1] = vals[r];
   }

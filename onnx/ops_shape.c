@@ -168,14 +168,16 @@ static portc_status op_Reshape(imp *c) {
     }
   }
   oval *x = in(c, 0);
-  if (is_int_known(x) && inferred < 0) {
+  if (is_int_known(x)) { /* shape arithmetic stays known: only its shape changes */
     int64_t shape[PORTC_MAX_RANK], n = 1;
     bool ok = true;
     for (int k = 0; k < rank; k++) {
+      if (k == inferred) continue;
       ok = ok && !dims[k].symbol && dims[k].size >= 0;
       shape[k] = dims[k].size;
       if (ok && __builtin_mul_overflow(n, shape[k], &n)) ok = false;
     }
+    if (ok && inferred >= 0 && n > 0 && val_numel(x) % n == 0) shape[inferred] = val_numel(x) / n, n = val_numel(x);
     if (ok && n == val_numel(x)) return copy_known(c, x, rank, shape);
   }
   portc_node v = val_node(c, x);
@@ -211,15 +213,34 @@ static portc_status op_Flatten(imp *c) {
 static portc_status op_Transpose(imp *c) {
   portc_status st = need(c, 0);
   if (st) return st;
-  portc_node x = val_node(c, in(c, 0));
-  if (x < 0) return out_node(c, 0, x);
-  int rank = portc_node_rank(c->g, x);
+  oval *v = in(c, 0);
+  dim d[PORTC_MAX_RANK];
+  int rank = val_shape(c, v, d);
   int64_t perm[PORTC_MAX_RANK];
   int n = attr_ints(c, "perm", perm, PORTC_MAX_RANK);
   if (n == -2) return fail(c, PORTC_ERR_INVALID, "perm is longer than rank %d", PORTC_MAX_RANK);
   if (n < 0)
     for (n = 0; n < rank; n++) perm[n] = rank - 1 - n;
-  return out_node(c, 0, portc_permute(c->g, x, n, perm));
+  if (is_int_known(v)) { /* shape arithmetic: move the elements */
+    bool seen[PORTC_MAX_RANK] = {false};
+    for (int k = 0; k < n; k++) {
+      if (n != rank || perm[k] < 0 || perm[k] >= rank || seen[perm[k]]) return fail(c, PORTC_ERR_INVALID, "perm is not a permutation of %d axes", rank);
+      seen[perm[k]] = true;
+    }
+    int64_t shape[PORTC_MAX_RANK], total = val_numel(v);
+    for (int k = 0; k < rank; k++) shape[k] = v->shape[perm[k]];
+    sval *r = malloc(sizeof(sval) * (size_t)(total ? total : 1));
+    if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    for (int64_t o = 0; o < total; o++) {
+      int64_t rem = o, src = 0, stride[PORTC_MAX_RANK];
+      for (int k = rank - 1, s = 1; k >= 0; k--) stride[k] = s, s *= (int)v->shape[k];
+      for (int k = rank - 1; k >= 0; k--) src += (rem % shape[k]) * stride[perm[k]], rem /= shape[k];
+      r[o] = v->i[src];
+    }
+    return out_ints(c, 0, v->dt, rank, shape, r);
+  }
+  portc_node x = val_node(c, v);
+  return out_node(c, 0, x < 0 ? x : portc_permute(c->g, x, n, perm));
 }
 
 /* Squeeze and Unsqueeze: the new dims, then a reshape (or a new shape of a known value) */
@@ -322,6 +343,36 @@ static portc_status op_Concat(imp *c) {
   return out_node(c, 0, c->nin == 1 ? xs[0] : portc_concat(c->g, c->nin, xs, axis));
 }
 
+/* ONNX Slice on a known tensor, steps of either sign (PyTorch reverses pad lists this way) */
+static portc_status slice_known(imp *c, const oval *x, int n, const int64_t *starts, const int64_t *ends, const int64_t *axes, const int64_t *steps) {
+  int64_t first[PORTC_MAX_RANK], step[PORTC_MAX_RANK], count[PORTC_MAX_RANK], total = 1;
+  for (int d = 0; d < x->rank; d++) first[d] = 0, step[d] = 1, count[d] = x->shape[d];
+  for (int k = 0; k < n; k++) {
+    int64_t a = axes[k], dim = x->shape[a], st = steps[k], b = starts[k], e = ends[k];
+    if (b < 0) b = b < -dim ? 0 : b + dim;
+    if (e < 0) e = e < -dim ? -1 : e + dim;
+    if (st > 0) b = b > dim ? dim : b, e = e < 0 ? 0 : e > dim ? dim : e;
+    else b = b > dim - 1 ? dim - 1 : b, e = e > dim - 1 ? dim - 1 : e;
+    int64_t span = st > 0 ? e - b : b - e, mag = st > 0 ? st : -st;
+    first[a] = b, step[a] = st, count[a] = span > 0 ? (span - 1) / mag + 1 : 0;
+  }
+  int64_t shape[PORTC_MAX_RANK];
+  for (int d = 0; d < x->rank; d++) shape[d] = count[d], total *= count[d];
+  sval *r = malloc(sizeof(sval) * (size_t)(total ? total : 1));
+  if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t o = 0; o < total; o++) {
+    int64_t rem = o, src = 0, stride = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+      int64_t i = rem % count[d];
+      rem /= count[d];
+      src += (first[d] + i * step[d]) * stride;
+      stride *= x->shape[d];
+    }
+    r[o] = x->i[src];
+  }
+  return out_ints(c, 0, x->dt, x->rank, shape, r);
+}
+
 static portc_status op_Slice(imp *c) {
   portc_status st = need(c, 0);
   if (st) return st;
@@ -337,17 +388,13 @@ static portc_status op_Slice(imp *c) {
   for (int k = 0; k < n; k++) {
     if (na < 0) axes[k] = k;
     if (ns < 0) steps[k] = 1;
-    if (steps[k] < 1) return fail(c, PORTC_ERR_INVALID, "step %lld: portc slices forwards only", (long long)steps[k]);
+    if (steps[k] == 0) return fail(c, PORTC_ERR_INVALID, "step 0");
     if (axes[k] < 0) axes[k] += rank;
     if (axes[k] < 0 || axes[k] >= rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is out of range", (long long)axes[k]);
   }
-  if (is_int_known(x) && rank == 1 && n == 1) { /* a piece of a shape vector */
-    int64_t len = x->shape[0], s = clamp_index(starts[0], len), e = clamp_index(ends[0], len), m = e > s ? (e - s - 1) / steps[0] + 1 : 0;
-    sval *r = malloc(sizeof(sval) * (size_t)(m ? m : 1));
-    if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
-    for (int64_t k = 0; k < m; k++) r[k] = x->i[s + k * steps[0]];
-    return out_ints(c, 0, x->dt, 1, &m, r);
-  }
+  if (is_int_known(x)) return slice_known(c, x, n, starts, ends, axes, steps);
+  for (int k = 0; k < n; k++)
+    if (steps[k] < 0) return fail(c, PORTC_ERR_INVALID, "step %lld on a tensor computed at run time: portc slices forwards only", (long long)steps[k]);
   portc_node v = val_node(c, x);
   for (int k = 0; k < n && v >= 0; k++) {
     int64_t e = ends[k] >= ((int64_t)1 << 62) ? PORTC_END : ends[k] <= -((int64_t)1 << 62) ? 0 : ends[k];

@@ -13,7 +13,9 @@ enum { STAGING_BYTES = 64 << 20 };
 
 portc_status vk_buffer_new(vk_context *c, int64_t bytes, bool host, vk_buffer **out) {
   *out = NULL;
+  static uint64_t next_serial;
   vk_buffer *b = calloc(1, sizeof *b);
+  if (b) b->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
   if (!b) return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   b->bytes = bytes;
   VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = (VkDeviceSize)bytes,

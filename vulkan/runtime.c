@@ -25,6 +25,7 @@ typedef struct vk_kernel {
   int nbind, bind[VK_MAX_BIND]; /* buffer indices; binding b is buffer b */
   bool status;               /* binds the status word at binding nbuf */
   dev_buf bound[VK_MAX_BIND];   /* what the descriptor set holds now */
+  uint64_t serial[VK_MAX_BIND]; /* of the buffers it holds: the pointers alone may be reused */
   bool written;
 } vk_kernel;
 
@@ -278,14 +279,17 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
   return st;
 }
 
-static bool same_buf(const dev_buf *a, const dev_buf *b) { return a->obj == b->obj && a->offset == b->offset && a->bytes == b->bytes; }
+/* bound (with its buffer's serial) against a pending range, whose buffer is alive */
+static bool same_buf(const dev_buf *bound, uint64_t serial, const dev_buf *b) {
+  return bound->obj == b->obj && serial == ((const vk_buffer *)b->obj)->serial && bound->offset == b->offset && bound->bytes == b->bytes;
+}
 
 /* points kernel i's descriptor set at its pending buffers, where they changed */
 static void update_set(vk_module *m, int i) {
   vk_kernel *k = &m->k[i];
   const vk_launch *l = &m->pending[i];
   bool same = k->written;
-  for (int j = 0; j < k->nbind && same; j++) same = same_buf(&k->bound[j], &l->b[j]);
+  for (int j = 0; j < k->nbind && same; j++) same = same_buf(&k->bound[j], k->serial[j], &l->b[j]);
   if (same) return;
   VkDescriptorBufferInfo info[VK_MAX_BIND + 1];
   VkWriteDescriptorSet w[VK_MAX_BIND + 1];
@@ -300,6 +304,7 @@ static void update_set(vk_module *m, int i) {
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
     n++;
     k->bound[j] = l->b[j];
+    k->serial[j] = vb->serial;
   }
   if (k->status) {
     info[n] = (VkDescriptorBufferInfo){m->status->buf, 0, VK_WHOLE_SIZE};

@@ -57,6 +57,7 @@ typedef struct vk_buffer {
   VkDeviceMemory mem;
   int64_t bytes;
   void *map; /* when the host can see it */
+  uint64_t serial; /* unique per process: a freed buffer's struct may come back at the same address */
 } vk_buffer;
 
 portc_status vk_buffer_new(vk_context *c, int64_t bytes, bool host, vk_buffer **out);

@@ -28,6 +28,22 @@ class MLP(torch.nn.Module):
         return self.net(x)
 
 
+class Pools(torch.nn.Module):
+    """The padding cases portc spells out: asymmetric pads, ceil_mode, count_include_pad both ways."""
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 16, 3, padding=2, dilation=2)
+        self.pad = torch.nn.ZeroPad2d((1, 0, 2, 1))
+        self.max = torch.nn.MaxPool2d(3, stride=2, ceil_mode=True)
+        self.avg_excl = torch.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        self.avg_incl = torch.nn.AvgPool2d(2, stride=1, padding=1, count_include_pad=True)
+
+    def forward(self, x):
+        h = torch.nn.functional.leaky_relu(self.conv(x), 0.2)
+        h = self.max(self.pad(h))
+        return torch.cat([torch.flatten(torch.sigmoid(self.avg_excl(h)), 1), torch.flatten(self.avg_incl(h), 1)], 1)
+
+
 def randomize_norms(model):
     """Non-trivial running statistics, so that BatchNorm folding is tested with real numbers."""
     g = torch.Generator().manual_seed(1)
@@ -43,6 +59,7 @@ def models():
     """name -> (constructor, input shape without batch, export options)"""
     return {
         "mlp": (MLP, (64,), {}),
+        "pools": (Pools, (3, 17, 19), {}),
         # BatchNormalization kept in the file (training=PRESERVE on an eval model): portc folds it
         "resnet18": (lambda: torchvision.models.resnet18(weights=None), (3, 64, 64), {"keep_bn": True}),
         "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), (3, 64, 64), {}),
