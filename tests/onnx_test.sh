@@ -75,6 +75,13 @@ PY
   "$portc" run "$work/m17/resnet18/model.onnx" -t cpu --input x="$work/m17/resnet18/x_3.npy" --out "$work/conv/b" >/dev/null &&
   cmp -s "$work/conv/a/y.npy" "$work/conv/b/y.npy" && echo "ok: converted .ptg runs to the same bits" || fail "converted .ptg differs from the .onnx"
 
+out=$("$portc" convert "$work/m17/mlp/model.onnx" 2>&1)
+[ $? -eq 2 ] && expect "convert without -o is a usage error" 'needs a model and -o OUT.ptg' "$out" || fail "convert without -o: $out"
+out=$("$portc" convert "$work/m17/mlp/model.onnx" -o "$work/conv/m.ptg" --weights /tmp/elsewhere.npz 2>&1)
+[ $? -eq 2 ] && expect "convert refuses weights in another folder" '--weights must be in the folder of' "$out" || fail "convert --weights elsewhere: $out"
+out=$("$portc" convert "$work/m17/mlp/model.onnx" -o "$work/no/such/dir/m.ptg" 2>&1)
+[ $? -eq 1 ] && expect "convert into a missing folder fails cleanly" 'cannot create' "$out" || fail "convert into a missing folder: $out"
+
 # external data beside the model
 $py - "$work/m17/mlp/model.onnx" "$work/ext/mlp.onnx" <<'PY' || fail "saving with external data"
 import os, sys, onnx
