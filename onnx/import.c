@@ -196,8 +196,8 @@ static portc_status fold_batchnorm(imp *c, const int *order) {
       for (int64_t k = 0; k < per; k++) portc_tensor_set(nw, ch * per + k, portc_tensor_get(w->f->t, ch * per + k) * s);
       portc_tensor_set(nb, ch, (bias - mean) * s + beta);
     }
-    c->fold_w[x->producer] = dw, c->fold_b[x->producer] = db, c->folded[i] = true;
-    c->folded_bias_name[x->producer] = bn->input[2];
+    c->fold[x->producer] = (bn_fold){.w = dw, .b = db, .bias_name = bn->input[2]};
+    c->fold[i].identity = true;
   }
   return PORTC_OK;
 }
@@ -216,15 +216,15 @@ static portc_status translate(imp *c, const int *order) {
     c->nin = (int)c->np->n_input;
     for (int k = 0; k < c->nin; k++) c->in[k] = *c->np->input[k] ? val_find(c, c->np->input[k]) : NULL;
     portc_status st;
-    if (c->folded[i]) st = out_alias(c, 0, c->in[0]);
-    else if (c->fold_w[i]) { /* a Conv with folded weights: swap them in */
+    if (c->fold[i].identity) st = out_alias(c, 0, c->in[0]);
+    else if (c->fold[i].w) { /* a Conv with folded weights: swap them in */
       oval w = *c->in[1], b = {0};
       char wname[160], bname[160]; /* named for what they came from: explain shows the fold */
       snprintf(wname, sizeof wname, "%s.bn_folded", c->np->input[1]);
-      snprintf(bname, sizeof bname, "%s.bn_folded", c->folded_bias_name[i]);
-      w.f = c->fold_w[i], w.node = -1, w.name = wname;
+      snprintf(bname, sizeof bname, "%s.bn_folded", c->fold[i].bias_name);
+      w.f = c->fold[i].w, w.node = -1, w.name = wname;
       b.name = bname;
-      b.known = true, b.f = c->fold_b[i], b.node = -1, b.dt = b.f->t->dtype, b.rank = 1, b.shape[0] = b.f->t->shape[0];
+      b.known = true, b.f = c->fold[i].b, b.node = -1, b.dt = b.f->t->dtype, b.rank = 1, b.shape[0] = b.f->t->shape[0];
       c->in[1] = &w, c->in[2] = &b, c->nin = 3;
       st = onnx_op_lookup(c->np->op_type)(c);
     } else st = onnx_op_lookup(c->np->op_type)(c);
@@ -269,12 +269,8 @@ static void imp_free(imp *c) {
     pdata_release(c->v[i].f);
     free(c->v[i].i);
   }
-  if (c->model && c->model->graph)
-    for (size_t i = 0; i < c->model->graph->n_node; i++) {
-      if (c->fold_w) pdata_release(c->fold_w[i]);
-      if (c->fold_b) pdata_release(c->fold_b[i]);
-    }
-  free(c->fold_w), free(c->fold_b), free(c->folded), free(c->folded_bias_name);
+  for (size_t i = 0; c->fold && i < c->model->graph->n_node; i++) pdata_release(c->fold[i].w), pdata_release(c->fold[i].b);
+  free(c->fold);
   free(c->v);
   free(c->hash);
   if (c->model) onnx__model_proto__free_unpacked(c->model, NULL);
@@ -293,11 +289,8 @@ static portc_status import(imp *c, const void *data, size_t size, portc_graph **
   sanitize(gp->name && *gp->name ? gp->name : "onnx_model", gname, sizeof gname);
   int n = (int)gp->n_node;
   int *order = malloc(sizeof(int) * (size_t)(n + 1));
-  c->fold_w = calloc((size_t)n + 1, sizeof *c->fold_w);
-  c->fold_b = calloc((size_t)n + 1, sizeof *c->fold_b);
-  c->folded = calloc((size_t)n + 1, sizeof *c->folded);
-  c->folded_bias_name = calloc((size_t)n + 1, sizeof *c->folded_bias_name);
-  if (!(c->g = portc_graph_new(gname)) || !order || !c->fold_w || !c->fold_b || !c->folded || !c->folded_bias_name) st = fail(c, PORTC_ERR_NOMEM, "out of memory");
+  c->fold = calloc((size_t)n + 1, sizeof *c->fold);
+  if (!(c->g = portc_graph_new(gname)) || !order || !c->fold) st = fail(c, PORTC_ERR_NOMEM, "out of memory");
   if (!st) st = add_inputs(c);
   if (!st) st = order_nodes(c, order);
   if (!st) st = fold_batchnorm(c, order);

@@ -38,6 +38,15 @@ typedef struct oval {
 
 #define ONNX_MAX_IO 64
 
+/* A BatchNormalization folded into the Conv before it. On the Conv's entry: the replacement
+ * weights and bias, and the name of the BatchNormalization's bias (for the folded bias's name);
+ * on the BatchNormalization's entry: identity, it passes the Conv's result on. */
+typedef struct bn_fold {
+  pdata *w, *b;
+  const char *bias_name;
+  bool identity;
+} bn_fold;
+
 typedef struct imp {
   portc_graph *g;
   const char *source;  /* the file name, for messages */
@@ -52,10 +61,7 @@ typedef struct imp {
   const Onnx__NodeProto *np;
   oval *in[ONNX_MAX_IO];
   int nin;
-  /* BatchNormalization folded into the Conv before it: per node, replacement weights */
-  pdata **fold_w, **fold_b;
-  bool *folded; /* the BatchNormalization is the identity now */
-  const char **folded_bias_name; /* per Conv: the bias input of the BatchNormalization folded into it */
+  bn_fold *fold; /* per node */
 } imp;
 
 /* ---- values.c ---- */
@@ -77,6 +83,12 @@ portc_status known_ints(imp *c, int k, const char *what, int64_t *out, int max, 
 bool known_scalar(const oval *v, double *out);
 void sanitize(const char *in, char *out, size_t len); /* an ONNX name as a portc identifier */
 portc_status unique_name(imp *c, const char *onnx_name, char *out, size_t len);
+
+/* inputs of the current node: input k, or NULL where the node leaves it out; op_need() is the
+ * error that names a required one left out; int_known(): a known integer value (shape arithmetic) */
+static inline oval *op_in(const imp *c, int k) { return k < c->nin ? c->in[k] : NULL; }
+portc_status op_need(imp *c, int k);
+static inline bool int_known(const oval *v) { return v && v->known && v->i; }
 
 /* attributes of the current node */
 const Onnx__AttributeProto *attr_find(imp *c, const char *name);

@@ -10,14 +10,6 @@
 
 #include "onnx_import.h"
 
-static oval *in(imp *c, int k) { return k < c->nin ? c->in[k] : NULL; }
-
-static portc_status need(imp *c, int k) {
-  return in(c, k) ? PORTC_OK : fail(c, PORTC_ERR_INVALID, "input %d is missing", k);
-}
-
-static bool is_int_known(const oval *v) { return v && v->known && v->i; }
-
 /* ---- folding integer shape arithmetic ---- */
 
 typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_EQ, F_LT, F_GT, F_LE, F_GE, F_MAX, F_MIN, F_AND, F_OR } fold_op;
@@ -71,7 +63,7 @@ static sval fold2(fold_op op, sval a, sval b) {
 
 /* numpy broadcasting of known integer tensors */
 static portc_status fold_binary(imp *c, fold_op op, portc_dtype out_dt) {
-  const oval *a = in(c, 0), *b = in(c, 1);
+  const oval *a = op_in(c, 0), *b = op_in(c, 1);
   int rank = a->rank > b->rank ? a->rank : b->rank;
   int64_t shape[PORTC_MAX_RANK], n = 1;
   for (int d = 0; d < rank; d++) {
@@ -102,9 +94,9 @@ static portc_status fold_binary(imp *c, fold_op op, portc_dtype out_dt) {
 typedef portc_node (*unary_fn)(portc_graph *, portc_node);
 
 static portc_status unary(imp *c, unary_fn fn) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   return out_node(c, 0, x < 0 ? x : fn(c->g, x));
 }
 
@@ -126,10 +118,10 @@ UNARY_OP(Sign, portc_sign)
 
 /* Neg, Abs and Not fold on known integers */
 static portc_status int_unary(imp *c, int which, unary_fn fn) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  oval *x = in(c, 0);
-  if (!is_int_known(x)) return unary(c, fn);
+  oval *x = op_in(c, 0);
+  if (!int_known(x)) return unary(c, fn);
   int64_t n = val_numel(x);
   sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
   if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
@@ -147,17 +139,17 @@ static portc_status op_Abs(imp *c) { return int_unary(c, 1, portc_abs); }
 static portc_status op_Not(imp *c) { return int_unary(c, 2, portc_not); }
 
 static portc_status op_Identity(imp *c) {
-  portc_status st = need(c, 0);
-  return st ? st : out_alias(c, 0, in(c, 0));
+  portc_status st = op_need(c, 0);
+  return st ? st : out_alias(c, 0, op_in(c, 0));
 }
 
 /* inference: Dropout is the identity; its mask output is refused where something reads it */
 static portc_status op_Dropout(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   if (c->np->n_output > 1 && *c->np->output[1] && val_find(c, c->np->output[1])->uses)
     return fail(c, PORTC_ERR_INVALID, "the mask output is read; portc imports Dropout for inference only");
-  return out_alias(c, 0, in(c, 0));
+  return out_alias(c, 0, op_in(c, 0));
 }
 
 static portc_status op_Gelu(imp *c) {
@@ -168,10 +160,10 @@ static portc_status op_Gelu(imp *c) {
 }
 
 static portc_status op_LeakyRelu(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   portc_graph *g = c->g;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   portc_dtype dt = portc_node_dtype(g, x);
   portc_node zero = portc_scalar(g, dt, 0), alpha = portc_scalar(g, dt, attr_float(c, "alpha", 0.01));
@@ -183,12 +175,12 @@ static portc_status op_LeakyRelu(imp *c) {
 typedef portc_node (*binary_fn)(portc_graph *, portc_node, portc_node);
 
 static portc_status binary(imp *c, binary_fn fn, int fold, portc_dtype fold_dt_or_neg) {
-  portc_status st = need(c, 0);
-  if (!st) st = need(c, 1);
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
   if (st) return st;
-  if (fold >= 0 && is_int_known(in(c, 0)) && is_int_known(in(c, 1)))
-    return fold_binary(c, (fold_op)fold, (int)fold_dt_or_neg >= 0 ? fold_dt_or_neg : in(c, 0)->dt);
-  portc_node a = val_node(c, in(c, 0)), b = a < 0 ? a : val_node(c, in(c, 1));
+  if (fold >= 0 && int_known(op_in(c, 0)) && int_known(op_in(c, 1)))
+    return fold_binary(c, (fold_op)fold, (int)fold_dt_or_neg >= 0 ? fold_dt_or_neg : op_in(c, 0)->dt);
+  portc_node a = val_node(c, op_in(c, 0)), b = a < 0 ? a : val_node(c, op_in(c, 1));
   return out_node(c, 0, b < 0 ? b : fn(c->g, a, b));
 }
 
@@ -209,13 +201,14 @@ BINARY_OP(Or, portc_or, F_OR, PORTC_BOOL)
 /* Max, Min, Sum, Mean: any number of operands, folded pairwise */
 static portc_status variadic(imp *c, binary_fn fn, int fold, bool mean) {
   if (c->nin < 1) return fail(c, PORTC_ERR_INVALID, "needs at least one input");
-  oval *first = in(c, 0);
-  if (c->nin == 1) return need(c, 0) ? need(c, 0) : out_alias(c, 0, first);
+  oval *first = op_in(c, 0);
+  portc_status st = op_need(c, 0);
+  if (st || c->nin == 1) return st ? st : out_alias(c, 0, first);
   if (c->nin == 2 && !mean) return binary(c, fn, fold, (portc_dtype)-1);
   portc_node acc = val_node(c, first);
   for (int k = 1; k < c->nin && acc >= 0; k++) {
-    if (need(c, k)) return need(c, k);
-    portc_node x = val_node(c, in(c, k));
+    if ((st = op_need(c, k))) return st;
+    portc_node x = val_node(c, op_in(c, k));
     acc = x < 0 ? x : fn(c->g, acc, x);
   }
   if (mean && acc >= 0) acc = portc_div(c->g, acc, portc_scalar(c->g, portc_node_dtype(c->g, acc), c->nin));
@@ -228,27 +221,28 @@ static portc_status op_Mean(imp *c) { return variadic(c, portc_add, -1, true); }
 
 /* Pow with a known exponent avoids pow() where it can: GPU pow is undefined for x < 0 */
 static portc_status op_Pow(imp *c) {
-  portc_status st = need(c, 0);
-  if (!st) st = need(c, 1);
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
   if (st) return st;
   double e;
   portc_graph *g = c->g;
-  if (known_scalar(in(c, 1), &e) && (e == 1 || e == 2 || e == 3 || e == 0.5 || e == -1)) {
-    portc_node x = val_node(c, in(c, 0));
+  if (known_scalar(op_in(c, 1), &e) && (e == 1 || e == 2 || e == 3 || e == 0.5 || e == -1)) {
+    portc_node x = val_node(c, op_in(c, 0));
     if (x < 0) return out_node(c, 0, x);
     portc_node y = e == 1 ? x : e == 2 ? portc_mul(g, x, x) : e == 3 ? portc_mul(g, portc_mul(g, x, x), x) : e == 0.5 ? portc_sqrt(g, x) : portc_reciprocal(g, x);
     return out_node(c, 0, y);
   }
-  portc_node x = val_node(c, in(c, 0)), y = x < 0 ? x : val_node(c, in(c, 1));
+  portc_node x = val_node(c, op_in(c, 0)), y = x < 0 ? x : val_node(c, op_in(c, 1));
   if (y >= 0 && portc_node_dtype(g, y) != portc_node_dtype(g, x)) y = portc_cast(g, y, portc_node_dtype(g, x));
   return out_node(c, 0, y < 0 ? y : portc_pow(g, x, y));
 }
 
 static portc_status op_Where(imp *c) {
+  portc_status st;
   for (int k = 0; k < 3; k++)
-    if (need(c, k)) return need(c, k);
-  oval *cond = in(c, 0), *a = in(c, 1), *b = in(c, 2);
-  if (is_int_known(cond) && is_int_known(a) && is_int_known(b) && val_numel(cond) == val_numel(a) && val_numel(a) == val_numel(b) &&
+    if ((st = op_need(c, k))) return st;
+  oval *cond = op_in(c, 0), *a = op_in(c, 1), *b = op_in(c, 2);
+  if (int_known(cond) && int_known(a) && int_known(b) && val_numel(cond) == val_numel(a) && val_numel(a) == val_numel(b) &&
       cond->rank == a->rank && a->rank == b->rank) {
     int64_t n = val_numel(a);
     sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
@@ -262,13 +256,13 @@ static portc_status op_Where(imp *c) {
 }
 
 static portc_status op_Cast(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   int32_t to = (int32_t)attr_int(c, "to", 0);
   portc_dtype dt;
-  oval *x = in(c, 0);
+  oval *x = op_in(c, 0);
   bool to_int = to == 6 || to == 7 || to == 9;
-  if (is_int_known(x) && to_int) { /* shape arithmetic stays known */
+  if (int_known(x) && to_int) { /* shape arithmetic stays known */
     int64_t n = val_numel(x);
     sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
     if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
@@ -286,13 +280,13 @@ static portc_status op_Cast(imp *c) {
 }
 
 static portc_status op_Clip(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   portc_graph *g = c->g;
-  portc_node y = val_node(c, in(c, 0));
+  portc_node y = val_node(c, op_in(c, 0));
   for (int k = 1; k <= 2 && y >= 0; k++) {
-    if (!in(c, k)) continue;
-    portc_node b = val_node(c, in(c, k));
+    if (!op_in(c, k)) continue;
+    portc_node b = val_node(c, op_in(c, k));
     y = b < 0 ? b : k == 1 ? portc_maximum(g, y, b) : portc_minimum(g, y, b);
   }
   return out_node(c, 0, y);
@@ -301,30 +295,30 @@ static portc_status op_Clip(imp *c) {
 /* ---- rows: softmax and normalization ---- */
 
 static portc_status op_Softmax(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   return out_node(c, 0, x < 0 ? x : portc_softmax(c->g, x, attr_int(c, "axis", -1)));
 }
 
 static portc_status op_LogSoftmax(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   return out_node(c, 0, x < 0 ? x : portc_log_softmax(c->g, x, attr_int(c, "axis", -1)));
 }
 
 static portc_status op_LayerNormalization(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   for (size_t k = 1; k < c->np->n_output; k++)
     if (*c->np->output[k] && val_find(c, c->np->output[k])->uses) return fail(c, PORTC_ERR_INVALID, "output %zu (mean or inverse deviation) is read; portc computes only Y", k);
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   int rank = portc_node_rank(c->g, x);
   int64_t axis = attr_int(c, "axis", -1);
   if (axis != -1 && axis != rank - 1) return fail(c, PORTC_ERR_INVALID, "axis %lld: portc normalizes over the last dimension only", (long long)axis);
-  portc_node w = in(c, 1) ? val_node(c, in(c, 1)) : PORTC_NONE, b = in(c, 2) ? val_node(c, in(c, 2)) : PORTC_NONE;
+  portc_node w = op_in(c, 1) ? val_node(c, op_in(c, 1)) : PORTC_NONE, b = op_in(c, 2) ? val_node(c, op_in(c, 2)) : PORTC_NONE;
   if (w != PORTC_NONE && w < 0) return out_node(c, 0, w);
   if (b != PORTC_NONE && b < 0) return out_node(c, 0, b);
   return out_node(c, 0, portc_layer_norm(c->g, x, w, b, attr_float(c, "epsilon", 1e-5)));
@@ -335,19 +329,19 @@ static portc_status op_LayerNormalization(imp *c) {
 typedef portc_node (*reduce_fn)(portc_graph *, portc_node, int, const int64_t *, bool);
 
 static portc_status reduce(imp *c, reduce_fn fn, bool axes_input) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   int64_t axes[PORTC_MAX_RANK];
   int n = 0;
   if (axes_input) {
-    if (in(c, 1) && (st = known_ints(c, 1, "axes", axes, PORTC_MAX_RANK, &n))) return st;
+    if (op_in(c, 1) && (st = known_ints(c, 1, "axes", axes, PORTC_MAX_RANK, &n))) return st;
   } else {
     n = attr_ints(c, "axes", axes, PORTC_MAX_RANK);
     if (n == -2) return fail(c, PORTC_ERR_INVALID, "more than %d axes", PORTC_MAX_RANK);
     if (n < 0) n = 0;
   }
-  if (n == 0 && attr_int(c, "noop_with_empty_axes", 0)) return out_alias(c, 0, in(c, 0));
-  portc_node x = val_node(c, in(c, 0));
+  if (n == 0 && attr_int(c, "noop_with_empty_axes", 0)) return out_alias(c, 0, op_in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   return out_node(c, 0, x < 0 ? x : fn(c->g, x, n, axes, attr_int(c, "keepdims", 1) != 0));
 }
 static portc_status op_ReduceMean(imp *c) { return reduce(c, portc_mean, c->opset >= 18); }
@@ -385,18 +379,18 @@ static portc_status transposed_weights(imp *c, const oval *w, oval *out) {
 }
 
 static portc_status op_Gemm(imp *c) {
-  portc_status st = need(c, 0);
-  if (!st) st = need(c, 1);
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
   if (st) return st;
   portc_graph *g = c->g;
   bool ta = attr_int(c, "transA", 0) != 0, tb = attr_int(c, "transB", 0) != 0;
-  oval bt = {0}, *w = in(c, 1);
+  oval bt = {0}, *w = op_in(c, 1);
   if (tb) {
     st = transposed_weights(c, w, &bt);
     if (st && st != PORTC_ERR_INVALID) return st;
     if (!st) c->in[1] = &bt, tb = false;
   }
-  portc_node a = val_node(c, in(c, 0)), b = a < 0 ? a : val_node(c, in(c, 1));
+  portc_node a = val_node(c, op_in(c, 0)), b = a < 0 ? a : val_node(c, op_in(c, 1));
   if (c->in[1] == &bt) {
     c->in[1] = w;
     pdata_release(bt.f);
@@ -410,8 +404,8 @@ static portc_status op_Gemm(imp *c) {
   portc_dtype dt = y >= 0 ? portc_node_dtype(g, y) : PORTC_F32;
   double alpha = attr_float(c, "alpha", 1), beta = attr_float(c, "beta", 1);
   if (alpha != 1) y = portc_mul(g, y, portc_scalar(g, dt, alpha));
-  if (in(c, 2) && beta != 0) {
-    portc_node bias = val_node(c, in(c, 2));
+  if (op_in(c, 2) && beta != 0) {
+    portc_node bias = val_node(c, op_in(c, 2));
     if (beta != 1 && bias >= 0) bias = portc_mul(g, bias, portc_scalar(g, dt, beta));
     y = bias < 0 ? bias : portc_add(g, y, bias);
   }

@@ -10,8 +10,6 @@
 
 #include "onnx_import.h"
 
-static oval *in(imp *c, int k) { return k < c->nin ? c->in[k] : NULL; }
-
 typedef struct window {
   int64_t k[2], s[2], d[2], pb[2], pe[2]; /* kernel, stride, dilation, pad at begin and end */
   int64_t ex[2];                          /* ceil_mode's extension past the end padding */
@@ -85,15 +83,15 @@ static portc_node pad_spatial(portc_graph *g, portc_node x, window *w, double va
 }
 
 static portc_status op_Conv(imp *c) {
-  if (!in(c, 0) || !in(c, 1)) return fail(c, PORTC_ERR_INVALID, "needs X and W");
+  if (!op_in(c, 0) || !op_in(c, 1)) return fail(c, PORTC_ERR_INVALID, "needs X and W");
   portc_graph *g = c->g;
-  portc_node x = val_node(c, in(c, 0)), wt = x < 0 ? x : val_node(c, in(c, 1));
+  portc_node x = val_node(c, op_in(c, 0)), wt = x < 0 ? x : val_node(c, op_in(c, 1));
   if (wt < 0) return out_node(c, 0, wt);
   if (portc_node_rank(g, x) != 4 || portc_node_rank(g, wt) != 4)
     return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 2-D convolutions (rank 4)", portc_node_rank(g, x), portc_node_rank(g, wt));
   dim xd[PORTC_MAX_RANK], wd[PORTC_MAX_RANK];
-  val_shape(c, in(c, 0), xd);
-  val_shape(c, in(c, 1), wd);
+  val_shape(c, op_in(c, 0), xd);
+  val_shape(c, op_in(c, 1), wd);
   int64_t kernel[8] = {wd[2].c, wd[3].c};
   int n = attr_ints(c, "kernel_shape", kernel, 8);
   if (n >= 0 && (n != 2 || kernel[0] != wd[2].c || kernel[1] != wd[3].c)) return fail(c, PORTC_ERR_SHAPE, "kernel_shape does not match W");
@@ -101,7 +99,7 @@ static portc_status op_Conv(imp *c) {
   portc_status st = read_window(c, xd, kernel, &w, false);
   if (st) return st;
   if (!symmetric(&w)) x = pad_spatial(g, x, &w, 0);
-  portc_node bias = in(c, 2) ? val_node(c, in(c, 2)) : PORTC_NONE;
+  portc_node bias = op_in(c, 2) ? val_node(c, op_in(c, 2)) : PORTC_NONE;
   if (bias != PORTC_NONE && bias < 0) return out_node(c, 0, bias);
   portc_conv2d_opts o = {.stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}, .dilation = {w.d[0], w.d[1]}, .groups = attr_int(c, "group", 1)};
   return out_node(c, 0, x < 0 ? x : portc_conv2d(g, x, wt, bias, &o));
@@ -110,19 +108,20 @@ static portc_status op_Conv(imp *c) {
 /* a BatchNormalization not folded into a Conv: (x - mean) * (scale / sqrt(var + eps)) + bias over
  * channel dimension 1 */
 static portc_status op_BatchNormalization(imp *c) {
+  portc_status st;
   for (int k = 0; k < 5; k++)
-    if (!in(c, k)) return fail(c, PORTC_ERR_INVALID, "input %d is missing", k);
+    if ((st = op_need(c, k))) return st;
   if (attr_int(c, "training_mode", 0)) return fail(c, PORTC_ERR_INVALID, "training_mode=1; portc imports inference graphs");
   for (size_t k = 1; k < c->np->n_output; k++)
     if (*c->np->output[k] && val_find(c, c->np->output[k])->uses) return fail(c, PORTC_ERR_INVALID, "running statistics outputs are read (training mode)");
   portc_graph *g = c->g;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   int rank = portc_node_rank(g, x);
   if (rank < 2) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; it needs a channel dimension", rank);
   portc_node p[4];
   for (int k = 0; k < 4; k++) {
-    if ((p[k] = val_node(c, in(c, 1 + k))) < 0) return out_node(c, 0, p[k]);
+    if ((p[k] = val_node(c, op_in(c, 1 + k))) < 0) return out_node(c, 0, p[k]);
     portc_dim d[PORTC_MAX_RANK];
     portc_node_shape(g, p[k], d);
     portc_dim to[PORTC_MAX_RANK] = {{-1, NULL}};
@@ -135,15 +134,15 @@ static portc_status op_BatchNormalization(imp *c) {
 }
 
 static portc_status pool(imp *c, bool is_max) {
-  if (!in(c, 0)) return fail(c, PORTC_ERR_INVALID, "input X is missing");
+  if (!op_in(c, 0)) return fail(c, PORTC_ERR_INVALID, "input X is missing");
   if (is_max && c->np->n_output > 1 && *c->np->output[1] && val_find(c, c->np->output[1])->uses)
     return fail(c, PORTC_ERR_INVALID, "the Indices output is read; portc computes only Y");
   portc_graph *g = c->g;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   if (portc_node_rank(g, x) != 4) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; portc imports 2-D pooling (rank 4)", portc_node_rank(g, x));
   dim xd[PORTC_MAX_RANK];
-  val_shape(c, in(c, 0), xd);
+  val_shape(c, op_in(c, 0), xd);
   int64_t kernel[8];
   if (attr_ints(c, "kernel_shape", kernel, 8) != 2) return fail(c, PORTC_ERR_INVALID, "kernel_shape must have 2 values");
   window w;
@@ -180,8 +179,8 @@ static portc_status op_MaxPool(imp *c) { return pool(c, true); }
 static portc_status op_AveragePool(imp *c) { return pool(c, false); }
 
 static portc_status global_pool(imp *c, bool is_max) {
-  if (!in(c, 0)) return fail(c, PORTC_ERR_INVALID, "input X is missing");
-  portc_node x = val_node(c, in(c, 0));
+  if (!op_in(c, 0)) return fail(c, PORTC_ERR_INVALID, "input X is missing");
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   int rank = portc_node_rank(c->g, x);
   if (rank < 3) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; it needs spatial dimensions", rank);

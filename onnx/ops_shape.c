@@ -9,14 +9,6 @@
 
 #include "onnx_import.h"
 
-static oval *in(imp *c, int k) { return k < c->nin ? c->in[k] : NULL; }
-
-static portc_status need(imp *c, int k) {
-  return in(c, k) ? PORTC_OK : fail(c, PORTC_ERR_INVALID, "input %d is missing", k);
-}
-
-static bool is_int_known(const oval *v) { return v && v->known && v->i; }
-
 static sval dim_sval(const portc_graph *g, dim d) {
   if (d.sym < 0) return (sval){d.c, -1, false};
   if (g->sym_base[d.sym] >= 0) return (sval){g->sym_scale[d.sym], g->sym_base[d.sym], false};
@@ -48,10 +40,10 @@ static portc_status copy_known(imp *c, const oval *x, int rank, const int64_t *s
 }
 
 static portc_status op_Shape(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   dim d[PORTC_MAX_RANK];
-  int rank = val_shape(c, in(c, 0), d);
+  int rank = val_shape(c, op_in(c, 0), d);
   int64_t start = attr_int(c, "start", 0), end = attr_int(c, "end", rank);
   start = clamp_index(start, rank), end = clamp_index(end, rank);
   int64_t n = end > start ? end - start : 0;
@@ -62,10 +54,10 @@ static portc_status op_Shape(imp *c) {
 }
 
 static portc_status op_Size(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   dim d[PORTC_MAX_RANK];
-  int rank = val_shape(c, in(c, 0), d);
+  int rank = val_shape(c, op_in(c, 0), d);
   sval *r = malloc(sizeof(sval));
   if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
   *r = (sval){1, -1, false};
@@ -102,10 +94,10 @@ static portc_status op_Constant(imp *c) {
 }
 
 static portc_status op_ConstantOfShape(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  const oval *s = in(c, 0);
-  if (!is_int_known(s) || s->rank != 1) return fail(c, PORTC_ERR_INVALID, "the shape must be a 1-D tensor known at import");
+  const oval *s = op_in(c, 0);
+  if (!int_known(s) || s->rank != 1) return fail(c, PORTC_ERR_INVALID, "the shape must be a 1-D tensor known at import");
   const Onnx__AttributeProto *a = attr_find(c, "value");
   oval val = {.name = "value", .node = -1};
   if (a && a->t && (st = tensor_value(c, a->t, &val))) return st;
@@ -142,15 +134,15 @@ static portc_status op_ConstantOfShape(imp *c) {
 /* the dims of Reshape's target: 0 copies the input's (unless allowzero), -1 is inferred, and one
  * size the import cannot express becomes -1 too */
 static portc_status op_Reshape(imp *c) {
-  portc_status st = need(c, 0);
-  if (!st) st = need(c, 1);
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
   if (st) return st;
-  const oval *s = in(c, 1);
-  if (!is_int_known(s) || s->rank != 1) return fail(c, PORTC_ERR_INVALID, "the new shape must be a 1-D tensor known at import");
+  const oval *s = op_in(c, 1);
+  if (!int_known(s) || s->rank != 1) return fail(c, PORTC_ERR_INVALID, "the new shape must be a 1-D tensor known at import");
   int rank = (int)s->shape[0];
   if (rank > PORTC_MAX_RANK) return fail(c, PORTC_ERR_SHAPE, "rank %d is more than %d", rank, PORTC_MAX_RANK);
   dim xd[PORTC_MAX_RANK];
-  int xr = val_shape(c, in(c, 0), xd);
+  int xr = val_shape(c, op_in(c, 0), xd);
   portc_dim dims[PORTC_MAX_RANK];
   int inferred = -1;
   bool allowzero = attr_int(c, "allowzero", 0) != 0;
@@ -167,8 +159,8 @@ static portc_status op_Reshape(imp *c) {
       inferred = k;
     }
   }
-  oval *x = in(c, 0);
-  if (is_int_known(x)) { /* shape arithmetic stays known: only its shape changes */
+  oval *x = op_in(c, 0);
+  if (int_known(x)) { /* shape arithmetic stays known: only its shape changes */
     int64_t shape[PORTC_MAX_RANK], n = 1;
     bool ok = true;
     for (int k = 0; k < rank; k++) {
@@ -185,10 +177,10 @@ static portc_status op_Reshape(imp *c) {
 }
 
 static portc_status op_Flatten(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   dim d[PORTC_MAX_RANK];
-  int rank = val_shape(c, in(c, 0), d);
+  int rank = val_shape(c, op_in(c, 0), d);
   int64_t axis = attr_int(c, "axis", 1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is outside 0..%d", (long long)attr_int(c, "axis", 1), rank);
@@ -206,14 +198,14 @@ static portc_status op_Flatten(imp *c) {
   }
   if (unknown >= 0 && out[0].size == -1 && out[1].size == -1 && !out[0].symbol && !out[1].symbol)
     return fail(c, PORTC_ERR_SHAPE, "both sides of the flattened shape are products of symbols");
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   return out_node(c, 0, x < 0 ? x : portc_reshape(c->g, x, 2, out));
 }
 
 static portc_status op_Transpose(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  oval *v = in(c, 0);
+  oval *v = op_in(c, 0);
   dim d[PORTC_MAX_RANK];
   int rank = val_shape(c, v, d);
   int64_t perm[PORTC_MAX_RANK];
@@ -221,7 +213,7 @@ static portc_status op_Transpose(imp *c) {
   if (n == -2) return fail(c, PORTC_ERR_INVALID, "perm is longer than rank %d", PORTC_MAX_RANK);
   if (n < 0)
     for (n = 0; n < rank; n++) perm[n] = rank - 1 - n;
-  if (is_int_known(v)) { /* shape arithmetic: move the elements */
+  if (int_known(v)) { /* shape arithmetic: move the elements */
     bool seen[PORTC_MAX_RANK] = {false};
     for (int k = 0; k < n; k++) {
       if (n != rank || perm[k] < 0 || perm[k] >= rank || seen[perm[k]]) return fail(c, PORTC_ERR_INVALID, "perm is not a permutation of %d axes", rank);
@@ -245,11 +237,11 @@ static portc_status op_Transpose(imp *c) {
 
 /* Squeeze and Unsqueeze: the new dims, then a reshape (or a new shape of a known value) */
 static portc_status resqueeze(imp *c, bool unsqueeze) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   int64_t axes[PORTC_MAX_RANK];
   int n = -1;
-  if (in(c, 1)) {
+  if (op_in(c, 1)) {
     if ((st = known_ints(c, 1, "axes", axes, PORTC_MAX_RANK, &n))) return st;
   } else {
     n = attr_ints(c, "axes", axes, PORTC_MAX_RANK);
@@ -257,7 +249,7 @@ static portc_status resqueeze(imp *c, bool unsqueeze) {
   }
   if (unsqueeze && n < 0) return fail(c, PORTC_ERR_INVALID, "axes are missing");
   dim d[PORTC_MAX_RANK];
-  int rank = val_shape(c, in(c, 0), d), out_rank = unsqueeze ? rank + n : 0;
+  int rank = val_shape(c, op_in(c, 0), d), out_rank = unsqueeze ? rank + n : 0;
   if (out_rank > PORTC_MAX_RANK) return fail(c, PORTC_ERR_SHAPE, "rank %d is more than %d", out_rank, PORTC_MAX_RANK);
   bool mark[PORTC_MAX_RANK * 2] = {false};
   for (int k = 0; k < n; k++) {
@@ -280,7 +272,7 @@ static portc_status resqueeze(imp *c, bool unsqueeze) {
       if (!drop) dims[r] = (portc_dim){d[k].c, d[k].sym >= 0 ? c->g->syms[d[k].sym] : NULL}, shape[r++] = d[k].c;
     }
   }
-  oval *x = in(c, 0);
+  oval *x = op_in(c, 0);
   if (x->known && x->node < 0 && x->i) return copy_known(c, x, r, shape);
   portc_node v = val_node(c, x);
   return out_node(c, 0, v < 0 ? v : portc_reshape(c->g, v, r, dims));
@@ -290,13 +282,13 @@ static portc_status op_Unsqueeze(imp *c) { return resqueeze(c, true); }
 
 /* Expand broadcasts x against the shape: a 1 in the shape keeps x's dimension */
 static portc_status op_Expand(imp *c) {
-  portc_status st = need(c, 0);
-  if (!st) st = need(c, 1);
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
   if (st) return st;
-  const oval *s = in(c, 1);
-  if (!is_int_known(s) || s->rank != 1) return fail(c, PORTC_ERR_INVALID, "the shape must be a 1-D tensor known at import");
+  const oval *s = op_in(c, 1);
+  if (!int_known(s) || s->rank != 1) return fail(c, PORTC_ERR_INVALID, "the shape must be a 1-D tensor known at import");
   dim xd[PORTC_MAX_RANK];
-  int xr = val_shape(c, in(c, 0), xd), sr = (int)s->shape[0], rank = xr > sr ? xr : sr;
+  int xr = val_shape(c, op_in(c, 0), xd), sr = (int)s->shape[0], rank = xr > sr ? xr : sr;
   if (rank > PORTC_MAX_RANK) return fail(c, PORTC_ERR_SHAPE, "rank %d is more than %d", rank, PORTC_MAX_RANK);
   portc_dim dims[PORTC_MAX_RANK];
   for (int k = 0; k < rank; k++) {
@@ -308,7 +300,7 @@ static portc_status op_Expand(imp *c) {
       dims[k] = (portc_dim){-1, NULL}; /* unknown here: the input's own size must be it */
     }
   }
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x >= 0 && xr < rank) {
     portc_dim up[PORTC_MAX_RANK];
     for (int k = 0; k < rank; k++) {
@@ -324,22 +316,23 @@ static portc_status op_Concat(imp *c) {
   if (c->nin < 1) return fail(c, PORTC_ERR_INVALID, "needs inputs");
   int64_t axis = attr_int(c, "axis", 0);
   bool known = true;
+  portc_status st;
   for (int k = 0; k < c->nin; k++) {
-    if (need(c, k)) return need(c, k);
-    known = known && is_int_known(in(c, k)) && in(c, k)->rank == 1;
+    if ((st = op_need(c, k))) return st;
+    known = known && int_known(op_in(c, k)) && op_in(c, k)->rank == 1;
   }
   if (known && (axis == 0 || axis == -1)) { /* shape vectors */
     int64_t n = 0;
-    for (int k = 0; k < c->nin; k++) n += in(c, k)->shape[0];
+    for (int k = 0; k < c->nin; k++) n += op_in(c, k)->shape[0];
     sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
     if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
     int64_t at = 0;
-    for (int k = 0; k < c->nin; k++) memcpy(r + at, in(c, k)->i, sizeof(sval) * (size_t)in(c, k)->shape[0]), at += in(c, k)->shape[0];
-    return out_ints(c, 0, in(c, 0)->dt, 1, &n, r);
+    for (int k = 0; k < c->nin; k++) memcpy(r + at, op_in(c, k)->i, sizeof(sval) * (size_t)op_in(c, k)->shape[0]), at += op_in(c, k)->shape[0];
+    return out_ints(c, 0, op_in(c, 0)->dt, 1, &n, r);
   }
   portc_node xs[ONNX_MAX_IO];
   for (int k = 0; k < c->nin; k++)
-    if ((xs[k] = val_node(c, in(c, k))) < 0) return out_node(c, 0, xs[k]);
+    if ((xs[k] = val_node(c, op_in(c, k))) < 0) return out_node(c, 0, xs[k]);
   return out_node(c, 0, c->nin == 1 ? xs[0] : portc_concat(c->g, c->nin, xs, axis));
 }
 
@@ -374,15 +367,15 @@ static portc_status slice_known(imp *c, const oval *x, int n, const int64_t *sta
 }
 
 static portc_status op_Slice(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   int64_t starts[PORTC_MAX_RANK], ends[PORTC_MAX_RANK], axes[PORTC_MAX_RANK], steps[PORTC_MAX_RANK];
   int n, ne, na = -1, ns = -1;
   if ((st = known_ints(c, 1, "starts", starts, PORTC_MAX_RANK, &n)) || (st = known_ints(c, 2, "ends", ends, PORTC_MAX_RANK, &ne))) return st;
-  if (in(c, 3) && (st = known_ints(c, 3, "axes", axes, PORTC_MAX_RANK, &na))) return st;
-  if (in(c, 4) && (st = known_ints(c, 4, "steps", steps, PORTC_MAX_RANK, &ns))) return st;
+  if (op_in(c, 3) && (st = known_ints(c, 3, "axes", axes, PORTC_MAX_RANK, &na))) return st;
+  if (op_in(c, 4) && (st = known_ints(c, 4, "steps", steps, PORTC_MAX_RANK, &ns))) return st;
   if (ne != n || (na >= 0 && na != n) || (ns >= 0 && ns != n)) return fail(c, PORTC_ERR_INVALID, "starts, ends, axes and steps differ in length");
-  oval *x = in(c, 0);
+  oval *x = op_in(c, 0);
   dim d[PORTC_MAX_RANK];
   int rank = val_shape(c, x, d);
   for (int k = 0; k < n; k++) {
@@ -392,7 +385,7 @@ static portc_status op_Slice(imp *c) {
     if (axes[k] < 0) axes[k] += rank;
     if (axes[k] < 0 || axes[k] >= rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is out of range", (long long)axes[k]);
   }
-  if (is_int_known(x)) return slice_known(c, x, n, starts, ends, axes, steps);
+  if (int_known(x)) return slice_known(c, x, n, starts, ends, axes, steps);
   for (int k = 0; k < n; k++)
     if (steps[k] < 0) return fail(c, PORTC_ERR_INVALID, "step %lld on a tensor computed at run time: portc slices forwards only", (long long)steps[k]);
   portc_node v = val_node(c, x);
@@ -407,18 +400,18 @@ static portc_status op_Slice(imp *c) {
 }
 
 static portc_status op_Gather(imp *c) {
-  portc_status st = need(c, 0);
-  if (!st) st = need(c, 1);
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
   if (st) return st;
-  oval *x = in(c, 0), *idx = in(c, 1);
+  oval *x = op_in(c, 0), *idx = op_in(c, 1);
   dim d[PORTC_MAX_RANK];
   int rank = val_shape(c, x, d);
   int64_t axis = attr_int(c, "axis", 0);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)attr_int(c, "axis", 0), rank);
-  bool idx_const = is_int_known(idx);
+  bool idx_const = int_known(idx);
   for (int64_t k = 0; idx_const && k < val_numel(idx); k++) idx_const = !idx->i[k].unknown && idx->i[k].sym < 0;
-  if (is_int_known(x) && idx_const && rank == 1) { /* entries of a shape vector */
+  if (int_known(x) && idx_const && rank == 1) { /* entries of a shape vector */
     int64_t n = val_numel(idx);
     sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
     if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
@@ -448,19 +441,19 @@ static portc_status op_Gather(imp *c) {
 }
 
 static portc_status op_Split(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   dim d[PORTC_MAX_RANK];
-  int rank = val_shape(c, in(c, 0), d);
+  int rank = val_shape(c, op_in(c, 0), d);
   int64_t axis = attr_int(c, "axis", 0);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return fail(c, PORTC_ERR_INVALID, "axis %lld is out of range", (long long)attr_int(c, "axis", 0));
   int nout = (int)c->np->n_output;
   int64_t sizes[ONNX_MAX_IO];
   int n = -1;
-  if (in(c, 1)) {
+  if (op_in(c, 1)) {
     if ((st = known_ints(c, 1, "split", sizes, ONNX_MAX_IO, &n))) return st;
   } else if ((n = attr_ints(c, "split", sizes, ONNX_MAX_IO)) < 0) {
     if (d[axis].sym >= 0) return fail(c, PORTC_ERR_SHAPE, "an even split of a symbolic dimension");
@@ -478,17 +471,17 @@ static portc_status op_Split(imp *c) {
 }
 
 static portc_status op_Pad(imp *c) {
-  portc_status st = need(c, 0);
+  portc_status st = op_need(c, 0);
   if (st) return st;
   char buf[16];
   const char *mode = attr_string(c, "mode", "constant", buf, sizeof buf);
   if (strcmp(mode, "constant")) return fail(c, PORTC_ERR_INVALID, "mode '%s': portc pads with a constant only", mode);
-  portc_node x = val_node(c, in(c, 0));
+  portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   int rank = portc_node_rank(c->g, x), n, na = -1;
   int64_t pads[2 * PORTC_MAX_RANK], axes[PORTC_MAX_RANK], out[2 * PORTC_MAX_RANK] = {0};
   if ((st = known_ints(c, 1, "pads", pads, 2 * PORTC_MAX_RANK, &n))) return st;
-  if (in(c, 3) && (st = known_ints(c, 3, "axes", axes, PORTC_MAX_RANK, &na))) return st;
+  if (op_in(c, 3) && (st = known_ints(c, 3, "axes", axes, PORTC_MAX_RANK, &na))) return st;
   if (na < 0)
     for (na = 0; na < rank; na++) axes[na] = na;
   if (n != 2 * na) return fail(c, PORTC_ERR_INVALID, "%d pads for %d axes", n, na);
@@ -500,7 +493,7 @@ static portc_status op_Pad(imp *c) {
     out[2 * a] = pads[k], out[2 * a + 1] = pads[na + k];
   }
   double value = 0;
-  if (in(c, 2) && !known_scalar(in(c, 2), &value)) return fail(c, PORTC_ERR_INVALID, "constant_value must be a scalar known at import");
+  if (op_in(c, 2) && !known_scalar(op_in(c, 2), &value)) return fail(c, PORTC_ERR_INVALID, "constant_value must be a scalar known at import");
   return out_node(c, 0, portc_pad(c->g, x, 2 * rank, out, value));
 }
 

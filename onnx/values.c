@@ -132,12 +132,12 @@ portc_node val_node(imp *c, oval *v) {
         return -(portc_node)fail(c, PORTC_ERR_SHAPE,
                                  "value '%s' depends on sizes known only at run time (%s); portc folds shape arithmetic at import and needs it to end in a shape",
                                  v->name, v->i[k].unknown ? "an expression of symbols" : c->g->syms[v->i[k].sym]);
-      } else vals[k] = (double)v->i[k].c;
+      } else {
+        /* int64 constants beyond 2^53 do not survive doubles: clamp the slice-style extremes */
+        const int64_t x = v->i[k].c, big = (int64_t)1 << 53;
+        vals[k] = (double)(v->dt == PORTC_I64 && x > big ? big : v->dt == PORTC_I64 && x < -big ? -big : x);
+      }
     }
-    /* int64 constants beyond 2^53 do not survive doubles: clamp the slice-style extremes */
-    for (int64_t k = 0; k < n && v->i; k++)
-      if (v->dt == PORTC_I64 && (v->i[k].c > ((int64_t)1 << 53) || v->i[k].c < -((int64_t)1 << 53)))
-        vals[k] = v->i[k].c > 0 ? 9007199254740992.0 : -9007199254740992.0;
     v->node = portc_const(c->g, v->dt, v->rank, v->shape, vals, n);
     free(vals);
     if (v->node >= 0) portc_set_name(c->g, v->node, name);
@@ -227,6 +227,10 @@ bool known_scalar(const oval *v, double *out) {
   else if (v->i[0].sym < 0 && !v->i[0].unknown) *out = (double)v->i[0].c;
   else return false;
   return true;
+}
+
+portc_status op_need(imp *c, int k) {
+  return op_in(c, k) ? PORTC_OK : fail(c, PORTC_ERR_INVALID, "input %d is missing", k);
 }
 
 /* ---- attributes ---- */
