@@ -9,6 +9,9 @@
 
 extern const dialect cpu_dialect;
 
+/* the schedule hook (schedule.c) */
+void cpu_schedule(kir_module *m, int i, int device);
+
 /* the C compiler ($PORTC_CC, else cc) and its version line; false when it cannot be run */
 bool cpu_compiler(char *cc, size_t cclen, char *version, size_t vlen);
 /* the flags every kernel object is built with */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../ir/dtype.h"
-#include "../targets/emit.h"
+#include "../codegen/emit.h"
 #include "dialect_prelude.h"
 #include "cpu.h"
 

@@ -41,15 +41,6 @@ static const char *device(void) {
   return name;
 }
 
-static int vector_bytes(void) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return 64;
-  if (__builtin_cpu_supports("avx2")) return 32;
-#endif
-  return 16;
-}
-
 static portc_status open_module(const char *path, cpu_module *m) {
   char why[512];
   if (!(m->dl = dl_open(path, why, sizeof why))) return err_set(PORTC_ERR_IO, "cpu: cannot load %s: %s", path, why);
@@ -123,7 +114,7 @@ const target cpu_target = {
     .dialect = &cpu_dialect,
     .available = available,
     .device = device,
-    .vector_bytes = vector_bytes,
+    .schedule = cpu_schedule,
     .load = load,
     .launch = launch,
     .unload = unload,

@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#include "../targets/emit.h"
+#include "../codegen/emit.h"
 #include "../targets/target.h"
 #include "cu_api.h"
 
@@ -42,7 +42,7 @@ portc_status cu_compile(const char *src, const char *arch, const char *name, voi
 /* NVRTC's identity for cache keys ("nvrtc 13.0"), or NULL with why when NVRTC is missing */
 const char *cu_compiler_id(char *why, size_t len);
 
-/* ---- what the dialect and the runtime agree on (launch.c) ---- */
+/* ---- limits, and the tensor-core kernel's tiles (schedule.c, dialect_mma.c) ---- */
 enum {
   CU_MAX_SYMS = 32,
   CU_MAX_ARGS = 64,   /* buffers one kernel may take */
@@ -54,27 +54,11 @@ enum {
   CU_MMA_THREADS = 256,
   CU_CONV_TILE = 128, /* convolution as an implicit GEMM: 128x128 tiles of 8x8 per thread */
 };
-typedef enum { CU_MM_SIMT, CU_MM_MMA } cu_mm_variant;
-
-/* threads per block of kernel k (row kernels: by row length) */
-int cu_block_threads(const kir_module *m, int k);
-void cu_grid(const kir_module *m, int k, const int64_t *S, int sms, unsigned grid[3], unsigned block[3]);
-/* dynamic shared memory of kernel k in bytes (the tensor-core matmul's stages) */
-int cu_shared_bytes(const kir_module *m, int k);
-/* the SIMT matmul's tile: 128 (threads of 8x8) where the output has room for enough such tiles
- * to fill the GPU, else 64 (4x4) */
-int cu_mm_tile(const kir_module *m, int k);
+/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
+void cu_schedule(kir_module *m, int i, int device);
 /* matmul kernel k is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
  * fold into M rows), B is a matrix read as it lies */
 bool cu_gemm_view(const kir_module *m, int k);
-int64_t cu_gemm_rows(const kir_module *m, int k, const int64_t *S); /* M of that GEMM */
-/* the matmul variant of kernel k: mma.sync for an f16/bf16 GEMM whose rows are whole 16-byte
- * chunks, else the SIMT kernel */
-cu_mm_variant cu_matmul_variant(const kir_module *m, int k);
-/* kernel k can also run as cuBLASLt plus an epilogue kernel (a GEMM of one float dtype);
- * *direct when the epilogue is only the store, or the addition of a bias vector of the output's
- * dtype (*bias: its buffer, else -1), so cuBLASLt writes the output itself */
-bool cu_blaslt_eligible(const kir_module *m, int k, bool *direct, int *bias);
 
 /* ---- cuBLASLt (blaslt.c) ---- */
 typedef struct cu_blaslt cu_blaslt;
@@ -88,17 +72,22 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dty
 
 extern const dialect cuda_dialect;
 
-/* What the CUDA runtime needs to know of the dialect whose kernels it runs: CUDA C (the cuda
- * target), or HIP C++ behind a prelude that maps HIP's device builtins to CUDA's (the hip-on-cuda
- * target, hip_on_cuda.c, which checks the HIP dialect on NVIDIA GPUs). */
+/* The CUDA runtime (runtime.c) runs CUDA C (the cuda target) or HIP C++ behind a prelude that
+ * maps HIP's device builtins to CUDA's (the hip-on-cuda target, hip_on_cuda/, which checks the
+ * HIP dialect on NVIDIA GPUs). A flavor is what differs. */
 typedef struct cu_flavor {
-  const char *name;           /* the target's name, for messages */
-  const char *source_prefix;  /* goes before the module's source */
-  void (*grid)(const kir_module *m, int k, const int64_t *S, int sms, unsigned grid[3], unsigned block[3]);
-  int (*shared_bytes)(const kir_module *m, int k);                               /* NULL: none */
-  bool (*blaslt_eligible)(const kir_module *m, int k, bool *direct, int *bias);   /* NULL: never */
-  bool (*mma)(const kir_module *m, int k); /* kernel k is a tensor-core matmul (NULL: never) */
+  const char *name;          /* the target's name, for messages */
+  const char *source_prefix; /* goes before the module's source */
 } cu_flavor;
-extern const cu_flavor cu_hip_flavor;
+/* the CUDA runtime's hooks, for a target that runs its kernels through it */
+portc_status cu_load_flavor(const cu_flavor *f, const load_request *req, void **handle, bool *hit);
+portc_status cu_launch(void *handle, int i, void *const *bufs, const int64_t *S);
+void cu_unload(void *handle);
+portc_status cu_dev_alloc(void *handle, int64_t bytes, void **obj);
+void cu_dev_free(void *handle, void *obj);
+portc_status cu_dev_write(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes);
+portc_status cu_dev_read(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
+portc_status cu_end(void *handle, double *seconds);
+const char *cu_timer(void *handle);
 
 #endif

@@ -3,10 +3,11 @@
  * per kernel in one source file, compiled at once by NVRTC. A kernel takes the buffers it uses
  * (ascending buffer order, kernel_buffers()), then the status word where it checks indices, then
  * the symbol values by value. The skeletons are the GPU dialects' shared ones
- * (targets/gpu_kernels.c) with CUDA's spellings; block sizes are compile-time constants that
- * launch.c also uses. Matmuls with f16/bf16 operands as they lie run on tensor cores
- * (dialect_mma.c); a matmul that cuBLASLt can compute also gets `kN_epi`, which applies the
- * epilogue to cuBLASLt's f32 result, unless cuBLASLt can do it all (a store, or a bias added).
+ * (codegen/gpu_kernels.c) with CUDA's spellings; block sizes, variants and tiles are the
+ * kernel's schedule (schedule.c), which the runtime reads too. Tensor-core matmuls (f16/bf16
+ * operands as they lie) are dialect_mma.c's; a matmul that cuBLASLt can compute also gets
+ * `kN_epi`, which applies the epilogue to cuBLASLt's f32 result, unless cuBLASLt can do it all
+ * (a store, or a bias added).
  *
  * Each kernel's text starts with "//@kernel N".
  */
@@ -15,7 +16,8 @@
 #include <string.h>
 
 #include "../ir/dtype.h"
-#include "../targets/gpu_kernels.h"
+#include "../codegen/gpu_kernels.h"
+#include "../codegen/grid.h"
 #include "cu.h"
 #include "dialect_mma.h"
 #include "prelude.h"
@@ -32,12 +34,11 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   char *ps = sb_take(&p);
-  int threads = cu_block_threads(e->m, index);
-  /* float matmuls: registers for two blocks per SM (measured without spills) */
-  bool two_blocks = e->k->kind == KK_MATMUL && !suffix[0] && dtype_is_float(e->m->buf[e->k->in_buf[0]].dt);
-  if (suffix[0]) threads = CU_PW_THREADS;
-  emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads,
-            two_blocks ? ", 2" : "", index, suffix, ps ? ps : "");
+  int threads = suffix[0] ? CU_PW_THREADS : gpu_group_threads(e->k);
+  int min_blocks = suffix[0] ? 0 : e->k->sched.min_groups;
+  char bounds[32] = "";
+  if (min_blocks) snprintf(bounds, sizeof bounds, ", %d", min_blocks);
+  emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads, bounds, index, suffix, ps ? ps : "");
   free(ps);
 }
 
@@ -70,8 +71,8 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "// %s", k->why);
   signature(e, index, "", NULL);
   e->indent++;
-  emit_line(e, "constexpr int PC_WG = %d;", cu_block_threads(e->m, index));
-  int vec = k->kind == KK_ROW ? gpu_row_vector(e) : 0;
+  emit_line(e, "constexpr int PC_WG = %d;", gpu_group_threads(k));
+  int vec = k->kind == KK_ROW ? k->sched.vector : 0, tile = k->sched.tile_m;
   if (vec) emit_line(e, "constexpr int PC_VEC = %d; /* consecutive row elements per vector access */", vec);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "constexpr int PC_RV = (%lld + PC_WG * %d - 1) / (PC_WG * %d) * %d; /* row elements per thread */",
@@ -81,21 +82,21 @@ static void kernel(emitter *e, int index) {
   case KK_POINTWISE: gpu_pointwise(e); break;
   case KK_ROW: gpu_row(e); break;
   case KK_MATMUL:
-    if (cu_matmul_variant(e->m, index) == CU_MM_MMA) {
+    if (k->sched.variant == KS_MMA) {
       cu_emit_mma(e);
     } else if (float_mm) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, cu_mm_tile(e->m, index) + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, cu_mm_tile(e->m, index));
-      gpu_matmul_float(e, cu_mm_tile(e->m, index));
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
+      gpu_matmul_float(e, tile);
     } else {
-      gpu_matmul_int(e, cu_mm_tile(e->m, index));
+      gpu_matmul_int(e, tile);
     }
     break;
   case KK_CONV:
-    if (gpu_conv_tiled(e->m, index)) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, CU_CONV_TILE + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, CU_CONV_TILE);
-      gpu_conv_gemm(e, CU_CONV_TILE);
+    if (k->sched.variant == KS_TILED) {
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
+      gpu_conv_gemm(e, tile);
     } else {
       gpu_conv(e);
     }
@@ -103,9 +104,7 @@ static void kernel(emitter *e, int index) {
   case KK_OPAQUE: gpu_opaque(e); break;
   }
   gpu_loop_end(e);
-  bool direct;
-  int bias;
-  if (cu_blaslt_eligible(e->m, index, &direct, &bias) && !direct) blaslt_epilogue(e, index);
+  if (k->sched.library == 2) blaslt_epilogue(e, index);
   sb_printf(&e->out, "\n");
 }
 

@@ -4,7 +4,7 @@
 #ifndef PORTC_CUDA_DIALECT_MMA_H
 #define PORTC_CUDA_DIALECT_MMA_H
 
-#include "../targets/emit.h"
+#include "../codegen/emit.h"
 
 /* GEMM kernels (cu_gemm_view): "const int M = ...;" (rows: the output's leading dims folded),
  * and the output's index names, the leading ones unravelled from the row index "m" */

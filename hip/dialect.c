@@ -13,7 +13,8 @@
 #include <stdlib.h>
 
 #include "../ir/dtype.h"
-#include "../targets/gpu_kernels.h"
+#include "../codegen/gpu_kernels.h"
+#include "../codegen/grid.h"
 #include "hip.h"
 #include "prelude.h"
 
@@ -29,7 +30,7 @@ static void kernel(emitter *e, int index) {
   if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   char *ps = sb_take(&p);
-  int threads = hip_block_threads(e->m, index);
+  int threads = gpu_group_threads(k), tile = k->sched.tile_m;
   emit_line(e, "PC_KERNEL void __launch_bounds__(%d) k%d(%s) {", threads, index, ps ? ps : "");
   free(ps);
   e->indent++;
@@ -41,18 +42,18 @@ static void kernel(emitter *e, int index) {
   case KK_ROW: gpu_row(e); break;
   case KK_MATMUL:
     if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, HIP_MM_TILE + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, HIP_MM_TILE);
-      gpu_matmul_float(e, HIP_MM_TILE);
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
+      gpu_matmul_float(e, tile);
     } else {
-      gpu_matmul_int(e, HIP_MM_TILE);
+      gpu_matmul_int(e, tile);
     }
     break;
   case KK_CONV:
-    if (gpu_conv_tiled(e->m, index)) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, HIP_MM_TILE + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, HIP_MM_TILE);
-      gpu_conv_gemm(e, HIP_MM_TILE);
+    if (k->sched.variant == KS_TILED) {
+      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
+      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
+      gpu_conv_gemm(e, tile);
     } else {
       gpu_conv(e);
     }

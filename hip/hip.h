@@ -1,14 +1,13 @@
 /*
  * hip.h: the HIP target's parts and what they share: the per-device context (context.c), HIP C++
- * to a code object with hiprtc (compile.c), the launch geometry that the dialect and the runtimes
- * agree on (launch.c), the dialect itself (dialect.c), and the runtime (runtime.c). The same
- * dialect also runs on NVIDIA GPUs through the CUDA runtime (the hip-on-cuda target,
- * cuda/hip_on_cuda.c).
+ * to a code object with hiprtc (compile.c), the schedule that the dialect and the runtimes read
+ * (schedule.c), the dialect itself (dialect.c), and the runtime (runtime.c). The same dialect
+ * also runs on NVIDIA GPUs through the CUDA runtime (the hip-on-cuda target, hip_on_cuda/).
  */
 #ifndef PORTC_HIP_HIP_H
 #define PORTC_HIP_HIP_H
 
-#include "../targets/emit.h"
+#include "../codegen/emit.h"
 #include "../targets/target.h"
 #include "hip_api.h"
 
@@ -32,17 +31,15 @@ const char *hip_default_device_name(void);
 void hip_describe(FILE *out);
 portc_status hip_fail(hipError_t r, const char *what);
 
-/* ---- what the dialect and the runtimes agree on (launch.c) ---- */
+/* ---- limits and rules (schedule.c) ---- */
 enum {
   HIP_MAX_SYMS = 32,
   HIP_MAX_ARGS = 64,   /* buffers one kernel may take */
   HIP_PW_THREADS = 256,
   HIP_MM_TILE = 64,    /* SIMT matmul: 64x64 tiles, 16x16 threads of 4x4 */
 };
-/* threads per work group of kernel k (row kernels: by row length; at least one wavefront of 64) */
-int hip_block_threads(const kir_module *m, int k);
-/* work groups (capped: kernels loop over their work) and their shape; cus: compute units */
-void hip_grid(const kir_module *m, int k, const int64_t *S, int cus, unsigned grid[3], unsigned block[3]);
+/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
+void hip_schedule(kir_module *m, int i, int device);
 /* LDS bytes kernel k declares (the SIMT matmul's panels; a reduction's partials are at most 128) */
 int hip_lds_bytes(const kir_module *m, int k);
 /* the wavefront size of a gfx architecture: the tune table's, else 32 on RDNA (gfx10, gfx11,

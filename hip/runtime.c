@@ -1,9 +1,10 @@
 /*
  * runtime.c: the HIP target. load compiles the module's HIP C++ with hiprtc for the device's gfx
  * architecture and wavefront size (or finds the code object in the kernel cache) and loads it
- * through the HIP runtime, both opened at run time. A run collects the launches, then issues them
- * in order on the module's stream between two events, whose elapsed time is the run's device
- * time. reduce-overhead mode (HIP graphs) is not implemented yet and is refused by name.
+ * through the HIP runtime, both opened at run time. The shared GPU queue (targets/gpu_queue.c)
+ * collects a run's launches and issues them through this file in order on the module's stream
+ * between two events, whose elapsed time is the run's device time. reduce-overhead mode (HIP
+ * graphs) is not implemented yet and is refused by name.
  *
  * No AMD GPU has run this file: the dialect is checked by compiling every conformance kernel for
  * gfx90a, gfx940 and gfx1030 and by running it on NVIDIA GPUs (hip-on-cuda); this runtime mirrors
@@ -13,19 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codegen/grid.h"
 #include "../targets/cache.h"
+#include "../targets/gpu_queue.h"
 #include "hip.h"
-
-typedef struct hip_kernel {
-  hipFunction_t f;
-  int nbind, bind[HIP_MAX_ARGS];
-  bool status;
-} hip_kernel;
-
-typedef struct hip_launch {
-  dev_buf b[HIP_MAX_ARGS];
-  int64_t S[HIP_MAX_SYMS];
-} hip_launch;
 
 typedef struct hip_mem {
   void *p;
@@ -37,8 +29,9 @@ typedef struct hip_module {
   const kir_module *km;
   int nk, nsym;
   hipModule_t mod;
-  hip_kernel *k;
-  hip_launch *pending;
+  hipFunction_t *f; /* per kernel */
+  gpu_queue q;
+  gpu_limits lim;
   hipStream_t stream;
   hipEvent_t ev0, ev1;
   void *status;
@@ -49,7 +42,6 @@ static bool available(char *why, size_t len) {
   return hip_compiler_id(why, len) != NULL;
 }
 static const char *device(void) { return hip_default_device_name(); }
-static int vector_bytes(void) { return 16; }
 
 static void unload(void *handle) {
   hip_module *m = handle;
@@ -61,8 +53,8 @@ static void unload(void *handle) {
   if (m->stream) HIP.hipStreamDestroy(m->stream);
   if (m->status) HIP.hipFree(m->status);
   if (m->mod) HIP.hipModuleUnload(m->mod);
-  free(m->k);
-  free(m->pending);
+  free(m->f);
+  gpu_queue_free(&m->q);
   free(m);
 }
 
@@ -85,38 +77,32 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   if (!c) return err_set(PORTC_ERR_DEVICE, "hip: %s", why);
   if (req->reduce_overhead) return err_set(PORTC_ERR_INVALID, "hip: reduce-overhead mode (HIP graphs) is not implemented yet");
   const kir_module *km = req->km;
-  if (km->g->nsyms > HIP_MAX_SYMS) return err_set(PORTC_ERR_INVALID, "hip: more than %d symbols", HIP_MAX_SYMS);
   hip_module *m = calloc(1, sizeof *m);
   if (!m) return err_set(PORTC_ERR_NOMEM, "hip: out of memory");
   m->c = c, m->km = km, m->nk = km->nk, m->nsym = km->g->nsyms;
-  m->k = calloc((size_t)km->nk + 1, sizeof *m->k);
-  m->pending = calloc((size_t)km->nk + 1, sizeof *m->pending);
-  if (!m->k || !m->pending) {
+  m->lim = (gpu_limits){.max_groups = {INT32_MAX, 65535, 65535}, .stride_groups = (int64_t)(c->cus > 0 ? c->cus : 1) * 32};
+  portc_status st = gpu_queue_init(&m->q, "hip", km, false);
+  m->f = calloc((size_t)km->nk + 1, sizeof *m->f);
+  if (st || !m->f) {
     unload(m);
-    return err_set(PORTC_ERR_NOMEM, "hip: out of memory");
+    return st ? st : err_set(PORTC_ERR_NOMEM, "hip: out of memory");
   }
   void *code = NULL;
   size_t bytes = 0;
   hipError_t r;
-  portc_status st = code_for(c, req->source, req->graph_name, &code, &bytes, hit);
+  st = code_for(c, req->source, req->graph_name, &code, &bytes, hit);
   if (!st && (r = HIP.hipModuleLoadData(&m->mod, code))) st = hip_fail(r, "hipModuleLoadData");
   free(code);
-  bool status = false;
   for (int i = 0; i < m->nk && !st; i++) {
-    hip_kernel *k = &m->k[i];
     char name[32];
     snprintf(name, sizeof name, "k%d", i);
-    if ((r = HIP.hipModuleGetFunction(&k->f, m->mod, name))) st = hip_fail(r, "hipModuleGetFunction");
-    k->nbind = kernel_buffers(km, i, k->bind, HIP_MAX_ARGS);
-    if (!st && k->nbind > HIP_MAX_ARGS) st = err_set(PORTC_ERR_INVALID, "hip: kernel %d reads or writes more than %d buffers", i, HIP_MAX_ARGS);
-    k->status = kernel_checks_indices(km, i);
-    status = status || k->status;
+    if ((r = HIP.hipModuleGetFunction(&m->f[i], m->mod, name))) st = hip_fail(r, "hipModuleGetFunction");
     if (!st && hip_lds_bytes(km, i) > c->lds)
       st = err_set(PORTC_ERR_DEVICE, "hip: kernel %d needs %d bytes of LDS; %s offers %d per work group", i, hip_lds_bytes(km, i), c->name, c->lds);
   }
   if (!st && (r = HIP.hipStreamCreate(&m->stream))) st = hip_fail(r, "hipStreamCreate");
   if (!st && ((r = HIP.hipEventCreate(&m->ev0)) || (r = HIP.hipEventCreate(&m->ev1)))) st = hip_fail(r, "hipEventCreate");
-  if (!st && status && (r = HIP.hipMalloc(&m->status, 4))) st = hip_fail(r, "hipMalloc");
+  if (!st && m->q.status && (r = HIP.hipMalloc(&m->status, 4))) st = hip_fail(r, "hipMalloc");
   if (st) {
     unload(m);
     return st;
@@ -127,55 +113,78 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
 
 static portc_status launch(void *handle, int i, void *const *bufs, const int64_t *S) {
   hip_module *m = handle;
-  hip_kernel *k = &m->k[i];
-  hip_launch *l = &m->pending[i];
-  portc_status st = launch_fits_32bit("hip", m->km, k->bind, k->nbind, bufs, S);
-  if (st) return st;
-  for (int j = 0; j < k->nbind; j++) l->b[j] = *(const dev_buf *)bufs[k->bind[j]];
-  for (int s = 0; s < m->nsym; s++) l->S[s] = S[s];
-  return PORTC_OK;
+  return gpu_queue_launch(&m->q, i, bufs, S);
 }
 
-static portc_status issue(hip_module *m, int i) {
-  const hip_kernel *k = &m->k[i];
-  const hip_launch *l = &m->pending[i];
-  void *args[HIP_MAX_ARGS + 1], *params[HIP_MAX_ARGS + 2];
-  struct { int v[HIP_MAX_SYMS]; } syms = {{0}};
+/* ---- the shared queue's calls (targets/gpu_queue.h) ---- */
+
+static portc_status issue(void *rt, int i, const gpu_launch *l) {
+  hip_module *m = rt;
+  const gpu_args *a = &m->q.args[i];
+  void *args[GPU_MAX_ARGS + 1], *params[GPU_MAX_ARGS + 2];
+  struct { int v[GPU_MAX_SYMS]; } syms = {{0}};
   int n = 0;
-  for (int j = 0; j < k->nbind; j++) {
+  for (int j = 0; j < a->nbind; j++) {
     args[n] = (char *)((const hip_mem *)l->b[j].obj)->p + l->b[j].offset;
     params[n] = &args[n], n++;
   }
-  if (k->status) args[n] = m->status, params[n] = &args[n], n++;
+  if (a->status) args[n] = m->status, params[n] = &args[n], n++;
   for (int s = 0; s < m->nsym; s++) syms.v[s] = (int)l->S[s];
   params[n++] = &syms;
-  unsigned g[3], b[3];
-  hip_grid(m->km, i, l->S, m->c->cus, g, b);
-  hipError_t r = HIP.hipModuleLaunchKernel(k->f, g[0], g[1], g[2], b[0], b[1], b[2], 0, m->stream, params, NULL);
+  const int *t = m->km->k[i].sched.threads;
+  unsigned g[3];
+  gpu_grid(m->km, i, l->S, &m->lim, g);
+  hipError_t r = HIP.hipModuleLaunchKernel(m->f[i], g[0], g[1], g[2], (unsigned)t[0], (unsigned)t[1], (unsigned)t[2], 0, m->stream, params, NULL);
   return r ? hip_fail(r, "hipModuleLaunchKernel") : PORTC_OK;
 }
+
+static void status_clear(void *rt) {
+  hip_module *m = rt;
+  HIP.hipMemsetD32Async(m->status, 0, 1, m->stream);
+}
+
+static void timer_start(void *rt) {
+  hip_module *m = rt;
+  HIP.hipEventRecord(m->ev0, m->stream);
+}
+
+static void timer_stop(void *rt) {
+  hip_module *m = rt;
+  HIP.hipEventRecord(m->ev1, m->stream);
+}
+
+static portc_status wait(void *rt, double *seconds) {
+  hip_module *m = rt;
+  hipError_t r = HIP.hipEventSynchronize(m->ev1);
+  if (r) return hip_fail(r, "running the kernels");
+  float ms = 0;
+  HIP.hipEventElapsedTime(&ms, m->ev0, m->ev1);
+  *seconds = ms * 1e-3;
+  return PORTC_OK;
+}
+
+static portc_status status_read(void *rt, bool *bad) {
+  hip_module *m = rt;
+  unsigned word = 0;
+  hipError_t r = HIP.hipMemcpyDtoHAsync(&word, m->status, 4, m->stream);
+  if (!r) r = HIP.hipStreamSynchronize(m->stream);
+  *bad = word != 0;
+  return r ? hip_fail(r, "reading the status word") : PORTC_OK;
+}
+
+static const gpu_queue_ops queue_ops = {
+    .status_clear = status_clear,
+    .timer_start = timer_start,
+    .issue = issue,
+    .timer_stop = timer_stop,
+    .wait = wait,
+    .status_read = status_read,
+};
 
 static portc_status end(void *handle, double *seconds) {
   hip_module *m = handle;
   HIP.hipSetDevice(m->c->index);
-  hipError_t r;
-  portc_status st = PORTC_OK;
-  if (m->status) HIP.hipMemsetD32Async(m->status, 0, 1, m->stream);
-  HIP.hipEventRecord(m->ev0, m->stream);
-  for (int i = 0; i < m->nk && !st; i++) st = issue(m, i);
-  HIP.hipEventRecord(m->ev1, m->stream);
-  if ((r = HIP.hipEventSynchronize(m->ev1)) && !st) st = hip_fail(r, "running the kernels");
-  if (st) return st;
-  float ms = 0;
-  HIP.hipEventElapsedTime(&ms, m->ev0, m->ev1);
-  *seconds = ms * 1e-3;
-  if (m->status) {
-    unsigned bad = 0;
-    if ((r = HIP.hipMemcpyDtoHAsync(&bad, m->status, 4, m->stream)) || (r = HIP.hipStreamSynchronize(m->stream)))
-      return hip_fail(r, "reading the status word");
-    if (bad) return err_set(PORTC_ERR_RUNTIME, "an index is out of range (gather)");
-  }
-  return PORTC_OK;
+  return gpu_queue_run(&m->q, &queue_ops, m, seconds);
 }
 
 static const char *timer(void *handle) {
@@ -233,7 +242,7 @@ const target hip_target = {
     .dialect = &hip_dialect,
     .available = available,
     .device = device,
-    .vector_bytes = vector_bytes,
+    .schedule = hip_schedule,
     .load = load,
     .launch = launch,
     .unload = unload,

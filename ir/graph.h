@@ -190,5 +190,8 @@ bool broadcast(const shape *a, const shape *b, shape *out);
 /* ---- other graph services ---- */
 void graph_print_node(const portc_graph *g, const node *n, strbuf *b); /* one .ptg line, no \n */
 portc_status graph_parse_attrs(portc_graph *g, enum op op, const char *text, attr *out);
+/* a .ptg file read and parsed (text_parse.c); files it names resolve against its folder.
+ * portc_graph_load (driver/load.c) calls it for every file that is not ONNX */
+portc_status graph_load_text(const char *path, portc_graph **out);
 
 #endif

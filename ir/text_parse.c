@@ -678,11 +678,8 @@ portc_status graph_parse_attrs(portc_graph *g, enum op op, const char *text, att
   return s;
 }
 
-portc_status portc_graph_load(const char *path, portc_graph **out) {
-  if (!out) return err_set(PORTC_ERR_INVALID, "graph_load: out is NULL");
+portc_status graph_load_text(const char *path, portc_graph **out) {
   *out = NULL;
-  size_t len = path ? strlen(path) : 0;
-  if (len > 5 && strcmp(path + len - 5, ".onnx") == 0) return portc_graph_from_onnx(path, out); /* the importer, onnx/ */
   FILE *fp = path ? fopen(path, "rb") : NULL;
   if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path ? path : "(null)");
   strbuf b = {0};

@@ -82,10 +82,29 @@ typedef struct kir_buf {
   shape sh;
 } kir_buf;
 
+/* How a kernel runs: filled once per kernel by its target's schedule hook (targets/target.h),
+ * where the tune tables will override it, and read by the target's dialect and runtime, which
+ * never decide it again. Fields a target does not use stay 0. */
+typedef enum { KS_PLAIN, KS_TILED, KS_MMA } kir_variant;
+
 typedef struct kir_schedule {
-  int vector;            /* elements per vector operation */
-  int64_t chunk;         /* POINTWISE: elements of the last dimension per work item */
+  /* GPU targets */
+  int threads[3];        /* threads per work group */
+  kir_variant variant;   /* MATMUL, CONV: grid-stride loop, shared-memory tiles, or matrix instructions */
+  int tile_m, tile_n;    /* TILED, MMA: output tile per work group */
+  int tile_k, stages;    /* MMA: the k-step and the pipeline stages */
+  bool fold_batch;       /* MATMUL: the leading dims fold into rows of one 2-D GEMM */
+  int shared_bytes;      /* dynamic shared memory per work group */
+  int min_groups;        /* work groups per multiprocessor the kernel is compiled for (0: no bound) */
+  /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with
+   * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads */
+  int library, library_bias;
+  /* every target */
+  int vector;            /* elements per vector access */
+  /* the CPU */
+  int64_t chunk;          /* POINTWISE: elements of the last dimension per work item */
   int mr, nr, mc, nc, kc; /* MATMUL: micro-tile and cache blocks */
+  const char *source;     /* where the numbers come from ("rules": the target's heuristics) */
 } kir_schedule;
 
 #define KIR_MAX_PHASES 8
@@ -131,8 +150,6 @@ bool path_push(kir_path *p, kir_step s);     /* false when the path is full */
 
 /* fusion and kernel building (fuse.c, kir_build.c) */
 portc_status fuse(portc_graph *g, bool eager, kir_module **out);
-/* schedule knobs for a target with `vector_bytes`-wide vectors (schedule.c) */
-void schedule(kir_module *m, int vector_bytes);
 
 /* concrete numbers for a launch: dims under symbol values (sym may be NULL when none) */
 int64_t dim_value(dim d, const int64_t *sym);

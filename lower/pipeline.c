@@ -57,7 +57,6 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   RUN(opt_cse, g);
   RUN(opt_dce, g);
   if ((st = fuse(g, o->eager, out))) goto fail; /* the module now owns g */
-  schedule(*out, o->vector_bytes);
   if (o->dump_after && strcmp(o->dump_after, "fuse") == 0) kir_print(*out, o->dump ? o->dump : stderr);
   return PORTC_OK;
 fail:

@@ -17,7 +17,7 @@ for pkg in gcc g++ make cmake libgtest-dev \
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
   hipcc rocm-device-libs libamdhip64-dev \
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-torchvision python3-onnx python3-numpy \
-  clang-14 libclang-rt-14-dev; do
+  clang-14 libclang-rt-14-dev libvulkan-volk-dev libxxhash-dev pkg-config; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "dialect.h"
+#include "../codegen/dialect.h"
 
 /* what a target's load gets: the module's source in its dialect and the kernel IR it renders
  * (owned by the module, valid until unload) */
@@ -34,8 +34,11 @@ typedef struct target {
   bool (*available)(char *why, size_t len);
   /* a name for the device: part of the cache key and of reports */
   const char *(*device)(void);
-  /* widest vector register in bytes, for the schedule */
-  int (*vector_bytes)(void);
+  /* fills kernel i's schedule (kir_schedule: threads, tiles, variant, vector width, ...) for
+   * the device index after "name:" (-1: the default device), from the target's rules; it works
+   * without a device, for code generation alone. Called once per kernel by the compile
+   * pipeline; the dialect and the runtime only read what it wrote. */
+  void (*schedule)(kir_module *m, int i, int device);
   /* compiles the source (or finds it in the kernel cache) and loads it */
   portc_status (*load)(const load_request *r, void **handle, bool *cache_hit);
   /* runs kernel i over the buffers, with symbol values S: host pointers, or for targets with
@@ -62,9 +65,7 @@ typedef struct target {
   bool (*flushes_denormals)(void *handle);
 } target;
 
-/* GPU kernels index with 32 bits: refuses (naming the target) a bound buffer of 2^31 elements or
- * more and a symbol value that does not fit; bind[0..nbind) are the kernel's buffers */
-portc_status launch_fits_32bit(const char *target, const kir_module *m, const int *bind, int nbind, void *const *bufs, const int64_t *S);
+
 
 /* finds "name" or "name:N" (device N of that target; *device gets N, or -1) */
 const target *target_find(const char *name, int *device);

@@ -41,19 +41,25 @@ static int narch;
 static int next_batch, failures;
 static bool hip, on_cuda; /* the HIP dialect (by NVRTC, behind the hip-on-cuda prelude), else CUDA's */
 static const dialect *D;
+static const target *T; /* whose schedule hook the kernels take, with no device */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { BATCH = 60 };
+
+static void schedule_all(kir_module *km) {
+  for (int i = 0; i < km->nk; i++) T->schedule(km, i, -1);
+}
 
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
 static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name) {
-  lower_options lo = {.eager = eager, .symvals = symvals, .vector_bytes = 16};
+  lower_options lo = {.eager = eager, .symvals = symvals};
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
     failures++;
     return;
   }
+  schedule_all(km);
   char *src = emit_module(D, km);
   kir_module_free(km);
   const char *at = src ? strstr(src, D->prelude) : NULL;
@@ -162,11 +168,12 @@ static void *worker(void *arg) {
 static int print_source(const char *path, bool eager) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.eager = eager, .vector_bytes = 16};
+  lower_options lo = {.eager = eager};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
+  schedule_all(km);
   char *src = emit_module(D, km);
   fputs(src ? src : "", stdout);
   free(src);
@@ -178,11 +185,12 @@ static int print_source(const char *path, bool eager) {
 static int write_object(const char *path, const char *arch, const char *out, bool rtc) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.vector_bytes = 16};
+  lower_options lo = {0};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
+  schedule_all(km);
   char *src = emit_module(D, km);
   void *obj = NULL;
   size_t bytes = 0;
@@ -208,6 +216,9 @@ int main(int argc, char **argv) {
   on_cuda = strcmp(argv[1], "hip-on-cuda") == 0;
   hip = on_cuda || strcmp(argv[1], "hip") == 0;
   D = hip ? &hip_dialect : &cuda_dialect;
+  int unused;
+  T = target_find(argv[1], &unused);
+  if (!T) T = target_find("cuda", &unused);
   argc--, argv++;
   if (argc >= 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc > 3 && strcmp(argv[3], "--eager") == 0);
   if ((argc == 5 || argc == 6) && strcmp(argv[1], "--object") == 0) return write_object(argv[2], argv[3], argv[4], argc == 6);

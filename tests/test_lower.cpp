@@ -65,7 +65,6 @@ static int kernels(const std::string &text, bool eager, std::vector<kir_kind> *k
   if (!g) return -1;
   lower_options o = {};
   o.eager = eager;
-  o.vector_bytes = 32;
   kir_module *m = nullptr;
   if (lower_graph(g.get(), &o, &m) != PORTC_OK) {
     ADD_FAILURE() << portc_last_error();
@@ -138,7 +137,6 @@ TEST(Fusion, TransformerLayer) {
   ASSERT_EQ(portc_graph_load(src_path("examples/transformer.ptg").c_str(), &raw), PORTC_OK);
   g.reset(raw);
   lower_options o = {};
-  o.vector_bytes = 32;
   kir_module *m = nullptr;
   ASSERT_EQ(lower_graph(g.get(), &o, &m), PORTC_OK) << portc_last_error();
   int mm = 0, row = 0;
@@ -169,7 +167,6 @@ TEST(Pipeline, VerifiesAfterEveryPassAndDumps) {
   lower_options o = {};
   o.dump_after = "decompose";
   o.dump = f;
-  o.vector_bytes = 32;
   kir_module *m = nullptr;
   EXPECT_EQ(lower_graph(g.get(), &o, &m), PORTC_OK) << portc_last_error();
   fclose(f);

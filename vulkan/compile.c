@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../ir/graph.h"
-#include "../targets/emit.h"
+#include "../codegen/emit.h"
 #include "vk.h"
 
 const char *vk_compiler_id(void) {

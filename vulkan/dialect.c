@@ -15,12 +15,11 @@
 #include <string.h>
 
 #include "../ir/dtype.h"
-#include "../targets/emit.h"
-#include "../targets/gpu_kernels.h"
+#include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "prelude.h"
 #include "vk.h"
 
-static bool coop_eligible(const emitter *e);
 
 /* what the kernel needs beyond core Vulkan 1.1 ("coopmat": it has a variant for devices with
  * cooperative matrices) */
@@ -38,7 +37,7 @@ static void needs(emitter *e, int index, char *out, size_t len) {
   }
   for (int v = 0; v < k->nval; v++) i64 = i64 || !dtype_is_float(k->val[v].dt);
   snprintf(out, len, "%s%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "",
-           k->kind == KK_MATMUL && coop_eligible(e) ? " coopmat" : "");
+           k->sched.variant == KS_MMA ? " coopmat" : "");
 }
 
 /* f16 = the operands of a cooperative-matrix matmul, declared as float16_t for its loads */
@@ -61,20 +60,6 @@ static void declare_buffers(emitter *e, int index, bool f16) {
 }
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
-
-/* operand `slot` is an f16 matrix read as it lies */
-static bool plain_operand(const emitter *e, int slot) {
-  return e->m->buf[e->k->in_buf[slot]].dt == PORTC_F16 && matmul_plain_operand(e->m, e->k, slot);
-}
-
-/* a 2-D f16 matmul whose sizes are known multiples of the tiles, with operands as they lie */
-static bool coop_eligible(const emitter *e) {
-  const kir_kernel *k = e->k;
-  const dim *d = k->mnk;
-  if (k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
-  if (d[0].c % VK_MM_TILE || d[1].c % VK_MM_TILE || d[2].c % 16) return false;
-  return plain_operand(e, 0) && plain_operand(e, 1);
-}
 
 /* Four subgroups of 32 share a 64x64 tile, each computing 32x32 as 2x2 fragments of 16x16 from
  * operands loaded straight from the buffers; the sums go through shared memory so that the
@@ -117,7 +102,7 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "//@kernel %d needs%s", index, need);
   emit_line(e, "// %s", k->why);
   bool mm = k->kind == KK_MATMUL;
-  bool coop = mm && coop_eligible(e);
+  bool coop = mm && k->sched.variant == KS_MMA;
   if (coop) { /* the runtime defines PC_COOPMAT where the device has cooperative matrices */
     emit_line(e, "#if PC_COOPMAT");
     emit_line(e, "layout(local_size_x = 128) in;");
@@ -132,15 +117,16 @@ static void kernel(emitter *e, int index) {
     for (int v = 0; v < k->nval; v++) e->done[v] = 0; /* the other variant writes its values again */
     e->scope = e->next_scope = 1;
   }
-  bool conv = gpu_conv_tiled(e->m, index);
+  bool conv = k->kind == KK_CONV && k->sched.variant == KS_TILED;
+  int tile = k->sched.tile_m;
   if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
   declare_buffers(e, index, false);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "const uint PC_RV = (%lldu + PC_WG - 1u) / PC_WG; /* row elements per invocation */", (long long)gpu_row_regs_length(k));
   if ((mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) || conv) {
-    emit_line(e, "shared float pc_As[%d][%d];", GPU_MM_BK, VK_MM_TILE + 1);
-    emit_line(e, "shared float pc_Bs[%d][%d];", GPU_MM_BK, VK_MM_TILE);
+    emit_line(e, "shared float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
+    emit_line(e, "shared float pc_Bs[%d][%d];", GPU_MM_BK, tile);
   }
   emit_line(e, "void main() {");
   e->indent++;
@@ -148,11 +134,11 @@ static void kernel(emitter *e, int index) {
   case KK_POINTWISE: gpu_pointwise(e); break;
   case KK_ROW: gpu_row(e); break;
   case KK_MATMUL:
-    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e, VK_MM_TILE);
-    else gpu_matmul_int(e, VK_MM_TILE);
+    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e, tile);
+    else gpu_matmul_int(e, tile);
     break;
   case KK_CONV:
-    if (conv) gpu_conv_gemm(e, VK_MM_TILE);
+    if (conv) gpu_conv_gemm(e, tile);
     else gpu_conv(e);
     break;
   case KK_OPAQUE: gpu_opaque(e); break;

@@ -1,10 +1,11 @@
 /*
  * runtime.c: the Vulkan target. load cuts the module's GLSL into one shader per kernel, checks
  * each against the device's features, compiles it (or finds its SPIR-V in the kernel cache) and
- * makes a compute pipeline through the pipeline cache. A run records every dispatch into one
+ * makes a compute pipeline through the pipeline cache. The shared GPU queue
+ * (targets/gpu_queue.c) collects a run's launches; this file records every dispatch into one
  * command buffer, with a barrier between dependent dispatches and timestamps around them, and
- * waits for it; in reduce-overhead mode the command buffer is recorded once and resubmitted
- * while the buffers and symbol values stay the same.
+ * submits it and waits; in reduce-overhead mode the queue resubmits the command buffer while
+ * the buffers and symbol values stay the same.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../codegen/emit.h"
+#include "../codegen/grid.h"
 #include "../targets/cache.h"
-#include "../targets/emit.h"
+#include "../targets/gpu_queue.h"
 #include "vk.h"
 
 typedef struct vk_kernel {
@@ -21,27 +24,20 @@ typedef struct vk_kernel {
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
   VkPipeline pipe;
-  VkDescriptorSet set;
-  int nbind, bind[VK_MAX_BIND]; /* buffer indices; binding b is buffer b */
-  bool status;               /* binds the status word at binding nbuf */
-  dev_buf bound[VK_MAX_BIND];   /* what the descriptor set holds now */
-  uint64_t serial[VK_MAX_BIND]; /* of the buffers it holds: the pointers alone may be reused */
+  VkDescriptorSet set;          /* binding b is buffer b; the status word is binding nbuf */
+  dev_buf bound[GPU_MAX_ARGS];   /* what the descriptor set holds now */
+  uint64_t serial[GPU_MAX_ARGS]; /* of the buffers it holds: the pointers alone may be reused */
   bool written;
 } vk_kernel;
-
-/* one launch as asked for: its buffers and symbol values */
-typedef struct vk_launch {
-  dev_buf b[VK_MAX_BIND];
-  int32_t S[VK_MAX_SYMS];
-} vk_launch;
 
 typedef struct vk_module {
   vk_context *c;
   const kir_module *km;
   int nk, nsym;
   vk_kernel *k;
-  vk_launch *pending, *recorded;
-  bool has_recording, reduce_overhead;
+  gpu_queue q;
+  gpu_limits lim;
+  double host_seconds; /* the last submission, on the host's clock */
   VkDescriptorPool pool;
   VkCommandPool cpool;
   VkCommandBuffer cb;
@@ -52,7 +48,6 @@ typedef struct vk_module {
 
 static bool available(char *why, size_t len) { return vk_available(why, len); }
 static const char *device(void) { return vk_default_device_name(); }
-static int vector_bytes(void) { return 16; }
 
 static void unload(void *handle) {
   vk_module *m = handle;
@@ -71,8 +66,7 @@ static void unload(void *handle) {
   if (m->pool) c->d.vkDestroyDescriptorPool(c->dev, m->pool, NULL);
   vk_buffer_free(c, m->status);
   free(m->k);
-  free(m->pending);
-  free(m->recorded);
+  gpu_queue_free(&m->q);
   free(m);
 }
 
@@ -130,15 +124,16 @@ static portc_status spirv_for(vk_context *c, const char *glsl, const char *const
 static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, size_t words) {
   vk_context *c = m->c;
   vk_kernel *k = &m->k[i];
+  const gpu_args *a = &m->q.args[i];
   VkResult r;
   VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = words * 4, .pCode = code};
   if ((r = c->d.vkCreateShaderModule(c->dev, &si, NULL, &k->shader))) return vk_fail(r, "vkCreateShaderModule", c);
-  VkDescriptorSetLayoutBinding b[VK_MAX_BIND + 1];
+  VkDescriptorSetLayoutBinding b[GPU_MAX_ARGS + 1];
   int nb = 0;
-  for (int j = 0; j < k->nbind; j++)
-    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)k->bind[j], .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+  for (int j = 0; j < a->nbind; j++)
+    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)a->bind[j], .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-  if (k->status)
+  if (a->status)
     b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)m->km->nbuf, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
   VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)nb, .pBindings = b};
@@ -147,8 +142,9 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   VkPipelineLayoutCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &k->dsl,
                                    .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
   if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
-  VkSpecializationMapEntry wg_entry = {.constantID = 0, .offset = 0, .size = sizeof c->wg};
-  VkSpecializationInfo spec = {.mapEntryCount = 1, .pMapEntries = &wg_entry, .dataSize = sizeof c->wg, .pData = &c->wg};
+  uint32_t wg = (uint32_t)m->km->k[i].sched.threads[0]; /* PC_WG, for 1-D kernels */
+  VkSpecializationMapEntry wg_entry = {.constantID = 0, .offset = 0, .size = sizeof wg};
+  VkSpecializationInfo spec = {.mapEntryCount = 1, .pMapEntries = &wg_entry, .dataSize = sizeof wg, .pData = &wg};
   VkComputePipelineCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = k->shader,
@@ -166,8 +162,7 @@ static portc_status make_frame(vk_module *m) {
   vk_context *c = m->c;
   VkResult r;
   uint32_t descriptors = 0;
-  bool status = false;
-  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->k[i].nbind + m->k[i].status, status = status || m->k[i].status;
+  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->q.args[i].nbind + m->q.args[i].status;
   VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = descriptors ? descriptors : 1};
   VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = (uint32_t)(m->nk ? m->nk : 1),
                                     .poolSizeCount = 1, .pPoolSizes = &ps};
@@ -189,7 +184,7 @@ static portc_status make_frame(vk_module *m) {
     VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2};
     if ((r = c->d.vkCreateQueryPool(c->dev, &qi, NULL, &m->queries))) return vk_fail(r, "vkCreateQueryPool", c);
   }
-  return status ? vk_buffer_new(c, 4, true, &m->status) : PORTC_OK;
+  return m->q.status ? vk_buffer_new(c, 4, true, &m->status) : PORTC_OK;
 }
 
 static portc_status load(const load_request *req, void **handle, bool *hit) {
@@ -197,30 +192,21 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   vk_context *c = vk_context_get(req->device, why, sizeof why);
   if (!c) return err_set(PORTC_ERR_DEVICE, "vulkan: %s", why);
   const kir_module *km = req->km;
-  if (km->g->nsyms > VK_MAX_SYMS) return err_set(PORTC_ERR_INVALID, "vulkan: more than %d symbols", VK_MAX_SYMS);
   vk_module *m = calloc(1, sizeof *m);
   if (!m) return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
-  m->c = c, m->km = km, m->nk = km->nk, m->nsym = km->g->nsyms, m->reduce_overhead = req->reduce_overhead;
+  m->c = c, m->km = km, m->nk = km->nk, m->nsym = km->g->nsyms;
+  m->lim = (gpu_limits){.max_groups = {VK_MAX_GROUPS, VK_MAX_GROUPS, VK_MAX_GROUPS}};
+  portc_status st = gpu_queue_init(&m->q, "vulkan", km, req->reduce_overhead);
   m->k = calloc((size_t)km->nk + 1, sizeof *m->k);
-  m->pending = calloc((size_t)km->nk + 1, sizeof *m->pending);
-  m->recorded = calloc((size_t)km->nk + 1, sizeof *m->recorded);
-  if (!m->k || !m->pending || !m->recorded) {
+  if (st || !m->k) {
     unload(m);
-    return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+    return st ? st : err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   }
   const char *first = strstr(req->source, "//@kernel ");
   size_t prelude = first ? (size_t)(first - req->source) : strlen(req->source);
-  portc_status st = PORTC_OK;
   bool all_hit = true, built = false;
   const char *at = first;
   for (int i = 0; i < km->nk && !st; i++) {
-    vk_kernel *k = &m->k[i];
-    k->nbind = kernel_buffers(km, i, k->bind, VK_MAX_BIND);
-    if (k->nbind > VK_MAX_BIND) {
-      st = err_set(PORTC_ERR_INVALID, "vulkan: kernel %d reads or writes more than %d buffers", i, VK_MAX_BIND);
-      break;
-    }
-    k->status = kernel_checks_indices(km, i);
     if (!at) {
       st = err_set(PORTC_ERR_INTERNAL, "vulkan: the module source has no kernel %d", i);
       break;
@@ -265,18 +251,14 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
 
 static portc_status launch(void *handle, int i, void *const *bufs, const int64_t *S) {
   vk_module *m = handle;
-  vk_kernel *k = &m->k[i];
-  vk_launch *l = &m->pending[i];
-  for (int j = 0; j < k->nbind; j++) {
-    const dev_buf *b = bufs[k->bind[j]];
+  const gpu_args *a = &m->q.args[i];
+  for (int j = 0; j < a->nbind; j++) {
+    const dev_buf *b = bufs[a->bind[j]];
     if (b->bytes > (int64_t)m->c->props.limits.maxStorageBufferRange)
-      return err_set(PORTC_ERR_DEVICE, "vulkan: buffer %d has %lld bytes; %s binds at most %u (maxStorageBufferRange)", k->bind[j],
+      return err_set(PORTC_ERR_DEVICE, "vulkan: buffer %d has %lld bytes; %s binds at most %u (maxStorageBufferRange)", a->bind[j],
                      (long long)b->bytes, m->c->props.deviceName, m->c->props.limits.maxStorageBufferRange);
-    l->b[j] = *b;
   }
-  portc_status st = launch_fits_32bit("vulkan", m->km, k->bind, k->nbind, bufs, S);
-  for (int s = 0; s < m->nsym && !st; s++) l->S[s] = (int32_t)S[s];
-  return st;
+  return gpu_queue_launch(&m->q, i, bufs, S);
 }
 
 /* bound (with its buffer's serial) against a pending range, whose buffer is alive */
@@ -287,26 +269,27 @@ static bool same_buf(const dev_buf *bound, uint64_t serial, const dev_buf *b) {
 /* points kernel i's descriptor set at its pending buffers, where they changed */
 static void update_set(vk_module *m, int i) {
   vk_kernel *k = &m->k[i];
-  const vk_launch *l = &m->pending[i];
+  const gpu_args *a = &m->q.args[i];
+  const gpu_launch *l = &m->q.pending[i];
   bool same = k->written;
-  for (int j = 0; j < k->nbind && same; j++) same = same_buf(&k->bound[j], k->serial[j], &l->b[j]);
+  for (int j = 0; j < a->nbind && same; j++) same = same_buf(&k->bound[j], k->serial[j], &l->b[j]);
   if (same) return;
-  VkDescriptorBufferInfo info[VK_MAX_BIND + 1];
-  VkWriteDescriptorSet w[VK_MAX_BIND + 1];
+  VkDescriptorBufferInfo info[GPU_MAX_ARGS + 1];
+  VkWriteDescriptorSet w[GPU_MAX_ARGS + 1];
   int n = 0;
-  for (int j = 0; j < k->nbind; j++) {
+  for (int j = 0; j < a->nbind; j++) {
     const vk_buffer *vb = l->b[j].obj;
     /* a size-0 tensor still binds a valid range: the module gives every buffer 4 bytes or more */
     /* whole 32-bit words, as narrow elements are read through them: allocations round up to 4 */
     VkDeviceSize range = ((VkDeviceSize)l->b[j].bytes + 3) & ~(VkDeviceSize)3;
     info[n] = (VkDescriptorBufferInfo){vb->buf, (VkDeviceSize)l->b[j].offset, range ? range : VK_WHOLE_SIZE};
-    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)k->bind[j],
+    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)a->bind[j],
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
     n++;
     k->bound[j] = l->b[j];
     k->serial[j] = vb->serial;
   }
-  if (k->status) {
+  if (a->status) {
     info[n] = (VkDescriptorBufferInfo){m->status->buf, 0, VK_WHOLE_SIZE};
     w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)m->km->nbuf,
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
@@ -321,69 +304,110 @@ static void barrier(vk_module *m, VkPipelineStageFlags src, VkAccessFlags sa, Vk
   m->c->d.vkCmdPipelineBarrier(m->cb, src, dst, 0, 1, &b, 0, NULL, 0, NULL);
 }
 
-static portc_status record(vk_module *m) {
+/* ---- the shared queue's calls (targets/gpu_queue.h): every run is recorded ---- */
+
+static portc_status record_begin(void *rt) {
+  vk_module *m = rt;
   vk_context *c = m->c;
-  const vk_device_api *d = &c->d;
   for (int i = 0; i < m->nk; i++) update_set(m, i);
-  VkResult r = d->vkResetCommandBuffer(m->cb, 0);
+  VkResult r = c->d.vkResetCommandBuffer(m->cb, 0);
   VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  if (r || (r = d->vkBeginCommandBuffer(m->cb, &bi))) return vk_fail(r, "vkBeginCommandBuffer", c);
-  if (m->queries) d->vkCmdResetQueryPool(m->cb, m->queries, 0, 2);
-  if (m->status) d->vkCmdFillBuffer(m->cb, m->status->buf, 0, 4, 0);
-  /* what the host and earlier copies wrote is visible to the kernels */
-  barrier(m, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-          VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  if (m->queries) d->vkCmdWriteTimestamp(m->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, m->queries, 0);
-  for (int i = 0; i < m->nk; i++) {
-    vk_kernel *k = &m->k[i];
-    int64_t S[VK_MAX_SYMS];
-    for (int s = 0; s < m->nsym; s++) S[s] = m->pending[i].S[s];
-    uint32_t g[3];
-    vk_grid(m->km, i, S, c->wg, g);
-    d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipe);
-    d->vkCmdBindDescriptorSets(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &k->set, 0, NULL);
-    int32_t zero = 0;
-    d->vkCmdPushConstants(m->cb, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * (uint32_t)(m->nsym > 0 ? m->nsym : 1),
-                          m->nsym ? (const void *)m->pending[i].S : (const void *)&zero);
-    d->vkCmdDispatch(m->cb, g[0], g[1], g[2]);
-    /* the next kernel may read what this one wrote */
-    barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  }
-  if (m->queries) d->vkCmdWriteTimestamp(m->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m->queries, 1);
-  barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT);
-  if ((r = d->vkEndCommandBuffer(m->cb))) return vk_fail(r, "vkEndCommandBuffer", c);
+  if (r || (r = c->d.vkBeginCommandBuffer(m->cb, &bi))) return vk_fail(r, "vkBeginCommandBuffer", c);
+  if (m->queries) c->d.vkCmdResetQueryPool(m->cb, m->queries, 0, 2);
   return PORTC_OK;
 }
 
-static portc_status end(void *handle, double *seconds) {
-  vk_module *m = handle;
-  vk_context *c = m->c;
-  size_t bytes = sizeof *m->pending * (size_t)m->nk;
-  bool replay = m->reduce_overhead && m->has_recording && memcmp(m->pending, m->recorded, bytes) == 0;
-  portc_status st = replay ? PORTC_OK : record(m);
-  if (st) return st;
-  if (!replay) {
-    memcpy(m->recorded, m->pending, bytes);
-    m->has_recording = true;
-  }
+static void status_clear(void *rt) {
+  vk_module *m = rt;
+  m->c->d.vkCmdFillBuffer(m->cb, m->status->buf, 0, 4, 0);
+}
+
+/* what the host and earlier copies wrote is visible to the kernels; then the first timestamp */
+static void timer_start(void *rt) {
+  vk_module *m = rt;
+  barrier(m, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  if (m->queries) m->c->d.vkCmdWriteTimestamp(m->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, m->queries, 0);
+}
+
+static portc_status issue(void *rt, int i, const gpu_launch *l) {
+  vk_module *m = rt;
+  const vk_device_api *d = &m->c->d;
+  vk_kernel *k = &m->k[i];
+  uint32_t g[3];
+  int32_t S[GPU_MAX_SYMS] = {0};
+  for (int s = 0; s < m->nsym; s++) S[s] = (int32_t)l->S[s];
+  gpu_grid(m->km, i, l->S, &m->lim, g);
+  d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipe);
+  d->vkCmdBindDescriptorSets(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &k->set, 0, NULL);
+  d->vkCmdPushConstants(m->cb, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * (uint32_t)(m->nsym > 0 ? m->nsym : 1), S);
+  d->vkCmdDispatch(m->cb, g[0], g[1], g[2]);
+  /* the next kernel may read what this one wrote */
+  barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  return PORTC_OK;
+}
+
+static void timer_stop(void *rt) {
+  vk_module *m = rt;
+  if (m->queries) m->c->d.vkCmdWriteTimestamp(m->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, m->queries, 1);
+}
+
+static portc_status record_end(void *rt, portc_status st) {
+  vk_module *m = rt;
+  barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT);
+  VkResult r = m->c->d.vkEndCommandBuffer(m->cb);
+  if (!st && r) st = vk_fail(r, "vkEndCommandBuffer", m->c);
+  return st;
+}
+
+/* submits the command buffer and waits for it */
+static portc_status replay(void *rt) {
+  vk_module *m = rt;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if ((st = vk_submit_wait(c, m->cb, m->fence))) return st;
+  portc_status st = vk_submit_wait(m->c, m->cb, m->fence);
   clock_gettime(CLOCK_MONOTONIC, &t1); /* without timestamps, the host's view of the submission */
-  *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  if (m->queries) {
-    uint64_t ts[2];
-    VkResult r = c->d.vkGetQueryPoolResults(c->dev, m->queries, 0, 2, sizeof ts, ts, sizeof *ts,
-                                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    if (r) return vk_fail(r, "vkGetQueryPoolResults", c);
-    *seconds = (double)(ts[1] - ts[0]) * c->ns_per_tick * 1e-9;
-  }
-  if (m->status && *(volatile uint32_t *)m->status->map)
-    return err_set(PORTC_ERR_RUNTIME, "an index is out of range (gather)");
+  m->host_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  return st;
+}
+
+static portc_status wait(void *rt, double *seconds) {
+  vk_module *m = rt;
+  *seconds = m->host_seconds;
+  if (!m->queries) return PORTC_OK;
+  uint64_t ts[2];
+  VkResult r = m->c->d.vkGetQueryPoolResults(m->c->dev, m->queries, 0, 2, sizeof ts, ts, sizeof *ts,
+                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r) return vk_fail(r, "vkGetQueryPoolResults", m->c);
+  *seconds = (double)(ts[1] - ts[0]) * m->c->ns_per_tick * 1e-9;
   return PORTC_OK;
+}
+
+static portc_status status_read(void *rt, bool *bad) {
+  vk_module *m = rt;
+  *bad = *(volatile uint32_t *)m->status->map != 0;
+  return PORTC_OK;
+}
+
+static const gpu_queue_ops queue_ops = {
+    .always_records = true,
+    .record_begin = record_begin,
+    .record_end = record_end,
+    .replay = replay,
+    .status_clear = status_clear,
+    .timer_start = timer_start,
+    .issue = issue,
+    .timer_stop = timer_stop,
+    .wait = wait,
+    .status_read = status_read,
+};
+
+static portc_status end(void *handle, double *seconds) {
+  vk_module *m = handle;
+  return gpu_queue_run(&m->q, &queue_ops, m, seconds);
 }
 
 static const char *timer(void *handle) {
@@ -424,7 +448,7 @@ const target vulkan_target = {
     .dialect = &vulkan_dialect,
     .available = available,
     .device = device,
-    .vector_bytes = vector_bytes,
+    .schedule = vk_schedule,
     .load = load,
     .launch = launch,
     .unload = unload,

@@ -73,10 +73,10 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
 /* the compiler's identity for cache keys */
 const char *vk_compiler_id(void);
 
-/* launch geometry, shared by the dialect (which loops) and the runtime (which dispatches) */
+/* limits, and the tile of the rules (schedule.c) */
 enum { VK_MAX_BIND = 64, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MAX_SYMS = 32 };
-/* wg: invocations per work group of 1-D kernels (the PC_WG specialization constant) */
-void vk_grid(const kir_module *m, int k, const int64_t *S, uint32_t wg, uint32_t groups[3]);
+/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
+void vk_schedule(kir_module *m, int i, int device);
 
 extern const dialect vulkan_dialect;
 

@@ -4,8 +4,8 @@
  * C, CUDA C, HIP C++ and GLSL: types, loads and stores of each dtype, op spellings, the kernel
  * frame, and the loop skeletons and templates (matmul, conv, opaque ops) of its execution model.
  */
-#ifndef PORTC_TARGETS_DIALECT_H
-#define PORTC_TARGETS_DIALECT_H
+#ifndef PORTC_CODEGEN_DIALECT_H
+#define PORTC_CODEGEN_DIALECT_H
 
 #include "../lower/kir.h"
 

@@ -1,12 +1,10 @@
 /*
  * kernel_buffers.c: which buffers a kernel touches, for the GPU targets, which bind or pass only
  * those: the dialect declares them and the runtime hands them over in the same order; and whether
- * a matmul operand is a plain row-major matrix, which the tensor-core and library paths need;
- * and whether a launch's sizes fit the 32-bit indices of GPU kernels.
+ * a matmul operand is a plain row-major matrix, which the tensor-core and library paths need.
  */
 #include "../ir/dtype.h"
 #include "emit.h"
-#include "target.h"
 
 bool kernel_writes(const kir_kernel *k, int buf) {
   for (int s = 0; s < k->nstore; s++)
@@ -55,16 +53,4 @@ bool path_is_identity(const kir_kernel *k, int path) {
 
 bool matmul_plain_operand(const kir_module *m, const kir_kernel *k, int slot) {
   return m->buf[k->in_buf[slot]].sh.rank == 2 && path_is_identity(k, k->in_path[slot]);
-}
-
-portc_status launch_fits_32bit(const char *target, const kir_module *m, const int *bind, int nbind, void *const *bufs, const int64_t *S) {
-  for (int j = 0; j < nbind; j++) {
-    const dev_buf *b = bufs[bind[j]];
-    if (b->bytes / (int64_t)portc_dtype_size(m->buf[bind[j]].dt) >= (INT64_C(1) << 31) - (INT64_C(1) << 24))
-      return err_set(PORTC_ERR_INVALID, "%s: buffer %d has 2^31 elements or more; kernels index with 32 bits", target, bind[j]);
-  }
-  for (int s = 0; s < m->g->nsyms; s++)
-    if (S[s] < 0 || S[s] >= (INT64_C(1) << 31))
-      return err_set(PORTC_ERR_INVALID, "%s: symbol value %lld does not fit 32 bits", target, (long long)S[s]);
-  return PORTC_OK;
 }

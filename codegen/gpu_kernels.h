@@ -5,21 +5,22 @@
  * gpu_row_regs_length() is not 0, PC_RV (row elements per thread) as constants, and the
  * prelude's pc_wg_{sum,max,min,prod} (and ..i for int64) work-group reductions.
  */
-#ifndef PORTC_TARGETS_GPU_KERNELS_H
-#define PORTC_TARGETS_GPU_KERNELS_H
+#ifndef PORTC_CODEGEN_GPU_KERNELS_H
+#define PORTC_CODEGEN_GPU_KERNELS_H
 
 #include "emit.h"
 
-/* SIMT matmul: square tiles of a multiple of 16 (the dialect picks it), 16x16 threads, each with
+/* SIMT matmul: square tiles of a multiple of 16 (the schedule's tile_m), 16x16 threads, each with
  * (tile / 16)^2 outputs, panels of GPU_MM_BK */
 enum { GPU_MM_BK = 16 };
 
 /* row length kept in registers: the constant row length up to this, else 0 */
 enum { GPU_ROW_REGS_MAX_L = 16384 };
 int64_t gpu_row_regs_length(const kir_kernel *k);
-/* elements per vector access of row kernel e->k (0: none; see gpu_kernels.c); when not 0 the
+/* elements per vector access that row kernel i allows (0: none; see gpu_kernels.c), for the
+ * schedule hooks of dialects with vector accesses; where the schedule's vector is not 0 the
  * dialect defines PC_VEC to it, and PC_RV as a multiple of it */
-int gpu_row_vector(const emitter *e);
+int gpu_row_vector(const kir_module *m, int i);
 
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
@@ -28,7 +29,8 @@ void gpu_matmul_float(emitter *e, int tile);
 void gpu_matmul_int(emitter *e, int tile);
 void gpu_conv(emitter *e);
 /* conv2d as an implicit GEMM in tiles of the SIMT matmul (same shared memory, 16x16 threads),
- * for float convolutions without groups: gpu_conv_tiled() says which. Work groups (16x16
+ * for float convolutions without groups: gpu_conv_tiled() says which may, and the schedule's
+ * variant KS_TILED which do. Work groups (16x16
  * threads): x over the tiles of output pixels, y over those of output channels, as
  * gpu_conv_groups() counts them (the kernel loops when the target caps the grid) */
 bool gpu_conv_tiled(const kir_module *m, int i);

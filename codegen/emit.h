@@ -2,8 +2,8 @@
  * emit.h: the shared C-like emitter. It renders values, index arithmetic and symbolic extents of
  * the kernel IR for any dialect; dialects call these helpers from their kernel skeletons.
  */
-#ifndef PORTC_TARGETS_EMIT_H
-#define PORTC_TARGETS_EMIT_H
+#ifndef PORTC_CODEGEN_EMIT_H
+#define PORTC_CODEGEN_EMIT_H
 
 #include "../ir/graph.h"
 #include "dialect.h"

@@ -1,11 +1,11 @@
 /*
  * module.h: a compiled module's internals, shared by module.c (compile and run) and explain.c.
  */
-#ifndef PORTC_TARGETS_MODULE_H
-#define PORTC_TARGETS_MODULE_H
+#ifndef PORTC_DRIVER_MODULE_H
+#define PORTC_DRIVER_MODULE_H
 
 #include "../lower/kir.h"
-#include "target.h"
+#include "../targets/target.h"
 
 struct portc_module {
   const target *t;

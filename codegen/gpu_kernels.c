@@ -82,19 +82,19 @@ static bool vector_access(const kir_module *m, const kir_kernel *k, int buf, int
   return dtype_is_float(m->buf[buf].dt) && path_is_identity(k, path) && m->buf[buf].sh.rank == k->dom.rank + k->red.rank;
 }
 
-int gpu_row_vector(const emitter *e) {
-  const kir_kernel *k = e->k;
+int gpu_row_vector(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
   int64_t L = gpu_row_regs_length(k);
-  if (!e->d->gpu->vload || k->kind != KK_ROW || k->red.rank != 1 || !L) return 0;
+  if (k->kind != KK_ROW || k->red.rank != 1 || !L) return 0;
   int vec = 0;
   for (int v = 0; v < k->nval; v++) {
     const kir_val *x = &k->val[v];
-    if (x->kind == KV_LOAD && x->row && vector_access(e->m, k, x->buf, x->path))
+    if (x->kind == KV_LOAD && x->row && vector_access(m, k, x->buf, x->path))
       vec = portc_dtype_size(x->dt) == 2 || vec == 8 ? 8 : 4;
   }
   for (int s = 0; s < k->nstore; s++)
-    if (k->store[s].row && vector_access(e->m, k, k->store[s].buf, k->store[s].path))
-      vec = portc_dtype_size(e->m->buf[k->store[s].buf].dt) == 2 || vec == 8 ? 8 : 4;
+    if (k->store[s].row && vector_access(m, k, k->store[s].buf, k->store[s].path))
+      vec = portc_dtype_size(m->buf[k->store[s].buf].dt) == 2 || vec == 8 ? 8 : 4;
   return vec && L % vec == 0 ? vec : 0;
 }
 
@@ -105,7 +105,7 @@ static void plan_row_regs(const emitter *e, row_regs *rr) {
   rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
   rr->vload = calloc((size_t)k->nval + 1, sizeof *rr->vload);
   if (!gpu_row_regs_length(k) || !rr->used || !rr->slot || !rr->vload) return;
-  rr->vec = gpu_row_vector(e);
+  rr->vec = G(e)->vload ? k->sched.vector : 0; /* the schedule's, where the dialect has vector accesses */
   for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rr->used);
   for (int s = 0; s < k->nstore; s++)
     if (k->store[s].row) row_mark_loop(k, k->store[s].val, k->nphase, rr->used);

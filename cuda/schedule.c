@@ -1,14 +1,15 @@
 /*
- * launch.c: what the CUDA dialect and the runtime must agree on: block and grid sizes, dynamic
- * shared memory, and which matmul variant a kernel is. Pointwise-like kernels loop in strides
- * over their elements, so the grid is capped at a few waves of blocks per SM; row kernels take
- * one block per row, sized by the row's length.
+ * schedule.c: the CUDA target's schedule hook, the one place its launch decisions are made:
+ * block shapes, which matmul variant a kernel is (tensor cores, SIMT tiles) and its tiles and
+ * shared memory, whether cuBLASLt may compute it instead, and the row kernels' vector width.
+ * The dialect and the runtime read k->sched; the grid comes from codegen/grid.c. Pointwise-like
+ * kernels loop in strides over their elements; row kernels take one block per row, sized by the
+ * row's length.
  */
+#include "../codegen/grid.h"
 #include "../ir/dtype.h"
-#include "../targets/gpu_kernels.h"
+#include "../codegen/gpu_kernels.h"
 #include "cu.h"
-
-static unsigned capped(int64_t n, int64_t cap) { return n < 1 ? 1 : n > cap ? (unsigned)cap : (unsigned)n; }
 
 /* the row length when it is a constant, else 0 */
 static int64_t row_length(const kir_kernel *k) {
@@ -20,56 +21,7 @@ static int64_t row_length(const kir_kernel *k) {
   return len;
 }
 
-int cu_block_threads(const kir_module *m, int i) {
-  const kir_kernel *k = &m->k[i];
-  switch (k->kind) {
-  case KK_ROW: {
-    int64_t L = row_length(k);
-    return L == 0 ? 256 : L <= 32 ? 32 : L <= 1024 ? 128 : 256;
-  }
-  case KK_MATMUL: return cu_matmul_variant(m, i) == CU_MM_MMA ? CU_MMA_THREADS : 256;
-  case KK_CONV: return gpu_conv_tiled(m, i) ? 256 : CU_PW_THREADS;
-  default: return CU_PW_THREADS;
-  }
-}
-
-void cu_grid(const kir_module *m, int i, const int64_t *S, int sms, unsigned g[3], unsigned b[3]) {
-  const kir_kernel *k = &m->k[i];
-  g[0] = g[1] = g[2] = 1;
-  b[0] = (unsigned)cu_block_threads(m, i), b[1] = b[2] = 1;
-  switch (k->kind) {
-  case KK_ROW: g[0] = capped(shape_count(&k->dom, S), INT32_MAX); break;
-  case KK_MATMUL: {
-    int64_t batch = 1;
-    for (int d = 0; d < k->dom.rank - 2; d++) batch *= dim_value(k->dom.d[d], S);
-    int tm = cu_mm_tile(m, i), tn = tm;
-    if (cu_matmul_variant(m, i) == CU_MM_MMA) tm = CU_MMA_BM, tn = CU_MMA_BN;
-    else b[0] = 16, b[1] = 16;
-    g[0] = capped((dim_value(k->mnk[1], S) + tn - 1) / tn, INT32_MAX);
-    if (cu_matmul_variant(m, i) == CU_MM_MMA) batch = 1, g[1] = capped((cu_gemm_rows(m, i, S) + tm - 1) / tm, 65535);
-    else g[1] = capped((dim_value(k->mnk[0], S) + tm - 1) / tm, 65535);
-    g[2] = capped(batch, 65535);
-    break;
-  }
-  case KK_CONV:
-    if (gpu_conv_tiled(m, i)) {
-      int64_t n[2];
-      gpu_conv_groups(m, i, S, CU_CONV_TILE, n);
-      b[0] = 16, b[1] = 16;
-      g[0] = capped(n[0], INT32_MAX), g[1] = capped(n[1], 65535);
-      break;
-    }
-    /* fall through */
-  default: g[0] = capped((shape_count(&k->dom, S) + b[0] - 1) / b[0], (int64_t)(sms > 0 ? sms : 1) * 32); break;
-  }
-}
-
-int cu_shared_bytes(const kir_module *m, int i) {
-  if (m->k[i].kind != KK_MATMUL || cu_matmul_variant(m, i) != CU_MM_MMA) return 0;
-  return CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
-}
-
-int cu_mm_tile(const kir_module *m, int i) {
+static int mm_tile(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   const int64_t big = INT64_C(1) << 20; /* a symbolic extent: assume a large one */
   int64_t ext[3];
@@ -108,19 +60,12 @@ bool cu_gemm_view(const kir_module *m, int i) {
   return a->sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && b->sh.rank == 2 && same_matrix_per_batch(k, k->in_path[1]);
 }
 
-int64_t cu_gemm_rows(const kir_module *m, int i, const int64_t *S) {
+static bool mma_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  int64_t rows = 1;
-  for (int d = 0; d + 1 < k->dom.rank; d++) rows *= dim_value(k->dom.d[d], S);
-  return rows;
-}
-
-cu_mm_variant cu_matmul_variant(const kir_module *m, int i) {
-  const kir_kernel *k = &m->k[i];
-  if (!cu_gemm_view(m, i)) return CU_MM_SIMT;
+  if (!cu_gemm_view(m, i)) return false;
   portc_dtype a = m->buf[k->in_buf[0]].dt, b = m->buf[k->in_buf[1]].dt;
-  if (a != b || (a != PORTC_F16 && a != PORTC_BF16)) return CU_MM_SIMT;
-  return static_multiple(k->mnk[1], 8) && static_multiple(k->mnk[2], 8) ? CU_MM_MMA : CU_MM_SIMT;
+  if (a != b || (a != PORTC_F16 && a != PORTC_BF16)) return false;
+  return static_multiple(k->mnk[1], 8) && static_multiple(k->mnk[2], 8);
 }
 
 /* value v is a load of a vector of n elements that every row of the output reads whole (a bias) */
@@ -131,7 +76,10 @@ static bool bias_load(const kir_module *m, const kir_kernel *k, const kir_val *v
   return p->n == 1 && p->s[0].kind == ST_BCAST && n.sym == b.sym && n.c == b.c;
 }
 
-bool cu_blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias) {
+/* kernel i can also run as cuBLASLt plus an epilogue kernel (a GEMM of one float dtype);
+ * *direct when the epilogue is only the store, or the addition of a bias vector of the output's
+ * dtype (*bias: its buffer, else -1), so cuBLASLt writes the output itself */
+static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias) {
   const kir_kernel *k = &m->k[i];
   *direct = false, *bias = -1;
   if (!cu_gemm_view(m, i) || k->nstore != 1) return false;
@@ -148,4 +96,49 @@ bool cu_blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias) {
             path_is_identity(k, k->store[0].path);
   if (!*direct) *bias = -1;
   return true;
+}
+
+static void matmul(kir_module *m, int i, kir_schedule *s) {
+  const kir_kernel *k = &m->k[i];
+  bool direct;
+  int bias;
+  if (mma_eligible(m, i)) {
+    s->variant = KS_MMA, s->fold_batch = true;
+    s->tile_m = CU_MMA_BM, s->tile_n = CU_MMA_BN, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
+    s->threads[0] = CU_MMA_THREADS;
+    s->shared_bytes = CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
+  } else {
+    s->variant = KS_TILED;
+    s->tile_m = s->tile_n = mm_tile(m, i);
+    s->threads[0] = 16, s->threads[1] = 16;
+  }
+  /* float matmuls: registers for two blocks per SM (measured without spills) */
+  if (dtype_is_float(m->buf[k->in_buf[0]].dt)) s->min_groups = 2;
+  s->library_bias = -1;
+  if (blaslt_eligible(m, i, &direct, &bias)) s->library = direct ? 1 : 2, s->library_bias = bias;
+}
+
+void cu_schedule(kir_module *m, int i, int device) {
+  (void)device; /* the rules need no device facts yet; the tune tables will */
+  kir_kernel *k = &m->k[i];
+  kir_schedule *s = &k->sched;
+  s->source = "rules";
+  s->threads[0] = CU_PW_THREADS, s->threads[1] = s->threads[2] = 1;
+  s->library_bias = -1;
+  switch (k->kind) {
+  case KK_ROW: {
+    int64_t L = row_length(k);
+    s->threads[0] = L == 0 ? 256 : L <= 32 ? 32 : L <= 1024 ? 128 : 256;
+    s->vector = gpu_row_vector(m, i);
+    break;
+  }
+  case KK_MATMUL: matmul(m, i, s); break;
+  case KK_CONV:
+    if (gpu_conv_tiled(m, i)) {
+      s->variant = KS_TILED, s->tile_m = s->tile_n = CU_CONV_TILE;
+      s->threads[0] = 16, s->threads[1] = 16;
+    }
+    break;
+  default: break;
+  }
 }

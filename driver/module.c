@@ -12,7 +12,7 @@
 #include "../ir/bindings.h"
 #include "../ir/dtype.h"
 #include "../lower/pipeline.h"
-#include "emit.h"
+#include "../codegen/emit.h"
 #include "module.h"
 
 
@@ -140,12 +140,12 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *o,
       return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
     }
   }
-  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after,
-                      .vector_bytes = t->vector_bytes()};
+  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after};
   if ((st = lower_graph(g, &lo, &m->km)) || (st = map_module(m))) {
     portc_module_free(m);
     return st;
   }
+  for (int i = 0; i < m->km->nk && t->schedule; i++) t->schedule(m->km, i, device);
   if (log_enabled("fusion")) kir_print(m->km, stderr);
   char *source = emit_module(t->dialect, m->km);
   if (!source) {

@@ -1,0 +1,47 @@
+/*
+ * schedule.c: the HIP target's schedule hook (also the hip-on-cuda target's), the one place its
+ * launch decisions are made, and the wavefront size of an architecture. Work groups are whole
+ * wavefronts of 64 (so also of 32); pointwise-like kernels loop in strides over their elements;
+ * row kernels take one group per row, sized by the row's length; matmuls and float convolutions
+ * run in 64x64 tiles of 16x16 threads.
+ */
+#include <string.h>
+
+#include "../codegen/gpu_kernels.h"
+#include "../ir/dtype.h"
+#include "hip.h"
+
+int hip_wave_size(const char *arch) {
+  const hip_family *f = hip_family_of(arch);
+  if (f) return f->wave;
+  return strncmp(arch, "gfx1", 4) == 0 && strlen(arch) >= 7 ? 32 : 64;
+}
+
+static int row_threads(const kir_kernel *k) {
+  int64_t L = 1;
+  for (int d = 0; d < k->red.rank; d++) {
+    if (k->red.d[d].sym >= 0) return 256;
+    L *= k->red.d[d].c;
+  }
+  return L <= 64 ? 64 : L <= 1024 ? 128 : 256;
+}
+
+int hip_lds_bytes(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->sched.variant == KS_TILED) return 16 * (2 * k->sched.tile_m + 1) * (dtype_is_float(m->buf[k->in_buf[0]].dt) ? 4 : 0);
+  return k->kind == KK_ROW ? 8 * 1024 / 32 : 0;
+}
+
+void hip_schedule(kir_module *m, int i, int device) {
+  (void)device; /* the rules need no device facts yet; the tune tables will */
+  kir_kernel *k = &m->k[i];
+  kir_schedule *s = &k->sched;
+  s->source = "rules";
+  s->threads[0] = HIP_PW_THREADS, s->threads[1] = s->threads[2] = 1;
+  s->library_bias = -1;
+  if (k->kind == KK_ROW) s->threads[0] = row_threads(k);
+  if (k->kind == KK_MATMUL || (k->kind == KK_CONV && gpu_conv_tiled(m, i))) {
+    s->variant = KS_TILED, s->tile_m = s->tile_n = HIP_MM_TILE;
+    s->threads[0] = 16, s->threads[1] = 16;
+  }
+}

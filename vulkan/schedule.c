@@ -1,0 +1,35 @@
+/*
+ * schedule.c: the Vulkan target's schedule hook, the one place its launch decisions are made.
+ * 1-D kernels take the device's work-group size (the PC_WG specialization constant: 64 on CPU
+ * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations,
+ * and an f16 matmul whose sizes are known multiples of the tile and whose operands lie as they
+ * are is marked for cooperative matrices (the shader keeps the SIMT variant for devices
+ * without them, chosen by a define at load).
+ */
+#include "../codegen/gpu_kernels.h"
+#include "vk.h"
+
+/* a 2-D f16 matmul whose sizes are known multiples of the tiles, with operands as they lie */
+static bool coop_eligible(const kir_module *m, const kir_kernel *k) {
+  const dim *d = k->mnk;
+  if (k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
+  if (d[0].c % VK_MM_TILE || d[1].c % VK_MM_TILE || d[2].c % 16) return false;
+  for (int slot = 0; slot < 2; slot++)
+    if (m->buf[k->in_buf[slot]].dt != PORTC_F16 || !matmul_plain_operand(m, k, slot)) return false;
+  return true;
+}
+
+void vk_schedule(kir_module *m, int i, int device) {
+  char why[512];
+  const vk_context *c = vk_context_get(device, why, sizeof why);
+  kir_kernel *k = &m->k[i];
+  kir_schedule *s = &k->sched;
+  s->source = "rules";
+  s->threads[0] = c ? (int)c->wg : 256, s->threads[1] = s->threads[2] = 1;
+  s->library_bias = -1;
+  if (k->kind == KK_MATMUL || (k->kind == KK_CONV && gpu_conv_tiled(m, i))) {
+    s->variant = k->kind == KK_MATMUL && coop_eligible(m, k) ? KS_MMA : KS_TILED;
+    s->tile_m = s->tile_n = VK_MM_TILE;
+    s->threads[0] = 16, s->threads[1] = 16;
+  }
+}
