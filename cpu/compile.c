@@ -17,7 +17,10 @@
 
 extern char **environ;
 
-const char cpu_cflags[] = "-O3 -march=native -fno-math-errno -fno-trapping-math -fopenmp -shared -fPIC -w";
+static const char cflags[] = "-O3 -march=native -fno-math-errno -fno-trapping-math -fopenmp -shared -fPIC -w";
+
+/* variables that change what gcc or clang makes of the same command line */
+const char *const cpu_compiler_env[] = {"CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH", NULL};
 
 static const char *compiler_name(void) {
   const char *cc = getenv("PORTC_CC");
@@ -74,6 +77,51 @@ bool cpu_compiler(char *cc, size_t cclen, char *version, size_t vlen) {
   return ok;
 }
 
+void cpu_compile_options(build_args *a) {
+  build_args_add(a, "%s", compiler_name());
+  char flags[sizeof cflags];
+  memcpy(flags, cflags, sizeof flags);
+  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t; t = strtok_r(NULL, " ", &save)) build_args_add(a, "%s", t);
+  build_args_add(a, "-lm");
+}
+
+/* the compiler proper's command line for -march=native: the instruction-set flags it stands for
+ * on this machine (gcc: "-march=znver3 -mavx2 -mno-avx512f ...", clang: -target-cpu and
+ * -target-feature), asked once per compiler */
+static char isa_line[4096], isa_cc[256];
+static pthread_mutex_t isa_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *cpu_isa_flags(void) {
+  const char *name = compiler_name();
+  pthread_mutex_lock(&isa_lock);
+  if (strcmp(isa_cc, name) != 0) {
+    snprintf(isa_line, sizeof isa_line, "unknown");
+    char log[] = "/tmp/portc-ccisa-XXXXXX";
+    int fd = mkstemp(log);
+    if (fd >= 0) {
+      close(fd);
+      char *argv[] = {(char *)name, "-march=native", "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null", NULL};
+      run(argv, log);
+      FILE *f = fopen(log, "r");
+      char line[8192];
+      while (f && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "-march=");
+        if (!at) at = strstr(line, "\"-target-cpu\"");
+        if (at && (strstr(line, "cc1") || strstr(line, "-cc1"))) {
+          snprintf(isa_line, sizeof isa_line, "%s", at);
+          isa_line[strcspn(isa_line, "\n")] = 0;
+          break;
+        }
+      }
+      if (f) fclose(f);
+      unlink(log);
+    }
+    snprintf(isa_cc, sizeof isa_cc, "%s", name);
+  }
+  pthread_mutex_unlock(&isa_lock);
+  return isa_line;
+}
+
 portc_status cpu_compile(const char *source, const char *work_dir, const char *out_path) {
   char src[4200], log[4300];
   snprintf(src, sizeof src, "%s/build-%d-XXXXXX.c", work_dir, (int)getpid());
@@ -88,13 +136,12 @@ portc_status cpu_compile(const char *source, const char *work_dir, const char *o
   }
   snprintf(log, sizeof log, "%s.log", src);
   const char *cc = compiler_name();
-  char flags[sizeof cpu_cflags];
-  memcpy(flags, cpu_cflags, sizeof flags);
-  char *argv[32];
+  build_args opts = {0};
+  cpu_compile_options(&opts);
+  char *argv[BUILD_MAX_ARGS + 4];
   int a = 0;
-  argv[a++] = (char *)cc;
-  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && a < 24; t = strtok_r(NULL, " ", &save)) argv[a++] = t;
-  argv[a++] = "-o";
+  for (int i = 0; i < opts.n; i++) argv[a++] = (char *)opts.v[i];
+  argv[a - 1] = "-o"; /* -lm goes after the source */
   argv[a++] = (char *)out_path;
   argv[a++] = src;
   argv[a++] = "-lm";

@@ -5,6 +5,7 @@
 #ifndef PORTC_CPU_CPU_H
 #define PORTC_CPU_CPU_H
 
+#include "../targets/cache.h"
 #include "../targets/target.h"
 
 extern const dialect cpu_dialect;
@@ -14,8 +15,12 @@ void cpu_schedule(kir_module *m, int i, int device);
 
 /* the C compiler ($PORTC_CC, else cc) and its version line; false when it cannot be run */
 bool cpu_compiler(char *cc, size_t cclen, char *version, size_t vlen);
-/* the flags every kernel object is built with */
-extern const char cpu_cflags[];
+/* the compiler and its options, exactly as cpu_compile runs it (without the file names) */
+void cpu_compile_options(build_args *a);
+/* the environment variables that change the compiler's output (NULL-terminated) */
+extern const char *const cpu_compiler_env[];
+/* the instruction-set flags -march=native stands for with this compiler on this machine */
+const char *cpu_isa_flags(void);
 /* compiles source into a shared object at out_path */
 portc_status cpu_compile(const char *source, const char *work_dir, const char *out_path);
 

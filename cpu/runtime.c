@@ -53,40 +53,59 @@ static portc_status open_module(const char *path, cpu_module *m) {
   return PORTC_OK;
 }
 
+typedef struct so_build {
+  const char *source, *dir;
+} so_build;
+
+/* builds the shared object into a file of the cache folder, and takes its bytes */
+static portc_status build_so(void *ctx, void **data, size_t *bytes) {
+  const so_build *b = ctx;
+  char built[4200];
+  snprintf(built, sizeof built, "%s/build-%d.so.XXXXXX", b->dir, (int)getpid()); /* unique: builds of one key may race */
+  int fd = mkstemp(built);
+  if (fd < 0) return err_set(PORTC_ERR_IO, "cpu: cannot create a file in %s", b->dir);
+  close(fd);
+  portc_status st = cpu_compile(b->source, b->dir, built);
+  if (!st) {
+    FILE *f = fopen(built, "rb");
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && (*data = malloc((size_t)n))) {
+      rewind(f);
+      if (fread(*data, 1, (size_t)n, f) == (size_t)n) *bytes = (size_t)n;
+      else free(*data), *data = NULL;
+    }
+    if (f) fclose(f);
+    if (!*data) st = err_set(PORTC_ERR_IO, "cpu: cannot read the built %s", built);
+  }
+  unlink(built);
+  return st;
+}
+
 static portc_status load(const load_request *r, void **handle, bool *hit) {
-  const char *source = r->source, *graph_name = r->graph_name;
   if (r->device > 0) return err_set(PORTC_ERR_INVALID, "cpu: there is one CPU device (cpu or cpu:0), not cpu:%d", r->device);
   char dir[4096], cc[256], ver[256], path[4200];
   portc_status st = cache_dir(dir, sizeof dir);
   if (st) return st;
   if (!cpu_compiler(cc, sizeof cc, ver, sizeof ver))
     return err_set(PORTC_ERR_IO, "cpu: C compiler '%s' not found: install gcc (apt-get install gcc) or set PORTC_CC", cc);
-  const char *parts[] = {source, "cpu", device(), ver, cpu_cflags, NULL};
-  char key[33];
-  cache_key(parts, key);
+  build_args args = {0};
+  cpu_compile_options(&args);
+  build_key k = {.target = "cpu", .source = r->source, .args = &args, .compiler = ver, .device = cpu_isa_flags(), .env = cpu_compiler_env};
+  so_build b = {r->source, dir};
   cpu_module *m = calloc(1, sizeof *m);
   if (!m) return err_set(PORTC_ERR_NOMEM, "cpu: out of memory");
-  *hit = cache_lookup(dir, key, "so", path, sizeof path);
-  if (*hit && open_module(path, m) != PORTC_OK) { /* intact on disk but unloadable: rebuild it */
-    unlink(path);
-    *hit = false;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    void *data = NULL;
+    size_t bytes = 0;
+    st = cache_or_build(&k, "so", "\177ELF", 4, r->graph_name, build_so, &b, &data, &bytes, hit, path, sizeof path);
+    free(data);
+    if (!st && !path[0]) st = err_set(PORTC_ERR_IO, "cpu: cannot store the kernels in the kernel cache %s", dir);
+    if (st || (st = open_module(path, m)) == PORTC_OK || !*hit) break;
+    cache_drop(path); /* intact on disk but unloadable: build it again */
   }
-  log_line("cache", "%s %s (graph %s)", *hit ? "hit" : "miss", path, graph_name);
-  if (!*hit) {
-    char built[4200];
-    snprintf(built, sizeof built, "%s/%s.so.XXXXXX", dir, key); /* unique: builds of one key may race */
-    int fd = mkstemp(built);
-    if (fd < 0) {
-      free(m);
-      return err_set(PORTC_ERR_IO, "cpu: cannot create a file in %s", dir);
-    }
-    close(fd);
-    if ((st = cpu_compile(source, dir, built)) || (st = cache_store(dir, key, "so", built, path, sizeof path)) ||
-        (st = open_module(path, m))) {
-      unlink(built);
-      free(m);
-      return st;
-    }
+  if (st) {
+    free(m);
+    return st;
   }
   *handle = m;
   return PORTC_OK;

@@ -36,17 +36,24 @@ const char *cu_compiler_id(char *why, size_t len) {
 }
 
 
+void cu_compile_options(const char *arch, build_args *a) {
+  build_args_add(a, "--gpu-architecture=%s", arch);
+  build_args_add(a, "-I%s", cu_include_dir() ? cu_include_dir() : "");
+  build_args_add(a, "--std=c++17");
+  build_args_add(a, "-default-device");
+  build_args_add(a, "--disable-warnings");
+  build_args_add(a, "%s", getenv("PORTC_CUDA_LINEINFO") ? "-lineinfo" : "-DPC_NOLINEINFO");
+}
+
 portc_status cu_compile(const char *src, const char *arch, const char *name, void **cubin, size_t *bytes) {
   char why[512];
   if (!cu_compiler_id(why, sizeof why)) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
-  char archopt[48], incopt[1100];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-  snprintf(incopt, sizeof incopt, "-I%s", cu_include_dir());
-  const char *opts[] = {archopt, incopt, "--std=c++17", "-default-device", "--disable-warnings", getenv("PORTC_CUDA_LINEINFO") ? "-lineinfo" : "-DPC_NOLINEINFO"};
+  build_args opts = {0};
+  cu_compile_options(arch, &opts);
   nvrtcProgram p = NULL;
   nvrtcResult r = N.nvrtcCreateProgram(&p, src, name, 0, NULL, NULL);
   if (r) return err_set(PORTC_ERR_NOMEM, "cuda: nvrtcCreateProgram: %s", N.nvrtcGetErrorString(r));
-  r = N.nvrtcCompileProgram(p, (int)(sizeof opts / sizeof *opts), opts);
+  r = N.nvrtcCompileProgram(p, opts.n, opts.v);
   if (r) {
     size_t n = 0;
     N.nvrtcGetProgramLogSize(p, &n);

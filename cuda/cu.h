@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "../codegen/emit.h"
+#include "../targets/cache.h"
 #include "../targets/target.h"
 #include "cu_api.h"
 
@@ -36,6 +37,8 @@ void cu_describe(FILE *out);
 /* a driver error as a portc status naming what failed */
 portc_status cu_fail(CUresult r, const char *what);
 
+/* NVRTC's options for `arch`, exactly as cu_compile passes them (the cache key covers them) */
+void cu_compile_options(const char *arch, build_args *a);
 /* CUDA C to a cubin for `arch` ("sm_90") with NVRTC (*cubin: free with free()); a compile
  * failure is an internal error carrying the log and the numbered source */
 portc_status cu_compile(const char *src, const char *arch, const char *name, void **cubin, size_t *bytes);

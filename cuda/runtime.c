@@ -85,17 +85,25 @@ void cu_unload(void *handle) {
   free(m);
 }
 
+typedef struct cubin_build {
+  const char *src, *arch, *name;
+} cubin_build;
+
+static portc_status build_cubin(void *ctx, void **data, size_t *bytes) {
+  const cubin_build *b = ctx;
+  return cu_compile(b->src, b->arch, b->name, data, bytes);
+}
+
 /* the module's cubin, from the kernel cache or compiled and stored there */
 static portc_status cubin_for(cu_context *c, const char *src, const char *name, void **cubin, size_t *bytes, bool *hit) {
-  char key[33], why[512];
+  char why[512];
   const char *compiler = cu_compiler_id(why, sizeof why);
   if (!compiler) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
-  const char *parts[] = {src, "cuda", c->cache_id, compiler, c->arch, NULL};
-  portc_status st = cache_fetch(parts, "cubin", "\177ELF", 4, name, key, cubin, bytes);
-  if (st || (*hit = *cubin != NULL)) return st;
-  if ((st = cu_compile(src, c->arch, name, cubin, bytes))) return st;
-  cache_keep(key, "cubin", *cubin, *bytes);
-  return PORTC_OK;
+  build_args args = {0};
+  cu_compile_options(c->arch, &args);
+  build_key k = {.target = "cuda", .source = src, .args = &args, .compiler = compiler, .device = c->cache_id};
+  cubin_build b = {src, c->arch, name};
+  return cache_or_build(&k, "cubin", "\177ELF", 4, name, build_cubin, &b, cubin, bytes, hit, NULL, 0);
 }
 
 static portc_status get_functions(cu_module *m) {

@@ -33,20 +33,23 @@ const char *hip_compiler_id(char *why, size_t len) {
 }
 
 
+void hip_compile_options(const char *arch, int wave, build_args *a) {
+  build_args_add(a, "--gpu-architecture=%s", arch);
+  /* the compiler's own wavefront size for the architecture (RDNA: 32, CDNA: 64) is the one
+   * hip_wave_size() gives, so PC_WAVE only tells the source */
+  build_args_add(a, "-DPC_WAVE=%d", wave);
+  build_args_add(a, "-O3");
+}
+
 portc_status hip_compile(const char *src, const char *arch, int wave, const char *name, void **code, size_t *bytes) {
   char why[512];
   if (!hip_compiler_id(why, sizeof why)) return err_set(PORTC_ERR_DEVICE, "hip: %s", why);
-  char archopt[64], waveopt[32];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-  snprintf(waveopt, sizeof waveopt, "-DPC_WAVE=%d", wave);
-  /* the compiler's own wavefront size for the architecture (RDNA: 32, CDNA: 64) is the one
-   * hip_wave_size() gives, so PC_WAVE only tells the source */
-  const char *opts[] = {archopt, waveopt, "-O3"};
-  int nopts = 3;
+  build_args opts = {0};
+  hip_compile_options(arch, wave, &opts);
   hiprtcProgram p = NULL;
   hiprtcResult r = R.hiprtcCreateProgram(&p, src, name, 0, NULL, NULL);
   if (r) return err_set(PORTC_ERR_NOMEM, "hip: hiprtcCreateProgram: %s", R.hiprtcGetErrorString(r));
-  r = R.hiprtcCompileProgram(p, nopts, opts);
+  r = R.hiprtcCompileProgram(p, opts.n, opts.v);
   size_t n = 0;
   if (!r) R.hiprtcGetCodeSize(p, &n);
   if (r || n == 0) {

@@ -8,6 +8,7 @@
 #define PORTC_HIP_HIP_H
 
 #include "../codegen/emit.h"
+#include "../targets/cache.h"
 #include "../targets/target.h"
 #include "hip_api.h"
 
@@ -59,6 +60,8 @@ void hip_families_print(FILE *out);                     /* the table, one JSON o
 /* HIP C++ to a code object for `arch` ("gfx90a") with wavefronts of `wave` lanes, through hiprtc
  * (*code: free with free()); a compile failure is an internal error with the log and the source */
 portc_status hip_compile(const char *src, const char *arch, int wave, const char *name, void **code, size_t *bytes);
+/* hiprtc's options, exactly as hip_compile passes them (the cache key covers them) */
+void hip_compile_options(const char *arch, int wave, build_args *a);
 /* hiprtc's identity for cache keys, or NULL with why when the HIP runtime is missing */
 const char *hip_compiler_id(char *why, size_t len);
 

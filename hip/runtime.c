@@ -58,17 +58,28 @@ static void unload(void *handle) {
   free(m);
 }
 
-/* the module's code object, from the kernel cache or compiled and stored there */
+typedef struct code_build {
+  const char *src, *name;
+  const hip_context *c;
+} code_build;
+
+static portc_status build_code(void *ctx, void **data, size_t *bytes) {
+  const code_build *b = ctx;
+  return hip_compile(b->src, b->c->arch, b->c->wave, b->name, data, bytes);
+}
+
+/* the module's code object, from the kernel cache or compiled and stored there; hiprtc finds
+ * the ROCm installation through these variables */
 static portc_status code_for(hip_context *c, const char *src, const char *name, void **code, size_t *bytes, bool *hit) {
-  char key[33], why[512];
+  static const char *const env[] = {"HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_DEVICE_LIB_PATH", NULL};
+  char why[512];
   const char *compiler = hip_compiler_id(why, sizeof why);
   if (!compiler) return err_set(PORTC_ERR_DEVICE, "hip: %s", why);
-  const char *parts[] = {src, "hip", c->cache_id, compiler, NULL};
-  portc_status st = cache_fetch(parts, "hsaco", "\177ELF", 4, name, key, code, bytes);
-  if (st || (*hit = *code != NULL)) return st;
-  if ((st = hip_compile(src, c->arch, c->wave, name, code, bytes))) return st;
-  cache_keep(key, "hsaco", *code, *bytes);
-  return PORTC_OK;
+  build_args args = {0};
+  hip_compile_options(c->arch, c->wave, &args);
+  build_key k = {.target = "hip", .source = src, .args = &args, .compiler = compiler, .device = c->cache_id, .env = env};
+  code_build b = {src, name, c};
+  return cache_or_build(&k, "hsaco", "\177ELF", 4, name, build_code, &b, code, bytes, hit, NULL, 0);
 }
 
 static portc_status load(const load_request *req, void **handle, bool *hit) {

@@ -1,19 +1,24 @@
 /*
- * cache.c: the kernel cache on disk. Each entry KEY.EXT has a sidecar KEY.EXT.sum holding its
- * size and a 64-bit checksum; both are written to temporary names and renamed into place, so a
- * reader sees a whole entry or none. An entry whose sidecar is missing or does not match is
- * deleted and rebuilt.
+ * cache.c: the kernel cache on disk. Keys are XXH3-128 (Debian's libxxhash, header-only) over
+ * length-prefixed parts, so no two part lists collide by concatenation. Each entry KEY.EXT has a
+ * sidecar KEY.EXT.sum holding its size and a 64-bit XXH3 checksum; both are written to temporary
+ * names and renamed into place, so a reader sees a whole entry or none. An entry whose sidecar
+ * is missing or does not match is deleted and rebuilt.
  */
 #include "cache.h"
 #include "target.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define XXH_INLINE_ALL /* the header alone: nothing to link, no symbol to export */
+#include <xxhash.h>
 
 static portc_status make_private_dir(const char *path) {
   char tmp[4096];
@@ -43,43 +48,89 @@ portc_status cache_dir(char *out, size_t len) {
   return make_private_dir(out);
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
+static portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len);
+
+/* one part: its length, then its bytes (NULL is length -1) */
+static void hash_part(XXH3_state_t *h, const char *part) {
+  int64_t n = part ? (int64_t)strlen(part) : -1;
+  XXH3_128bits_update(h, &n, sizeof n);
+  if (part) XXH3_128bits_update(h, part, (size_t)n);
+}
+
+static void hash_hex(XXH3_state_t *h, char out[33]) {
+  XXH128_hash_t d = XXH3_128bits_digest(h);
+  snprintf(out, 33, "%016llx%016llx", (unsigned long long)d.high64, (unsigned long long)d.low64);
 }
 
 void cache_key(const char *const *parts, char out[33]) {
-  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-  for (int i = 0; parts[i]; i++) {
-    size_t n = strlen(parts[i]) + 1;
-    a = fnv(a, parts[i], n);
-    b = fnv(b ^ (uint64_t)i, parts[i], n);
+  XXH3_state_t h;
+  XXH3_128bits_reset(&h);
+  hash_part(&h, "portc cache 2");
+  for (int i = 0; parts[i]; i++) hash_part(&h, parts[i]);
+  hash_hex(&h, out);
+}
+
+void build_args_add(build_args *a, const char *fmt, ...) {
+  if (a->n >= BUILD_MAX_ARGS) {
+    a->v[BUILD_MAX_ARGS - 1] = "(options cut short)";
+    return;
   }
-  snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+  char *at = a->text + a->used;
+  size_t room = sizeof a->text - a->used;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(at, room, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= room) {
+    a->v[a->n++] = "(options cut short)";
+    a->v[a->n] = NULL;
+    return;
+  }
+  a->used += (size_t)n + 1;
+  a->v[a->n++] = at;
+  a->v[a->n] = NULL;
+}
+
+void build_key_hash(const build_key *k, char out[33]) {
+  XXH3_state_t h;
+  XXH3_128bits_reset(&h);
+  hash_part(&h, "portc build 2");
+  hash_part(&h, k->target);
+  hash_part(&h, k->source);
+  hash_part(&h, k->compiler);
+  hash_part(&h, k->device);
+  int64_t n = k->args ? k->args->n : 0;
+  XXH3_128bits_update(&h, &n, sizeof n);
+  for (int i = 0; i < n; i++) hash_part(&h, k->args->v[i]);
+  for (int i = 0; k->env && k->env[i]; i++) {
+    hash_part(&h, k->env[i]);
+    hash_part(&h, getenv(k->env[i])); /* unset and empty differ */
+  }
+  hash_hex(&h, out);
 }
 
 /* size and checksum of a file; false when it cannot be read */
 static bool file_sum(const char *path, long long *size, unsigned long long *sum) {
   FILE *f = fopen(path, "rb");
   if (!f) return false;
-  uint64_t h = 0xcbf29ce484222325ull;
+  XXH3_state_t h;
+  XXH3_64bits_reset(&h);
   long long n = 0;
   char buf[65536];
   size_t got;
   while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-    h = fnv(h, buf, got);
+    XXH3_64bits_update(&h, buf, got);
     n += (long long)got;
   }
   bool ok = !ferror(f);
   fclose(f);
   *size = n;
-  *sum = h;
+  *sum = XXH3_64bits_digest(&h);
   return ok;
 }
 
-bool cache_lookup(const char *dir, const char *key, const char *ext, char *path, size_t len) {
-  char sumpath[4200];
+static bool cache_lookup(const char *dir, const char *key, const char *ext, char *path, size_t len) {
+  char sumpath[4400];
   snprintf(path, len, "%s/%s.%s", dir, key, ext);
   snprintf(sumpath, sizeof sumpath, "%s.sum", path);
   if (access(path, R_OK) != 0) return false;
@@ -95,6 +146,13 @@ bool cache_lookup(const char *dir, const char *key, const char *ext, char *path,
     unlink(sumpath);
   }
   return ok;
+}
+
+void cache_drop(const char *path) {
+  char sumpath[4400];
+  snprintf(sumpath, sizeof sumpath, "%s.sum", path);
+  unlink(path);
+  unlink(sumpath);
 }
 
 void *cache_read(const char *dir, const char *key, const char *ext, size_t *bytes) {
@@ -125,11 +183,11 @@ portc_status cache_write(const char *dir, const char *key, const char *ext, cons
   return st;
 }
 
-portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len) {
+static portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len) {
   long long size;
   unsigned long long sum;
   if (!file_sum(built, &size, &sum)) return err_set(PORTC_ERR_IO, "kernel cache: cannot read %s", built);
-  char sumpath[4200], tmpsum[4300];
+  char sumpath[4400], tmpsum[4500];
   snprintf(path, len, "%s/%s.%s", dir, key, ext);
   snprintf(sumpath, sizeof sumpath, "%s.sum", path);
   snprintf(tmpsum, sizeof tmpsum, "%s.XXXXXX", sumpath);
@@ -144,20 +202,25 @@ portc_status cache_store(const char *dir, const char *key, const char *ext, cons
   return PORTC_OK;
 }
 
-portc_status cache_fetch(const char *const *parts, const char *ext, const void *magic, size_t magic_len, const char *name, char key[33],
-                         void **data, size_t *bytes) {
-  char dir[4096];
+portc_status cache_or_build(const build_key *k, const char *ext, const void *magic, size_t magic_len, const char *name, build_fn build,
+                            void *ctx, void **data, size_t *bytes, bool *hit, char *path, size_t path_len) {
+  char dir[4096], key[33];
+  *data = NULL, *bytes = 0, *hit = false;
+  if (path) path[0] = 0;
   portc_status st = cache_dir(dir, sizeof dir);
   if (st) return st;
-  cache_key(parts, key);
+  build_key_hash(k, key);
   *data = cache_read(dir, key, ext, bytes);
   if (*data && (*bytes <= magic_len || memcmp(*data, magic, magic_len) != 0)) free(*data), *data = NULL; /* not this kind: build it again */
-  if (!*data) log_line("cache", "miss %s/%s.%s (%s)", dir, key, ext, name);
+  if (*data) {
+    *hit = true;
+    if (path) snprintf(path, path_len, "%s/%s.%s", dir, key, ext);
+    log_line("cache", "hit %s/%s.%s (%s)", dir, key, ext, name);
+    return PORTC_OK;
+  }
+  log_line("cache", "miss %s/%s.%s (%s)", dir, key, ext, name);
+  if ((st = build(ctx, data, bytes))) return st;
+  if (cache_write(dir, key, ext, *data, *bytes) != PORTC_OK) log_line("cache", "could not store %s.%s: %s", key, ext, portc_last_error());
+  else if (path) snprintf(path, path_len, "%s/%s.%s", dir, key, ext);
   return PORTC_OK;
-}
-
-void cache_keep(const char *key, const char *ext, const void *data, size_t bytes) {
-  char dir[4096];
-  if (cache_dir(dir, sizeof dir) != PORTC_OK || cache_write(dir, key, ext, data, bytes) != PORTC_OK)
-    log_line("cache", "could not store %s.%s: %s", key, ext, portc_last_error());
 }

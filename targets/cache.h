@@ -1,6 +1,7 @@
 /*
  * cache.h: the on-disk kernel cache, content-addressed by everything that determines the binary:
- * kernel source, target, device, compiler version and options. Entries are code that gets
+ * kernel source, target, device, compiler identity and version, its exact options, and the
+ * environment variables that change its output (build_key). Entries are code that gets
  * loaded, so the folder is created 0700 and one that others can write to is refused.
  */
 #ifndef PORTC_TARGETS_CACHE_H
@@ -10,24 +11,52 @@
 
 /* the cache folder ($PORTC_CACHE_DIR, else ~/.cache/portc), created if missing and checked */
 portc_status cache_dir(char *out, size_t len);
-/* the hex key of the parts (NULL-terminated list) */
+/* the hex key (XXH3-128) of the parts (NULL-terminated list), for files that are not builds */
 void cache_key(const char *const *parts, char out[33]);
-/* the entry's path if present and intact (size and checksum match); a corrupt or truncated entry
- * is removed and reported as absent */
-bool cache_lookup(const char *dir, const char *key, const char *ext, char *path, size_t len);
-/* moves a freshly built file into the cache atomically, with its checksum */
-portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len);
-/* an entry's whole contents (malloc'd, *bytes its size) when present and intact, else NULL */
+/* removes an entry and its checksum (path: the entry's file) */
+void cache_drop(const char *path);
+/* an entry's whole contents (malloc'd, *bytes its size) when present and intact (size and
+ * checksum match), else NULL; a corrupt or truncated entry is removed and reported as absent */
 void *cache_read(const char *dir, const char *key, const char *ext, size_t *bytes);
 /* writes bytes as the entry, replacing any, atomically and with its checksum */
 portc_status cache_write(const char *dir, const char *key, const char *ext, const void *data, size_t bytes);
 
-/* What the GPU targets do with a compiled module: fetch it by its key parts (NULL-terminated),
- * taking an entry only if it is intact and starts with magic (else *data is NULL: a miss, logged
- * with `name`, and key[] says where cache_keep stores the fresh build). A failure to store is
- * logged, not returned: the kernels still run, and the cache misses next time. */
-portc_status cache_fetch(const char *const *parts, const char *ext, const void *magic, size_t magic_len, const char *name, char key[33],
-                         void **data, size_t *bytes);
-void cache_keep(const char *key, const char *ext, const void *data, size_t bytes);
+/* A compiler's options, exactly as it gets them (argv without the file names), kept in the
+ * struct: what the build uses and what the cache key covers are the same list. */
+enum { BUILD_MAX_ARGS = 40 };
+typedef struct build_args {
+  int n;
+  const char *v[BUILD_MAX_ARGS + 1]; /* NULL-terminated */
+  char text[4096];
+  size_t used;
+} build_args;
+/* appends one option (printf format); a list that overflows is cut short, and the key says so */
+void build_args_add(build_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Everything that determines a compiled artifact's bytes. */
+typedef struct build_key {
+  const char *target;     /* "cuda" */
+  const char *source;     /* the generated source */
+  const build_args *args; /* the compiler's options */
+  const char *compiler;   /* its identity and version ("nvrtc 13.0", gcc's version line) */
+  const char *device;     /* what the code is built for: the architecture, the driver, or for the
+                           * CPU the instruction-set flags that -march=native stands for */
+  /* environment variables that change what the compiler makes: each one's value is part of the
+   * key (NULL-terminated; NULL: none) */
+  const char *const *env;
+} build_key;
+
+/* the hex key (XXH3-128) of a build: every field, each option, and the listed variables' values */
+void build_key_hash(const build_key *k, char out[33]);
+
+/* builds the artifact into *data (malloc'd) and *bytes */
+typedef portc_status (*build_fn)(void *ctx, void **data, size_t *bytes);
+
+/* The one cache-or-build call: the entry for k (an intact file that starts with magic), else
+ * build() and keep its result, a failure to store being logged and not returned (the kernels
+ * still run, and the cache misses next time). path (may be NULL) gets the entry's file when
+ * there is one. name is for log lines. */
+portc_status cache_or_build(const build_key *k, const char *ext, const void *magic, size_t magic_len, const char *name, build_fn build,
+                            void *ctx, void **data, size_t *bytes, bool *hit, char *path, size_t path_len);
 
 #endif

@@ -33,24 +33,47 @@ static portc_status fail(const char *what, const char *name, const char *msg, co
   return st;
 }
 
+void vk_compile_options(const vk_context *c, const char *const *defines, build_args *a) {
+  build_args_add(a, "--target-env=vulkan1.1");
+  build_args_add(a, "--target-spv=spv1.3");
+  build_args_add(a, "-O");
+  build_args_add(a, "-DPC_SUBGROUP_ARITH=%d", c->f.subgroup_arith ? 1 : 0);
+  build_args_add(a, "-DPC_DENORM_PRESERVE=%d", c->f.denorm_preserve ? 1 : 0);
+  build_args_add(a, "-DPC_SUBGROUP_SIZE=%u", c->f.subgroup_size ? c->f.subgroup_size : 1);
+  for (int i = 0; defines && defines[i]; i++) build_args_add(a, "-D%s=1", defines[i]);
+}
+
+/* applies glslc-style options to shaderc's: the ones vk_compile_options writes */
+static bool apply_options(shaderc_compile_options_t o, const build_args *a) {
+  for (int i = 0; i < a->n; i++) {
+    const char *v = a->v[i];
+    if (strcmp(v, "--target-env=vulkan1.1") == 0) shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
+    else if (strcmp(v, "--target-spv=spv1.3") == 0) shaderc_compile_options_set_target_spirv(o, shaderc_spirv_version_1_3);
+    else if (strcmp(v, "-O") == 0) shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
+    else if (strncmp(v, "-D", 2) == 0 && strchr(v, '=')) {
+      const char *eq = strchr(v, '=');
+      shaderc_compile_options_add_macro_definition(o, v + 2, (size_t)(eq - v - 2), eq + 1, strlen(eq + 1));
+    } else return false;
+  }
+  return true;
+}
+
 portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words) {
   *spirv = NULL;
   *words = 0;
+  build_args opts = {0};
+  vk_compile_options(c, defines, &opts);
   shaderc_compiler_t comp = shaderc_compiler_initialize();
   shaderc_compile_options_t o = shaderc_compile_options_initialize();
   if (!comp || !o) {
     if (comp) shaderc_compiler_release(comp);
     return err_set(PORTC_ERR_NOMEM, "vulkan: cannot start shaderc");
   }
-  shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
-  shaderc_compile_options_set_target_spirv(o, shaderc_spirv_version_1_3);
-  shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
-  char sg[16];
-  snprintf(sg, sizeof sg, "%u", c->f.subgroup_size ? c->f.subgroup_size : 1);
-  shaderc_compile_options_add_macro_definition(o, "PC_SUBGROUP_ARITH", 17, c->f.subgroup_arith ? "1" : "0", 1);
-  shaderc_compile_options_add_macro_definition(o, "PC_DENORM_PRESERVE", 18, c->f.denorm_preserve ? "1" : "0", 1);
-  shaderc_compile_options_add_macro_definition(o, "PC_SUBGROUP_SIZE", 16, sg, strlen(sg));
-  for (int i = 0; defines && defines[i]; i++) shaderc_compile_options_add_macro_definition(o, defines[i], strlen(defines[i]), "1", 1);
+  if (!apply_options(o, &opts)) {
+    shaderc_compile_options_release(o);
+    shaderc_compiler_release(comp);
+    return err_set(PORTC_ERR_INTERNAL, "vulkan: an option of kernel %s is not one shaderc takes here", name);
+  }
   shaderc_compilation_result_t r = shaderc_compile_into_spv(comp, glsl, strlen(glsl), shaderc_compute_shader, name, "main", o);
   portc_status st = PORTC_OK;
   if (!r || shaderc_result_get_compilation_status(r) != shaderc_compilation_status_success) {

@@ -99,26 +99,33 @@ static portc_status check_needs(const vk_context *c, int i, const char *line, co
   return PORTC_OK;
 }
 
+typedef struct spirv_build {
+  vk_context *c;
+  const char *glsl, *name;
+  const char *const *defines;
+} spirv_build;
+
+static portc_status build_spirv(void *ctx, void **data, size_t *bytes) {
+  const spirv_build *b = ctx;
+  size_t words = 0;
+  portc_status st = vk_compile(b->c, b->glsl, b->name, b->defines, (uint32_t **)data, &words);
+  *bytes = words * 4;
+  return st;
+}
+
 /* SPIR-V of one kernel's shader, from the kernel cache or compiled and stored there */
 static portc_status spirv_for(vk_context *c, const char *glsl, const char *const *defines, const char *name, uint32_t **code, size_t *words,
                               bool *hit) {
-  char key[33], defs[128] = "", sub[32];
-  for (int i = 0; defines[i]; i++) snprintf(defs + strlen(defs), sizeof defs - strlen(defs), "%s ", defines[i]);
-  snprintf(sub, sizeof sub, "subgroup %u %d denorm %d", c->f.subgroup_size, c->f.subgroup_arith, c->f.denorm_preserve);
-  const char *parts[] = {glsl, "vulkan", c->cache_id, vk_compiler_id(), defs, sub, NULL};
+  build_args args = {0};
+  vk_compile_options(c, defines, &args);
+  build_key k = {.target = "vulkan", .source = glsl, .args = &args, .compiler = vk_compiler_id(), .device = c->cache_id};
+  spirv_build b = {c, glsl, name, defines};
   const uint32_t spirv_magic = 0x07230203u; /* SPIR-V's first word, as this host writes it */
   size_t bytes = 0;
-  portc_status st = cache_fetch(parts, "spv", &spirv_magic, 4, name, key, (void **)code, &bytes);
-  if (st) return st;
-  *hit = *code && bytes % 4 == 0; /* whole words of SPIR-V */
-  if (*hit) {
-    *words = bytes / 4;
-    return PORTC_OK;
-  }
-  free(*code), *code = NULL;
-  if ((st = vk_compile(c, glsl, name, defines, code, words))) return st;
-  cache_keep(key, "spv", *code, *words * 4);
-  return PORTC_OK;
+  portc_status st = cache_or_build(&k, "spv", &spirv_magic, 4, name, build_spirv, &b, (void **)code, &bytes, hit, NULL, 0);
+  if (!st && bytes % 4) st = err_set(PORTC_ERR_INTERNAL, "vulkan: kernel %s: SPIR-V of %zu bytes is not whole words", name, bytes);
+  *words = bytes / 4;
+  return st;
 }
 
 static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, size_t words) {

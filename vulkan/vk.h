@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "../targets/cache.h"
 #include "../targets/target.h"
 #include "vk_api.h"
 
@@ -70,6 +71,9 @@ portc_status vk_submit_wait(vk_context *c, VkCommandBuffer cb, VkFence fence);
 /* GLSL to validated SPIR-V for the device (words in *spirv, free with free()); defines is a
  * NULL-terminated list of macro names, each defined as 1 */
 portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words);
+/* shaderc's options for a kernel, in glslc's spelling, exactly as vk_compile applies them (the
+ * cache key covers them) */
+void vk_compile_options(const vk_context *c, const char *const *defines, build_args *a);
 /* the compiler's identity for cache keys */
 const char *vk_compiler_id(void);
 
