@@ -361,7 +361,7 @@ void conf_generate(conf_cases *cs, const char *examples_dir) {
   dynamic_cases(cs);
 }
 
-void conf_generate_models(conf_cases *cs, int n, char *const *paths, int nsets, char *const *sets) {
+void conf_generate_models(conf_cases *cs, int n, const char *const *paths, int nsets, const char *const *sets) {
   memset(cs, 0, sizeof *cs);
   for (int m = 0; m < n; m++) {
     const char *base = strrchr(paths[m], '/');

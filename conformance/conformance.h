@@ -28,7 +28,7 @@ typedef struct conf_cases {
 void conf_generate(conf_cases *out, const char *examples_dir);
 /* only the given models (.ptg or .onnx), as the models suite; symbols of their inputs take the
  * SYM=N values of sets, else 2 */
-void conf_generate_models(conf_cases *out, int n, char *const *paths, int nsets, char *const *sets);
+void conf_generate_models(conf_cases *out, int n, const char *const *paths, int nsets, const char *const *sets);
 void conf_free(conf_cases *cs);
 
 /* bounds for one graph, derived from its ops (TOLERANCES.md) */
@@ -47,9 +47,9 @@ typedef struct conf_options {
   bool seed_given;
   bool eager;          /* also check eager mode (default true) */
   bool quiet;
-  char *const *models; /* when set: verify these models instead of the suite */
+  const char *const *models; /* when set: verify these models instead of the suite */
   int nmodels;
-  char *const *sets; /* SYM=N for the models' symbols */
+  const char *const *sets; /* SYM=N for the models' symbols */
   int nsets;
 } conf_options;
 

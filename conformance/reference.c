@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/bindings.h"
 #include "../ir/dtype.h"
 #include "reference_util.h"
 
@@ -66,7 +67,10 @@ static portc_tensor *to_tensor(const rval *v) {
 }
 
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs) {
-  return conf_reference_run(g, b, false, outputs);
+  bindings_lock(b);
+  portc_status st = conf_reference_run(g, b, false, outputs);
+  bindings_unlock(b);
+  return st;
 }
 
 portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs) {

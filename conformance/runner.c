@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../ir/api_struct.h"
 #include "../ir/dtype.h"
 #include "conformance.h"
 #include "reference.h"
@@ -131,7 +132,7 @@ static bool compare(const portc_tensor *out, const portc_tensor *ref, const tole
  * reference of the same sources with their denormals read as zeros */
 static bool matches_flushed(const portc_graph *g, portc_module *m, portc_bindings *b, int k, const portc_tensor *out, const tolerance *t,
                             double scale) {
-  portc_module_info info;
+  portc_module_info info = PORTC_MODULE_INFO_INIT;
   if (portc_module_info_get(m, b, &info) != PORTC_OK || !info.flushes_denormals) return false;
   int nout = portc_graph_output_count(g);
   portc_tensor **refs = calloc((size_t)nout + 1, sizeof *refs);
@@ -381,4 +382,13 @@ int conf_run(const conf_options *o, const char *examples_dir, FILE *out) {
   free(j.selected);
   conf_free(&cases);
   return reports ? counts[R_FAIL] : counts[R_FAIL] + 1;
+}
+
+int portc_verify(const portc_verify_options *opts, void *out) {
+  portc_verify_options v;
+  api_struct_in(&v, sizeof v, opts, API_FIRST_SIZE(portc_verify_options, nsets));
+  conf_options o = {.targets = v.targets, .filter = v.filter, .json = v.json, .junit = v.junit, .seed = v.seed,
+                    .seed_given = v.seed_given, .eager = !v.no_eager, .quiet = v.quiet, .models = v.models,
+                    .nmodels = v.nmodels, .sets = v.sets, .nsets = v.nsets};
+  return conf_run(&o, v.examples_dir ? v.examples_dir : "examples", out ? out : stdout);
 }

@@ -2,6 +2,7 @@
  * runtime.c: the CPU target: find the compiled kernels in the cache or build them, load them,
  * and launch them. OpenMP inside the generated code spreads each kernel over the cores.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,10 @@ static bool available(char *why, size_t len) {
   return false;
 }
 
-static const char *device(void) {
-  static char name[256];
-  if (name[0]) return name;
+static char device_name[256];
+
+/* once per process: a buffer written while another thread reads it is a race */
+static void name_device(void) {
   char model[200] = "unknown CPU";
   FILE *f = fopen("/proc/cpuinfo", "r");
   char line[512];
@@ -37,8 +39,13 @@ static const char *device(void) {
       break;
     }
   if (f) fclose(f);
-  snprintf(name, sizeof name, "%s, %ld threads", model, sysconf(_SC_NPROCESSORS_ONLN));
-  return name;
+  snprintf(device_name, sizeof device_name, "%s, %ld threads", model, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static const char *device(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, name_device);
+  return device_name;
 }
 
 static portc_status open_module(const char *path, cpu_module *m) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../ir/bindings.h"
+#include "../ir/api_struct.h"
 #include "module.h"
 
 
@@ -25,8 +26,7 @@ static bool symbols(const portc_module *m, portc_bindings *b, int64_t *S) {
   return true;
 }
 
-portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info) {
-  memset(info, 0, sizeof *info);
+static portc_status info_fill(const portc_module *m, portc_bindings *b, portc_module_info *info) {
   info->target = m->t->name;
   info->device = m->t->device();
   info->kernels = m->km->nk;
@@ -53,6 +53,17 @@ portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, por
   return PORTC_OK;
 }
 
+portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info) {
+  if (!m || !info) return err_set(PORTC_ERR_INVALID, "module_info_get: NULL argument");
+  portc_module_info whole;
+  memset(&whole, 0, sizeof whole);
+  module_lock(m, b);
+  portc_status st = info_fill(m, b, &whole);
+  module_unlock(m, b);
+  api_struct_out(info, &whole, sizeof whole, API_FIRST_SIZE(portc_module_info, flushes_denormals));
+  return st;
+}
+
 static const char *const kinds[] = {"pointwise", "row reduction", "matmul", "conv2d", "opaque"};
 
 static void buf_list(const kir_module *km, const kir_kernel *k, bool stores, strbuf *b) {
@@ -72,7 +83,7 @@ static void buf_list(const kir_module *km, const kir_kernel *k, bool stores, str
   if (!n) sb_printf(b, "(nothing)");
 }
 
-char *portc_module_explain(const portc_module *m, portc_bindings *b) {
+static char *explain(const portc_module *m, portc_bindings *b) {
   const kir_module *km = m->km;
   strbuf out = {0};
   int64_t S[64] = {0};
@@ -123,4 +134,15 @@ char *portc_module_explain(const portc_module *m, portc_bindings *b) {
   char *s = sb_take(&out);
   if (!s) err_set(PORTC_ERR_NOMEM, "explain: out of memory");
   return s;
+}
+
+char *portc_module_explain(const portc_module *m, portc_bindings *b) {
+  if (!m) {
+    err_set(PORTC_ERR_INVALID, "explain: NULL module");
+    return NULL;
+  }
+  module_lock(m, b);
+  char *text = explain(m, b);
+  module_unlock(m, b);
+  return text;
 }

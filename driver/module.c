@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../ir/api_struct.h"
 #include "../ir/bindings.h"
 #include "../ir/dtype.h"
 #include "../lower/pipeline.h"
@@ -42,6 +43,7 @@ static void dev_release(portc_module *m) {
 
 void portc_module_free(portc_module *m) {
   if (!m) return;
+  pthread_mutex_destroy(&m->lock);
   if (m->km && m->handle) dev_release(m);
   if (m->handle) m->t->unload(m->handle);
   kir_module_free(m->km);
@@ -90,9 +92,10 @@ static portc_status map_module(portc_module *m) {
   return PORTC_OK;
 }
 
-portc_status portc_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, portc_module **out) {
-  portc_compile_options def = {0};
-  if (!o) o = &def;
+portc_status portc_compile(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_module **out) {
+  portc_compile_options whole;
+  api_struct_in(&whole, sizeof whole, opts, API_FIRST_SIZE(portc_compile_options, dump_after));
+  const portc_compile_options *o = &whole;
   if (!g || !out) return err_set(PORTC_ERR_INVALID, "compile: NULL argument");
   *out = NULL;
   const char *tname = o->target ? o->target : "cpu";
@@ -115,6 +118,11 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *o,
   double t0 = now();
   portc_module *m = calloc(1, sizeof *m);
   if (!m) return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&m->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
   m->t = t;
   m->g = g;
   m->dynamic = o->dynamic || g->nsyms == 0;
@@ -329,8 +337,7 @@ static portc_status fetch_outputs(portc_module *m, run_state *r) {
   return PORTC_OK;
 }
 
-portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
-  if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
+static portc_status module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
   const portc_graph *lg = m->km->g;
   for (int k = 0; k < lg->nout; k++) outputs[k] = NULL;
   run_state r;
@@ -357,10 +364,38 @@ portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor *
   return st;
 }
 
-portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
+static portc_status module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
   run_state r;
   portc_status st = prepare(m, b, &r);
   for (int i = 0; i < iters && !st; i++) st = execute(m, &r, &seconds[i]);
   run_state_free(m, &r);
+  return st;
+}
+
+/* ---- the public calls on a module: each holds the module's lock, then the bindings' ---- */
+
+void module_lock(const portc_module *m, portc_bindings *b) {
+  pthread_mutex_lock(&((portc_module *)m)->lock);
+  bindings_lock(b);
+}
+
+void module_unlock(const portc_module *m, portc_bindings *b) {
+  bindings_unlock(b);
+  pthread_mutex_unlock(&((portc_module *)m)->lock);
+}
+
+portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
+  if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
+  module_lock(m, b);
+  portc_status st = module_run(m, b, outputs);
+  module_unlock(m, b);
+  return st;
+}
+
+portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
+  if (!m || !seconds) return err_set(PORTC_ERR_INVALID, "time: NULL argument");
+  module_lock(m, b);
+  portc_status st = module_time(m, b, iters, seconds);
+  module_unlock(m, b);
   return st;
 }

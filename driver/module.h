@@ -4,10 +4,13 @@
 #ifndef PORTC_DRIVER_MODULE_H
 #define PORTC_DRIVER_MODULE_H
 
+#include <pthread.h>
+
 #include "../lower/kir.h"
 #include "../targets/target.h"
 
 struct portc_module {
+  pthread_mutex_t lock; /* recursive: every public call on the module holds it (portc.h's threading contract) */
   const target *t;
   const portc_graph *g; /* the user's graph (borrowed) */
   kir_module *km;
@@ -22,5 +25,9 @@ struct portc_module {
   void **dev_obj;
   int64_t *dev_bytes;
 };
+
+/* hold and release the module's lock, then b's (b may be NULL) */
+void module_lock(const portc_module *m, portc_bindings *b);
+void module_unlock(const portc_module *m, portc_bindings *b);
 
 #endif

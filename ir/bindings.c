@@ -20,6 +20,11 @@ portc_bindings *portc_bindings_new(const portc_graph *g) {
   }
   portc_bindings *b = calloc(1, sizeof *b);
   if (!b) goto oom;
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&b->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
   b->g = g;
   b->nsyms = g->nsyms;
   b->n = g->n;
@@ -34,8 +39,17 @@ oom:
   return NULL;
 }
 
+void bindings_lock(portc_bindings *b) {
+  if (b) pthread_mutex_lock(&b->lock);
+}
+
+void bindings_unlock(portc_bindings *b) {
+  if (b) pthread_mutex_unlock(&b->lock);
+}
+
 void portc_bindings_free(portc_bindings *b) {
   if (!b) return;
+  pthread_mutex_destroy(&b->lock);
   for (int i = 0; i < b->n; i++) {
     if (b->given) portc_tensor_free(b->given[i]);
     if (b->used) portc_tensor_free(b->used[i]);
@@ -67,7 +81,7 @@ static portc_status derive_symbols(portc_bindings *b) {
   return PORTC_OK;
 }
 
-portc_status portc_bindings_set_symbol(portc_bindings *b, const char *name, int64_t value) {
+static portc_status bindings_set_symbol_unlocked(portc_bindings *b, const char *name, int64_t value) {
   int s = graph_find_symbol(b->g, name);
   if (s < 0 || s >= b->nsyms) return err_set(PORTC_ERR_INVALID, "symbol '%s' does not appear in graph %s", name, b->g->name);
   if (value < 0) return err_set(PORTC_ERR_SHAPE, "symbol %s: value %lld is negative", name, (long long)value);
@@ -85,7 +99,7 @@ static bool convertible(portc_dtype from, portc_dtype to) {
   return false;
 }
 
-portc_status portc_bindings_set(portc_bindings *b, const char *name, const portc_tensor *t) {
+static portc_status bindings_set_unlocked(portc_bindings *b, const char *name, const portc_tensor *t) {
   portc_node n = graph_find(b->g, name);
   if (n < 0 || n >= b->n) return err_set(PORTC_ERR_INVALID, "graph %s has no input or parameter named '%s'", b->g->name, name);
   const node *x = &b->g->nodes[n];
@@ -108,12 +122,12 @@ portc_status portc_bindings_set(portc_bindings *b, const char *name, const portc
   return PORTC_OK;
 }
 
-void portc_bindings_set_seed(portc_bindings *b, uint64_t seed) {
+static void bindings_set_seed_unlocked(portc_bindings *b, uint64_t seed) {
   b->seeded = true;
   b->seed = seed;
 }
 
-const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name) {
+static const portc_tensor *bindings_get_unlocked(const portc_bindings *b, const char *name) {
   portc_node n = graph_find(b->g, name);
   return n >= 0 && n < b->n ? b->used[n] : NULL;
 }
@@ -278,4 +292,33 @@ portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, po
   }
   *out = t;
   return PORTC_OK;
+}
+
+/* ---- the public calls: each holds the object's lock (portc.h's threading contract) ---- */
+
+portc_status portc_bindings_set_symbol(portc_bindings *b, const char *name, int64_t value) {
+  bindings_lock(b);
+  portc_status r = bindings_set_symbol_unlocked(b, name, value);
+  bindings_unlock(b);
+  return r;
+}
+
+portc_status portc_bindings_set(portc_bindings *b, const char *name, const portc_tensor *t) {
+  bindings_lock(b);
+  portc_status r = bindings_set_unlocked(b, name, t);
+  bindings_unlock(b);
+  return r;
+}
+
+void portc_bindings_set_seed(portc_bindings *b, uint64_t seed) {
+  bindings_lock(b);
+  bindings_set_seed_unlocked(b, seed);
+  bindings_unlock(b);
+}
+
+const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name) {
+  bindings_lock((portc_bindings *)b);
+  const portc_tensor *r = bindings_get_unlocked(b, name);
+  bindings_unlock((portc_bindings *)b);
+  return r;
 }

@@ -5,9 +5,12 @@
 #ifndef PORTC_IR_BINDINGS_H
 #define PORTC_IR_BINDINGS_H
 
+#include <pthread.h>
+
 #include "graph.h"
 
 struct portc_bindings {
+  pthread_mutex_t lock; /* recursive: every public call on the object holds it (portc.h's threading contract) */
   const portc_graph *g;
   int64_t *sym; /* per graph symbol */
   bool *sym_set;
@@ -18,6 +21,11 @@ struct portc_bindings {
   bool seeded;
   uint64_t seed;
 };
+
+/* hold and release b's lock (b may be NULL): calls that use b from another folder (running a
+ * module, the reference) hold it for the whole call */
+void bindings_lock(portc_bindings *b);
+void bindings_unlock(portc_bindings *b);
 
 /* Binds symbols from the shapes of bound tensors; a clash names both sides. */
 portc_status bindings_bind_symbols(const portc_graph *g, portc_bindings *b);

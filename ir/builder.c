@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_struct.h"
 #include "dtype.h"
+#include "api_struct.h"
 #include "graph.h"
 
 static portc_node add(portc_graph *g, node_spec *s) {
@@ -126,8 +128,8 @@ static int64_t or1(int64_t v) { return v ? v : 1; }
 
 portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node bias, const portc_conv2d_opts *o) {
   portc_node in[3] = {x, w, bias};
-  portc_conv2d_opts d = {{1, 1}, {0, 0}, {1, 1}, 1};
-  if (o) d = *o;
+  portc_conv2d_opts d;
+  api_struct_in(&d, sizeof d, o, API_FIRST_SIZE(portc_conv2d_opts, groups));
   int64_t stride[2] = {or1(d.stride[0]), or1(d.stride[1])}, dil[2] = {or1(d.dilation[0]), or1(d.dilation[1])};
   node_spec s;
   spec_init(&s, OP_conv2d, trim_optional(in, 3), in);
@@ -138,8 +140,10 @@ portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node b
   return add(g, &s);
 }
 
-static portc_node pool(portc_graph *g, enum op op, portc_node x, const portc_pool2d_opts *o) {
-  if (!o) return err_node(PORTC_ERR_INVALID, "%s: options (the kernel size) are required", op_get(op)->name);
+static portc_node pool(portc_graph *g, enum op op, portc_node x, const portc_pool2d_opts *opts) {
+  if (!opts) return err_node(PORTC_ERR_INVALID, "%s: options (the kernel size) are required", op_get(op)->name);
+  portc_pool2d_opts whole, *o = &whole;
+  api_struct_in(o, sizeof whole, opts, API_FIRST_SIZE(portc_pool2d_opts, padding));
   node_spec s;
   spec_init(&s, op, 1, &x);
   set_ints(&s, "kernel", 2, o->kernel);

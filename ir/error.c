@@ -13,6 +13,9 @@ static _Thread_local char last_error[4096];
 
 const char *portc_last_error(void) { return last_error; }
 
+/* PORTC_VERSION_STRING comes from the build (CMakeLists.txt's project version) */
+const char *portc_version(void) { return PORTC_VERSION_STRING; }
+
 const char *portc_status_name(portc_status s) {
   static const char *const names[] = {"ok", "invalid argument", "wrong dtype", "wrong shape",
                                       "parse error", "i/o error", "out of memory", "runtime error"};

@@ -52,7 +52,7 @@ TEST_F(Cpu, MatchesTheReference) {
 
 TEST_F(Cpu, SecondCompileHitsTheCacheAndACorruptEntryIsRebuilt) {
   Graph g = parse("input x: f32[64]\ny = tanh(x)\noutput y\n");
-  portc_module_info info;
+  portc_module_info info = {};
   portc_module *m1 = compile(g.get(), nullptr);
   ASSERT_EQ(portc_module_info_get(m1, nullptr, &info), PORTC_OK);
   EXPECT_FALSE(info.cache_hit);

@@ -6,6 +6,8 @@
 // ctests verify_vulkan (and on a GPU machine, `portc verify -t cuda`).
 #include <unistd.h>
 
+#include <thread>
+
 #include "helpers.h"
 
 class Gpu : public ::testing::TestWithParam<const char *> {
@@ -90,7 +92,7 @@ TEST_P(Gpu, ReduceOverheadReplaysWithNewInputs) {
   portc_bindings_set_seed(b, 4);
   EXPECT_EQ(portc_module_time(ro, b, 4, t), PORTC_OK) << portc_last_error();
   for (double s : t) EXPECT_GT(s, 0.0);
-  portc_module_info info;
+  portc_module_info info = {};
   ASSERT_EQ(portc_module_info_get(ro, b, &info), PORTC_OK);
   EXPECT_STRNE(info.timer, "host clock");
   portc_module_free(ro);
@@ -118,7 +120,7 @@ TEST_P(Gpu, SecondCompileHitsTheKernelCache) {
   portc_bindings *b = portc_bindings_new(g.get());
   portc_bindings_set_symbol(b, "N", 4);
   portc_module *m = compile_on(target, g.get(), b);
-  portc_module_info info;
+  portc_module_info info = {};
   ASSERT_EQ(portc_module_info_get(m, b, &info), PORTC_OK);
   EXPECT_FALSE(info.cache_hit);
   portc_module_free(m);
@@ -201,5 +203,50 @@ TEST_P(Cuda, MatmulBothPathsMatchTheCpu) {
   }
 }
 
+// The threading contract (portc.h): a module and a bindings object may be shared between threads;
+// calls on one object run one after the other. Four threads run one module, half of them through
+// one shared bindings object, and every result is the single-threaded one.
+class Threads : public Gpu {};
+
+TEST_P(Threads, OneModuleAndOneBindingsSharedBetweenThreads) {
+  Graph g = parse("input x: f32[N, 300]\nt = tanh(x)\ny = softmax(t, axis=-1)\noutput y\n");
+  portc_compile_options o = {};
+  o.target = target;
+  o.dynamic = true;
+  portc_module *m = nullptr;
+  ASSERT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_OK) << portc_last_error();
+  std::vector<double> want = run_seed(m, g.get(), 5, 33);
+  ASSERT_EQ(want.size(), 33u * 300u);
+  portc_bindings *shared = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(shared, "N", 33);
+  portc_bindings_set_seed(shared, 5);
+  std::vector<int> wrong(4, 0), failed(4, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; t++)
+    pool.emplace_back([&, t] {
+      for (int rep = 0; rep < 15; rep++) {
+        std::vector<double> got;
+        if (t % 2) {
+          got = run_seed(m, g.get(), 5, 33);
+        } else {
+          portc_tensor *out = nullptr;
+          if (portc_module_run(m, shared, &out) != PORTC_OK) failed[t]++;
+          got = values(out);
+          portc_tensor_free(out);
+          if (!portc_bindings_get(shared, "x")) failed[t]++;
+        }
+        if (got != want) wrong[t]++;
+      }
+    });
+  for (auto &th : pool) th.join();
+  for (int t = 0; t < 4; t++) {
+    EXPECT_EQ(failed[t], 0) << "thread " << t;
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+  }
+  portc_bindings_free(shared);
+  portc_module_free(m);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, Threads, ::testing::Values("cpu", "vulkan", "cuda"), [](const auto &info) { return std::string(info.param); });
 INSTANTIATE_TEST_SUITE_P(Targets, Gpu, ::testing::Values("vulkan", "cuda"), [](const auto &info) { return std::string(info.param); });
 INSTANTIATE_TEST_SUITE_P(Target, Cuda, ::testing::Values("cuda"), [](const auto &info) { return std::string(info.param); });

@@ -44,7 +44,7 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
   portc_module *mod = NULL;
   portc_status st = portc_compile(g, &co, b, &mod);
   if (!st) {
-    portc_module_info i;
+    portc_module_info i = PORTC_MODULE_INFO_INIT;
     portc_module_info_get(mod, b, &i);
     m->cold = i.compile_seconds;
     portc_module_free(mod);

@@ -1,10 +1,9 @@
 /*
- * cmd_verify.c: `portc verify` runs the conformance suite (conformance/runner.c).
+ * cmd_verify.c: `portc verify` runs the conformance suite (portc_verify).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../conformance/conformance.h"
 #include "cli.h"
 
 static const char *const help =
@@ -26,9 +25,8 @@ static const char *const help =
     "                   symbols take --set SYM=N values (default 2); inputs are seeded at random\n";
 
 int cmd_verify(int argc, char **argv) {
-  conf_options o = {.eager = true};
-  const char *examples = "examples";
-  char *models[64], *sets[64];
+  portc_verify_options o = {.size = sizeof o, .examples_dir = "examples"};
+  const char *models[64], *sets[64];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (is_help(a)) {
@@ -42,7 +40,7 @@ int cmd_verify(int argc, char **argv) {
     else if (!strcmp(a, "--filter")) o.filter = argv[++i];
     else if (!strcmp(a, "--json")) o.json = argv[++i];
     else if (!strcmp(a, "--junit")) o.junit = argv[++i];
-    else if (!strcmp(a, "--examples")) examples = argv[++i];
+    else if (!strcmp(a, "--examples")) o.examples_dir = argv[++i];
     else if (!strcmp(a, "--model") || !strcmp(a, "--set")) {
       bool model = !strcmp(a, "--model");
       int *n = model ? &o.nmodels : &o.nsets;
@@ -55,7 +53,7 @@ int cmd_verify(int argc, char **argv) {
       o.seed = strtoull(argv[++i], &end, 10);
       if (*end || argv[i][0] == '-') return usage_error("verify", "--seed wants a non-negative integer, got '%s'", argv[i]);
       o.seed_given = true;
-    } else if (!strcmp(a, "--no-eager")) o.eager = false;
+    } else if (!strcmp(a, "--no-eager")) o.no_eager = true;
     else if (!strcmp(a, "--quiet")) o.quiet = true;
     else return usage_error("verify", "unknown argument '%s'", a);
   }
@@ -66,7 +64,7 @@ int cmd_verify(int argc, char **argv) {
       if (!known_target(t)) return usage_error("verify", "unknown target '%s' (known:%s)", t, target_names() + 1);
   }
   o.models = models, o.sets = sets;
-  int fails = conf_run(&o, examples, stdout);
+  int fails = portc_verify(&o, stdout);
   if (fails < 0) return EXIT_USAGE;
   return fails ? EXIT_FAIL : EXIT_OK;
 }

@@ -19,7 +19,8 @@ static const char *const usage =
     "  devices       the targets and whether each can run here\n"
     "  ops           list the ops, their inputs and attributes\n"
     "\n"
-    "'portc VERB --help' describes a verb. Exit codes: 0 success, 1 failure, 2 usage error.\n";
+    "'portc VERB --help' describes a verb; 'portc --version' prints the library's version.\n"
+    "Exit codes: 0 success, 1 failure, 2 usage error.\n";
 
 bool is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
 
@@ -40,6 +41,10 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
     return EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    printf("portc %s\n", portc_version());
+    return EXIT_OK;
   }
   if (is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
     if (argc > 2 && strcmp(argv[1], "help") == 0) {

@@ -1,9 +1,10 @@
 /*
  * portc.h: the whole public C API of libportc.
  *
- * An application builds a tensor graph (or loads one from the .ptg text format), checks it, and
- * runs it. Today the one executor is the float64 reference evaluator, the ground truth that every
- * compiled target is checked against.
+ * An application builds a tensor graph through these calls, or loads one (.ptg text or ONNX),
+ * checks it, compiles it for a target (cpu, vulkan, cuda, hip, hip-on-cuda) and runs it. The
+ * float64 reference evaluator runs any graph too: it is the ground truth that every target is
+ * checked against (portc_verify).
  *
  * Conventions
  *  - Calls that build a node return a portc_node: >= 0 is the new node; < 0 is a failure whose
@@ -13,6 +14,19 @@
  *  - Calls that can fail otherwise return a portc_status and set portc_last_error().
  *  - Nothing aborts on bad input; the graph stays usable after a failed call.
  *  - Strings returned by the library are owned by it unless the comment says "free with free()".
+ *
+ * Threads
+ *  - Every call may be made from any thread. Process-wide state (devices and their drivers, the
+ *    kernel cache, logging) is shared safely, and portc_last_error() is per thread.
+ *  - A module (portc_module) and a bindings object (portc_bindings) may be shared between
+ *    threads: calls on one of them run one after the other (each holds the object's lock), so
+ *    two threads running one module take turns. For runs in parallel, compile one module per
+ *    thread (the kernel cache makes the second compile cheap) and give each its own bindings.
+ *    A pointer from portc_bindings_get stays valid until the next run with those bindings.
+ *  - A graph may be read by many threads at once (compiling, printing, hashing, verifying,
+ *    running it); a call that changes it (adding nodes, setting names and outputs) must not
+ *    overlap any other call on the same graph.
+ *  - Freeing an object must not overlap any other call on it.
  */
 #ifndef PORTC_PORTC_H
 #define PORTC_PORTC_H
@@ -24,6 +38,25 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Every function of the API is exported; nothing else of the library is.
+ *
+ * Option and info structs start with `size`: set it to sizeof the struct (the PORTC_*_INIT
+ * macros do), or leave it 0, which means the struct as it first had a size field. The library
+ * reads and writes only the fields that size covers, so a program built against an older header
+ * keeps working when fields are added at the end. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PORTC_API __attribute__((visibility("default")))
+#else
+#define PORTC_API
+#endif
+
+/* The version this header belongs to; portc_version() gives the library's (they match when the
+ * program runs with the library it was built against). The SONAME changes with the major one. */
+#define PORTC_VERSION_MAJOR 0
+#define PORTC_VERSION_MINOR 2
+#define PORTC_VERSION_PATCH 0
+PORTC_API const char *portc_version(void); /* "0.2.0" */
 
 typedef enum portc_status {
   PORTC_OK = 0,
@@ -65,17 +98,17 @@ typedef struct portc_dim {
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 /* The message of the last failed call on this thread ("" when none). */
-const char *portc_last_error(void);
-const char *portc_status_name(portc_status s);
+PORTC_API const char *portc_last_error(void);
+PORTC_API const char *portc_status_name(portc_status s);
 static inline portc_status portc_node_status(portc_node n) {
   return n >= 0 ? PORTC_OK : n == PORTC_NONE ? PORTC_ERR_INVALID : (portc_status)(-n);
 }
 
 /* ---- dtypes ---------------------------------------------------------------------------------- */
 
-const char *portc_dtype_name(portc_dtype t);              /* "f32", "bf16", ... */
-bool portc_dtype_parse(const char *name, portc_dtype *out); /* the inverse */
-size_t portc_dtype_size(portc_dtype t);                    /* bytes per element in a portc_tensor */
+PORTC_API const char *portc_dtype_name(portc_dtype t);              /* "f32", "bf16", ... */
+PORTC_API bool portc_dtype_parse(const char *name, portc_dtype *out); /* the inverse */
+PORTC_API size_t portc_dtype_size(portc_dtype t);                    /* bytes per element in a portc_tensor */
 
 /* ---- host tensors ---------------------------------------------------------------------------- */
 
@@ -89,202 +122,204 @@ typedef struct portc_tensor {
 
 /* ---- graphs ---------------------------------------------------------------------------------- */
 
-portc_graph *portc_graph_new(const char *name); /* NULL when out of memory */
-void portc_graph_free(portc_graph *g);
+PORTC_API portc_graph *portc_graph_new(const char *name); /* NULL when out of memory */
+PORTC_API void portc_graph_free(portc_graph *g);
 
 /* Parse .ptg text. source_name is used in messages ("model.ptg:3:7: ..."). On failure *out is
  * NULL and portc_last_error() lists every problem found, one per line. */
-portc_status portc_graph_parse(const char *text, const char *source_name, portc_graph **out);
+PORTC_API portc_status portc_graph_parse(const char *text, const char *source_name, portc_graph **out);
 /* A .ptg file, or an ONNX model when the name ends in ".onnx" (portc_graph_from_onnx). */
-portc_status portc_graph_load(const char *path, portc_graph **out);
+PORTC_API portc_status portc_graph_load(const char *path, portc_graph **out);
 /* Imports an ONNX model (opsets 13 to 18). Initializers become parameters holding their values
  * (external data files are read from the model's folder); dim_param dimensions become symbols,
  * so a model exported with a dynamic batch runs for any batch; shape arithmetic is folded.
  * An unsupported model fails with a message that lists every unsupported operator. */
-portc_status portc_graph_from_onnx(const char *path, portc_graph **out);
+PORTC_API portc_status portc_graph_from_onnx(const char *path, portc_graph **out);
 /* The same from bytes in memory; external data is refused (there is no folder to read it from). */
-portc_status portc_graph_from_onnx_memory(const void *data, size_t size, const char *source_name, portc_graph **out);
+PORTC_API portc_status portc_graph_from_onnx_memory(const void *data, size_t size, const char *source_name, portc_graph **out);
 /* The normalized text of a graph; parsing it gives back an equal graph. Free with free(). */
-char *portc_graph_print(const portc_graph *g);
+PORTC_API char *portc_graph_print(const portc_graph *g);
 
 /* Writes g as .ptg text. Parameters holding their values (portc_param_data, ONNX initializers)
  * are written to the .npz archive weights_path (numpy.savez's format: numpy.load reads it), which
  * must sit in the same folder, and are declared file("NAME.npz", key="param") from then on. */
-portc_status portc_graph_save(portc_graph *g, const char *ptg_path, const char *weights_path);
+PORTC_API portc_status portc_graph_save(portc_graph *g, const char *ptg_path, const char *weights_path);
 
 /* Checks every invariant and reports every problem, not only the first. On failure, when report
  * is not NULL, *report is the list of problems followed by the graph annotated with them (free
  * with free()). */
-portc_status portc_graph_verify(const portc_graph *g, char **report);
+PORTC_API portc_status portc_graph_verify(const portc_graph *g, char **report);
 
 /* Structural hash: graphs that compute the same thing with the same input, parameter and output
  * names hash equal, whatever their intermediate values are called. */
-uint64_t portc_graph_hash(const portc_graph *g);
+PORTC_API uint64_t portc_graph_hash(const portc_graph *g);
 
-const char *portc_graph_name(const portc_graph *g);
-int portc_graph_node_count(const portc_graph *g);
-int portc_graph_output_count(const portc_graph *g);
-portc_node portc_graph_output(const portc_graph *g, int i);
-int portc_graph_input_count(const portc_graph *g); /* inputs only, not params */
-portc_node portc_graph_input(const portc_graph *g, int i);
-portc_node portc_graph_find(const portc_graph *g, const char *name); /* failure when absent */
+PORTC_API const char *portc_graph_name(const portc_graph *g);
+PORTC_API int portc_graph_node_count(const portc_graph *g);
+PORTC_API int portc_graph_output_count(const portc_graph *g);
+PORTC_API portc_node portc_graph_output(const portc_graph *g, int i);
+PORTC_API int portc_graph_input_count(const portc_graph *g); /* inputs only, not params */
+PORTC_API portc_node portc_graph_input(const portc_graph *g, int i);
+PORTC_API portc_node portc_graph_find(const portc_graph *g, const char *name); /* failure when absent */
 
-const char *portc_node_name(const portc_graph *g, portc_node n);
-const char *portc_node_op(const portc_graph *g, portc_node n);
-portc_dtype portc_node_dtype(const portc_graph *g, portc_node n);
-int portc_node_rank(const portc_graph *g, portc_node n);
+PORTC_API const char *portc_node_name(const portc_graph *g, portc_node n);
+PORTC_API const char *portc_node_op(const portc_graph *g, portc_node n);
+PORTC_API portc_dtype portc_node_dtype(const portc_graph *g, portc_node n);
+PORTC_API int portc_node_rank(const portc_graph *g, portc_node n);
 /* dims[i].symbol points into the graph and lives as long as it. */
-void portc_node_shape(const portc_graph *g, portc_node n, portc_dim dims[PORTC_MAX_RANK]);
+PORTC_API void portc_node_shape(const portc_graph *g, portc_node n, portc_dim dims[PORTC_MAX_RANK]);
 
 /* Names a node (names are unique; the builder names unnamed nodes t0, t1, ...). */
-portc_status portc_set_name(portc_graph *g, portc_node n, const char *name);
+PORTC_API portc_status portc_set_name(portc_graph *g, portc_node n, const char *name);
 /* Marks a node as a graph output. */
-portc_status portc_output(portc_graph *g, portc_node n);
+PORTC_API portc_status portc_output(portc_graph *g, portc_node n);
 
 /* ---- sources --------------------------------------------------------------------------------- */
 
-portc_node portc_input(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims);
+PORTC_API portc_node portc_input(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims);
 /* A parameter given at run time (portc_bindings_set). */
-portc_node portc_param(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims);
+PORTC_API portc_node portc_param(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims);
 /* A parameter loaded from a .npy file when the graph runs. A relative path is taken from the
  * folder of the .ptg file the graph was loaded from, else from the working directory. */
-portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int rank,
+PORTC_API portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int rank,
                             const portc_dim *dims, const char *npy_path);
 /* The same from member KEY of an .npz archive (numpy.savez: stored, not compressed). */
-portc_node portc_param_npz(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims,
+PORTC_API portc_node portc_param_npz(portc_graph *g, const char *name, portc_dtype t, int rank, const portc_dim *dims,
                            const char *npz_path, const char *key);
 /* A parameter holding a copy of t's values (its shape and dtype are t's). */
-portc_node portc_param_data(portc_graph *g, const char *name, const portc_tensor *t);
+PORTC_API portc_node portc_param_data(portc_graph *g, const char *name, const portc_tensor *t);
 typedef enum portc_init { PORTC_INIT_ZEROS, PORTC_INIT_ONES, PORTC_INIT_NORMAL, PORTC_INIT_UNIFORM } portc_init;
 /* A parameter filled from a seeded generator: NORMAL(mean=a, std=b), UNIFORM(low=a, high=b). */
-portc_node portc_param_init(portc_graph *g, const char *name, portc_dtype t, int rank,
+PORTC_API portc_node portc_param_init(portc_graph *g, const char *name, portc_dtype t, int rank,
                             const portc_dim *dims, portc_init init, uint64_t seed, double a, double b);
 /* A constant; values are row-major, rounded to t. numel values, or one value that fills it all. */
-portc_node portc_const(portc_graph *g, portc_dtype t, int rank, const int64_t *shape,
+PORTC_API portc_node portc_const(portc_graph *g, portc_dtype t, int rank, const int64_t *shape,
                        const double *values, int64_t nvalues);
-portc_node portc_scalar(portc_graph *g, portc_dtype t, double value);
+PORTC_API portc_node portc_scalar(portc_graph *g, portc_dtype t, double value);
 
 /* ---- ops ------------------------------------------------------------------------------------- */
 /* Elementwise ops take operands of one dtype (insert a cast to mix) and broadcast like numpy. */
 
-portc_node portc_neg(portc_graph *g, portc_node x);
-portc_node portc_abs(portc_graph *g, portc_node x);
-portc_node portc_exp(portc_graph *g, portc_node x);
-portc_node portc_log(portc_graph *g, portc_node x);
-portc_node portc_sqrt(portc_graph *g, portc_node x);
-portc_node portc_rsqrt(portc_graph *g, portc_node x);
-portc_node portc_reciprocal(portc_graph *g, portc_node x);
-portc_node portc_tanh(portc_graph *g, portc_node x);
-portc_node portc_sigmoid(portc_graph *g, portc_node x);
-portc_node portc_relu(portc_graph *g, portc_node x);
-portc_node portc_gelu(portc_graph *g, portc_node x); /* erf form */
-portc_node portc_gelu_tanh(portc_graph *g, portc_node x);
-portc_node portc_silu(portc_graph *g, portc_node x);
-portc_node portc_erf(portc_graph *g, portc_node x);
-portc_node portc_sin(portc_graph *g, portc_node x);
-portc_node portc_cos(portc_graph *g, portc_node x);
-portc_node portc_floor(portc_graph *g, portc_node x);
-portc_node portc_ceil(portc_graph *g, portc_node x);
-portc_node portc_sign(portc_graph *g, portc_node x);
-portc_node portc_not(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_neg(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_abs(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_exp(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_log(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_sqrt(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_rsqrt(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_reciprocal(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_tanh(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_sigmoid(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_relu(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_gelu(portc_graph *g, portc_node x); /* erf form */
+PORTC_API portc_node portc_gelu_tanh(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_silu(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_erf(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_sin(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_cos(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_floor(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_ceil(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_sign(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_not(portc_graph *g, portc_node x);
 
-portc_node portc_add(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_sub(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_mul(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_div(portc_graph *g, portc_node a, portc_node b); /* integers: truncates */
-portc_node portc_pow(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_maximum(portc_graph *g, portc_node a, portc_node b); /* NaN propagates */
-portc_node portc_minimum(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_eq(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_ne(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_lt(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_le(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_gt(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_ge(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_and(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_or(portc_graph *g, portc_node a, portc_node b);
-portc_node portc_where(portc_graph *g, portc_node cond, portc_node a, portc_node b);
-portc_node portc_cast(portc_graph *g, portc_node x, portc_dtype to);
+PORTC_API portc_node portc_add(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_sub(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_mul(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_div(portc_graph *g, portc_node a, portc_node b); /* integers: truncates */
+PORTC_API portc_node portc_pow(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_maximum(portc_graph *g, portc_node a, portc_node b); /* NaN propagates */
+PORTC_API portc_node portc_minimum(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_eq(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_ne(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_lt(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_le(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_gt(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_ge(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_and(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_or(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_where(portc_graph *g, portc_node cond, portc_node a, portc_node b);
+PORTC_API portc_node portc_cast(portc_graph *g, portc_node x, portc_dtype to);
 
 /* Reductions over a set of axes (naxes 0: all axes); negative axes count from the end. */
-portc_node portc_sum(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
-portc_node portc_mean(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
-portc_node portc_max(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
-portc_node portc_min(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
-portc_node portc_prod(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
-portc_node portc_argmax(portc_graph *g, portc_node x, int64_t axis, bool keepdim); /* i64 result */
+PORTC_API portc_node portc_sum(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+PORTC_API portc_node portc_mean(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+PORTC_API portc_node portc_max(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+PORTC_API portc_node portc_min(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+PORTC_API portc_node portc_prod(portc_graph *g, portc_node x, int naxes, const int64_t *axes, bool keepdim);
+PORTC_API portc_node portc_argmax(portc_graph *g, portc_node x, int64_t axis, bool keepdim); /* i64 result */
 
 /* numpy matmul: batch dimensions broadcast; a 1-D operand is a row (a) or a column (b). */
-portc_node portc_matmul(portc_graph *g, portc_node a, portc_node b);
+PORTC_API portc_node portc_matmul(portc_graph *g, portc_node a, portc_node b);
 
 typedef struct portc_conv2d_opts {
+  size_t size; /* sizeof(portc_conv2d_opts), or 0 */
   int64_t stride[2], padding[2], dilation[2], groups; /* zeros mean 1, 0, 1, 1 */
 } portc_conv2d_opts;
 /* x [N,C,H,W], w [O,C/groups,kh,kw], bias [O] or PORTC_NONE; opts may be NULL. */
-portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node bias,
+PORTC_API portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node bias,
                         const portc_conv2d_opts *opts);
 typedef struct portc_pool2d_opts {
+  size_t size; /* sizeof(portc_pool2d_opts), or 0 */
   int64_t kernel[2], stride[2], padding[2]; /* stride 0: the kernel size */
 } portc_pool2d_opts;
-portc_node portc_max_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts);
-portc_node portc_avg_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts); /* padding counts */
+PORTC_API portc_node portc_max_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts);
+PORTC_API portc_node portc_avg_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts); /* padding counts */
 
 /* Views. dims may hold one -1 (reshape: inferred; expand: kept) and symbols. */
-portc_node portc_reshape(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
-portc_node portc_permute(portc_graph *g, portc_node x, int rank, const int64_t *perm);
-portc_node portc_expand(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
+PORTC_API portc_node portc_reshape(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
+PORTC_API portc_node portc_permute(portc_graph *g, portc_node x, int rank, const int64_t *perm);
+PORTC_API portc_node portc_expand(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
 #define PORTC_END INT64_MAX /* slice stop: to the end */
-portc_node portc_slice(portc_graph *g, portc_node x, int64_t axis, int64_t start, int64_t stop, int64_t step);
-portc_node portc_concat(portc_graph *g, int n, const portc_node *xs, int64_t axis);
+PORTC_API portc_node portc_slice(portc_graph *g, portc_node x, int64_t axis, int64_t start, int64_t stop, int64_t step);
+PORTC_API portc_node portc_concat(portc_graph *g, int n, const portc_node *xs, int64_t axis);
 /* pads: (before, after) for each dimension in order, 2*rank values; constant value. */
-portc_node portc_pad(portc_graph *g, portc_node x, int npads, const int64_t *pads, double value);
+PORTC_API portc_node portc_pad(portc_graph *g, portc_node x, int npads, const int64_t *pads, double value);
 /* x[..., idx, ...] along axis, like numpy.take; idx is i32 or i64, negative counts from the end. */
-portc_node portc_gather(portc_graph *g, portc_node x, portc_node idx, int64_t axis);
+PORTC_API portc_node portc_gather(portc_graph *g, portc_node x, portc_node idx, int64_t axis);
 
 /* Composites. Later passes decompose them and fuse them back into one kernel each. */
-portc_node portc_softmax(portc_graph *g, portc_node x, int64_t axis);
-portc_node portc_log_softmax(portc_graph *g, portc_node x, int64_t axis);
+PORTC_API portc_node portc_softmax(portc_graph *g, portc_node x, int64_t axis);
+PORTC_API portc_node portc_log_softmax(portc_graph *g, portc_node x, int64_t axis);
 /* Over the last dimension; weight and bias [D] or PORTC_NONE. */
-portc_node portc_layer_norm(portc_graph *g, portc_node x, portc_node weight, portc_node bias, double eps);
-portc_node portc_rms_norm(portc_graph *g, portc_node x, portc_node weight, double eps);
+PORTC_API portc_node portc_layer_norm(portc_graph *g, portc_node x, portc_node weight, portc_node bias, double eps);
+PORTC_API portc_node portc_rms_norm(portc_graph *g, portc_node x, portc_node weight, double eps);
 /* q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv]; causal masks key j > query i; scale 0 means
  * 1/sqrt(D). */
-portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_node v, bool causal, double scale);
+PORTC_API portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_node v, bool causal, double scale);
 /* y[..., i, j] = j > i ? -inf : x[..., i, j] over the last two dimensions. */
-portc_node portc_causal_mask(portc_graph *g, portc_node x);
+PORTC_API portc_node portc_causal_mask(portc_graph *g, portc_node x);
 
 /* Any op by its .ptg name, attributes in .ptg syntax: portc_op(g, "sum", 1, &x, "axes=[1], keepdim=true"). */
-portc_node portc_op(portc_graph *g, const char *op, int ninputs, const portc_node *inputs, const char *attrs);
+PORTC_API portc_node portc_op(portc_graph *g, const char *op, int ninputs, const portc_node *inputs, const char *attrs);
 
 /* The op table, one line per op: "name(inputs) kind attr:kind=default ...". Free with free(). */
-char *portc_ops_describe(void);
+PORTC_API char *portc_ops_describe(void);
 
-portc_tensor *portc_tensor_new(portc_dtype t, int rank, const int64_t *shape); /* zeroed; NULL on failure */
-void portc_tensor_free(portc_tensor *t);
-int64_t portc_tensor_numel(const portc_tensor *t);
-double portc_tensor_get(const portc_tensor *t, int64_t i); /* element i as a double */
-void portc_tensor_set(portc_tensor *t, int64_t i, double v); /* rounded to the tensor's dtype */
-portc_status portc_tensor_load_npy(const char *path, portc_tensor **out);
-portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path); /* bf16 is saved as f32 */
+PORTC_API portc_tensor *portc_tensor_new(portc_dtype t, int rank, const int64_t *shape); /* zeroed; NULL on failure */
+PORTC_API void portc_tensor_free(portc_tensor *t);
+PORTC_API int64_t portc_tensor_numel(const portc_tensor *t);
+PORTC_API double portc_tensor_get(const portc_tensor *t, int64_t i); /* element i as a double */
+PORTC_API void portc_tensor_set(portc_tensor *t, int64_t i, double v); /* rounded to the tensor's dtype */
+PORTC_API portc_status portc_tensor_load_npy(const char *path, portc_tensor **out);
+PORTC_API portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path); /* bf16 is saved as f32 */
 
 /* ---- running on the reference evaluator ------------------------------------------------------ */
 
 /* What one run needs: symbol values, input and parameter tensors, and a seed for the rest. */
 typedef struct portc_bindings portc_bindings;
-portc_bindings *portc_bindings_new(const portc_graph *g);
-void portc_bindings_free(portc_bindings *b);
-portc_status portc_bindings_set_symbol(portc_bindings *b, const char *symbol, int64_t value);
+PORTC_API portc_bindings *portc_bindings_new(const portc_graph *g);
+PORTC_API void portc_bindings_free(portc_bindings *b);
+PORTC_API portc_status portc_bindings_set_symbol(portc_bindings *b, const char *symbol, int64_t value);
 /* An input or a run-time parameter; the tensor is copied. Symbols in its shape are bound. */
-portc_status portc_bindings_set(portc_bindings *b, const char *name, const portc_tensor *t);
+PORTC_API portc_status portc_bindings_set(portc_bindings *b, const char *name, const portc_tensor *t);
 /* Inputs and run-time parameters left unbound are filled from this seed: floats uniform in
  * [-1, 1), integers in [0, 8), bools 0/1. Without a seed they are an error. */
-void portc_bindings_set_seed(portc_bindings *b, uint64_t seed);
+PORTC_API void portc_bindings_set_seed(portc_bindings *b, uint64_t seed);
 
 /* Evaluates the graph in float64 (integers exactly). outputs[i] receives a new tensor for graph
  * output i: F64 for floating outputs, the output's own dtype otherwise. Free each one. */
-portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs);
+PORTC_API portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs);
 /* The tensor an input or parameter had in the last run (after seeding and rounding), or NULL. */
-const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
+PORTC_API const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
 
 /* ---- compiling for a target ----------------------------------------------------------------- */
 
@@ -295,6 +330,7 @@ typedef enum portc_mode {
 } portc_mode;
 
 typedef struct portc_compile_options {
+  size_t size;            /* sizeof(portc_compile_options), or 0 */
   const char *target;     /* "cpu" (the default when NULL), "vulkan", or "vulkan:N" for device N */
   portc_mode mode;
   bool dynamic;           /* keep symbols symbolic: one module runs for any value (else specialize) */
@@ -303,21 +339,23 @@ typedef struct portc_compile_options {
   const char *dump_dir;   /* write the generated source here (NULL: do not) */
   const char *dump_after; /* print the graph after this pass to stderr: specialize decompose fold cse dce fuse */
 } portc_compile_options;
+#define PORTC_COMPILE_OPTIONS_INIT {.size = sizeof(portc_compile_options)}
 
 typedef struct portc_module portc_module;
 
 /* Compiles g for a target. Without `dynamic`, symbols take their values from b (set with
  * portc_bindings_set_symbol or bound through input tensors); b may be NULL when g has none. The
  * graph must outlive the module. */
-portc_status portc_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, portc_module **out);
-void portc_module_free(portc_module *m);
+PORTC_API portc_status portc_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, portc_module **out);
+PORTC_API void portc_module_free(portc_module *m);
 /* Runs the module; outputs[i] receives a new tensor of graph output i, in its own dtype. */
-portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs);
+PORTC_API portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs);
 /* Binds once, then times `iters` back-to-back executions of the kernels: seconds[i] each, from
  * the device's own timer on targets with one (GPUs), else from the host clock. */
-portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
+PORTC_API portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
 
 typedef struct portc_module_info {
+  size_t size; /* set by the caller: sizeof(portc_module_info), or 0 */
   const char *target, *device;
   int kernels;
   double compile_seconds; /* lowering, code generation and the compiler (or the cache lookup) */
@@ -329,20 +367,45 @@ typedef struct portc_module_info {
   const char *timer;          /* what portc_module_time measures with: "device timestamps" or "host clock" */
   bool flushes_denormals;     /* the device may read and write f32 denormals as zeros (Vulkan allows it) */
 } portc_module_info;
+#define PORTC_MODULE_INFO_INIT {.size = sizeof(portc_module_info)}
 /* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
-portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info);
+PORTC_API portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, portc_module_info *info);
 /* The fusion groups: for each kernel its kind, the nodes it computes, inputs and outputs, bytes
  * and FLOPs, and why it ends where it does. Free with free(). */
-char *portc_module_explain(const portc_module *m, portc_bindings *b);
+PORTC_API char *portc_module_explain(const portc_module *m, portc_bindings *b);
+
+/* ---- the conformance suite -------------------------------------------------------------------- */
+
+typedef struct portc_verify_options {
+  size_t size;              /* sizeof(portc_verify_options), or 0 */
+  const char *targets;      /* comma-separated; NULL: every available target */
+  const char *filter;       /* POSIX extended regex over case names; NULL: all */
+  const char *json, *junit; /* write every result there as JSON / JUnit XML (NULL: do not) */
+  uint64_t seed;
+  bool seed_given;          /* replay with `seed`; else a fresh seed, printed */
+  bool no_eager;            /* do not also check eager mode */
+  bool quiet;               /* only the summary and the failures */
+  const char *examples_dir; /* where the example models are (NULL: "examples") */
+  const char *const *models; /* verify these models (.ptg or .onnx) instead of the suite */
+  int nmodels;
+  const char *const *sets;  /* "SYM=N" values for the models' symbols (else 2) */
+  int nsets;
+} portc_verify_options;
+
+/* Runs every conformance case on the selected targets against the float64 reference and prints
+ * a table, every failure with its seed, and a last line "N passed, N failed, N skipped" to out
+ * (a FILE *; NULL: stdout). Returns the number of failures, or -1 on a usage problem (named by
+ * portc_last_error()). */
+PORTC_API int portc_verify(const portc_verify_options *o, void *out);
 
 /* Targets compiled into this build, and whether each can run here (why not, when not). */
-int portc_target_count(void);
-const char *portc_target_name(int i);
-bool portc_target_available(int i, char *why, size_t len);
-const char *portc_target_device(int i);
+PORTC_API int portc_target_count(void);
+PORTC_API const char *portc_target_name(int i);
+PORTC_API bool portc_target_available(int i, char *why, size_t len);
+PORTC_API const char *portc_target_device(int i);
 /* more about target i's devices, one per line (name, vendor, driver, memory, limits), for
  * `portc devices`; nothing for targets that have no more to say */
-void portc_target_describe(int i, void *file);
+PORTC_API void portc_target_describe(int i, void *file);
 
 #ifdef __cplusplus
 }
