@@ -23,8 +23,26 @@ typedef struct gpu_spelling {
   const char *vload, *vstore;
 } gpu_spelling;
 
-typedef struct dialect {
+/* the thread and group indices, barrier and unroll hint of CUDA C, which HIP C++ spells alike:
+ * the start of a gpu_spelling's initializer */
+#define GPU_SPELLING_CUDA_STYLE                                                         \
+  .global_id = "int(blockIdx.x * blockDim.x + threadIdx.x)",                            \
+  .global_threads = "int(gridDim.x * blockDim.x)",                                      \
+  .local = {"int(threadIdx.x)", "int(threadIdx.y)", "int(threadIdx.z)"},                \
+  .group = {"int(blockIdx.x)", "int(blockIdx.y)", "int(blockIdx.z)"},                   \
+  .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},                    \
+  .barrier = "__syncthreads();", .unroll = "_Pragma(\"unroll\") "
+
+typedef struct dialect dialect;
+
+/* the tables a dialect spells from, for dialect_spelling */
+typedef enum { DT_STORAGE, DT_LOAD, DT_STORE, DT_FLOAT_OP, DT_INT_OP } dialect_table;
+
+struct dialect {
   const char *name;
+  /* the dialect this one is a delta of (c_dialect, base_dialect.c): every table entry left NULL
+   * here is the base's. Read the tables through dialect_spelling. */
+  const dialect *base;
   const char *prelude;                     /* helpers at the top of every source file */
   /* Index arithmetic: the type of index temporaries and the printf format of an index literal.
    * Integer values (always 64-bit) have their own literal format; floats are written in hex
@@ -34,6 +52,7 @@ typedef struct dialect {
    * INT64_MIN and INT64_MAX. */
   const char *index_type, *index_lit, *int_lit;
   bool decimal_floats;
+  /* The tables of spellings: a NULL entry is the base dialect's. */
   const char *storage[PORTC_BOOL + 1];     /* element type of a buffer of each dtype */
   const char *load[PORTC_BOOL + 1];        /* printf format: buffer, offset -> a compute value */
   const char *store[PORTC_BOOL + 1];       /* printf format: buffer, offset, value -> a statement */
@@ -49,6 +68,11 @@ typedef struct dialect {
   void (*kernel)(emitter *e, int index);
   /* after all kernels: the module's entry points */
   void (*module_end)(emitter *e);
-} dialect;
+};
+
+/* the base spellings (base_dialect.c) */
+extern const dialect c_dialect;
+/* entry i (a dtype or an op) of table t: d's own, else its base's; NULL when neither has one */
+const char *dialect_spelling(const dialect *d, dialect_table t, int i);
 
 #endif

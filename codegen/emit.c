@@ -264,7 +264,7 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     }
     /* comparisons and where read their operands' type, not their result's */
     portc_dtype opt = x->op == OP_where ? e->k->val[x->arg[1]].dt : op_get(x->op)->kind == K_COMPARE ? a0->dt : x->dt;
-    const char *fmt = dtype_is_float(opt) ? e->d->float_ops[x->op] : e->d->int_ops[x->op];
+    const char *fmt = dialect_spelling(e->d, dtype_is_float(opt) ? DT_FLOAT_OP : DT_INT_OP, x->op);
     if (x->op == OP_div && dtype_is_float(opt) && e->d->div_by_row_invariant && e->k->kind == KK_ROW && x->row &&
         !e->k->val[x->arg[1]].row)
       fmt = e->d->div_by_row_invariant;
@@ -285,14 +285,14 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
 void emit_load(emitter *e, int buf, const char *off, char *out, size_t len) {
   char bname[16];
   snprintf(bname, sizeof bname, "b%d", buf);
-  snprintf(out, len, e->d->load[e->m->buf[buf].dt], bname, off);
+  snprintf(out, len, dialect_spelling(e->d, DT_LOAD, e->m->buf[buf].dt), bname, off);
 }
 
 void emit_store(emitter *e, int buf, const char *off, const char *val) {
   char bname[16];
   snprintf(bname, sizeof bname, "b%d", buf);
   char line[1200];
-  snprintf(line, sizeof line, e->d->store[e->m->buf[buf].dt], bname, off, val);
+  snprintf(line, sizeof line, dialect_spelling(e->d, DT_STORE, e->m->buf[buf].dt), bname, off, val);
   emit_line(e, "%s", line);
 }
 

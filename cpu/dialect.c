@@ -27,7 +27,7 @@ static void declare_buffers(emitter *e) {
     if (k->in_buf[i] >= 0) used[k->in_buf[i]] = true;
   for (int b = 0; b < e->m->nbuf; b++)
     if (used[b]) {
-      const char *t = e->d->storage[e->m->buf[b].dt];
+      const char *t = dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt);
       emit_line(e, "%s *restrict b%d = (%s *)B[%d];", t, b, t, b);
     }
   free(used);
@@ -582,40 +582,13 @@ static void module_end(emitter *e) {
 /* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise) */
 const dialect cpu_dialect = {
     .name = "c-openmp",
+    .base = &c_dialect,
     .prelude = cpu_prelude,
     .index_type = "int64_t",
     .index_lit = "INT64_C(%lld)",
     .int_lit = "INT64_C(%lld)",
-    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "uint16_t", [PORTC_BF16] = "uint16_t",
-                [PORTC_I32] = "int32_t", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
-    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(%s[%s])", [PORTC_BF16] = "pc_ld_bf16(%s[%s])",
-             [PORTC_I32] = "(int64_t)%s[%s]", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "(int64_t)%s[%s]"},
-    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = pc_st_f16(%s);", [PORTC_BF16] = "%s[%s] = pc_st_bf16(%s);",
-              [PORTC_I32] = "%s[%s] = (int32_t)(%s);", [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = (uint8_t)((%s) != 0);"},
     .float_ops = {
-        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "logf(%0)",
-        [OP_sqrt] = "sqrtf(%0)", [OP_rsqrt] = "(1.0f / sqrtf(%0))", [OP_reciprocal] = "(1.0f / %0)",
-        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + pc_expf(-%0)))", [OP_relu] = "pc_relu(%0)",
-        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + pc_expf(-%0)))",
-        [OP_erf] = "erff(%0)", [OP_sin] = "sinf(%0)", [OP_cos] = "cosf(%0)", [OP_floor] = "floorf(%0)",
-        [OP_ceil] = "ceilf(%0)", [OP_sign] = "pc_signf(%0)",
-        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
-        [OP_pow] = "powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
-        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
-        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 ? %1 : %2)",
-        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
-    },
-    .int_ops = {
-        [OP_neg] = "(int64_t)(0 - (uint64_t)%0)", [OP_abs] = "(%0 < 0 ? (int64_t)(0 - (uint64_t)%0) : %0)",
-        [OP_relu] = "(%0 > 0 ? %0 : 0)", [OP_sign] = "(int64_t)((%0 > 0) - (%0 < 0))",
-        [OP_not] = "(int64_t)(!%0)",
-        [OP_add] = "(int64_t)((uint64_t)%0 + (uint64_t)%1)", [OP_sub] = "(int64_t)((uint64_t)%0 - (uint64_t)%1)",
-        [OP_mul] = "(int64_t)((uint64_t)%0 * (uint64_t)%1)", [OP_div] = "pc_idiv(%0, %1)",
-        [OP_maximum] = "(%0 > %1 ? %0 : %1)", [OP_minimum] = "(%0 < %1 ? %0 : %1)",
-        [OP_and] = "(int64_t)(%0 && %1)", [OP_or] = "(int64_t)(%0 || %1)",
-        [OP_eq] = "(int64_t)(%0 == %1)", [OP_ne] = "(int64_t)(%0 != %1)", [OP_lt] = "(int64_t)(%0 < %1)",
-        [OP_le] = "(int64_t)(%0 <= %1)", [OP_gt] = "(int64_t)(%0 > %1)", [OP_ge] = "(int64_t)(%0 >= %1)",
-        [OP_where] = "(%0 ? %1 : %2)",
+        [OP_exp] = "pc_expf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + pc_expf(-%0)))", [OP_silu] = "(%0 / (1.0f + pc_expf(-%0)))",
     },
     .kernel = kernel,
     .module_end = module_end,

@@ -29,7 +29,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   if (first) sb_printf(&p, "%s, ", first);
   for (int i = 0; i < nb && i < CU_MAX_ARGS; i++) {
     int b = bufs[i];
-    sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(e->k, b) ? "" : "const ", e->d->storage[e->m->buf[b].dt], b);
+    sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(e->k, b) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt), b);
   }
   if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
@@ -114,51 +114,26 @@ static void module_end(emitter *e) { (void)e; }
  * functions with the default flags (IEEE division and square root, denormals kept). */
 const dialect cuda_dialect = {
     .name = "cuda",
+    .base = &c_dialect,
     .prelude = cuda_prelude,
     .index_type = "int",
     .index_lit = "%lld",
     .int_lit = "%lldLL",
-    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "__half", [PORTC_BF16] = "__nv_bfloat16",
-                [PORTC_I32] = "int32_t", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
-    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "__half2float(%s[%s])", [PORTC_BF16] = "__bfloat162float(%s[%s])",
-             [PORTC_I32] = "(int64_t)%s[%s]", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "(int64_t)%s[%s]"},
-    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = __float2half_rn(%s);",
-              [PORTC_BF16] = "%s[%s] = __float2bfloat16_rn(%s);", [PORTC_I32] = "%s[%s] = (int32_t)(%s);",
-              [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = (uint8_t)((%s) != 0);"},
+    .storage = {
+        [PORTC_F16] = "__half", [PORTC_BF16] = "__nv_bfloat16",
+    },
+    .load = {
+        [PORTC_F16] = "__half2float(%s[%s])", [PORTC_BF16] = "__bfloat162float(%s[%s])",
+    },
+    .store = {
+        [PORTC_F16] = "%s[%s] = __float2half_rn(%s);", [PORTC_BF16] = "%s[%s] = __float2bfloat16_rn(%s);",
+    },
     .float_ops = {
-        [OP_neg] = "(-%0)", [OP_abs] = "fabsf(%0)", [OP_exp] = "expf(%0)", [OP_log] = "logf(%0)",
-        [OP_sqrt] = "sqrtf(%0)", [OP_rsqrt] = "rsqrtf(%0)", [OP_reciprocal] = "(1.0f / %0)",
-        [OP_tanh] = "tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + expf(-%0)))", [OP_relu] = "pc_relu(%0)",
-        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0f + expf(-%0)))",
-        [OP_erf] = "erff(%0)", [OP_sin] = "sinf(%0)", [OP_cos] = "cosf(%0)", [OP_floor] = "floorf(%0)",
-        [OP_ceil] = "ceilf(%0)", [OP_sign] = "pc_signf(%0)",
-        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
-        [OP_pow] = "powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
-        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
-        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 ? %1 : %2)",
-        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
+        [OP_rsqrt] = "rsqrtf(%0)",
     },
     .div_by_row_invariant = "(%0 * __frcp_rn(%1))", /* the compiler computes the reciprocal once per row */
-    .int_ops = {
-        [OP_neg] = "(int64_t)(0 - (uint64_t)%0)", [OP_abs] = "(%0 < 0 ? (int64_t)(0 - (uint64_t)%0) : %0)",
-        [OP_relu] = "(%0 > 0 ? %0 : 0LL)", [OP_sign] = "(int64_t)((%0 > 0) - (%0 < 0))",
-        [OP_not] = "(int64_t)(!%0)",
-        [OP_add] = "(int64_t)((uint64_t)%0 + (uint64_t)%1)", [OP_sub] = "(int64_t)((uint64_t)%0 - (uint64_t)%1)",
-        [OP_mul] = "(int64_t)((uint64_t)%0 * (uint64_t)%1)", [OP_div] = "pc_idiv(%0, %1)",
-        [OP_maximum] = "(%0 > %1 ? %0 : %1)", [OP_minimum] = "(%0 < %1 ? %0 : %1)",
-        [OP_and] = "(int64_t)(%0 && %1)", [OP_or] = "(int64_t)(%0 || %1)",
-        [OP_eq] = "(int64_t)(%0 == %1)", [OP_ne] = "(int64_t)(%0 != %1)", [OP_lt] = "(int64_t)(%0 < %1)",
-        [OP_le] = "(int64_t)(%0 <= %1)", [OP_gt] = "(int64_t)(%0 > %1)", [OP_ge] = "(int64_t)(%0 >= %1)",
-        [OP_where] = "(%0 ? %1 : %2)",
-    },
     .gpu = &(const gpu_spelling){
-        .global_id = "int(blockIdx.x * blockDim.x + threadIdx.x)",
-        .global_threads = "int(gridDim.x * blockDim.x)",
-        .local = {"int(threadIdx.x)", "int(threadIdx.y)", "int(threadIdx.z)"},
-        .group = {"int(blockIdx.x)", "int(blockIdx.y)", "int(blockIdx.z)"},
-        .ngroups = {"int(gridDim.x)", "int(gridDim.y)", "int(gridDim.z)"},
-        .barrier = "__syncthreads();",
-        .unroll = "_Pragma(\"unroll\") ",
+        GPU_SPELLING_CUDA_STYLE,
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",
         .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
     },

@@ -31,7 +31,7 @@ void cu_gemm_indices(emitter *e, const char **oidx) {
 void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
   int a = k->in_buf[0], b = k->in_buf[1];
-  const char *T = e->d->storage[e->m->buf[a].dt];
+  const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[a].dt);
   const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
   const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
   char N[32], K[32];

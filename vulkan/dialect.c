@@ -51,7 +51,7 @@ static void declare_buffers(emitter *e, int index, bool f16) {
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = f16 && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", b, written ? "" : "readonly ", b,
-              operand ? "float16_t" : narrow && !written ? "uint" : e->d->storage[t], b);
+              operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), b);
   }
   if (kernel_checks_indices(e->m, index))
     emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", e->m->nbuf);
@@ -154,39 +154,37 @@ static void module_end(emitter *e) { (void)e; }
 /* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise) */
 const dialect vulkan_dialect = {
     .name = "glsl450",
+    .base = &c_dialect,
     .prelude = glsl_prelude,
     .index_type = "int",
     .index_lit = "%lld",
     .int_lit = "%lldl",
     .decimal_floats = true,
-    .storage = {[PORTC_F32] = "float", [PORTC_F16] = "uint16_t", [PORTC_BF16] = "uint16_t",
-                [PORTC_I32] = "int", [PORTC_I64] = "int64_t", [PORTC_BOOL] = "uint8_t"},
-    .load = {[PORTC_F32] = "%s[%s]", [PORTC_F16] = "pc_ld_f16(PC_LD16(%s, %s))", [PORTC_BF16] = "pc_ld_bf16(PC_LD16(%s, %s))",
-             [PORTC_I32] = "PC_I32(int64_t(%s[%s]))", [PORTC_I64] = "%s[%s]", [PORTC_BOOL] = "int64_t(PC_LD8(%s, %s))"},
-    .store = {[PORTC_F32] = "%s[%s] = %s;", [PORTC_F16] = "%s[%s] = uint16_t(pc_st_f16(%s));",
-              [PORTC_BF16] = "%s[%s] = uint16_t(pc_st_bf16(%s));", [PORTC_I32] = "%s[%s] = int(%s);",
-              [PORTC_I64] = "%s[%s] = %s;", [PORTC_BOOL] = "%s[%s] = uint8_t((%s) != 0l ? 1u : 0u);"},
+    .storage = {
+        [PORTC_I32] = "int",
+    },
+    .load = {
+        [PORTC_F16] = "pc_ld_f16(PC_LD16(%s, %s))", [PORTC_BF16] = "pc_ld_bf16(PC_LD16(%s, %s))",
+        [PORTC_I32] = "PC_I32(int64_t(%s[%s]))", [PORTC_BOOL] = "int64_t(PC_LD8(%s, %s))",
+    },
+    .store = {
+        [PORTC_F16] = "%s[%s] = uint16_t(pc_st_f16(%s));", [PORTC_BF16] = "%s[%s] = uint16_t(pc_st_bf16(%s));",
+        [PORTC_I32] = "%s[%s] = int(%s);", [PORTC_BOOL] = "%s[%s] = uint8_t((%s) != 0l ? 1u : 0u);",
+    },
     .float_ops = {
-        [OP_neg] = "(-%0)", [OP_abs] = "abs(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "pc_logf(%0)",
-        [OP_sqrt] = "sqrt(%0)", [OP_rsqrt] = "inversesqrt(%0)", [OP_reciprocal] = "(1.0 / %0)",
-        [OP_tanh] = "pc_tanhf(%0)", [OP_sigmoid] = "(1.0 / (1.0 + pc_expf(-%0)))", [OP_relu] = "pc_relu(%0)",
-        [OP_gelu] = "pc_gelu(%0)", [OP_gelu_tanh] = "pc_gelu_tanh(%0)", [OP_silu] = "(%0 / (1.0 + pc_expf(-%0)))",
-        [OP_erf] = "pc_erff(%0)", [OP_sin] = "pc_sinf(%0)", [OP_cos] = "pc_cosf(%0)", [OP_floor] = "floor(%0)",
-        [OP_ceil] = "ceil(%0)", [OP_sign] = "pc_signf(%0)",
-        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "(%0 / %1)",
-        [OP_pow] = "pc_powf(%0, %1)", [OP_maximum] = "pc_maxf(%0, %1)", [OP_minimum] = "pc_minf(%0, %1)",
-        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
-        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 != 0l ? %1 : %2)",
-        [OP_causal_mask] = "(%2 > %1 ? (-INFINITY) : %0)",
+        [OP_abs] = "abs(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "pc_logf(%0)", [OP_sqrt] = "sqrt(%0)",
+        [OP_rsqrt] = "inversesqrt(%0)", [OP_reciprocal] = "(1.0 / %0)", [OP_tanh] = "pc_tanhf(%0)",
+        [OP_sigmoid] = "(1.0 / (1.0 + pc_expf(-%0)))", [OP_silu] = "(%0 / (1.0 + pc_expf(-%0)))", [OP_erf] = "pc_erff(%0)",
+        [OP_sin] = "pc_sinf(%0)", [OP_cos] = "pc_cosf(%0)", [OP_floor] = "floor(%0)", [OP_ceil] = "ceil(%0)",
+        [OP_pow] = "pc_powf(%0, %1)", [OP_where] = "(%0 != 0l ? %1 : %2)",
     },
     .int_ops = {
         [OP_neg] = "(-%0)", [OP_abs] = "abs(%0)", [OP_relu] = "(%0 > 0l ? %0 : 0l)",
-        [OP_sign] = "((%0 > 0l ? 1l : 0l) - (%0 < 0l ? 1l : 0l))", [OP_not] = "(%0 == 0l)",
-        [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_div] = "pc_idiv(%0, %1)",
-        [OP_maximum] = "max(%0, %1)", [OP_minimum] = "min(%0, %1)",
-        [OP_and] = "(%0 != 0l && %1 != 0l)", [OP_or] = "(%0 != 0l || %1 != 0l)",
-        [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)", [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)",
-        [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)", [OP_where] = "(%0 != 0l ? %1 : %2)",
+        [OP_sign] = "((%0 > 0l ? 1l : 0l) - (%0 < 0l ? 1l : 0l))", [OP_not] = "(%0 == 0l)", [OP_add] = "(%0 + %1)",
+        [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)", [OP_maximum] = "max(%0, %1)", [OP_minimum] = "min(%0, %1)",
+        [OP_and] = "(%0 != 0l && %1 != 0l)", [OP_or] = "(%0 != 0l || %1 != 0l)", [OP_eq] = "(%0 == %1)", [OP_ne] = "(%0 != %1)",
+        [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)", [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)",
+        [OP_where] = "(%0 != 0l ? %1 : %2)",
     },
     .gpu = &(const gpu_spelling){
         .global_id = "int(gl_GlobalInvocationID.x)",
