@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The library people install: `cmake --install` into a temporary prefix, then a small C program
-# built against it twice, once with pkg-config and once with find_package(portc), and run; the
+# built against it twice, once with pkg-config and once with find_package(portc), and run, and
+# the Python package imported from the prefix alone; the
 # library's SONAME is versioned and its dynamic symbols are the API's (portc_*) alone, so the
 # statically linked shaderc, glslang, SPIRV-Tools and protobuf-c cannot clash with an
 # application's own; `portc --version` answers from the installed tree.
@@ -45,6 +46,12 @@ expect 0 "configure with find_package" -- cmake -S "$src/tests/install" -B "$tmp
 expect 0 "build with find_package" -- cmake --build "$tmp/cm"
 expect 0 "run the find_package build" -- env LD_LIBRARY_PATH="$(dirname "$lib")" "$tmp/cm/consumer"
 contains "relu = 0 0 0.5 1.5" "the find_package build computes relu"
+
+# the Python package, from the installed tree alone (it finds the library beside it)
+expect 0 "python imports the installed package" -- env -u PORTC_LIBRARY PYTHONPATH="$(dirname "$lib")/python3/dist-packages" \
+  /usr/bin/python3 -c 'import numpy as np, portc; (y,) = portc.parse("graph g\ninput x: f32[2]\ny = relu(x)\noutput y\n").compile("cpu").run(x=np.array([-1, 2], np.float32)); print("python", portc.version(), list(y))'
+contains "python 0." "the installed Python package runs"
+contains "[0.0, 2.0]" "the installed Python package computes relu"
 
 [ "$fails" -eq 0 ] && echo "install test: all checks passed"
 exit $((fails > 0))
