@@ -23,7 +23,7 @@ static const char *toolkit(void) {
 }
 
 const char *cu_include_dir(void) {
-  static char dir[1024];
+  static _Thread_local char dir[1024]; /* per thread: compiles run on many threads at once */
   snprintf(dir, sizeof dir, "%s/include", toolkit());
   char probe[1100];
   snprintf(probe, sizeof probe, "%s/cuda_fp16.h", dir);

@@ -13,6 +13,9 @@
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
 #             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile
+#   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
+#             bench/gpu/ and the transformer example, per target, each timed three times by each
+#             build in turn (medians of 30 runs); the table gives the best of each and their ratio
 # Logs and JSON go to $OUT (or /tmp/portc-visit), and all of them into $OUT/visit.tar.gz as well;
 # the last lines printed are the short tables.
 # Usage: scripts/gpu_visit.sh [STEP]...   (default: verify bench torch)
@@ -37,7 +40,7 @@ for step in $steps; do
   start=$(date +%s)
   case $step in
   tests)
-    build/bin/portc_tests --gtest_filter='Targets/Gpu.*:Target/Cuda.*' >"$out/tests.txt" 2>&1
+    build/bin/portc_tests --gtest_filter='Targets/Gpu.*:Target/Cuda.*:Targets/Threads.*' >"$out/tests.txt" 2>&1
     summary+=("tests (rc $?): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.txt" | tr '\n' ' ')")
     ;;
   verify)
@@ -100,7 +103,30 @@ for step in $steps; do
       >"$out/onnx_vs_torch.txt" 2>&1
     summary+=("onnx (rc $?):" "$(grep -E '^\||FAIL|failed|torch ' "$out/onnx_vs_torch.txt" | tail -30)")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch, onnx)"; exit 2 ;;
+  ab)
+    base=${BASELINE:?set BASELINE to the other build}
+    ab=/tmp/portc-ab # many small JSON files: kept out of $out, which returns few files
+    mkdir -p "$ab"
+    for t in $targets; do
+      for g in bench/gpu/*.ptg examples/transformer.ptg; do
+        name=$(basename "$g" .ptg)
+        flags=(--iters 30 --warmup 3 --no-eager)
+        [[ $name == transformer ]] && flags+=(--set B=16 --set S=512)
+        for round in 1 2 3; do
+          for who in base new; do
+            bin=$portc lib=$PWD/build/lib
+            [ $who = base ] && bin=$base/bin/portc lib=$base/lib
+            LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH}" "$bin" bench "$g" -t "$t" "${flags[@]}" --json "$ab/ab_${t}_${name}_${who}_$round.json" \
+              >>"$out/ab_$t.txt" 2>&1 || echo "ab: $who $t $name failed: $(tail -1 "$out/ab_$t.txt")"
+          done
+        done
+      done
+    done
+    python3 scripts/ab_table.py "$ab" >"$out/ab_table.txt"
+    tar czf "$out/ab_json.tar.gz" -C "$ab" .
+    summary+=("A/B against $base:" "$(cat "$out/ab_table.txt")")
+    ;;
+  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch, onnx, ab)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -7,6 +7,7 @@
  */
 #include <shaderc/shaderc.h>
 #include <spirv-tools/libspirv.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,18 @@
 #include "../codegen/emit.h"
 #include "vk.h"
 
+static char compiler_id[160];
+
+static void name_compiler(void) {
+  unsigned v = 0, r = 0;
+  shaderc_get_spv_version(&v, &r);
+  snprintf(compiler_id, sizeof compiler_id, "shaderc spv %u.%u, %s", v, r, spvSoftwareVersionString());
+}
+
 const char *vk_compiler_id(void) {
-  static char id[160];
-  if (!id[0]) {
-    unsigned v = 0, r = 0;
-    shaderc_get_spv_version(&v, &r);
-    snprintf(id, sizeof id, "shaderc spv %u.%u, %s, vulkan1.1 O", v, r, spvSoftwareVersionString());
-  }
-  return id;
+  static pthread_once_t once = PTHREAD_ONCE_INIT; /* compiles run on many threads at once */
+  pthread_once(&once, name_compiler);
+  return compiler_id;
 }
 
 static portc_status fail(const char *what, const char *name, const char *msg, const char *glsl) {
