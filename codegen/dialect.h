@@ -48,7 +48,8 @@ struct dialect {
    * Integer values (always 64-bit) have their own literal format; floats are written in hex
    * unless decimal_floats (GLSL has no hex floats; 9 significant digits round-trip a float).
    * Every prelude defines PC_I32(x) (wrap an int64 to int32), PC_BOOL(x) (0 or 1 as int64),
-   * PC_FLOAT(x) (an integer as float), pc_round_f16/bf16, pc_f2i32/64, INFINITY, NAN,
+   * PC_FLOAT(x) (an integer as float), PC_I64(x) and PC_IDX(x) (converts to int64 and to the
+   * index type), pc_round_f16/bf16, pc_f2i32/64, INFINITY, NAN,
    * INT64_MIN and INT64_MAX. */
   const char *index_type, *index_lit, *int_lit;
   bool decimal_floats;
@@ -64,6 +65,11 @@ struct dialect {
    * the whole row (softmax's sum), where a multiply by the hoisted reciprocal is cheaper */
   const char *div_by_row_invariant;
   const gpu_spelling *gpu; /* NULL on the CPU */
+  /* opaque templates (opaque.c): the head of a loop of `t` over [0, %s) spread over the CPU's
+   * threads (GPU dialects leave it NULL: theirs is a grid-stride loop), and the statement that
+   * records an index out of range before the element is skipped */
+  const char *parallel_for;
+  const char *bad_index;
   /* one kernel of the module: the whole function, using the emitter's helpers */
   void (*kernel)(emitter *e, int index);
   /* after all kernels: the module's entry points */

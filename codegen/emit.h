@@ -44,6 +44,8 @@ void emit_scope_pop(emitter *e);
 void emit_hoisted(emitter *e, int v, const char *const *idx);
 /* the compute type of a dtype: "float" or "int64_t" */
 const char *compute_type(portc_dtype t);
+/* the body of an OPAQUE kernel: its op's template (opaque.c) */
+void emit_opaque(emitter *e);
 /* the compute-type value of buffer b at offset expression `off` */
 void emit_load(emitter *e, int buf, const char *off, char *out, size_t len);
 /* a store statement of value expression `val` to buffer b at offset `off` */

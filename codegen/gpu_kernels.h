@@ -36,7 +36,6 @@ void gpu_conv(emitter *e);
 bool gpu_conv_tiled(const kir_module *m, int i);
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]);
 void gpu_conv_gemm(emitter *e, int tile);
-void gpu_opaque(emitter *e);
 
 /* pieces for a dialect's own matmul variants: the loops over batches and bands of `tile` rows
  * (fills the index names of A, B and the output), and the closing brace of a loop */

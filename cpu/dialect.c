@@ -409,144 +409,6 @@ static void conv(emitter *e) {
   emit_line(e, "}");
 }
 
-/* ---- opaque ops: one template each ---- */
-
-static void opaque(emitter *e) {
-  const kir_kernel *k = e->k;
-  const node *n = &e->m->g->nodes[k->node];
-  const shape *xs = &e->m->buf[k->in_buf[0]].sh;
-  int ob = k->store[0].buf, xb = k->in_buf[0];
-  char outer[256], len[64], inner[256], ld[512];
-  switch (n->op) {
-  case OP_argmax: {
-    int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
-    emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
-    emit_dim(e, xs->d[axis], len, sizeof len);
-    emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
-    emit_line(e, "const int64_t OU = %s, LEN = %s, IN = %s;", outer, len, inner);
-    emit_line(e, "#pragma omp parallel for schedule(static)");
-    emit_line(e, "for (int64_t t = 0; t < OU * IN; t++) {");
-    e->indent++;
-    emit_line(e, "const int64_t o = t / IN, i = t %% IN;");
-    emit_load(e, xb, "(o * LEN + 0) * IN + i", ld, sizeof ld);
-    emit_line(e, "int64_t best = 0; %s bv = %s;", compute_type(e->m->buf[xb].dt), ld);
-    emit_load(e, xb, "(o * LEN + q) * IN + i", ld, sizeof ld);
-    emit_line(e, "for (int64_t q = 1; q < LEN; q++) {");
-    emit_line(e, "  const %s v = %s;", compute_type(e->m->buf[xb].dt), ld);
-    if (dtype_is_float(e->m->buf[xb].dt)) emit_line(e, "  if (bv == bv && (v != v || v > bv)) { bv = v; best = q; }");
-    else emit_line(e, "  if (v > bv) { bv = v; best = q; }");
-    emit_line(e, "}");
-    emit_line(e, "b%d[t] = best;", ob);
-    e->indent--;
-    emit_line(e, "}");
-    break;
-  }
-  case OP_max_pool2d:
-  case OP_avg_pool2d: {
-    const attr *ka = attr_get(n, "kernel"), *sa = attr_get(n, "stride"), *pa = attr_get(n, "padding");
-    const int64_t *st = sa->set ? sa->v : ka->v;
-    bool mx = n->op == OP_max_pool2d, f = dtype_is_float(e->m->buf[xb].dt);
-    char nc[256];
-    emit_count(e, xs, 0, 2, nc, sizeof nc);
-    emit_line(e, "const int64_t NC = %s, H = %lld, W = %lld, OH = %lld, OW = %lld;", nc, (long long)xs->d[2].c, (long long)xs->d[3].c,
-              (long long)k->dom.d[2].c, (long long)k->dom.d[3].c);
-    emit_line(e, "#pragma omp parallel for schedule(static)");
-    emit_line(e, "for (int64_t t = 0; t < NC * OH * OW; t++) {");
-    e->indent++;
-    emit_line(e, "const int64_t nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;");
-    emit_line(e, "%s acc = %s;", compute_type(e->m->buf[xb].dt), mx ? (f ? "(-INFINITY)" : "INT64_MIN") : "0.0f");
-    emit_line(e, "for (int64_t kh = 0; kh < %lld; kh++)", (long long)ka->v[0]);
-    emit_line(e, "  for (int64_t kw = 0; kw < %lld; kw++) {", (long long)ka->v[1]);
-    emit_line(e, "    const int64_t ih = oh * %lld - %lld + kh, iw = ow * %lld - %lld + kw;", (long long)st[0], (long long)pa->v[0],
-              (long long)st[1], (long long)pa->v[1]);
-    emit_line(e, "    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;");
-    emit_load(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
-    if (!mx) emit_line(e, "    acc += %s;", ld);
-    else if (f) emit_line(e, "    { const float v = %s; if (acc == acc && (v != v || v > acc)) acc = v; }", ld);
-    else emit_line(e, "    { const int64_t v = %s; if (v > acc) acc = v; }", ld);
-    emit_line(e, "  }");
-    if (!mx) emit_line(e, "acc /= %lld.0f;", (long long)(ka->v[0] * ka->v[1]));
-    emit_store(e, ob, "t", "acc");
-    e->indent--;
-    emit_line(e, "}");
-    break;
-  }
-  case OP_concat: {
-    int64_t axis = norm_axis(attr_i(n, "axis"), k->dom.rank);
-    emit_count(e, &k->dom, 0, (int)axis, outer, sizeof outer);
-    emit_count(e, &k->dom, (int)axis + 1, k->dom.rank, inner, sizeof inner);
-    emit_line(e, "const int64_t OU = %s, IN = %s, OL = INT64_C(%lld);", outer, inner, (long long)k->dom.d[axis].c);
-    int64_t at = 0;
-    size_t es = portc_dtype_size(e->m->buf[ob].dt);
-    for (int i = 0; i < k->nin; i++) {
-      int64_t xl = e->m->buf[k->in_buf[i]].sh.d[axis].c;
-      emit_line(e, "#pragma omp parallel for schedule(static)");
-      emit_line(e, "for (int64_t o = 0; o < OU; o++)");
-      emit_line(e, "  memcpy(b%d + (o * OL + %lld) * IN, b%d + o * %lld * IN, (size_t)(%lld * IN) * %zu);", ob, (long long)at,
-                k->in_buf[i], (long long)xl, (long long)xl, es);
-      at += xl;
-    }
-    break;
-  }
-  case OP_pad: {
-    const attr *pads = attr_get(n, "pads");
-    char total[256], xn[256];
-    emit_count(e, &k->dom, 0, k->dom.rank, total, sizeof total);
-    emit_count(e, xs, 0, xs->rank, xn, sizeof xn);
-    char val[64];
-    double v = attr_f(n, "value");
-    if (dtype_is_float(e->m->buf[ob].dt)) emit_float(e->d, v, val, sizeof val);
-    else snprintf(val, sizeof val, "INT64_C(%lld)", (long long)v);
-    emit_line(e, "#pragma omp parallel for schedule(static)");
-    emit_line(e, "for (int64_t t = 0; t < %s; t++)", total);
-    e->indent++;
-    emit_store(e, ob, "t", val);
-    e->indent--;
-    emit_line(e, "#pragma omp parallel for schedule(static)");
-    emit_line(e, "for (int64_t t = 0; t < %s; t++) {", xn);
-    e->indent++;
-    emit_unravel(e, xs, 0, xs->rank, "t", idxnames);
-    strbuf off = {0};
-    for (int d = 0; d < xs->rank; d++) {
-      char stride[256];
-      emit_count(e, &k->dom, d + 1, k->dom.rank, stride, sizeof stride);
-      sb_printf(&off, "%s(%s + %lld) * %s", d ? " + " : "", idxnames[d], (long long)pads->v[2 * d], stride);
-    }
-    char *os = sb_take(&off);
-    emit_load(e, xb, "t", ld, sizeof ld);
-    emit_store(e, ob, os && *os ? os : "0", ld);
-    free(os);
-    e->indent--;
-    emit_line(e, "}");
-    break;
-  }
-  default: { /* gather */
-    int64_t axis = norm_axis(attr_i(n, "axis"), xs->rank);
-    const shape *is = &e->m->buf[k->in_buf[1]].sh;
-    char nidx[256];
-    emit_count(e, xs, 0, (int)axis, outer, sizeof outer);
-    emit_dim(e, xs->d[axis], len, sizeof len);
-    emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
-    emit_count(e, is, 0, is->rank, nidx, sizeof nidx);
-    emit_line(e, "const int64_t OU = %s, LEN = %s, IN = %s, NI = %s;", outer, len, inner, nidx);
-    emit_line(e, "int bad = 0;");
-    emit_line(e, "#pragma omp parallel for schedule(static) reduction(|:bad)");
-    emit_line(e, "for (int64_t t = 0; t < OU * NI; t++) {");
-    e->indent++;
-    emit_line(e, "const int64_t o = t / NI, q = t %% NI;");
-    emit_load(e, k->in_buf[1], "q", ld, sizeof ld);
-    emit_line(e, "int64_t ix = %s;", ld);
-    emit_line(e, "if (ix < 0) ix += LEN;");
-    emit_line(e, "if (ix < 0 || ix >= LEN) { bad = 1; continue; }");
-    emit_line(e, "memcpy(b%d + t * IN, b%d + (o * LEN + ix) * IN, (size_t)IN * %zu);", ob, xb, portc_dtype_size(e->m->buf[ob].dt));
-    e->indent--;
-    emit_line(e, "}");
-    emit_line(e, "if (bad) return 2;");
-    break;
-  }
-  }
-}
-
 static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
   emit_line(e, "/* kernel %d: %s */", index, k->why);
@@ -562,7 +424,11 @@ static void kernel(emitter *e, int index) {
     else matmul_int(e);
     break;
   case KK_CONV: conv(e); break;
-  case KK_OPAQUE: opaque(e); break;
+  case KK_OPAQUE:
+    emit_line(e, "int pc_bad = 0;");
+    emit_opaque(e);
+    emit_line(e, "if (pc_bad) return 2;");
+    break;
   }
   emit_line(e, "return 0;");
   e->indent--;
@@ -590,6 +456,8 @@ const dialect cpu_dialect = {
     .float_ops = {
         [OP_exp] = "pc_expf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + pc_expf(-%0)))", [OP_silu] = "(%0 / (1.0f + pc_expf(-%0)))",
     },
+    .parallel_for = "#pragma omp parallel for schedule(static) reduction(|:pc_bad)\nfor (int64_t t = 0; t < %s; t++) {",
+    .bad_index = "pc_bad = 1;",
     .kernel = kernel,
     .module_end = module_end,
 };

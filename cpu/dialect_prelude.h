@@ -13,6 +13,8 @@ static const char cpu_prelude[] =
     "#include <string.h>\n"
     "\n"
     "#define PC_I32(x) ((int64_t)(int32_t)(x))\n"
+    "#define PC_I64(x) ((int64_t)(x))\n"
+    "#define PC_IDX(x) ((int64_t)(x))\n"
     "#define PC_BOOL(x) ((int64_t)((x) != 0))\n"
     "#define PC_FLOAT(x) ((float)(x))\n"
     "static inline float pc_ld_f16(uint16_t h) {\n"

@@ -101,7 +101,7 @@ static void kernel(emitter *e, int index) {
       gpu_conv(e);
     }
     break;
-  case KK_OPAQUE: gpu_opaque(e); break;
+  case KK_OPAQUE: emit_opaque(e); break;
   }
   gpu_loop_end(e);
   if (k->sched.library == 2) blaslt_epilogue(e, index);
@@ -132,6 +132,7 @@ const dialect cuda_dialect = {
         [OP_rsqrt] = "rsqrtf(%0)",
     },
     .div_by_row_invariant = "(%0 * __frcp_rn(%1))", /* the compiler computes the reciprocal once per row */
+    .bad_index = "atomicOr(pc_bad, 1u);",
     .gpu = &(const gpu_spelling){
         GPU_SPELLING_CUDA_STYLE,
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",

@@ -37,6 +37,8 @@ static const char cuda_prelude[] =
     "#define PC_KERNEL extern \"C\" __global__\n"
     "#endif\n"
     "#define PC_I32(x) ((int64_t)(int32_t)(x))\n"
+    "#define PC_I64(x) ((int64_t)(x))\n"
+    "#define PC_IDX(x) ((int)(x))\n"
     "#define PC_BOOL(x) ((int64_t)((x) != 0))\n"
     "#define PC_FLOAT(x) ((float)(x))\n"
     "/* symbol values, passed by value; S[k] reads symbol k */\n"

@@ -58,7 +58,7 @@ static void kernel(emitter *e, int index) {
       gpu_conv(e);
     }
     break;
-  case KK_OPAQUE: gpu_opaque(e); break;
+  case KK_OPAQUE: emit_opaque(e); break;
   }
   gpu_loop_end(e);
   sb_printf(&e->out, "\n");
@@ -89,6 +89,7 @@ const dialect hip_dialect = {
         [OP_relu] = "(%0 > 0 ? %0 : (int64_t)0)", [OP_add] = "(int64_t)((pc_u64)%0 + (pc_u64)%1)",
         [OP_sub] = "(int64_t)((pc_u64)%0 - (pc_u64)%1)", [OP_mul] = "(int64_t)((pc_u64)%0 * (pc_u64)%1)",
     },
+    .bad_index = "atomicOr(pc_bad, 1u);",
     .gpu = &(const gpu_spelling){GPU_SPELLING_CUDA_STYLE},
     .kernel = kernel,
     .module_end = module_end,

@@ -43,6 +43,8 @@ static const char hip_prelude[] =
     "#endif\n"
     "typedef unsigned long long pc_u64;\n"
     "#define PC_I32(x) ((int64_t)(int)(x))\n"
+    "#define PC_I64(x) ((int64_t)(x))\n"
+    "#define PC_IDX(x) ((int)(x))\n"
     "#define PC_BOOL(x) ((int64_t)((x) != 0))\n"
     "#define PC_FLOAT(x) ((float)(x))\n"
     "/* symbol values, passed by value; S[k] reads symbol k */\n"

@@ -141,7 +141,7 @@ static void kernel(emitter *e, int index) {
     if (conv) gpu_conv_gemm(e, tile);
     else gpu_conv(e);
     break;
-  case KK_OPAQUE: gpu_opaque(e); break;
+  case KK_OPAQUE: emit_opaque(e); break;
   }
   e->indent--;
   emit_line(e, "}");
@@ -186,6 +186,7 @@ const dialect vulkan_dialect = {
         [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)", [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)",
         [OP_where] = "(%0 != 0l ? %1 : %2)",
     },
+    .bad_index = "atomicOr(pc_bad, 1u);",
     .gpu = &(const gpu_spelling){
         .global_id = "int(gl_GlobalInvocationID.x)",
         .global_threads = "int(gl_NumWorkGroups.x * PC_WG)",

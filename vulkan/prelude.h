@@ -37,6 +37,8 @@ static const char glsl_prelude[] =
     "\n"
     "/* invocations per work group of 1-D kernels: a specialization constant the runtime sets per device */\n"
     "layout(constant_id = 0) const uint PC_WG = 256u;\n"
+    "#define PC_I64(x) int64_t(x)\n"
+    "#define PC_IDX(x) int(x)\n"
     "#define INFINITY uintBitsToFloat(0x7f800000u)\n"
     "#define NAN uintBitsToFloat(0x7fc00000u)\n"
     "#define PC_FLOAT(x) float(x)\n"
