@@ -85,11 +85,27 @@ void cpu_compile_options(build_args *a) {
   build_args_add(a, "-lm");
 }
 
-/* the compiler proper's command line for -march=native: the instruction-set flags it stands for
- * on this machine (gcc: "-march=znver3 -mavx2 -mno-avx512f ...", clang: -target-cpu and
- * -target-feature), asked once per compiler */
+/* the instruction-set flags -march=native stands for on this machine, from the compiler
+ * proper's command line that `cc -march=native -###` prints: gcc's -march=, -mtune= and -m<isa>
+ * flags and its cache-size --params, clang's -target-cpu and -target-feature (file names and
+ * other arguments, which change from run to run, are left out). Asked once per compiler. */
 static char isa_line[4096], isa_cc[256];
 static pthread_mutex_t isa_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_isa_flags(const char *line) {
+  char copy[8192];
+  snprintf(copy, sizeof copy, "%s", line);
+  size_t used = 0;
+  bool take_next = false;
+  for (char *save = NULL, *t = strtok_r(copy, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+    const char *bare = t[0] == '"' ? t + 1 : t;
+    bool pair = !strcmp(t, "--param") || !strncmp(bare, "-target-cpu", 11) || !strncmp(bare, "-target-feature", 15);
+    if (take_next || pair || !strncmp(bare, "-m", 2))
+      used += (size_t)snprintf(isa_line + used, used < sizeof isa_line ? sizeof isa_line - used : 0, "%s ", t);
+    take_next = pair;
+    if (used >= sizeof isa_line) break;
+  }
+}
 
 const char *cpu_isa_flags(void) {
   const char *name = compiler_name();
@@ -104,15 +120,11 @@ const char *cpu_isa_flags(void) {
       run(argv, log);
       FILE *f = fopen(log, "r");
       char line[8192];
-      while (f && fgets(line, sizeof line, f)) {
-        const char *at = strstr(line, "-march=");
-        if (!at) at = strstr(line, "\"-target-cpu\"");
-        if (at && (strstr(line, "cc1") || strstr(line, "-cc1"))) {
-          snprintf(isa_line, sizeof isa_line, "%s", at);
-          isa_line[strcspn(isa_line, "\n")] = 0;
+      while (f && fgets(line, sizeof line, f))
+        if ((strstr(line, "-march=") || strstr(line, "-target-cpu")) && strstr(line, "cc1")) {
+          keep_isa_flags(line);
           break;
         }
-      }
       if (f) fclose(f);
       unlink(log);
     }

@@ -15,11 +15,9 @@
 #include "vk.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-static vk_global_api G;
 static bool tried, ok;
 static char init_why[512];
 static VkInstance instance;
-static vk_instance_api VI;
 static VkPhysicalDevice phys[16];
 static uint32_t nphys;
 static vk_context *contexts[16];
@@ -34,10 +32,10 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
 
 static bool has_layer(const char *name) {
   uint32_t n = 0;
-  if (G.vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || !n) return false;
+  if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || !n) return false;
   VkLayerProperties *l = calloc(n, sizeof *l);
   bool found = false;
-  if (l && G.vkEnumerateInstanceLayerProperties(&n, l) == VK_SUCCESS)
+  if (l && vkEnumerateInstanceLayerProperties(&n, l) == VK_SUCCESS)
     for (uint32_t i = 0; i < n && !found; i++) found = strcmp(l[i].layerName, name) == 0;
   free(l);
   return found;
@@ -47,9 +45,9 @@ static bool has_layer(const char *name) {
 static bool init_instance(void) {
   if (tried) return ok;
   tried = true;
-  if (!vk_load_global(&G, init_why, sizeof init_why)) return false;
+  if (!vk_load_global(init_why, sizeof init_why)) return false;
   uint32_t version = VK_API_VERSION_1_0;
-  G.vkEnumerateInstanceVersion(&version);
+  vkEnumerateInstanceVersion(&version);
   if (version < VK_API_VERSION_1_1) {
     snprintf(init_why, sizeof init_why, "the Vulkan loader offers %u.%u; portc needs 1.1", VK_VERSION_MAJOR(version), VK_VERSION_MINOR(version));
     return false;
@@ -74,14 +72,14 @@ static bool init_instance(void) {
     ci.enabledExtensionCount = 1, ci.ppEnabledExtensionNames = exts;
     ci.pNext = &dbg; /* reports from instance creation and on, without a messenger object */
   }
-  VkResult r = G.vkCreateInstance(&ci, NULL, &instance);
+  VkResult r = vkCreateInstance(&ci, NULL, &instance);
   if (r != VK_SUCCESS) {
     snprintf(init_why, sizeof init_why, "vkCreateInstance failed: %s (no Vulkan driver installed?)", vk_result_name(r));
     return false;
   }
-  if (!vk_load_instance(&G, instance, &VI, init_why, sizeof init_why)) return false;
+  if (!vk_load_instance(instance, init_why, sizeof init_why)) return false;
   nphys = 16;
-  r = VI.vkEnumeratePhysicalDevices(instance, &nphys, phys);
+  r = vkEnumeratePhysicalDevices(instance, &nphys, phys);
   if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || nphys == 0) {
     snprintf(init_why, sizeof init_why, "the Vulkan loader found no device (%s): install a driver, e.g. mesa-vulkan-drivers",
              r == VK_SUCCESS ? "none listed" : vk_result_name(r));
@@ -107,7 +105,7 @@ static int best_device(void) {
   int best = 0, rank = -1;
   for (uint32_t i = 0; i < nphys; i++) {
     VkPhysicalDeviceProperties p;
-    VI.vkGetPhysicalDeviceProperties(phys[i], &p);
+    vkGetPhysicalDeviceProperties(phys[i], &p);
     if (type_rank(p.deviceType) > rank) rank = type_rank(p.deviceType), best = (int)i;
   }
   return best;
@@ -115,10 +113,10 @@ static int best_device(void) {
 
 static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
   uint32_t n = 0;
-  if (VI.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n) return false;
+  if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n) return false;
   VkExtensionProperties *e = calloc(n, sizeof *e);
   bool found = false;
-  if (e && VI.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
+  if (e && vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
     for (uint32_t i = 0; i < n && !found; i++) found = strcmp(e[i].extensionName, name) == 0;
   free(e);
   return found;
@@ -140,10 +138,10 @@ static bool coop_matrix_f16(VkPhysicalDevice pd) {
   VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &cm};
   VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f16};
-  VI.vkGetPhysicalDeviceFeatures2(pd, &f2);
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
   if (!cm.cooperativeMatrix || !mm.vulkanMemoryModel || !f16.shaderFloat16) return false;
   PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
-      (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)G.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+      (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
   uint32_t n = 0;
   if (!get || get(pd, &n, NULL) != VK_SUCCESS || !n) return false;
   VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
@@ -177,15 +175,15 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   if (float_controls) sg.pNext = &fc;
   if (driver_props) dp.pNext = sg.pNext, sg.pNext = &dp;
   VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
-  VI.vkGetPhysicalDeviceProperties2(pd, &p2);
+  vkGetPhysicalDeviceProperties2(pd, &p2);
   di->props = p2.properties;
   if (driver_props && dp.driverName[0]) snprintf(di->driver, sizeof di->driver, "%s %s", dp.driverName, dp.driverInfo);
   else driver_version(&di->props, di->driver, sizeof di->driver);
   VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, .pNext = &s8};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
-  VI.vkGetPhysicalDeviceFeatures2(pd, &f2);
-  VI.vkGetPhysicalDeviceMemoryProperties(pd, &di->mem);
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  vkGetPhysicalDeviceMemoryProperties(pd, &di->mem);
   di->f = (vk_features){
       .storage16 = s16.storageBuffer16BitAccess,
       .storage8 = s8.storageBuffer8BitAccess && has_device_ext(pd, VK_KHR_8BIT_STORAGE_EXTENSION_NAME),
@@ -197,10 +195,10 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .subgroup_size = sg.subgroupSize,
   };
   uint32_t nq = 0;
-  VI.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
   VkQueueFamilyProperties q[32];
   if (nq > 32) nq = 32;
-  VI.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q);
   di->qfam = -1;
   for (uint32_t i = 0; i < nq; i++) { /* a compute queue, a compute-only one when there is one */
     if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
@@ -306,12 +304,12 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
   }
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
                            .pQueueCreateInfos = &q, .enabledExtensionCount = next, .ppEnabledExtensionNames = exts};
-  VkResult r = VI.vkCreateDevice(c->phys, &ci, NULL, &c->dev);
+  VkResult r = vkCreateDevice(c->phys, &ci, NULL, &c->dev);
   if (r != VK_SUCCESS) {
     snprintf(why, len, "vkCreateDevice failed on %s: %s", c->props.deviceName, vk_result_name(r));
     return false;
   }
-  if (!vk_load_device(&VI, c->dev, &c->d, why, len)) return false;
+  if (!vk_load_device(c->dev, &c->d, why, len)) return false;
   c->d.vkGetDeviceQueue(c->dev, c->qfam, 0, &c->queue);
   VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = c->qfam};
@@ -348,7 +346,7 @@ static vk_context *make_context(int index, char *why, size_t len) {
     snprintf(why, len, "out of memory");
     return NULL;
   }
-  c->inst = instance, c->vi = VI, c->phys = phys[index], c->qfam = (uint32_t)di.qfam, c->props = di.props, c->mem = di.mem, c->f = di.f;
+  c->inst = instance, c->phys = phys[index], c->qfam = (uint32_t)di.qfam, c->props = di.props, c->mem = di.mem, c->f = di.f;
   c->index = index;
   c->ns_per_tick = di.props.limits.timestampPeriod;
   /* 256 invocations keep a GPU's memory system busy; a CPU driver (lavapipe) runs a work group's

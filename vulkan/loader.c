@@ -1,6 +1,6 @@
 /*
- * loader.c: opens the Vulkan loader at run time and fills the function tables of vk_api.h, so
- * that libportc runs, and says why Vulkan is missing, on a machine without it.
+ * loader.c: opens the Vulkan loader at run time and starts volk with it (vk_api.h), so that
+ * libportc runs, and says why Vulkan is missing, on a machine without it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "../targets/dl.h"
 #include "vk_api.h"
 
-bool vk_load_global(vk_global_api *g, char *why, size_t len) {
+bool vk_load_global(char *why, size_t len) {
   static void *lib;
   if (!lib) {
     const char *path = getenv("PORTC_VULKAN_LOADER");
@@ -20,40 +20,43 @@ bool vk_load_global(vk_global_api *g, char *why, size_t len) {
     }
   }
   char msg[400];
-  g->vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)dl_sym(lib, "vkGetInstanceProcAddr", msg, sizeof msg);
-  if (!g->vkGetInstanceProcAddr) {
+  PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)dl_sym(lib, "vkGetInstanceProcAddr", msg, sizeof msg);
+  if (!gipa) {
     snprintf(why, len, "the Vulkan loader has no vkGetInstanceProcAddr: %s", msg);
     return false;
   }
-#define LOAD(f)                                                          \
-  if (!(g->f = (PFN_##f)g->vkGetInstanceProcAddr(NULL, #f))) {           \
+  volkInitializeCustom(gipa);
+#define CHECK(f)                                                              \
+  if (!f) {                                                                   \
     snprintf(why, len, "the Vulkan loader lacks %s (Vulkan 1.1 needed)", #f); \
-    return false;                                                        \
+    return false;                                                             \
   }
-  VK_GLOBAL_FUNCS(LOAD)
-#undef LOAD
+  VK_GLOBAL_FUNCS(CHECK)
+#undef CHECK
   return true;
 }
 
-bool vk_load_instance(const vk_global_api *g, VkInstance inst, vk_instance_api *api, char *why, size_t len) {
-#define LOAD(f)                                                             \
-  if (!(api->f = (PFN_##f)g->vkGetInstanceProcAddr(inst, #f))) {           \
+bool vk_load_instance(VkInstance inst, char *why, size_t len) {
+  volkLoadInstanceOnly(inst);
+#define CHECK(f)                                                                \
+  if (!f) {                                                                     \
     snprintf(why, len, "the Vulkan instance lacks %s (Vulkan 1.1 needed)", #f); \
-    return false;                                                           \
+    return false;                                                               \
   }
-  VK_INSTANCE_FUNCS(LOAD)
-#undef LOAD
+  VK_INSTANCE_FUNCS(CHECK)
+#undef CHECK
   return true;
 }
 
-bool vk_load_device(const vk_instance_api *i, VkDevice dev, vk_device_api *api, char *why, size_t len) {
-#define LOAD(f)                                                  \
-  if (!(api->f = (PFN_##f)i->vkGetDeviceProcAddr(dev, #f))) {    \
-    snprintf(why, len, "the Vulkan device lacks %s", #f);        \
-    return false;                                                \
+bool vk_load_device(VkDevice dev, vk_device_api *api, char *why, size_t len) {
+  volkLoadDeviceTable(api, dev);
+#define CHECK(f)                                               \
+  if (!api->f) {                                               \
+    snprintf(why, len, "the Vulkan device lacks %s", #f);      \
+    return false;                                              \
   }
-  VK_DEVICE_FUNCS(LOAD)
-#undef LOAD
+  VK_DEVICE_FUNCS(CHECK)
+#undef CHECK
   return true;
 }
 

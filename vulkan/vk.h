@@ -21,7 +21,6 @@ typedef struct vk_features {
 
 typedef struct vk_context {
   VkInstance inst;
-  vk_instance_api vi;
   vk_device_api d;
   VkPhysicalDevice phys;
   VkDevice dev;

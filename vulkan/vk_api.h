@@ -1,14 +1,15 @@
 /*
- * vk_api.h: the Vulkan functions portc calls, as tables filled at run time. Nothing links
- * against libvulkan: loader.c opens libvulkan.so.1, asks vkGetInstanceProcAddr for the global
- * and instance functions and vkGetDeviceProcAddr for the device functions, in the manner of
- * volk. Each list below is an X-macro, so a new function is one line.
+ * vk_api.h: the Vulkan entry points, through volk (Debian's libvulkan-volk-dev, compiled into
+ * libportc). Nothing links against libvulkan: loader.c opens libvulkan.so.1 at run time and hands
+ * its vkGetInstanceProcAddr to volk, which fills the global and instance entry points (volk's
+ * process-wide pointers, called by their plain names) and a table of device entry points per
+ * device (struct VolkDeviceTable, called as c->d.vkCmdDispatch). The lists below are the
+ * functions portc needs: loader.c checks each, so a driver that lacks one is named.
  */
 #ifndef PORTC_VULKAN_VK_API_H
 #define PORTC_VULKAN_VK_API_H
 
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
+#include <volk.h> /* defines VK_NO_PROTOTYPES and includes vulkan.h */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,24 +83,15 @@
   X(vkWaitForFences)                \
   X(vkResetFences)
 
-#define VK_DECLARE(f) PFN_##f f;
-typedef struct vk_global_api {
-  PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
-  VK_GLOBAL_FUNCS(VK_DECLARE)
-} vk_global_api;
-typedef struct vk_instance_api {
-  VK_INSTANCE_FUNCS(VK_DECLARE)
-} vk_instance_api;
-typedef struct vk_device_api {
-  VK_DEVICE_FUNCS(VK_DECLARE)
-} vk_device_api;
-#undef VK_DECLARE
+typedef struct VolkDeviceTable vk_device_api;
 
-/* opens the loader once; false with the reason when it is missing ($PORTC_VULKAN_LOADER names
- * another file, for tests and unusual installs) */
-bool vk_load_global(vk_global_api *g, char *why, size_t len);
-bool vk_load_instance(const vk_global_api *g, VkInstance inst, vk_instance_api *api, char *why, size_t len);
-bool vk_load_device(const vk_instance_api *i, VkDevice dev, vk_device_api *api, char *why, size_t len);
+/* opens the loader once and starts volk; false with the reason when it is missing
+ * ($PORTC_VULKAN_LOADER names another file, for tests and unusual installs) */
+bool vk_load_global(char *why, size_t len);
+/* the instance's entry points (volk's globals); false naming the first one missing */
+bool vk_load_instance(VkInstance inst, char *why, size_t len);
+/* the device's entry points into *api; false naming the first one missing */
+bool vk_load_device(VkDevice dev, vk_device_api *api, char *why, size_t len);
 /* "VK_ERROR_OUT_OF_DEVICE_MEMORY" and friends */
 const char *vk_result_name(VkResult r);
 
