@@ -508,3 +508,34 @@ void gpu_conv_gemm(emitter *e, int T) {
   emit_line(e, "  }");
   gpu_loop_end(e);
 }
+
+/* ---- a kernel's body, by its kind and schedule ---- */
+
+static bool needs_tiles(const emitter *e) {
+  const kir_kernel *k = e->k;
+  return (k->kind == KK_MATMUL && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) || (k->kind == KK_CONV && k->sched.variant == KS_TILED);
+}
+
+void gpu_declare_tiles(emitter *e, const char *qualifier) {
+  if (!needs_tiles(e)) return;
+  emit_line(e, "%s float pc_As[%d][%d];", qualifier, GPU_MM_BK, e->k->sched.tile_m + 1);
+  emit_line(e, "%s float pc_Bs[%d][%d];", qualifier, GPU_MM_BK, e->k->sched.tile_m);
+}
+
+void gpu_body(emitter *e) {
+  const kir_kernel *k = e->k;
+  int tile = k->sched.tile_m;
+  switch (k->kind) {
+  case KK_POINTWISE: gpu_pointwise(e); break;
+  case KK_ROW: gpu_row(e); break;
+  case KK_MATMUL:
+    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e, tile);
+    else gpu_matmul_int(e, tile);
+    break;
+  case KK_CONV:
+    if (k->sched.variant == KS_TILED) gpu_conv_gemm(e, tile);
+    else gpu_conv(e);
+    break;
+  case KK_OPAQUE: emit_opaque(e); break;
+  }
+}

@@ -37,6 +37,13 @@ bool gpu_conv_tiled(const kir_module *m, int i);
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]);
 void gpu_conv_gemm(emitter *e, int tile);
 
+/* The body of kernel e->k from the skeletons above, by its kind and schedule (a dialect renders a
+ * matrix-instruction matmul itself instead), and the shared memory of the SIMT tiles it needs,
+ * declared with qualifier ("__shared__" inside a CUDA or HIP function, "shared" at the top level
+ * of a GLSL shader); a row kernel still needs the constants above. */
+void gpu_declare_tiles(emitter *e, const char *qualifier);
+void gpu_body(emitter *e);
+
 /* pieces for a dialect's own matmul variants: the loops over batches and bands of `tile` rows
  * (fills the index names of A, B and the output), and the closing brace of a loop */
 void gpu_matmul_begin(emitter *e, int tile, const char **aidx, const char **bidx, const char **oidx);

@@ -11,11 +11,10 @@
 #include "cu.h"
 
 cu_driver_api CU;
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static device_table table = DEVICE_TABLE_INIT; /* its lock also guards starting the driver */
 static bool tried, ok;
 static char init_why[512];
 static int ndev, driver_version;
-static cu_context *contexts[16];
 
 portc_status cu_fail(CUresult r, const char *what) {
   const char *name = "CUDA_ERROR_UNKNOWN", *text = "";
@@ -46,10 +45,10 @@ static bool init_driver(void) {
 }
 
 bool cu_available(char *why, size_t len) {
-  pthread_mutex_lock(&init_lock);
+  pthread_mutex_lock(&table.lock);
   bool r = init_driver();
   if (!r) snprintf(why, len, "%s", init_why);
-  pthread_mutex_unlock(&init_lock);
+  pthread_mutex_unlock(&table.lock);
   if (!r) return false;
   /* kernels are compiled here, so NVRTC must be present too */
   return cu_compiler_id(why, len) != NULL;
@@ -61,7 +60,7 @@ static int dev_attr(CUdevice d, int a) {
   return v;
 }
 
-static cu_context *make_context(int index, char *why, size_t len) {
+static void *make_context(int index, char *why, size_t len) {
   cu_context *c = calloc(1, sizeof *c);
   if (!c) {
     snprintf(why, len, "out of memory");
@@ -97,25 +96,15 @@ static cu_context *make_context(int index, char *why, size_t len) {
   return c;
 }
 
+/* the device count, once the driver has started (under the table's lock) */
+static int devices(char *why, size_t len) {
+  if (init_driver()) return ndev;
+  snprintf(why, len, "%s", init_why);
+  return -1;
+}
+
 cu_context *cu_context_get(int index, char *why, size_t len) {
-  pthread_mutex_lock(&init_lock);
-  cu_context *c = NULL;
-  if (!init_driver()) {
-    snprintf(why, len, "%s", init_why);
-    goto done;
-  }
-  if (index < 0) {
-    const char *v = getenv("PORTC_CUDA_DEVICE");
-    index = v && *v ? atoi(v) : 0;
-  }
-  if (index >= ndev || index >= 16) {
-    snprintf(why, len, "no device cuda:%d (the driver sees %d)", index, ndev);
-    goto done;
-  }
-  if (!contexts[index]) contexts[index] = make_context(index, why, len);
-  c = contexts[index];
-done:
-  pthread_mutex_unlock(&init_lock);
+  cu_context *c = device_table_get(&table, "cuda", index, "PORTC_CUDA_DEVICE", devices, make_context, why, len);
   if (c) CU.cuCtxSetCurrent(c->ctx);
   return c;
 }

@@ -86,11 +86,6 @@ typedef struct cu_flavor {
 portc_status cu_load_flavor(const cu_flavor *f, const load_request *req, void **handle, bool *hit);
 portc_status cu_launch(void *handle, int i, void *const *bufs, const int64_t *S);
 void cu_unload(void *handle);
-portc_status cu_dev_alloc(void *handle, int64_t bytes, void **obj);
-void cu_dev_free(void *handle, void *obj);
-portc_status cu_dev_write(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes);
-portc_status cu_dev_read(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
-portc_status cu_end(void *handle, double *seconds);
-const char *cu_timer(void *handle);
+extern const target_gpu cu_gpu;
 
 #endif

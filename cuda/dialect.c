@@ -72,36 +72,16 @@ static void kernel(emitter *e, int index) {
   signature(e, index, "", NULL);
   e->indent++;
   emit_line(e, "constexpr int PC_WG = %d;", gpu_group_threads(k));
-  int vec = k->kind == KK_ROW ? k->sched.vector : 0, tile = k->sched.tile_m;
+  int vec = k->kind == KK_ROW ? k->sched.vector : 0;
   if (vec) emit_line(e, "constexpr int PC_VEC = %d; /* consecutive row elements per vector access */", vec);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "constexpr int PC_RV = (%lld + PC_WG * %d - 1) / (PC_WG * %d) * %d; /* row elements per thread */",
               (long long)gpu_row_regs_length(k), vec ? vec : 1, vec ? vec : 1, vec ? vec : 1);
-  bool float_mm = k->kind == KK_MATMUL && dtype_is_float(e->m->buf[k->in_buf[0]].dt);
-  switch (k->kind) {
-  case KK_POINTWISE: gpu_pointwise(e); break;
-  case KK_ROW: gpu_row(e); break;
-  case KK_MATMUL:
-    if (k->sched.variant == KS_MMA) {
-      cu_emit_mma(e);
-    } else if (float_mm) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
-      gpu_matmul_float(e, tile);
-    } else {
-      gpu_matmul_int(e, tile);
-    }
-    break;
-  case KK_CONV:
-    if (k->sched.variant == KS_TILED) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
-      gpu_conv_gemm(e, tile);
-    } else {
-      gpu_conv(e);
-    }
-    break;
-  case KK_OPAQUE: emit_opaque(e); break;
+  if (k->kind == KK_MATMUL && k->sched.variant == KS_MMA) {
+    cu_emit_mma(e);
+  } else {
+    gpu_declare_tiles(e, "__shared__");
+    gpu_body(e);
   }
   gpu_loop_end(e);
   if (k->sched.library == 2) blaslt_epilogue(e, index);

@@ -416,18 +416,18 @@ portc_status cu_launch(void *handle, int i, void *const *bufs, const int64_t *S)
   return PORTC_OK;
 }
 
-portc_status cu_end(void *handle, double *seconds) {
+static portc_status cu_end(void *handle, double *seconds) {
   cu_module *m = handle;
   CU.cuCtxSetCurrent(m->c->ctx);
   return gpu_queue_run(&m->q, &queue_ops, m, seconds);
 }
 
-const char *cu_timer(void *handle) {
+static const char *cu_timer(void *handle) {
   (void)handle;
   return "device events";
 }
 
-portc_status cu_dev_alloc(void *handle, int64_t bytes, void **obj) {
+static portc_status dev_alloc(void *handle, int64_t bytes, void **obj) {
   cu_module *m = handle;
   CU.cuCtxSetCurrent(m->c->ctx);
   cu_mem *b = calloc(1, sizeof *b);
@@ -445,7 +445,7 @@ portc_status cu_dev_alloc(void *handle, int64_t bytes, void **obj) {
   return PORTC_OK;
 }
 
-void cu_dev_free(void *handle, void *obj) {
+static void dev_free(void *handle, void *obj) {
   cu_module *m = handle;
   cu_mem *b = obj;
   if (!b) return;
@@ -455,7 +455,7 @@ void cu_dev_free(void *handle, void *obj) {
   free(b);
 }
 
-portc_status cu_dev_write(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes) {
+static portc_status dev_write(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes) {
   cu_module *m = handle;
   cu_mem *b = obj;
   CU.cuCtxSetCurrent(m->c->ctx);
@@ -464,7 +464,7 @@ portc_status cu_dev_write(void *handle, void *obj, int64_t offset, const void *s
   return r ? cu_fail(r, "copying to the device") : PORTC_OK;
 }
 
-portc_status cu_dev_read(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes) {
+static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes) {
   cu_module *m = handle;
   cu_mem *b = obj;
   CU.cuCtxSetCurrent(m->c->ctx);
@@ -472,6 +472,9 @@ portc_status cu_dev_read(void *handle, void *obj, int64_t offset, void *dst, int
   if (!r) r = CU.cuStreamSynchronize(m->stream);
   return r ? cu_fail(r, "copying from the device") : PORTC_OK;
 }
+
+const target_gpu cu_gpu = {
+    .alloc = dev_alloc, .free = dev_free, .write = dev_write, .read = dev_read, .end = cu_end, .timer = cu_timer};
 
 static const char *blaslt_how(const kir_schedule *s) {
   return s->library == 2 ? " + epilogue kernel" : s->library_bias >= 0 ? " with its bias epilogue" : "";
@@ -510,11 +513,6 @@ const target cuda_target = {
     .launch = cu_launch,
     .unload = cu_unload,
     .describe = cu_describe,
-    .dev_alloc = cu_dev_alloc,
-    .dev_free = cu_dev_free,
-    .dev_write = cu_dev_write,
-    .dev_read = cu_dev_read,
-    .end = cu_end,
-    .timer = cu_timer,
+    .gpu = &cu_gpu,
     .kernel_note = kernel_note,
 };

@@ -32,7 +32,7 @@ static portc_status info_fill(const portc_module *m, portc_bindings *b, portc_mo
   info->kernels = m->km->nk;
   info->compile_seconds = m->compile_seconds;
   info->cache_hit = m->cache_hit;
-  info->timer = m->t->timer ? m->t->timer(m->handle) : "host clock";
+  info->timer = m->t->gpu ? m->t->gpu->timer(m->handle) : "host clock";
   info->flushes_denormals = m->t->flushes_denormals && m->t->flushes_denormals(m->handle);
   int64_t S[64] = {0};
   if (m->km->g->nsyms > 64 || !symbols(m, b, S)) return err_set(PORTC_ERR_SHAPE, "info: symbol values are needed for sizes");

@@ -34,7 +34,7 @@ void portc_target_describe(int i, void *file) {
 /* device allocations are kept per buffer, with one more slot for the arena */
 static void dev_release(portc_module *m) {
   for (int b = 0; m->dev_obj && b <= m->km->nbuf; b++)
-    if (m->dev_obj[b]) m->t->dev_free(m->handle, m->dev_obj[b]);
+    if (m->dev_obj[b]) m->t->gpu->free(m->handle, m->dev_obj[b]);
   free(m->dev_obj);
   free(m->dev_bytes);
   m->dev_obj = NULL;
@@ -104,7 +104,7 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *op
   if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
   char why[512] = "";
   if (!t->available(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
-  if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->end))
+  if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->gpu))
     return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented for target %s yet; use the default mode",
                    o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune", t->name);
   char *report = NULL;
@@ -222,11 +222,11 @@ static portc_status dev_slot(portc_module *m, int b, int64_t bytes, void **obj) 
   }
   if (bytes < 4) bytes = 4;
   if (m->dev_obj[b] && m->dev_bytes[b] != bytes) {
-    m->t->dev_free(m->handle, m->dev_obj[b]);
+    m->t->gpu->free(m->handle, m->dev_obj[b]);
     m->dev_obj[b] = NULL;
   }
   if (!m->dev_obj[b]) {
-    portc_status st = m->t->dev_alloc(m->handle, bytes, &m->dev_obj[b]);
+    portc_status st = m->t->gpu->alloc(m->handle, bytes, &m->dev_obj[b]);
     if (st) return st;
     m->dev_bytes[b] = bytes;
   }
@@ -248,7 +248,7 @@ static portc_status prepare_device(portc_module *m, run_state *r, const mem_plan
       r->dev[i] = (dev_buf){arena, offsets[i], bytes};
     } else if (!(st = dev_slot(m, i, bytes, &r->dev[i].obj))) {
       r->dev[i].bytes = bytes;
-      if (bytes) st = m->t->dev_write(m->handle, r->dev[i].obj, 0, r->owned[i]->data, bytes);
+      if (bytes) st = m->t->gpu->write(m->handle, r->dev[i].obj, 0, r->owned[i]->data, bytes);
     }
     r->bufs[i] = &r->dev[i];
   }
@@ -283,7 +283,7 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
   }
   r->bufs = calloc((size_t)km->nbuf + 1, sizeof *r->bufs);
   r->owned = calloc((size_t)km->nbuf + 1, sizeof *r->owned);
-  bool device = m->t->dev_alloc != NULL;
+  bool device = m->t->gpu != NULL;
   r->arena = plan.arena_bytes && !device ? aligned_alloc(64, (size_t)plan.arena_bytes) : NULL;
   if (!r->bufs || !r->owned || (plan.arena_bytes && !device && !r->arena)) {
     free(offsets);
@@ -321,7 +321,7 @@ static portc_status execute(portc_module *m, run_state *r, double *seconds) {
       return err_set(st, "kernel %d (%s): %s", i, m->km->g->nodes[k->node >= 0 ? k->node : 0].name, portc_last_error());
     }
   }
-  if (m->t->end) return m->t->end(m->handle, seconds);
+  if (m->t->gpu) return m->t->gpu->end(m->handle, seconds);
   *seconds = now() - t0;
   return PORTC_OK;
 }
@@ -331,7 +331,7 @@ static portc_status fetch_outputs(portc_module *m, run_state *r) {
   for (int k = 0; r->dev && k < m->km->g->nout; k++) {
     int b = m->km->out_buf[k];
     if (m->km->buf[b].role != BUF_OUTPUT || !r->dev[b].bytes) continue;
-    portc_status st = m->t->dev_read(m->handle, r->dev[b].obj, r->dev[b].offset, r->owned[b]->data, r->dev[b].bytes);
+    portc_status st = m->t->gpu->read(m->handle, r->dev[b].obj, r->dev[b].offset, r->owned[b]->data, r->dev[b].bytes);
     if (st) return st;
   }
   return PORTC_OK;

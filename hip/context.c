@@ -12,11 +12,10 @@
 #include "hip.h"
 
 hip_runtime_api HIP;
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static device_table table = DEVICE_TABLE_INIT; /* its lock also guards starting the driver */
 static bool tried, ok;
 static char init_why[600];
 static int ndev;
-static hip_context *contexts[16];
 
 portc_status hip_fail(hipError_t r, const char *what) {
   const char *text = HIP.hipGetErrorString ? HIP.hipGetErrorString(r) : "?";
@@ -38,10 +37,10 @@ static bool init_runtime(void) {
 }
 
 bool hip_available(char *why, size_t len) {
-  pthread_mutex_lock(&init_lock);
+  pthread_mutex_lock(&table.lock);
   bool r = init_runtime();
   if (!r) snprintf(why, len, "%s", init_why);
-  pthread_mutex_unlock(&init_lock);
+  pthread_mutex_unlock(&table.lock);
   return r;
 }
 
@@ -51,7 +50,7 @@ static int dev_attr(int dev, int a) {
   return v;
 }
 
-static hip_context *make_context(int index, char *why, size_t len) {
+static void *make_context(int index, char *why, size_t len) {
   hip_context *c = calloc(1, sizeof *c);
   char *props = calloc(1, HIP_PROP_BYTES + 1024); /* room for a newer, larger layout */
   hipError_t r = c && props ? HIP.hipGetDeviceProperties(props, index) : hipErrorOutOfMemory;
@@ -76,25 +75,15 @@ static hip_context *make_context(int index, char *why, size_t len) {
   return c;
 }
 
+/* the device count, once the driver has started (under the table's lock) */
+static int devices(char *why, size_t len) {
+  if (init_runtime()) return ndev;
+  snprintf(why, len, "%s", init_why);
+  return -1;
+}
+
 hip_context *hip_context_get(int index, char *why, size_t len) {
-  pthread_mutex_lock(&init_lock);
-  hip_context *c = NULL;
-  if (!init_runtime()) {
-    snprintf(why, len, "%s", init_why);
-    goto done;
-  }
-  if (index < 0) {
-    const char *v = getenv("PORTC_HIP_DEVICE");
-    index = v && *v ? atoi(v) : 0;
-  }
-  if (index >= ndev || index >= 16) {
-    snprintf(why, len, "no device hip:%d (the HIP runtime sees %d)", index, ndev);
-    goto done;
-  }
-  if (!contexts[index]) contexts[index] = make_context(index, why, len);
-  c = contexts[index];
-done:
-  pthread_mutex_unlock(&init_lock);
+  hip_context *c = device_table_get(&table, "hip", index, "PORTC_HIP_DEVICE", devices, make_context, why, len);
   if (c) HIP.hipSetDevice(c->index);
   return c;
 }

@@ -30,36 +30,15 @@ static void kernel(emitter *e, int index) {
   if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   char *ps = sb_take(&p);
-  int threads = gpu_group_threads(k), tile = k->sched.tile_m;
+  int threads = gpu_group_threads(k);
   emit_line(e, "PC_KERNEL void __launch_bounds__(%d) k%d(%s) {", threads, index, ps ? ps : "");
   free(ps);
   e->indent++;
   emit_line(e, "constexpr int PC_WG = %d;", threads);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "constexpr int PC_RV = (%lld + PC_WG - 1) / PC_WG; /* row elements per thread */", (long long)gpu_row_regs_length(k));
-  switch (k->kind) {
-  case KK_POINTWISE: gpu_pointwise(e); break;
-  case KK_ROW: gpu_row(e); break;
-  case KK_MATMUL:
-    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
-      gpu_matmul_float(e, tile);
-    } else {
-      gpu_matmul_int(e, tile);
-    }
-    break;
-  case KK_CONV:
-    if (k->sched.variant == KS_TILED) {
-      emit_line(e, "__shared__ float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
-      emit_line(e, "__shared__ float pc_Bs[%d][%d];", GPU_MM_BK, tile);
-      gpu_conv_gemm(e, tile);
-    } else {
-      gpu_conv(e);
-    }
-    break;
-  case KK_OPAQUE: emit_opaque(e); break;
-  }
+  gpu_declare_tiles(e, "__shared__");
+  gpu_body(e);
   gpu_loop_end(e);
   sb_printf(&e->out, "\n");
 }

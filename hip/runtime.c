@@ -247,6 +247,8 @@ static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst,
   return r ? hip_fail(r, "copying from the device") : PORTC_OK;
 }
 
+static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = dev_write, .read = dev_read, .end = end, .timer = timer};
+
 const target hip_target = {
     .name = "hip",
     .summary = "HIP C++ compiled to AMD code objects by hiprtc, run through the HIP runtime",
@@ -258,10 +260,5 @@ const target hip_target = {
     .launch = launch,
     .unload = unload,
     .describe = hip_describe,
-    .dev_alloc = dev_alloc,
-    .dev_free = dev_free,
-    .dev_write = dev_write,
-    .dev_read = dev_read,
-    .end = end,
-    .timer = timer,
+    .gpu = &gpu,
 };

@@ -29,10 +29,5 @@ const target hip_on_cuda_target = {
     .load = load,
     .launch = cu_launch,
     .unload = cu_unload,
-    .dev_alloc = cu_dev_alloc,
-    .dev_free = cu_dev_free,
-    .dev_write = cu_dev_write,
-    .dev_read = cu_dev_read,
-    .end = cu_end,
-    .timer = cu_timer,
+    .gpu = &cu_gpu,
 };

@@ -35,6 +35,30 @@ const target *target_find(const char *name, int *device) {
   return NULL;
 }
 
+int device_pick(const char *target, int index, const char *env, int fallback, int n, char *why, size_t len) {
+  if (index < 0) {
+    const char *v = getenv(env);
+    index = v && *v ? atoi(v) : fallback;
+  }
+  if (index >= 0 && index < n && index < 16) return index;
+  if (n > 0) snprintf(why, len, "no device %s:%d (%d found: %s:0 to %s:%d)", target, index, n, target, target, n - 1);
+  else snprintf(why, len, "no device %s:%d (none found)", target, index);
+  return -1;
+}
+
+void *device_table_get(device_table *t, const char *target, int index, const char *env, int (*start)(char *why, size_t len),
+                       void *(*make)(int index, char *why, size_t len), char *why, size_t len) {
+  pthread_mutex_lock(&t->lock);
+  void *c = NULL;
+  int n = start(why, len);
+  if (n >= 0 && (index = device_pick(target, index, env, 0, n, why, len)) >= 0) {
+    if (!t->made[index]) t->made[index] = make(index, why, len);
+    c = t->made[index];
+  }
+  pthread_mutex_unlock(&t->lock);
+  return c;
+}
+
 bool log_enabled(const char *topic) {
   const char *v = getenv("PORTC_LOG");
   if (!v || !*v) return false;

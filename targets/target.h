@@ -6,6 +6,7 @@
 #ifndef PORTC_TARGETS_TARGET_H
 #define PORTC_TARGETS_TARGET_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "../codegen/dialect.h"
@@ -25,6 +26,20 @@ typedef struct dev_buf {
   void *obj;
   int64_t offset, bytes;
 } dev_buf;
+
+/* What a target with a device of its own (a GPU) does besides compiling and launching: memory
+ * that kernels bind, copies to and from the host, and the end of a run. Such a target's launch
+ * only collects; end submits the run's launches, waits, and gives the device's own time for
+ * them, and can replay a run (reduce-overhead mode). */
+typedef struct target_gpu {
+  portc_status (*alloc)(void *handle, int64_t bytes, void **obj);
+  void (*free)(void *handle, void *obj);
+  portc_status (*write)(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes);
+  portc_status (*read)(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
+  portc_status (*end)(void *handle, double *device_seconds);
+  /* what end's seconds come from ("device timestamps", "device events") */
+  const char *(*timer)(void *handle);
+} target_gpu;
 
 typedef struct target {
   const char *name;    /* "cpu" */
@@ -49,16 +64,9 @@ typedef struct target {
   bool (*supports)(enum op op);
   /* optional: more lines about the devices for `portc devices` */
   void (*describe)(FILE *out);
-  /* Optional, for targets with their own memory (NULL: buffers are host memory). Such a target
-   * collects a run's launches; end submits them, waits, and gives the device's own time for
-   * them. A target with end can replay a run (reduce-overhead mode). */
-  portc_status (*dev_alloc)(void *handle, int64_t bytes, void **obj);
-  void (*dev_free)(void *handle, void *obj);
-  portc_status (*dev_write)(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes);
-  portc_status (*dev_read)(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes);
-  portc_status (*end)(void *handle, double *device_seconds);
-  /* optional: what end's seconds come from ("device timestamps"); NULL: the host clock */
-  const char *(*timer)(void *handle);
+  /* optional: the hooks of a target with a device of its own (NULL: buffers are host memory,
+   * launches run at once, timed by the host clock) */
+  const target_gpu *gpu;
   /* optional: a line for `portc explain` on how kernel i runs (empty: nothing to add) */
   void (*kernel_note)(void *handle, int i, char *buf, size_t len);
   /* optional: whether the device may flush f32 denormals to zero (NULL: it keeps them) */
@@ -66,6 +74,24 @@ typedef struct target {
 } target;
 
 
+
+/* the device index a target's context is for: `index`, or when it is -1 the value of $env,
+ * else `fallback`; -1 with why ("no device cuda:3 (1 found: cuda:0 to cuda:0)") when there is
+ * no such device among n */
+int device_pick(const char *target, int index, const char *env, int fallback, int n, char *why, size_t len);
+
+/* The contexts of a target's devices, each made once and kept for the process's lifetime, under
+ * one lock that also guards starting the driver. */
+typedef struct device_table {
+  pthread_mutex_t lock;
+  void *made[16];
+} device_table;
+#define DEVICE_TABLE_INIT {PTHREAD_MUTEX_INITIALIZER, {0}}
+/* device `index`'s context (device_pick's rules, env naming the default): start() starts the
+ * driver and gives the number of devices (or -1 with why), make() makes a context (or NULL with
+ * why); both run under the table's lock */
+void *device_table_get(device_table *t, const char *target, int index, const char *env, int (*start)(char *why, size_t len),
+                       void *(*make)(int index, char *why, size_t len), char *why, size_t len);
 
 /* finds "name" or "name:N" (device N of that target; *device gets N, or -1) */
 const target *target_find(const char *name, int *device);

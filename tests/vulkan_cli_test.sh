@@ -33,7 +33,7 @@ contains "vulkan:0 (default)" "devices describes vulkan:0"
 contains "16-bit storage" "devices lists features"
 expect 0 "a device by index" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan:0 --seed 1 --set N=3
 expect 1 "a device that is not there" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan:9 --seed 1 --set N=3
-contains "there is no Vulkan device 9" "the missing device named"
+contains "no device vulkan:9" "the missing device named"
 expect 2 "a device index that is not a number" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan:x --seed 1 --set N=3
 
 # a device without 16-bit storage: f16 graphs are refused by name, f32 ones run

@@ -99,9 +99,8 @@ static int type_rank(VkPhysicalDeviceType t) {
   }
 }
 
+/* the discrete GPU before the integrated one before the rest */
 static int best_device(void) {
-  const char *env = getenv("PORTC_VULKAN_DEVICE");
-  if (env && *env) return atoi(env);
   int best = 0, rank = -1;
   for (uint32_t i = 0; i < nphys; i++) {
     VkPhysicalDeviceProperties p;
@@ -381,9 +380,8 @@ vk_context *vk_context_get(int index, char *why, size_t len) {
   vk_context *c = NULL;
   if (!init_instance()) snprintf(why, len, "%s", init_why);
   else {
-    if (index < 0) index = best_device();
-    if (index < 0 || (uint32_t)index >= nphys)
-      snprintf(why, len, "there is no Vulkan device %d (%u found: vulkan:0 to vulkan:%u)", index, nphys, nphys - 1);
+    if ((index = device_pick("vulkan", index, "PORTC_VULKAN_DEVICE", best_device(), (int)nphys, why, len)) < 0)
+      ;
     else if (!(c = contexts[index]) && (c = make_context(index, why, len)))
       contexts[index] = c;
   }

@@ -118,31 +118,15 @@ static void kernel(emitter *e, int index) {
     e->scope = e->next_scope = 1;
   }
   bool conv = k->kind == KK_CONV && k->sched.variant == KS_TILED;
-  int tile = k->sched.tile_m;
   if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
   declare_buffers(e, index, false);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "const uint PC_RV = (%lldu + PC_WG - 1u) / PC_WG; /* row elements per invocation */", (long long)gpu_row_regs_length(k));
-  if ((mm && dtype_is_float(e->m->buf[k->in_buf[0]].dt)) || conv) {
-    emit_line(e, "shared float pc_As[%d][%d];", GPU_MM_BK, tile + 1);
-    emit_line(e, "shared float pc_Bs[%d][%d];", GPU_MM_BK, tile);
-  }
+  gpu_declare_tiles(e, "shared");
   emit_line(e, "void main() {");
   e->indent++;
-  switch (k->kind) {
-  case KK_POINTWISE: gpu_pointwise(e); break;
-  case KK_ROW: gpu_row(e); break;
-  case KK_MATMUL:
-    if (dtype_is_float(e->m->buf[k->in_buf[0]].dt)) gpu_matmul_float(e, tile);
-    else gpu_matmul_int(e, tile);
-    break;
-  case KK_CONV:
-    if (conv) gpu_conv_gemm(e, tile);
-    else gpu_conv(e);
-    break;
-  case KK_OPAQUE: emit_opaque(e); break;
-  }
+  gpu_body(e);
   e->indent--;
   emit_line(e, "}");
   if (coop) emit_line(e, "#endif");

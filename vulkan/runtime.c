@@ -449,6 +449,8 @@ static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst,
   return vk_buffer_read(m->c, obj, offset, dst, bytes);
 }
 
+static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = dev_write, .read = dev_read, .end = end, .timer = timer};
+
 const target vulkan_target = {
     .name = "vulkan",
     .summary = "GLSL compute shaders compiled to SPIR-V by shaderc, run through the Vulkan loader",
@@ -460,11 +462,6 @@ const target vulkan_target = {
     .launch = launch,
     .unload = unload,
     .describe = vk_describe,
-    .dev_alloc = dev_alloc,
-    .dev_free = dev_free,
-    .dev_write = dev_write,
-    .dev_read = dev_read,
-    .end = end,
-    .timer = timer,
+    .gpu = &gpu,
     .flushes_denormals = flushes_denormals,
 };
