@@ -66,6 +66,28 @@ portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, por
 
 static const char *const kinds[] = {"pointwise", "row reduction", "matmul", "conv2d", "opaque"};
 
+/* the launch decisions the target's schedule hook made, and where they come from */
+static void schedule_line(const kir_kernel *k, strbuf *out) {
+  const kir_schedule *s = &k->sched;
+  if (!s->source) return;
+  static const char *const variants[] = {"", ", shared-memory tiles", ", matrix instructions"};
+  sb_printf(out, "  schedule: ");
+  if (s->threads[0]) {
+    sb_printf(out, "%d", s->threads[0]);
+    if (s->threads[1] > 1) sb_printf(out, "x%d", s->threads[1]);
+    sb_printf(out, " threads");
+  } else {
+    sb_printf(out, "vector %d, chunk %lld, matmul blocks %dx%d, %dx%dx%d", s->vector, (long long)s->chunk, s->mr, s->nr, s->mc, s->nc, s->kc);
+  }
+  if ((k->kind == KK_MATMUL || k->kind == KK_CONV) && s->variant != KS_PLAIN) {
+    sb_printf(out, "%s %dx%d", variants[s->variant], s->tile_m, s->tile_n);
+    if (s->stages) sb_printf(out, "x%d, %d stages", s->tile_k, s->stages);
+  }
+  if (s->threads[0] && s->vector) sb_printf(out, ", vectors of %d", s->vector);
+  if (s->library) sb_printf(out, ", or the vendor library");
+  sb_printf(out, " (%s)\n", s->source);
+}
+
 static void buf_list(const kir_module *km, const kir_kernel *k, bool stores, strbuf *b) {
   int n = 0;
   if (stores) {
@@ -119,6 +141,7 @@ static char *explain(const portc_module *m, portc_bindings *b) {
       sb_printf(&out, "\n  moves %lld bytes, %lld FLOPs", (long long)by, (long long)fl);
     }
     sb_printf(&out, "\n  ends:   %s\n", k->why);
+    schedule_line(k, &out);
     char note[400] = "";
     if (m->t->kernel_note) m->t->kernel_note(m->handle, i, note, sizeof note);
     if (note[0]) sb_printf(&out, "  runs:   %s\n", note);

@@ -1,5 +1,7 @@
 /*
- * hash.c: a structural hash of a graph, later the key of the kernel cache.
+ * hash.c: a structural hash of a graph (portc_graph_hash, printed by `portc check`): two graphs
+ * that compute the same thing hash alike. The kernel cache keys compiled code by its generated
+ * source instead (targets/cache.c), which covers the schedule and the target as well.
  *
  * It covers what the graph computes: ops, dtypes, shapes (symbols by name), attributes, constant
  * values, parameter sources, the wiring, and the names that callers bind (inputs, parameters,

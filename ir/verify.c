@@ -2,7 +2,8 @@
  * verify.c: checks every invariant of a graph and reports every problem, not only the first.
  *
  * Graphs built through the API or the parser are already checked node by node; the verifier is
- * the safety net for graphs changed afterwards (by lowering passes, later) and for whole-graph
+ * the safety net for graphs changed afterwards (lower/pipeline.c runs it after every pass in
+ * debug builds, or with PORTC_VERIFY_PASSES) and for whole-graph
  * rules: there are outputs, names are unique, each node's recorded type is what inference gives.
  * Like Mesa's validate, it prints the graph with each problem under the node it concerns.
  */

@@ -1,6 +1,8 @@
 /*
- * dl.h: all dynamic loading goes through here: compiled kernel objects today, GPU drivers and
- * their compilers later. Failures return NULL with the loader's message.
+ * dl.h: all dynamic loading goes through here: the CPU target's compiled kernel objects, and the
+ * GPU drivers and compilers opened at run time (the CUDA driver, NVRTC and cuBLASLt; the HIP
+ * runtime and hiprtc; the Vulkan loader, whose entry points volk then fills). Failures return
+ * NULL with the loader's message.
  */
 #ifndef PORTC_TARGETS_DL_H
 #define PORTC_TARGETS_DL_H
