@@ -47,8 +47,6 @@ const char *cu_compiler_id(char *why, size_t len);
 
 /* ---- limits, and the tensor-core kernel's tiles (schedule.c, dialect_mma.c) ---- */
 enum {
-  CU_MAX_SYMS = 32,
-  CU_MAX_ARGS = 64,   /* buffers one kernel may take */
   CU_PW_THREADS = 256,
   CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x64 tiles, 8 warps of 64x32, 3 stages */
   CU_MMA_BN = 128,

@@ -17,17 +17,18 @@
 
 #include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
+#include "../targets/gpu_queue.h"
 #include "../codegen/grid.h"
 #include "cu.h"
 #include "dialect_mma.h"
 #include "prelude.h"
 
 static void signature(emitter *e, int index, const char *suffix, const char *first) {
-  int bufs[CU_MAX_ARGS];
-  int nb = kernel_buffers(e->m, index, bufs, CU_MAX_ARGS); /* the runtime refuses more */
+  int bufs[GPU_MAX_ARGS];
+  int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS); /* the shared queue refuses more */
   strbuf p = {0};
   if (first) sb_printf(&p, "%s, ", first);
-  for (int i = 0; i < nb && i < CU_MAX_ARGS; i++) {
+  for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
     int b = bufs[i];
     sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(e->k, b) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt), b);
   }

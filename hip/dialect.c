@@ -14,6 +14,7 @@
 
 #include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
+#include "../targets/gpu_queue.h"
 #include "../codegen/grid.h"
 #include "hip.h"
 #include "prelude.h"
@@ -22,10 +23,10 @@ static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
   emit_line(e, "//@kernel %d", index);
   emit_line(e, "// %s", k->why);
-  int bufs[HIP_MAX_ARGS];
-  int nb = kernel_buffers(e->m, index, bufs, HIP_MAX_ARGS); /* the runtime refuses more */
+  int bufs[GPU_MAX_ARGS];
+  int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS); /* the shared queue refuses more */
   strbuf p = {0};
-  for (int i = 0; i < nb && i < HIP_MAX_ARGS; i++)
+  for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++)
     sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(k, bufs[i]) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[bufs[i]].dt), bufs[i]);
   if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");

@@ -34,8 +34,6 @@ portc_status hip_fail(hipError_t r, const char *what);
 
 /* ---- limits and rules (schedule.c) ---- */
 enum {
-  HIP_MAX_SYMS = 32,
-  HIP_MAX_ARGS = 64,   /* buffers one kernel may take */
   HIP_PW_THREADS = 256,
   HIP_MM_TILE = 64,    /* SIMT matmul: 64x64 tiles, 16x16 threads of 4x4 */
 };

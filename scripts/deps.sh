@@ -3,8 +3,10 @@
 # Uses sudo only when not running as root. Sourced by main.sh and test.sh.
 #   build and test: gcc g++ make cmake libgtest-dev
 #   the Vulkan target: shaderc, glslang and SPIRV-Tools (linked statically), the Vulkan headers,
-#   and to run it without a GPU: the loader, Mesa's software driver (lavapipe) and the
-#   validation layer the tests turn on
+#   volk (libvulkan-volk-dev: its source is compiled in), and to run it without a GPU: the
+#   loader, Mesa's software driver (lavapipe) and the validation layer the tests turn on
+#   the kernel cache's keys: xxHash (libxxhash-dev, header only)
+#   the install test: pkg-config
 #   the HIP target's compile-only tests: Debian's hipcc (with clang and LLVM 15, whose
 #   llvm-objdump reads AMD code objects), the ROCm device libraries, and the HIP runtime
 #   library, which holds hiprtc

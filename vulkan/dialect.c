@@ -17,6 +17,7 @@
 #include "../ir/dtype.h"
 #include "../codegen/emit.h"
 #include "../codegen/gpu_kernels.h"
+#include "../targets/gpu_queue.h"
 #include "prelude.h"
 #include "vk.h"
 
@@ -26,9 +27,9 @@
 static void needs(emitter *e, int index, char *out, size_t len) {
   const kir_kernel *k = e->k;
   bool i64 = false, s16 = false, s8 = false;
-  int bufs[VK_MAX_BIND];
-  int nb = kernel_buffers(e->m, index, bufs, VK_MAX_BIND); /* the runtime refuses more */
-  for (int i = 0; i < nb && i < VK_MAX_BIND; i++) {
+  int bufs[GPU_MAX_ARGS];
+  int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS); /* the shared queue refuses more */
+  for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
     portc_dtype t = e->m->buf[bufs[i]].dt;
     bool written = kernel_writes(k, bufs[i]); /* narrow elements are read through 32-bit words, written as they are */
     s16 = s16 || (written && (t == PORTC_F16 || t == PORTC_BF16));
@@ -42,9 +43,9 @@ static void needs(emitter *e, int index, char *out, size_t len) {
 
 /* f16 = the operands of a cooperative-matrix matmul, declared as float16_t for its loads */
 static void declare_buffers(emitter *e, int index, bool f16) {
-  int bufs[VK_MAX_BIND];
-  int nb = kernel_buffers(e->m, index, bufs, VK_MAX_BIND);
-  for (int i = 0; i < nb && i < VK_MAX_BIND; i++) {
+  int bufs[GPU_MAX_ARGS];
+  int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS);
+  for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
     int b = bufs[i];
     bool written = kernel_writes(e->k, b);
     portc_dtype t = e->m->buf[b].dt;

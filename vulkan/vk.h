@@ -77,7 +77,7 @@ void vk_compile_options(const vk_context *c, const char *const *defines, build_a
 const char *vk_compiler_id(void);
 
 /* limits, and the tile of the rules (schedule.c) */
-enum { VK_MAX_BIND = 64, VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_MAX_SYMS = 32 };
+enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
 void vk_schedule(kir_module *m, int i, int device);
 
