@@ -22,7 +22,9 @@ void *cache_read(const char *dir, const char *key, const char *ext, size_t *byte
 portc_status cache_write(const char *dir, const char *key, const char *ext, const void *data, size_t bytes);
 
 /* A compiler's options, exactly as it gets them (argv without the file names), kept in the
- * struct: what the build uses and what the cache key covers are the same list. */
+ * struct: what the build uses and what the cache key covers are the same list. v[] points into
+ * text[]: fill the struct where it lives ({0}, then build_args_add); a copy would point into
+ * the original. */
 enum { BUILD_MAX_ARGS = 40 };
 typedef struct build_args {
   int n;

@@ -23,14 +23,15 @@ std::string key_of(const build_key &k) {
   return out;
 }
 
-build_args args_of(std::initializer_list<const char *> v) {
-  build_args a = {};
-  for (const char *s : v) build_args_add(&a, "%s", s);
-  return a;
+// a build_args holds pointers into itself: it is filled where it lives, never copied
+void set_args(build_args *a, std::initializer_list<const char *> v) {
+  *a = {};
+  for (const char *s : v) build_args_add(a, "%s", s);
 }
 
 TEST(CacheKey, EveryFieldAndOptionChangesTheKey) {
-  build_args a = args_of({"-O3", "-march=native"});
+  build_args a;
+  set_args(&a, {"-O3", "-march=native"});
   static const char *const env[] = {"PORTC_TEST_CACHE_ENV", nullptr};
   unsetenv("PORTC_TEST_CACHE_ENV");
   build_key base = {"cpu", "int x;", &a, "gcc 12", "-march=znver3 -mavx2", env};
@@ -48,8 +49,11 @@ TEST(CacheKey, EveryFieldAndOptionChangesTheKey) {
   k = base, k.device = "-march=znver3 -mno-avx2";
   EXPECT_NE(key_of(k), k0);
 
-  build_args dropped = args_of({"-O3"}), added = args_of({"-O3", "-march=native", "-ffast-math"}),
-             joined = args_of({"-O3-march=native"}), swapped = args_of({"-march=native", "-O3"});
+  build_args dropped, added, joined, swapped;
+  set_args(&dropped, {"-O3"});
+  set_args(&added, {"-O3", "-march=native", "-ffast-math"});
+  set_args(&joined, {"-O3-march=native"});
+  set_args(&swapped, {"-march=native", "-O3"});
   for (const build_args *other : {&dropped, &added, &joined, &swapped}) {
     k = base, k.args = other;
     EXPECT_NE(key_of(k), k0) << "options " << other->n;
@@ -137,7 +141,8 @@ TEST(CacheOrBuild, BuildsOnceHitsThenRebuildsADamagedEntry) {
   char dir[] = "/tmp/portc-cache-test-XXXXXX";
   ASSERT_TRUE(mkdtemp(dir));
   setenv("PORTC_CACHE_DIR", dir, 1);
-  build_args a = args_of({"-O1"});
+  build_args a;
+  set_args(&a, {"-O1"});
   build_key k = {"test", "source", &a, "compiler 1", "device", nullptr};
   Counter n;
   void *data = nullptr;
@@ -162,7 +167,7 @@ TEST(CacheOrBuild, BuildsOnceHitsThenRebuildsADamagedEntry) {
   EXPECT_FALSE(hit);
   EXPECT_EQ(n.builds, 2);
   free(data);
-  a = args_of({"-O2"}); // another option: another entry
+  set_args(&a, {"-O2"}); // another option: another entry
   ASSERT_EQ(cache_or_build(&k, "bin", "MAGIC", 5, "t", build_hello, &n, &data, &bytes, &hit, path, sizeof path), PORTC_OK);
   EXPECT_FALSE(hit);
   EXPECT_EQ(n.builds, 3);
