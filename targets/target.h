@@ -73,8 +73,6 @@ typedef struct target {
   bool (*flushes_denormals)(void *handle);
 } target;
 
-
-
 /* the device index a target's context is for: `index`, or when it is -1 the value of $env,
  * else `fallback`; -1 with why ("no device cuda:3 (1 found: cuda:0 to cuda:0)") when there is
  * no such device among n */
