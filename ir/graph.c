@@ -248,6 +248,7 @@ portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_
     if (sh->d[i].sym < 0 && sh->d[i].c < 0)
       return err_node(PORTC_ERR_SHAPE, "%s %s: dimension %d is negative (%lld)", what, name, i,
                       (long long)sh->d[i].c);
+  if (!shape_fits(g, sh)) return err_node(PORTC_ERR_SHAPE, "%s %s: more than 2^48 elements", what, name);
   if (!grow(g)) return err_node(PORTC_ERR_NOMEM, "%s %s: out of memory", what, name);
   node *n = &g->nodes[g->n];
   memset(n, 0, sizeof *n);

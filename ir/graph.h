@@ -184,6 +184,9 @@ void pdata_release(pdata *d);
 portc_status infer(const portc_graph *g, const node *n, portc_dtype *dt, shape *sh);
 int64_t norm_axis(int64_t axis, int rank); /* -1 when out of range */
 int64_t clamp_index(int64_t i, int64_t n);  /* python slice bound: negative from the end, clamped to [0, n] */
+/* no dimension is negative and the element count (a symbol counted by its coefficient) is at
+ * most 2^48, so index arithmetic cannot overflow (shape.c checks every node's result) */
+bool shape_fits(const portc_graph *g, const shape *sh);
 /* fills out with numpy broadcasting of a and b; false when they do not broadcast */
 bool broadcast(const shape *a, const shape *b, shape *out);
 

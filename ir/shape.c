@@ -14,6 +14,9 @@
 #include "dtype.h"
 #include "graph.h"
 
+/* the most elements a tensor may have, and the largest size attribute (check_size) */
+#define MAX_ELEMENTS (INT64_C(1) << 48)
+
 typedef struct ctx {
   const portc_graph *g;
   const node *n;
@@ -195,6 +198,8 @@ static portc_status pair_attr(const ctx *c, const char *name, int64_t v[2], int6
   if (a->n != 2) return fail(c, PORTC_ERR_INVALID, "'%s' needs 2 values, got %d", name, a->n);
   for (int i = 0; i < 2; i++) {
     if (a->v[i] < min) return fail(c, PORTC_ERR_INVALID, "'%s' values must be >= %lld, got %lld", name, (long long)min, (long long)a->v[i]);
+    if (a->v[i] > MAX_ELEMENTS)
+      return fail(c, PORTC_ERR_INVALID, "'%s' value %lld is more than 2^48", name, (long long)a->v[i]);
     v[i] = a->v[i];
   }
   return PORTC_OK;
@@ -224,8 +229,12 @@ static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
   sh->d[0] = x->sh.d[0];
   sh->d[1] = (dim){O, -1};
   for (int i = 0; i < 2; i++) {
-    int64_t in = x->sh.d[2 + i].c, k = w->sh.d[2 + i].c;
-    int64_t span = d[i] * (k - 1) + 1, o = (in + 2 * p[i] - span) / s[i] + 1;
+    int64_t in = x->sh.d[2 + i].c, k = w->sh.d[2 + i].c, span;
+    if (k >= 1 && (__builtin_mul_overflow(d[i], k - 1, &span) || span >= MAX_ELEMENTS))
+      return fail(c, PORTC_ERR_SHAPE, "the kernel's span (dilation %lld x %lld) is more than 2^48 along %s", (long long)d[i], (long long)(k - 1),
+                  i ? "W" : "H");
+    span = k >= 1 ? span + 1 : 0;
+    int64_t o = s[i] ? (in + 2 * p[i] - span) / s[i] + 1 : 0;
     if (k < 1 || in + 2 * p[i] < span)
       return fail(c, PORTC_ERR_SHAPE, "kernel of extent %lld does not fit the padded input of %lld along %s", (long long)span,
                   (long long)(in + 2 * p[i]), i ? "W" : "H");
@@ -425,7 +434,8 @@ static portc_status pad(const ctx *c, shape *sh) {
     if (lo < 0 || hi < 0) return fail(c, PORTC_ERR_INVALID, "negative padding on dimension %d; use slice", i);
     if (lo + hi == 0) continue;
     if (!is_const(x->sh.d[i])) return fail(c, PORTC_ERR_SHAPE, "cannot pad symbolic dimension %s", dimstr(c, x->sh.d[i]));
-    sh->d[i].c += lo + hi;
+    if (__builtin_add_overflow(sh->d[i].c, lo, &sh->d[i].c) || __builtin_add_overflow(sh->d[i].c, hi, &sh->d[i].c))
+      return fail(c, PORTC_ERR_SHAPE, "padding dimension %d by %lld and %lld overflows", i, (long long)lo, (long long)hi);
   }
   return PORTC_OK;
 }
@@ -511,11 +521,33 @@ static portc_status composite(const ctx *c, portc_dtype *dt, shape *sh) {
   }
 }
 
+/* Every tensor stays far from int64 overflow: no dimension is negative, and the element count
+ * (a symbol counted by its coefficient) is at most 2^48, so that the index arithmetic of every
+ * target and of the reference cannot overflow. */
+bool shape_fits(const portc_graph *g, const shape *sh) {
+  mono m = {1, 0, {0}};
+  for (int i = 0; i < sh->rank; i++)
+    if ((sh->d[i].sym < 0 && sh->d[i].c < 0) || !mono_mul(g, &m, sh->d[i]) || m.coef > MAX_ELEMENTS) return false;
+  return true;
+}
+
+static portc_status check_size(const ctx *c, const shape *sh) {
+  return shape_fits(c->g, sh) ? PORTC_OK : fail(c, PORTC_ERR_SHAPE, "%s has a negative dimension or more than 2^48 elements", shp(c, sh));
+}
+
+static portc_status infer_kind(const ctx *cx, const node *n, portc_dtype *dt, shape *sh);
+
 portc_status infer(const portc_graph *g, const node *n, portc_dtype *dt, shape *sh) {
   ctx c = {.g = g, .n = n};
   for (int i = 0; i < n->nin && i < 64; i++) c.in[i] = n->in[i] >= 0 && n->in[i] < g->n ? &g->nodes[n->in[i]] : NULL;
   for (int i = 0; i < n->nin; i++)
     if (!c.in[i]) return fail(&c, PORTC_ERR_INVALID, "input %d is not an earlier node", i);
+  portc_status st = infer_kind(&c, n, dt, sh);
+  return st ? st : check_size(&c, sh);
+}
+
+static portc_status infer_kind(const ctx *cx, const node *n, portc_dtype *dt, shape *sh) {
+  ctx c = *cx;
   portc_status st;
   switch (op_get(n->op)->kind) {
   case K_SOURCE: *dt = n->dt, *sh = n->sh; return PORTC_OK;

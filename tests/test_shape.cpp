@@ -167,3 +167,22 @@ TEST(Shape, Composites) {
       {d, "y = attention(q, k, q)", "error: k and v lengths differ (T vs S)"},
   });
 }
+
+// Shape arithmetic never overflows: sizes that would are refused where they arise, and no tensor
+// has more than 2^48 elements (so index arithmetic in every target and the reference cannot
+// overflow). Before, the pad below passed as f32[1] and corrupted the heap at run time.
+TEST(Shape, SizesThatWouldOverflowAreRefused) {
+  check({
+      {"input x: f32[3]", "y = pad(x, pads=[9223372036854775807, 9223372036854775807], value=7)", "error: overflows"},
+      {"input x: f32[3]", "y = pad(x, pads=[4611686018427387904, 4611686018427387904], value=7)", "error: overflows"},
+      {"input x: f32[65536, 65536]", "y = pad(x, pads=[0, 0, 0, 1099511627776], value=0)", "error: more than 2^48 elements"},
+      {"input x: f32[1, 1, 8, 8]\nparam w: f32[1, 1, 3, 3]", "y = conv2d(x, w, dilation=[4611686018427387904, 1])", "error: more than 2^48"},
+      {"input x: f32[1, 1, 8, 8]\nparam w: f32[1, 1, 3, 3]", "y = conv2d(x, w, padding=[4611686018427387904, 0])", "error: more than 2^48"},
+      {"input x: f32[1, 1, 8, 8]", "y = max_pool2d(x, kernel=[2, 2], stride=[9223372036854775807, 1])", "error: more than 2^48"},
+      {"input x: f32[256, 256, 256, 256, 256, 256, 256, 256]", "y = neg(x)", "error: more than 2^48 elements"},
+      {"input x: f32[N, 281474976710656]", "y = neg(x)", "f32[N, 281474976710656]"},
+      {"input x: f32[2, 281474976710656]", "y = neg(x)", "error: more than 2^48 elements"},
+      {"input x: f32[65536, 65536]\ninput z: f32[65536, 65537]", "y = matmul(x, z)", "f32[65536, 65537]"},
+      {"input x: f32[16777216, 1]\ninput z: f32[1, 16777217]", "y = add(x, z)", "error: more than 2^48 elements"},
+  });
+}
