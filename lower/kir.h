@@ -108,6 +108,7 @@ typedef struct kir_schedule {
 } kir_schedule;
 
 #define KIR_MAX_PHASES 8
+#define KIR_MAX_IN 64 /* the most inputs an op takes (concat's, ir/ops.def) */
 #define KIR_MAX_STORES 8
 
 typedef struct kir_kernel {
@@ -123,7 +124,7 @@ typedef struct kir_kernel {
   kir_store store[KIR_MAX_STORES];
   int nstore;
   /* MATMUL and CONV operands; OPAQUE inputs */
-  int in_buf[4], in_path[4], nin;
+  int in_buf[KIR_MAX_IN], in_path[KIR_MAX_IN], nin;
   dim mnk[3];         /* MATMUL: M, N and K */
   int node;           /* the anchor node in the lowered graph (MATMUL, CONV, OPAQUE) */
   int32_t *nodes;     /* every graph node this kernel computes */

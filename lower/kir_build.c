@@ -284,6 +284,10 @@ static bool build_kernel(bctx *b, kplan *kp) {
   case KK_OPAQUE: {
     const node *n = &b->m->g->nodes[kp->anchor];
     k->dom = n->sh;
+    if (n->nin > KIR_MAX_IN) { /* the op table allows no more */
+      fail(b, PORTC_ERR_INVALID, "%s: more inputs than a kernel takes", n->name);
+      return false;
+    }
     k->nin = n->nin;
     for (int i = 0; i < n->nin; i++) k->in_buf[i] = b->m->node_buf[n->in[i]], k->in_path[i] = -1;
     k->store[k->nstore++] = (kir_store){.buf = b->m->node_buf[kp->anchor], .val = -1, .path = -1};

@@ -266,3 +266,33 @@ TEST_F(Cpu, RandomGraphsMatchTheReferenceFusedAndEager) {
     portc_bindings_free(b);
   }
 }
+
+// A DenseNet-style block: each layer concatenates every earlier feature map, so concat kernels
+// take many inputs (once past 4 they overran the kernel's operand array and corrupted the heap;
+// issue 18, defect 2). Fused and eager, against the reference.
+TEST_F(Cpu, ConcatOfManyTensorsMatchesTheReference) {
+  std::string text = "input x0: f32[2, 3, 4]\n";
+  std::string feats = "x0";
+  for (int l = 1; l <= 12; l++) {
+    text += "c" + std::to_string(l) + " = concat(" + feats + ", axis=1)\n";
+    text += "x" + std::to_string(l) + " = tanh(c" + std::to_string(l) + ")\n";
+    feats += ", x" + std::to_string(l);
+  }
+  text += "y = concat(" + feats + ", axis=1)\noutput y\n";
+  Graph g = parse(text);
+  for (bool eager : {false, true}) {
+    portc_bindings *b = portc_bindings_new(g.get());
+    portc_bindings_set_seed(b, 11);
+    portc_module *m = compile(g.get(), b, eager);
+    ASSERT_NE(m, nullptr);
+    portc_tensor *out = nullptr, *ref = nullptr;
+    ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+    ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
+    ASSERT_EQ(portc_tensor_numel(out), portc_tensor_numel(ref));
+    for (int64_t i = 0; i < portc_tensor_numel(out); i++) ASSERT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-5) << i;
+    portc_tensor_free(out);
+    portc_tensor_free(ref);
+    portc_module_free(m);
+    portc_bindings_free(b);
+  }
+}
