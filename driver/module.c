@@ -104,6 +104,13 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *op
   if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
   char why[512] = "";
   if (!t->available(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
+  if (o->mode != PORTC_MODE_DEFAULT && o->mode != PORTC_MODE_REDUCE_OVERHEAD && o->mode != PORTC_MODE_MAX_AUTOTUNE)
+    return err_set(PORTC_ERR_INVALID, "compile: unknown mode %d (default 0, reduce-overhead 1, max-autotune 2)", (int)o->mode);
+  if (o->dump_after) {
+    bool known = false;
+    for (int i = 0; lower_pass_names[i]; i++) known = known || strcmp(o->dump_after, lower_pass_names[i]) == 0;
+    if (!known) return err_set(PORTC_ERR_INVALID, "compile: dump_after '%s' is not a pass (specialize, decompose, fold, cse, dce, fuse)", o->dump_after);
+  }
   if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->gpu))
     return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented for target %s yet; use the default mode",
                    o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune", t->name);

@@ -82,6 +82,7 @@ static portc_status derive_symbols(portc_bindings *b) {
 }
 
 static portc_status bindings_set_symbol_unlocked(portc_bindings *b, const char *name, int64_t value) {
+  if (!b || !name) return err_set(PORTC_ERR_INVALID, "bindings_set_symbol: NULL %s", b ? "name" : "bindings");
   int s = graph_find_symbol(b->g, name);
   if (s < 0 || s >= b->nsyms) return err_set(PORTC_ERR_INVALID, "symbol '%s' does not appear in graph %s", name, b->g->name);
   if (value < 0) return err_set(PORTC_ERR_SHAPE, "symbol %s: value %lld is negative", name, (long long)value);
@@ -100,6 +101,7 @@ static bool convertible(portc_dtype from, portc_dtype to) {
 }
 
 static portc_status bindings_set_unlocked(portc_bindings *b, const char *name, const portc_tensor *t) {
+  if (!b || !name || !t) return err_set(PORTC_ERR_INVALID, "bindings_set: NULL %s", !b ? "bindings" : !name ? "name" : "tensor");
   portc_node n = graph_find(b->g, name);
   if (n < 0 || n >= b->n) return err_set(PORTC_ERR_INVALID, "graph %s has no input or parameter named '%s'", b->g->name, name);
   const node *x = &b->g->nodes[n];
@@ -123,11 +125,13 @@ static portc_status bindings_set_unlocked(portc_bindings *b, const char *name, c
 }
 
 static void bindings_set_seed_unlocked(portc_bindings *b, uint64_t seed) {
+  if (!b) return;
   b->seeded = true;
   b->seed = seed;
 }
 
 static const portc_tensor *bindings_get_unlocked(const portc_bindings *b, const char *name) {
+  if (!b || !name) return NULL;
   portc_node n = graph_find(b->g, name);
   return n >= 0 && n < b->n ? b->used[n] : NULL;
 }

@@ -17,7 +17,7 @@ const char *portc_dtype_name(portc_dtype t) {
 }
 
 bool portc_dtype_parse(const char *name, portc_dtype *out) {
-  for (unsigned i = 0; i < sizeof names / sizeof *names; i++)
+  for (unsigned i = 0; name && out && i < sizeof names / sizeof *names; i++)
     if (strcmp(name, names[i]) == 0) {
       *out = (portc_dtype)i;
       return true;

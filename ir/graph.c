@@ -266,26 +266,28 @@ static const node *get(const portc_graph *g, portc_node n) {
   return g && n >= 0 && n < g->n ? &g->nodes[n] : NULL;
 }
 
-const char *portc_graph_name(const portc_graph *g) { return g->name; }
-int portc_graph_node_count(const portc_graph *g) { return g->n; }
-int portc_graph_output_count(const portc_graph *g) { return g->nout; }
+/* a NULL graph reads as an empty one (and a NULL name is no name) rather than crashing */
+const char *portc_graph_name(const portc_graph *g) { return g ? g->name : NULL; }
+int portc_graph_node_count(const portc_graph *g) { return g ? g->n : 0; }
+int portc_graph_output_count(const portc_graph *g) { return g ? g->nout : 0; }
 portc_node portc_graph_output(const portc_graph *g, int i) {
-  return i >= 0 && i < g->nout ? g->outputs[i] : err_node(PORTC_ERR_INVALID, "output %d does not exist", i);
+  return g && i >= 0 && i < g->nout ? g->outputs[i] : err_node(PORTC_ERR_INVALID, "output %d does not exist", i);
 }
 
 int portc_graph_input_count(const portc_graph *g) {
   int k = 0;
-  for (int i = 0; i < g->n; i++) k += g->nodes[i].op == OP_input;
+  for (int i = 0; g && i < g->n; i++) k += g->nodes[i].op == OP_input;
   return k;
 }
 
 portc_node portc_graph_input(const portc_graph *g, int idx) {
-  for (int i = 0, k = 0; i < g->n; i++)
+  for (int i = 0, k = 0; g && i < g->n; i++)
     if (g->nodes[i].op == OP_input && k++ == idx) return i;
   return err_node(PORTC_ERR_INVALID, "input %d does not exist", idx);
 }
 
 portc_node portc_graph_find(const portc_graph *g, const char *name) {
+  if (!g || !name) return err_node(PORTC_ERR_INVALID, "graph_find: NULL %s", g ? "name" : "graph");
   portc_node n = graph_find(g, name);
   if (n < 0) err_set(PORTC_ERR_INVALID, "no node named '%s'", name);
   return n;

@@ -29,6 +29,7 @@ static void mix_dim(uint64_t *h, const portc_graph *g, int64_t c, int32_t sym) {
 
 uint64_t portc_graph_hash(const portc_graph *g) {
   uint64_t h = 0xcbf29ce484222325ull;
+  if (!g) return h;
   mix_i(&h, g->n);
   for (int i = 0; i < g->n; i++) {
     const node *n = &g->nodes[i];

@@ -154,6 +154,7 @@ bool npy_write(FILE *fp, const portc_tensor *t) {
 }
 
 portc_status portc_tensor_save_npy(const portc_tensor *t, const char *path) {
+  if (!t || !path) return err_set(PORTC_ERR_INVALID, "save_npy: NULL %s", t ? "path" : "tensor");
   FILE *fp = fopen(path, "wb");
   if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot create: %m", path);
   bool ok = npy_write(fp, t);

@@ -2,6 +2,7 @@
  * tensor.c: host tensors, the way data enters and leaves libportc. Elements are kept in their
  * own dtype's bytes (f16/bf16 as bits), so what a caller hands over is what a device receives.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,12 +50,14 @@ void portc_tensor_free(portc_tensor *t) {
 }
 
 int64_t portc_tensor_numel(const portc_tensor *t) {
+  if (!t) return 0;
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) n *= t->shape[i];
   return n;
 }
 
 double portc_tensor_get(const portc_tensor *t, int64_t i) {
+  if (!t || i < 0 || i >= portc_tensor_numel(t)) return NAN; /* no such element */
   const void *d = t->data;
   switch (t->dtype) {
   case PORTC_F32: return ((const float *)d)[i];
@@ -69,6 +72,7 @@ double portc_tensor_get(const portc_tensor *t, int64_t i) {
 }
 
 void portc_tensor_set(portc_tensor *t, int64_t i, double v) {
+  if (!t || i < 0 || i >= portc_tensor_numel(t)) return; /* no such element */
   void *d = t->data;
   switch (t->dtype) {
   case PORTC_F32: ((float *)d)[i] = (float)v; break;

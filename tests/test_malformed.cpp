@@ -121,3 +121,56 @@ TEST(Malformed, LoadReportsMissingFilesAndBinary) {
   EXPECT_EQ(portc_graph_load(path.c_str(), &g), PORTC_ERR_PARSE);
   EXPECT_NE(std::string(portc_last_error()).find("contains a NUL byte"), std::string::npos);
 }
+
+// NULL arguments and out-of-range values to the public calls are errors (or empty answers), never
+// a crash; unknown modes and pass names are refused by name (issue 18, defect 9).
+TEST(Malformed, NullArgumentsAndUnknownOptionsAreRefused) {
+  EXPECT_EQ(portc_graph_hash(nullptr), portc_graph_hash(nullptr));
+  EXPECT_EQ(portc_graph_name(nullptr), nullptr);
+  EXPECT_EQ(portc_graph_node_count(nullptr), 0);
+  EXPECT_EQ(portc_graph_output_count(nullptr), 0);
+  EXPECT_EQ(portc_graph_input_count(nullptr), 0);
+  EXPECT_LT(portc_graph_output(nullptr, 0), 0);
+  EXPECT_LT(portc_graph_input(nullptr, 0), 0);
+  EXPECT_LT(portc_graph_find(nullptr, "x"), 0);
+  portc_dtype dt;
+  EXPECT_FALSE(portc_dtype_parse(nullptr, &dt));
+  EXPECT_FALSE(portc_dtype_parse("f32", nullptr));
+  EXPECT_EQ(portc_tensor_numel(nullptr), 0);
+  EXPECT_TRUE(std::isnan(portc_tensor_get(nullptr, 0)));
+  EXPECT_EQ(portc_tensor_save_npy(nullptr, "/tmp/x.npy"), PORTC_ERR_INVALID);
+  int64_t shape[1] = {2};
+  portc_tensor *t = portc_tensor_new(PORTC_F32, 1, shape);
+  EXPECT_TRUE(std::isnan(portc_tensor_get(t, 2))) << "past the end";
+  portc_tensor_set(t, -1, 1.0); /* ignored */
+  EXPECT_EQ(portc_tensor_save_npy(t, nullptr), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_bindings_set(nullptr, "x", t), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_bindings_set_symbol(nullptr, "N", 1), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_bindings_get(nullptr, "x"), nullptr);
+  portc_bindings_set_seed(nullptr, 1);
+  Graph g = parse("input x: f32[2]\ny = neg(x)\noutput y\n");
+  portc_graph_find(g.get(), nullptr);
+  EXPECT_NE(std::string(portc_last_error()).find("NULL name"), std::string::npos) << portc_last_error();
+  portc_bindings *b = portc_bindings_new(g.get());
+  EXPECT_EQ(portc_bindings_set(b, nullptr, t), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_bindings_set(b, "x", nullptr), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_bindings_set_symbol(b, nullptr, 1), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_bindings_get(b, nullptr), nullptr);
+  double seconds[1];
+  EXPECT_EQ(portc_module_time(nullptr, b, 1, seconds), PORTC_ERR_INVALID);
+  portc_module_info info = {};
+  EXPECT_EQ(portc_module_info_get(nullptr, b, &info), PORTC_ERR_INVALID);
+  EXPECT_EQ(portc_module_explain(nullptr, b), nullptr);
+  portc_compile_options o = {};
+  portc_module *m = nullptr;
+  o.mode = (portc_mode)7;
+  EXPECT_EQ(portc_compile(g.get(), &o, b, &m), PORTC_ERR_INVALID);
+  EXPECT_NE(std::string(portc_last_error()).find("unknown mode 7"), std::string::npos) << portc_last_error();
+  o.mode = PORTC_MODE_DEFAULT;
+  o.dump_after = "fusion";
+  EXPECT_EQ(portc_compile(g.get(), &o, b, &m), PORTC_ERR_INVALID);
+  EXPECT_NE(std::string(portc_last_error()).find("'fusion' is not a pass"), std::string::npos) << portc_last_error();
+  EXPECT_EQ(m, nullptr);
+  portc_bindings_free(b);
+  portc_tensor_free(t);
+}
