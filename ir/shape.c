@@ -207,7 +207,7 @@ static portc_status pair_attr(const ctx *c, const char *name, int64_t v[2], int6
 
 static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
   const node *x = c->in[0], *w = c->in[1], *b = c->n->nin > 2 ? c->in[2] : NULL;
-  portc_status st;
+  portc_status st = PORTC_OK;
   if ((st = need_float(c, x))) return st;
   if (w->dt != x->dt || (b && b->dt != x->dt)) return fail(c, PORTC_ERR_DTYPE, "operand dtypes differ");
   if (x->sh.rank != 4) return fail(c, PORTC_ERR_SHAPE, "input must be [N, C, H, W], got %s", shp(c, &x->sh));
@@ -246,7 +246,7 @@ static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
 
 static portc_status pool2d(const ctx *c, portc_dtype *dt, shape *sh) {
   const node *x = c->in[0];
-  portc_status st;
+  portc_status st = PORTC_OK;
   if (x->dt == PORTC_BOOL || (c->n->op == OP_avg_pool2d && (st = need_float(c, x))))
     return x->dt == PORTC_BOOL ? fail(c, PORTC_ERR_DTYPE, "does not take bool") : st;
   if (x->sh.rank != 4) return fail(c, PORTC_ERR_SHAPE, "input must be [N, C, H, W], got %s", shp(c, &x->sh));
@@ -548,7 +548,7 @@ portc_status infer(const portc_graph *g, const node *n, portc_dtype *dt, shape *
 
 static portc_status infer_kind(const ctx *cx, const node *n, portc_dtype *dt, shape *sh) {
   ctx c = *cx;
-  portc_status st;
+  portc_status st = PORTC_OK;
   switch (op_get(n->op)->kind) {
   case K_SOURCE: *dt = n->dt, *sh = n->sh; return PORTC_OK;
   case K_UNARY:
