@@ -432,7 +432,7 @@ static portc_status pad(const ctx *c, shape *sh) {
   for (int i = 0; i < x->sh.rank; i++) {
     int64_t lo = p->v[2 * i], hi = p->v[2 * i + 1];
     if (lo < 0 || hi < 0) return fail(c, PORTC_ERR_INVALID, "negative padding on dimension %d; use slice", i);
-    if (lo + hi == 0) continue;
+    if (lo == 0 && hi == 0) continue;
     if (!is_const(x->sh.d[i])) return fail(c, PORTC_ERR_SHAPE, "cannot pad symbolic dimension %s", dimstr(c, x->sh.d[i]));
     if (__builtin_add_overflow(sh->d[i].c, lo, &sh->d[i].c) || __builtin_add_overflow(sh->d[i].c, hi, &sh->d[i].c))
       return fail(c, PORTC_ERR_SHAPE, "padding dimension %d by %lld and %lld overflows", i, (long long)lo, (long long)hi);
