@@ -68,13 +68,18 @@ typedef struct row_regs {
 } row_regs;
 
 /* the row length when it is a constant that row_regs keeps in registers, else 0 */
-int64_t gpu_row_regs_length(const kir_kernel *k) {
+int64_t gpu_row_length(const kir_kernel *k) {
   int64_t len = 1;
   for (int d = 0; d < k->red.rank; d++) {
-    if (k->red.d[d].sym >= 0) return 0;
+    if (k->red.d[d].sym >= 0) return -1;
     len *= k->red.d[d].c;
   }
-  return len <= GPU_ROW_REGS_MAX_L ? len : 0;
+  return len;
+}
+
+int64_t gpu_row_regs_length(const kir_kernel *k) {
+  int64_t len = gpu_row_length(k);
+  return len >= 0 && len <= GPU_ROW_REGS_MAX_L ? len : 0;
 }
 
 /* a row load or store that can be vectorized: a float buffer read as it lies */

@@ -14,6 +14,8 @@
  * (tile / 16)^2 outputs, panels of GPU_MM_BK */
 enum { GPU_MM_BK = 16 };
 
+/* the row length of a row kernel when it is a constant, else -1 */
+int64_t gpu_row_length(const kir_kernel *k);
 /* row length kept in registers: the constant row length up to this, else 0 */
 enum { GPU_ROW_REGS_MAX_L = 16384 };
 int64_t gpu_row_regs_length(const kir_kernel *k);

@@ -11,16 +11,6 @@
 #include "../codegen/gpu_kernels.h"
 #include "cu.h"
 
-/* the row length when it is a constant, else 0 */
-static int64_t row_length(const kir_kernel *k) {
-  int64_t len = 1;
-  for (int d = 0; d < k->red.rank; d++) {
-    if (k->red.d[d].sym >= 0) return 0;
-    len *= k->red.d[d].c;
-  }
-  return len;
-}
-
 static int mm_tile(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   const int64_t big = INT64_C(1) << 20; /* a symbolic extent: assume a large one */
@@ -114,7 +104,6 @@ static void matmul(kir_module *m, int i, kir_schedule *s) {
   }
   /* float matmuls: registers for two blocks per SM (measured without spills) */
   if (dtype_is_float(m->buf[k->in_buf[0]].dt)) s->min_groups = 2;
-  s->library_bias = -1;
   if (blaslt_eligible(m, i, &direct, &bias)) s->library = direct ? 1 : 2, s->library_bias = bias;
 }
 
@@ -127,8 +116,8 @@ void cu_schedule(kir_module *m, int i, int device) {
   s->library_bias = -1;
   switch (k->kind) {
   case KK_ROW: {
-    int64_t L = row_length(k);
-    s->threads[0] = L == 0 ? 256 : L <= 32 ? 32 : L <= 1024 ? 128 : 256;
+    int64_t L = gpu_row_length(k);
+    s->threads[0] = L <= 0 ? 256 : L <= 32 ? 32 : L <= 1024 ? 128 : 256;
     s->vector = gpu_row_vector(m, i);
     break;
   }

@@ -18,12 +18,8 @@ int hip_wave_size(const char *arch) {
 }
 
 static int row_threads(const kir_kernel *k) {
-  int64_t L = 1;
-  for (int d = 0; d < k->red.rank; d++) {
-    if (k->red.d[d].sym >= 0) return 256;
-    L *= k->red.d[d].c;
-  }
-  return L <= 64 ? 64 : L <= 1024 ? 128 : 256;
+  int64_t L = gpu_row_length(k);
+  return L < 0 ? 256 : L <= 64 ? 64 : L <= 1024 ? 128 : 256;
 }
 
 int hip_lds_bytes(const kir_module *m, int i) {
