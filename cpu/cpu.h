@@ -10,8 +10,11 @@
 
 extern const dialect cpu_dialect;
 
-/* the schedule hook (schedule.c) */
+/* the schedule hook and the tuning hooks (schedule.c) */
 void cpu_schedule(kir_module *m, int i, int device);
+void cpu_device_key(int device, tune_device *d);
+bool cpu_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
+int cpu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 
 /* the C compiler ($PORTC_CC, else cc) and its version line; false when it cannot be run */
 bool cpu_compiler(char *cc, size_t cclen, char *version, size_t vlen);

@@ -69,7 +69,7 @@ static const char *const kinds[] = {"pointwise", "row reduction", "matmul", "con
 /* the launch decisions the target's schedule hook made, and where they come from */
 static void schedule_line(const kir_kernel *k, strbuf *out) {
   const kir_schedule *s = &k->sched;
-  if (!s->source) return;
+  if (!s->source[0]) return;
   static const char *const variants[] = {"", ", shared-memory tiles", ", matrix instructions"};
   sb_printf(out, "  schedule: ");
   if (s->threads[0]) {

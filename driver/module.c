@@ -95,8 +95,21 @@ static portc_status map_module(portc_module *m) {
 portc_status portc_compile(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_module **out) {
   portc_compile_options whole;
   api_struct_in(&whole, sizeof whole, opts, API_FIRST_SIZE(portc_compile_options, dump_after));
-  const portc_compile_options *o = &whole;
   if (!g || !out) return err_set(PORTC_ERR_INVALID, "compile: NULL argument");
+  *out = NULL;
+  if (whole.mode == PORTC_MODE_MAX_AUTOTUNE) {
+    /* time what the tables do not hold yet, store it in the user's table, then compile as usual */
+    portc_tune_options to = PORTC_TUNE_OPTIONS_INIT;
+    to.target = whole.target, to.dynamic = whole.dynamic, to.eager = whole.eager, to.missing_only = true;
+    portc_status st = portc_tune(g, &to, b, NULL);
+    if (st) return st;
+    whole.mode = PORTC_MODE_DEFAULT;
+  }
+  return module_compile(g, &whole, b, NULL, out);
+}
+
+portc_status module_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
+                            portc_module **out) {
   *out = NULL;
   const char *tname = o->target ? o->target : "cpu";
   int device = -1;
@@ -111,9 +124,8 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *op
     for (int i = 0; lower_pass_names[i]; i++) known = known || strcmp(o->dump_after, lower_pass_names[i]) == 0;
     if (!known) return err_set(PORTC_ERR_INVALID, "compile: dump_after '%s' is not a pass (specialize, decompose, fold, cse, dce, fuse)", o->dump_after);
   }
-  if (o->mode == PORTC_MODE_MAX_AUTOTUNE || (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->gpu))
-    return err_set(PORTC_ERR_INVALID, "compile: mode %s is not implemented for target %s yet; use the default mode",
-                   o->mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "max-autotune", t->name);
+  if (o->mode == PORTC_MODE_REDUCE_OVERHEAD && !t->gpu)
+    return err_set(PORTC_ERR_INVALID, "compile: mode reduce-overhead is not implemented for target %s yet; use the default mode", t->name);
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {
     portc_status s = err_set(PORTC_ERR_INVALID, "%s", report ? report : portc_last_error());
@@ -161,6 +173,7 @@ portc_status portc_compile(const portc_graph *g, const portc_compile_options *op
     return st;
   }
   for (int i = 0; i < m->km->nk && t->schedule; i++) t->schedule(m->km, i, device);
+  tune_schedules(t, m->km, device, force);
   if (log_enabled("fusion")) kir_print(m->km, stderr);
   char *source = emit_module(t->dialect, m->km);
   if (!source) {
@@ -331,6 +344,45 @@ static portc_status execute(portc_module *m, run_state *r, double *seconds) {
   if (m->t->gpu) return m->t->gpu->end(m->handle, seconds);
   *seconds = now() - t0;
   return PORTC_OK;
+}
+
+/* kernel i alone (its inputs are where the last whole run left them); *seconds as execute's */
+static portc_status execute_one(portc_module *m, run_state *r, int i, double *seconds) {
+  double t0 = now();
+  portc_status st = m->t->launch(m->handle, i, r->bufs, r->S);
+  if (!st && m->t->gpu) return m->t->gpu->end(m->handle, seconds);
+  *seconds = now() - t0;
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, const double *cutoff, double *median) {
+  module_lock(m, b);
+  run_state r;
+  double whole, *t = malloc(sizeof *t * (size_t)(reps + 1));
+  portc_status st = t ? prepare(m, b, &r) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
+  if (!st) st = execute(m, &r, &whole);
+  for (int i = 0; i < m->km->nk && !st; i++) {
+    int n = 0;
+    st = execute_one(m, &r, i, &t[0]); /* warm-up */
+    for (; n < reps && !st; n++) {
+      st = execute_one(m, &r, i, &t[n]);
+      if (n == 0 && cutoff && cutoff[i] > 0 && t[0] > 3 * cutoff[i]) { /* hopeless: once is enough */
+        n++;
+        break;
+      }
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    median[i] = n ? t[n / 2] : 0;
+  }
+  if (t) run_state_free(m, &r);
+  free(t);
+  module_unlock(m, b);
+  return st;
 }
 
 /* targets with their own memory: the computed outputs back into their host tensors */

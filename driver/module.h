@@ -26,6 +26,22 @@ struct portc_module {
   int64_t *dev_bytes;
 };
 
+/* portc_compile's work: force (per kernel, or NULL) gives knobs that replace the tune tables
+ * (the tuner's candidates) */
+portc_status module_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
+                            portc_module **out);
+/* one whole run, then each kernel alone: median[i] of `reps` timings (device timer, else the host
+ * clock); a kernel whose first timing is over 3 x cutoff[i] (cutoff may be NULL; 0: none) is not
+ * timed again */
+portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, const double *cutoff, double *median);
+
+/* tune.c: the device's tune key; the tables' entries (or force's knobs) applied to every kernel */
+void tune_device_of(const target *t, int device, tune_device *d);
+void tune_schedules(const target *t, kir_module *km, int device, const tune_knobs *const *force);
+
+/* tests only (tuner.c): sees each checked candidate's outputs and time before the tuner judges them */
+extern void (*tuner_test_hook)(int group, int cand, portc_tensor **outputs, int nout, double *seconds);
+
 /* hold and release the module's lock, then b's (b may be NULL) */
 void module_lock(const portc_module *m, portc_bindings *b);
 void module_unlock(const portc_module *m, portc_bindings *b);

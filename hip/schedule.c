@@ -32,7 +32,6 @@ void hip_schedule(kir_module *m, int i, int device) {
   (void)device; /* the rules need no device facts yet; the tune tables will */
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
-  s->source = "rules";
   s->threads[0] = HIP_PW_THREADS, s->threads[1] = s->threads[2] = 1;
   s->library_bias = -1;
   if (k->kind == KK_ROW) s->threads[0] = row_threads(k);

@@ -67,6 +67,13 @@ void sb_vprintf(strbuf *b, const char *fmt, va_list ap) {
   b->len += (size_t)need;
 }
 
+void str_cut(char *dst, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dst, len, fmt, ap);
+  va_end(ap);
+}
+
 void sb_printf(strbuf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -142,6 +142,8 @@ typedef struct strbuf {
 void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
 char *sb_take(strbuf *b); /* the string (never NULL unless out of memory); resets b */
+/* snprintf into a fixed buffer, for text that may be cut short where it does not fit */
+void str_cut(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- graph and symbols (graph.c) ---- */
 /* Interns a symbol; "K*S" (K >= 2, S a name) makes a derived one. -1 when out of memory or malformed. */

@@ -83,7 +83,7 @@ typedef struct kir_buf {
 } kir_buf;
 
 /* How a kernel runs: filled once per kernel by its target's schedule hook (targets/target.h),
- * where the tune tables will override it, and read by the target's dialect and runtime, which
+ * where the tune tables override it (driver/tune.c), and read by the target's dialect and runtime, which
  * never decide it again. Fields a target does not use stay 0. */
 typedef enum { KS_PLAIN, KS_TILED, KS_MMA } kir_variant;
 
@@ -104,7 +104,8 @@ typedef struct kir_schedule {
   /* the CPU */
   int64_t chunk;          /* POINTWISE: elements of the last dimension per work item */
   int mr, nr, mc, nc, kc; /* MATMUL: micro-tile and cache blocks */
-  const char *source;     /* where the numbers come from ("rules": the target's heuristics) */
+  char source[192];       /* where the numbers come from: "rules" (the target's heuristics), or the
+                           * tune-table entry: "measured, tune.txt:12 (device=... median_us=...)" */
 } kir_schedule;
 
 #define KIR_MAX_PHASES 8

@@ -16,7 +16,8 @@ portc_status gpu_queue_init(gpu_queue *q, const char *target, const kir_module *
   q->args = calloc((size_t)q->nk + 1, sizeof *q->args);
   q->pending = calloc((size_t)q->nk + 1, sizeof *q->pending);
   q->recorded = calloc((size_t)q->nk + 1, sizeof *q->recorded);
-  if (!q->args || !q->pending || !q->recorded) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", target);
+  q->launched = calloc((size_t)q->nk + 1, sizeof *q->launched);
+  if (!q->args || !q->pending || !q->recorded || !q->launched) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", target);
   for (int i = 0; i < q->nk; i++) {
     gpu_args *a = &q->args[i];
     a->nbind = kernel_buffers(km, i, a->bind, GPU_MAX_ARGS);
@@ -31,6 +32,7 @@ void gpu_queue_free(gpu_queue *q) {
   free(q->args);
   free(q->pending);
   free(q->recorded);
+  free(q->launched);
   memset(q, 0, sizeof *q);
 }
 
@@ -41,24 +43,27 @@ portc_status gpu_queue_launch(gpu_queue *q, int i, void *const *bufs, const int6
   if (st) return st;
   for (int j = 0; j < a->nbind; j++) l->b[j] = *(const dev_buf *)bufs[a->bind[j]];
   for (int s = 0; s < q->nsym; s++) l->S[s] = S[s];
+  if (!q->launched[i]) q->launched[i] = true, q->nlaunched++;
   return PORTC_OK;
 }
 
-/* the status word cleared, then every pending launch, between the timers when `timed`; the
+/* the status word cleared, then every launch of this run, between the timers when `timed`; the
  * timer stops even after a failed issue, so that waiting drains what was issued */
 static portc_status issue_all(gpu_queue *q, const gpu_queue_ops *ops, void *rt, bool timed) {
   portc_status st = PORTC_OK;
   if (q->status) ops->status_clear(rt);
   if (timed) ops->timer_start(rt);
-  for (int i = 0; i < q->nk && !st; i++) st = ops->issue(rt, i, &q->pending[i]);
+  for (int i = 0; i < q->nk && !st; i++)
+    if (q->launched[i]) st = ops->issue(rt, i, &q->pending[i]);
   if (timed) ops->timer_stop(rt);
   return st;
 }
 
-portc_status gpu_queue_run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double *seconds) {
+static portc_status run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double *seconds) {
   size_t bytes = sizeof *q->pending * (size_t)q->nk;
-  bool records = ops->always_records || q->reduce_overhead;
-  bool replay = q->reduce_overhead && q->has_recording && memcmp(q->pending, q->recorded, bytes) == 0;
+  bool whole = q->nlaunched == q->nk;
+  bool records = ops->always_records || (q->reduce_overhead && whole);
+  bool replay = q->reduce_overhead && whole && q->has_recording && memcmp(q->pending, q->recorded, bytes) == 0;
   portc_status st = PORTC_OK;
   if (!replay) {
     if (ops->prepare && (st = ops->prepare(rt))) return st;
@@ -68,7 +73,7 @@ portc_status gpu_queue_run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, dou
       st = ops->record_end(rt, issue_all(q, ops, rt, ops->always_records));
       if (st) return st;
       memcpy(q->recorded, q->pending, bytes);
-      q->has_recording = true;
+      q->has_recording = whole;
     }
   }
   if (records) {
@@ -83,6 +88,13 @@ portc_status gpu_queue_run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, dou
   bool bad = false;
   if (q->status && (st = ops->status_read(rt, &bad))) return st;
   return bad ? err_set(PORTC_ERR_RUNTIME, "an index is out of range (gather)") : PORTC_OK;
+}
+
+portc_status gpu_queue_run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double *seconds) {
+  portc_status st = run(q, ops, rt, seconds);
+  memset(q->launched, 0, sizeof *q->launched * (size_t)q->nk);
+  q->nlaunched = 0;
+  return st;
 }
 
 portc_status launch_fits_32bit(const char *target, const kir_module *m, const int *bind, int nbind, void *const *bufs, const int64_t *S) {

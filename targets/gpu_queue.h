@@ -4,7 +4,9 @@
  * symbol values), then issued in order between two timers, with the status word (an index out
  * of range) cleared before them and read after. In reduce-overhead mode the issued sequence is
  * recorded once (a CUDA graph, a Vulkan command buffer) and replayed while the launches stay
- * the same. A runtime supplies the calls that differ (gpu_queue_ops) and only issues.
+ * the same. A run may also launch only some kernels (the tuner times one alone): then only those
+ * are issued, and nothing is replayed or kept as the recording. A runtime supplies the calls
+ * that differ (gpu_queue_ops) and only issues.
  */
 #ifndef PORTC_TARGETS_GPU_QUEUE_H
 #define PORTC_TARGETS_GPU_QUEUE_H
@@ -53,6 +55,8 @@ typedef struct gpu_queue {
   bool status;        /* some kernel checks indices */
   bool reduce_overhead, has_recording;
   gpu_launch *pending, *recorded;
+  bool *launched;     /* per kernel: launched in this run */
+  int nlaunched;
 } gpu_queue;
 
 /* the queue of a module: each kernel's buffers (at most GPU_MAX_ARGS), at most GPU_MAX_SYMS

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "../codegen/dialect.h"
+#include "tune.h"
 
 /* what a target's load gets: the module's source in its dialect and the kernel IR it renders
  * (owned by the module, valid until unload) */
@@ -71,6 +72,18 @@ typedef struct target {
   void (*kernel_note)(void *handle, int i, char *buf, size_t len);
   /* optional: whether the device may flush f32 denormals to zero (NULL: it keeps them) */
   bool (*flushes_denormals)(void *handle);
+
+  /* ---- tuning (driver/tune.c, driver/tuner.c; NULL: only api=<name> is known, nothing is tuned) ---- */
+  /* the device's tune key and the facts that filter candidates; works without a device (the
+   * fields it cannot know stay empty) */
+  void (*device_key)(int device, tune_device *out);
+  /* after a tune entry changed kernel i's schedule: recomputes what follows from the knobs
+   * (shared memory) and says whether the kernel can run so; false with why, and the driver
+   * goes back to the rules */
+  bool (*schedule_check)(kir_module *m, int i, int device, char *why, size_t len);
+  /* the knob sets max-autotune times for kernel i besides its default, filtered by the device's
+   * facts; returns how many it wrote (at most max) */
+  int (*tune_space)(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 } target;
 
 /* the device index a target's context is for: `index`, or when it is -1 the value of $env,

@@ -50,6 +50,7 @@ int cmd_explain(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* one line of statistics: shape, min, max, mean, std, NaN and Inf counts */
 void print_summary(FILE *f, const char *name, const portc_tensor *t, portc_dtype graph_dtype, const portc_dim *dims);

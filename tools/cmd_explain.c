@@ -64,6 +64,7 @@ int cmd_devices(int argc, char **argv) {
     if (ok) printf("%-9s available: %s\n", portc_target_name(i), portc_target_device(i));
     else printf("%-9s not available: %s\n", portc_target_name(i), why);
     portc_target_describe(i, stdout); /* what a target can say without its device, or more with it */
+    if (ok) portc_target_tune_describe(i, stdout);
   }
   return EXIT_OK;
 }

@@ -45,7 +45,8 @@ const char compile_options_help[] =
     "  --dynamic            keep symbolic dimensions symbolic: one module for any value\n"
     "  --fullgraph          an op the target cannot run is an error\n"
     "  --mode M             default, or reduce-overhead (GPU targets: the launches are recorded once\n"
-    "                       and replayed); max-autotune is not implemented yet\n"
+    "                       and replayed), or max-autotune (first tune what the tune tables lack,\n"
+    "                       as `portc tune --missing` does, and keep it in the user's table)\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
     "  --dump-after PASS    print the graph after PASS: specialize decompose fold cse dce fuse\n";
 

@@ -7,6 +7,7 @@
  * storage8,subgroup,timestamps,coopmat,denorm makes portc treat a device as lacking those features,
  * which is how the tests reach the fallbacks and the errors of devices that lack them.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,47 @@ static const char *vendor_name(uint32_t id) {
   }
 }
 
+/* the architecture family a device's name says, for tune keys; "" when the name says none.
+ * Patterns are lower case; the first that the lower-cased name contains wins. */
+static const struct { const char *pattern, *family; } families[] = {
+    {"llvmpipe", "llvmpipe"}, {"swiftshader", "swiftshader"},
+    {"h100", "hopper"}, {"h200", "hopper"}, {"h800", "hopper"}, {"gh200", "hopper"},
+    {"rtx 40", "ada"}, {"l40", "ada"}, {"l4 ", "ada"}, {"ada generation", "ada"},
+    {"a100", "ampere"}, {"a800", "ampere"}, {"rtx 30", "ampere"}, {"a40", "ampere"}, {"a10", "ampere"}, {"a30", "ampere"},
+    {"b200", "blackwell"}, {"rtx 50", "blackwell"},
+    {"gfx11", "rdna3"}, {"navi3", "rdna3"}, {"rx 7", "rdna3"}, {"780m", "rdna3"}, {"760m", "rdna3"},
+    {"gfx103", "rdna2"}, {"navi2", "rdna2"}, {"rx 6", "rdna2"}, {"680m", "rdna2"}, {"vangogh", "rdna2"}, {"rembrandt", "rdna2"},
+    {"gfx94", "cdna3"}, {"mi300", "cdna3"}, {"gfx90a", "cdna2"}, {"mi250", "cdna2"}, {"mi210", "cdna2"},
+    {"renoir", "gcn5"}, {"cezanne", "gcn5"}, {"vega", "gcn5"},
+    {"arc(tm) a", "xe-hpg"}, {"dg2", "xe-hpg"}, {"arc(tm) b", "xe2"}, {"arc(tm) graphics", "xe-lpg"}, {"meteor lake", "xe-lpg"},
+    {"iris(r) xe", "xe-lp"}, {"xe graphics", "xe-lp"}, {"uhd graphics", "gen9"}, {"hd graphics", "gen9"},
+    {"immortalis", "valhall"}, {"mali-g57", "valhall"}, {"mali-g68", "valhall"}, {"mali-g77", "valhall"}, {"mali-g78", "valhall"},
+    {"mali-g310", "valhall"}, {"mali-g510", "valhall"}, {"mali-g610", "valhall"}, {"mali-g710", "valhall"}, {"mali-g615", "valhall"},
+    {"mali-g715", "valhall"}, {"mali-g", "bifrost"},
+    {"adreno (tm) 7", "adreno7xx"}, {"adreno (tm) 6", "adreno6xx"},
+};
+
+void vk_device_key(int index, tune_device *d) {
+  snprintf(d->api, sizeof d->api, "vulkan");
+  char why[512];
+  const vk_context *c = vk_context_get(index, why, sizeof why);
+  if (!c) return;
+  const VkPhysicalDeviceProperties *p = &c->props;
+  snprintf(d->vendor, sizeof d->vendor, "%s", vendor_name(p->vendorID));
+  for (char *v = d->vendor; *v; v++) *v = (char)tolower((unsigned char)*v);
+  static const char *const types[] = {"other", "integrated", "discrete", "virtual", "cpu"};
+  snprintf(d->type, sizeof d->type, "%s", p->deviceType <= VK_PHYSICAL_DEVICE_TYPE_CPU ? types[p->deviceType] : "other");
+  char lower[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+  snprintf(lower, sizeof lower, "%s", p->deviceName);
+  for (char *v = lower; *v; v++) *v = (char)tolower((unsigned char)*v);
+  for (size_t i = 0; i < sizeof families / sizeof *families && !d->family[0]; i++)
+    if (strstr(lower, families[i].pattern)) snprintf(d->family, sizeof d->family, "%s", families[i].family);
+  str_cut(d->model, sizeof d->model, "%s", p->deviceName);
+  str_cut(d->driver, sizeof d->driver, "%s", c->driver);
+  snprintf(d->compiler, sizeof d->compiler, "%s", vk_compiler_id());
+  d->subgroup = (int)c->f.subgroup_size;
+  d->shared_bytes = (int)p->limits.maxComputeSharedMemorySize;
+}
 
 static int find_memory(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid) {
   for (uint32_t i = 0; i < mp->memoryTypeCount; i++)
@@ -359,6 +401,7 @@ static vk_context *make_context(int index, char *why, size_t len) {
            VK_VERSION_MAJOR(di.props.apiVersion), VK_VERSION_MINOR(di.props.apiVersion));
   snprintf(c->cache_id, sizeof c->cache_id, "%s %04x:%04x driver %u", di.props.deviceName, di.props.vendorID, di.props.deviceID,
            di.props.driverVersion);
+  snprintf(c->driver, sizeof c->driver, "%s", di.driver);
   if (!make_device(c, &di, why, len)) {
     free(c); /* the process keeps a failed device; it is not retried */
     return NULL;

@@ -42,11 +42,14 @@ typedef struct vk_context {
   int index;
   char name[1024];    /* "NVIDIA H100 80GB HBM3 (vulkan:0, driver NVIDIA 580.159.04, Vulkan 1.4)" */
   char cache_id[320]; /* device and driver, for cache keys */
+  char driver[2 * VK_MAX_DRIVER_NAME_SIZE + 2]; /* "NVIDIA 580.159.04" */
 } vk_context;
 
 /* the context of device `index` (-1: $PORTC_VULKAN_DEVICE, else the best GPU), made once */
 vk_context *vk_context_get(int index, char *why, size_t len);
 bool vk_available(char *why, size_t len);
+/* the tune key of device `index` (-1: the default) and the facts that filter candidates */
+void vk_device_key(int index, tune_device *d);
 const char *vk_default_device_name(void);
 void vk_describe(FILE *out);
 /* writes the pipeline cache beside the kernel cache */
@@ -78,8 +81,11 @@ const char *vk_compiler_id(void);
 
 /* limits, and the tile of the rules (schedule.c) */
 enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64 };
-/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
+/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
+ * tune entry may change of it, and the candidates the tuner times */
 void vk_schedule(kir_module *m, int i, int device);
+bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
+int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 
 extern const dialect vulkan_dialect;
 

@@ -326,7 +326,7 @@ PORTC_API const portc_tensor *portc_bindings_get(const portc_bindings *b, const 
 typedef enum portc_mode {
   PORTC_MODE_DEFAULT = 0,         /* heuristics and the shipped schedule */
   PORTC_MODE_REDUCE_OVERHEAD = 1, /* record the launch sequence once and replay it (vulkan); else an error */
-  PORTC_MODE_MAX_AUTOTUNE = 2,    /* not implemented yet: an error */
+  PORTC_MODE_MAX_AUTOTUNE = 2,    /* first portc_tune (missing_only) for what the tables lack, then as default */
 } portc_mode;
 
 typedef struct portc_compile_options {
@@ -353,6 +353,37 @@ PORTC_API portc_status portc_module_run(portc_module *m, portc_bindings *b, port
 /* Binds once, then times `iters` back-to-back executions of the kernels: seconds[i] each, from
  * the device's own timer on targets with one (GPUs), else from the host clock. */
 PORTC_API portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
+
+/* ---- tuning: measured schedules for the device, kept in the user's tune table ---------------- */
+
+typedef struct portc_tune_options {
+  size_t size;             /* sizeof(portc_tune_options), or 0 */
+  const char *target;      /* as in portc_compile_options */
+  bool dynamic, eager;     /* the kernels are those of a compile with these options */
+  double budget_seconds;   /* for the whole search (0: 600); kernels past it keep what they have */
+  const char *table_path;  /* where the measured entries go (NULL: tune.txt in the kernel cache folder) */
+  const char *export_path; /* also write them to this file (NULL: do not) */
+  bool missing_only;       /* skip kernels that already have a measured entry (what max-autotune does) */
+  bool progress;           /* a line per step on stderr: kernel, best so far, time left */
+  int reps;                /* timings per candidate (0: 10); each kernel alone, after a warm-up */
+  uint64_t seed;           /* the inputs' seed where b has none set (0: 1) */
+} portc_tune_options;
+#define PORTC_TUNE_OPTIONS_INIT {.size = sizeof(portc_tune_options)}
+
+/* Times candidate schedules for every kernel of g on the target's device with seeded random
+ * inputs, keeps for each kernel key the fastest candidate whose outputs match the default
+ * schedule's (within a relative 1e-3 for f32, 2e-2 for 16-bit floats, exactly for integers),
+ * never one slower than the default, and stores one measured entry per key (targets/tune.h).
+ * report (may be NULL) gets a table of kernel, default time, best time and what won; free(). */
+PORTC_API portc_status portc_tune(const portc_graph *g, const portc_tune_options *o, portc_bindings *b, char **report);
+
+/* Lints tune tables: the file at path, or (NULL) every table a compile reads (the user's measured
+ * table, those in $PORTC_TUNE_PATH, the shipped ones), printing each with its entry counts and
+ * every line that is not a valid entry to out (a FILE *; NULL: stdout). Returns the number of
+ * problems. */
+PORTC_API int portc_tune_check(const char *path, void *out);
+/* For `portc devices`: target i's tune key, and how many entries of each table match its device. */
+PORTC_API void portc_target_tune_describe(int i, void *out);
 
 typedef struct portc_module_info {
   size_t size; /* set by the caller: sizeof(portc_module_info), or 0 */
