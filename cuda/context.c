@@ -91,6 +91,8 @@ static void *make_context(int index, char *why, size_t len) {
   c->bus_bits = dev_attr(c->dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   c->clock_khz = dev_attr(c->dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", c->cc_major, c->cc_minor);
+  snprintf(c->model, sizeof c->model, "%s", dn);
+  c->driver = driver_version;
   snprintf(c->name, sizeof c->name, "%s (cuda:%d, %s, driver %d.%d)", dn, index, c->arch, driver_version / 1000, driver_version % 1000 / 10);
   snprintf(c->cache_id, sizeof c->cache_id, "%s %s driver %d", dn, c->arch, driver_version);
   return c;
@@ -132,4 +134,32 @@ void cu_describe(FILE *out) {
     char bwhy[400];
     fprintf(out, "    cuBLASLt: %s\n", cu_blaslt_get(c, bwhy, sizeof bwhy) ? "loaded" : bwhy);
   }
+}
+
+/* the architecture family of a compute capability, for tune keys */
+static const char *family(int major, int minor) {
+  switch (major) {
+  case 7: return minor >= 5 ? "turing" : "volta";
+  case 8: return minor == 9 ? "ada" : "ampere";
+  case 9: return "hopper";
+  case 10:
+  case 12: return "blackwell";
+  default: return "";
+  }
+}
+
+void cu_device_key(int index, const char *api, tune_device *d) {
+  snprintf(d->api, sizeof d->api, "%s", api);
+  snprintf(d->vendor, sizeof d->vendor, "nvidia");
+  char why[512];
+  const cu_context *c = cu_context_get(index, why, sizeof why);
+  if (!c) return;
+  snprintf(d->type, sizeof d->type, "discrete");
+  snprintf(d->family, sizeof d->family, "%s", family(c->cc_major, c->cc_minor));
+  snprintf(d->arch, sizeof d->arch, "%s", c->arch);
+  str_cut(d->model, sizeof d->model, "%s", c->model);
+  snprintf(d->driver, sizeof d->driver, "%d.%d", c->driver / 1000, c->driver % 1000 / 10);
+  const char *compiler = cu_compiler_id(why, sizeof why);
+  snprintf(d->compiler, sizeof d->compiler, "%s", compiler ? compiler : "");
+  d->units = c->sms, d->subgroup = c->warp, d->shared_bytes = c->smem_optin;
 }

@@ -20,6 +20,8 @@ typedef struct cu_context {
   int cc_major, cc_minor, sms, warp, max_threads, smem_block, smem_optin, l2_bytes, mem_clock_khz, bus_bits, clock_khz;
   size_t mem_bytes;
   char arch[16];      /* "sm_90" */
+  char model[256];    /* "NVIDIA H100 80GB HBM3" */
+  int driver;         /* the driver's CUDA version, 13000 for 13.0 */
   char name[512];     /* "NVIDIA H100 80GB HBM3 (cuda:0, sm_90, driver 13.0)" */
   char cache_id[320]; /* device and driver, for cache keys */
   pthread_mutex_t lock; /* cuBLASLt's handle and workspace */
@@ -55,8 +57,13 @@ enum {
   CU_MMA_THREADS = 256,
   CU_CONV_TILE = 128, /* convolution as an implicit GEMM: 128x128 tiles of 8x8 per thread */
 };
-/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
+/* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
+ * tune entry may change of it, and the candidates the tuner times */
 void cu_schedule(kir_module *m, int i, int device);
+bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
+int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
+/* the tune key of device `index` (context.c); api names the target's kind of code (cuda, hip) */
+void cu_device_key(int index, const char *api, tune_device *d);
 /* matmul kernel k is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
  * fold into M rows), B is a matrix read as it lies */
 bool cu_gemm_view(const kir_module *m, int k);

@@ -502,6 +502,8 @@ static const cu_flavor cuda_flavor = {.name = "cuda", .source_prefix = ""};
 
 static portc_status load(const load_request *req, void **handle, bool *hit) { return cu_load_flavor(&cuda_flavor, req, handle, hit); }
 
+static void device_key(int device, tune_device *d) { cu_device_key(device, "cuda", d); }
+
 const target cuda_target = {
     .name = "cuda",
     .summary = "CUDA C compiled to cubin by NVRTC, run through the CUDA driver API",
@@ -509,6 +511,9 @@ const target cuda_target = {
     .available = available,
     .device = device,
     .schedule = cu_schedule,
+    .device_key = device_key,
+    .schedule_check = cu_schedule_check,
+    .tune_space = cu_tune_space,
     .load = load,
     .launch = cu_launch,
     .unload = cu_unload,

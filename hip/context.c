@@ -109,3 +109,16 @@ void hip_describe(FILE *out) {
             c->gcn_arch, (double)c->mem / (1 << 30), c->cus, c->wave, c->lds >> 10, c->l2 >> 20);
   }
 }
+
+void hip_device_key(int index, tune_device *d) {
+  snprintf(d->api, sizeof d->api, "hip");
+  snprintf(d->vendor, sizeof d->vendor, "amd");
+  char why[512];
+  const hip_context *c = hip_context_get(index, why, sizeof why);
+  if (!c) return;
+  const hip_family *f = hip_family_of(c->arch);
+  snprintf(d->family, sizeof d->family, "%s", f ? f->family : "");
+  str_cut(d->arch, sizeof d->arch, "%s", c->arch);
+  str_cut(d->model, sizeof d->model, "%s", c->device_name);
+  d->units = c->cus, d->subgroup = c->wave, d->shared_bytes = c->lds;
+}

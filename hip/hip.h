@@ -39,6 +39,11 @@ enum {
 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
 void hip_schedule(kir_module *m, int i, int device);
+/* what a tune entry may change of a schedule, and the candidates the tuner times (schedule.c) */
+bool hip_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
+int hip_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
+/* the tune key of device `index` (context.c) */
+void hip_device_key(int index, tune_device *d);
 /* LDS bytes kernel k declares (the SIMT matmul's panels; a reduction's partials are at most 128) */
 int hip_lds_bytes(const kir_module *m, int k);
 /* the wavefront size of a gfx architecture: the tune table's, else 32 on RDNA (gfx10, gfx11,

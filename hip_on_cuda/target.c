@@ -17,6 +17,7 @@ static const cu_flavor hip_flavor = {
 
 static bool available(char *why, size_t len) { return cu_available(why, len); }
 static const char *device(void) { return cu_default_device_name(); }
+static void device_key(int device, tune_device *d) { cu_device_key(device, "hip", d); }
 static portc_status load(const load_request *req, void **handle, bool *hit) { return cu_load_flavor(&hip_flavor, req, handle, hit); }
 
 const target hip_on_cuda_target = {
@@ -26,6 +27,9 @@ const target hip_on_cuda_target = {
     .available = available,
     .device = device,
     .schedule = hip_schedule,
+    .device_key = device_key,
+    .schedule_check = hip_schedule_check,
+    .tune_space = hip_tune_space,
     .load = load,
     .launch = cu_launch,
     .unload = cu_unload,

@@ -33,8 +33,8 @@ static const struct knob {
     {"chunk", KF_I64, offsetof(kir_schedule, chunk), 64, INT64_C(1) << 24, "CPU: elements of the last dimension per work item"},
     {"mr", KF_INT, offsetof(kir_schedule, mr), 6, 6, "CPU matmul: rows of the register tile"},
     {"nr", KF_INT, offsetof(kir_schedule, nr), 16, 32, "CPU matmul: columns of the register tile (16 or 32)"},
-    {"mc", KF_INT, offsetof(kir_schedule, mc), 6, 4096, "CPU matmul: rows of A per cache block (a multiple of mr)"},
-    {"nc", KF_INT, offsetof(kir_schedule, nc), 16, 8192, "CPU matmul: columns of B per cache block (a multiple of nr)"},
+    {"mc", KF_INT, offsetof(kir_schedule, mc), 6, 4096, "CPU matmul: rows of A per cache block (the target checks: a multiple of mr)"},
+    {"nc", KF_INT, offsetof(kir_schedule, nc), 16, 8192, "CPU matmul: columns of B per cache block (the target checks: a multiple of nr)"},
     {"kc", KF_INT, offsetof(kir_schedule, kc), 16, 4096, "CPU matmul: the contraction block"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
@@ -301,9 +301,6 @@ bool tune_lint(const tune_entry *e, char *why, size_t len) {
     if (strcmp(knobs[b].name, "nr") == 0 && v[0] != 16 && v[0] != 32)
       return snprintf(why, len, "nr=%lld: the CPU micro-kernels have 16 and 32 columns", (long long)v[0]), false;
   }
-  const tune_knobs *k = &e->knobs;
-  if ((k->mask & tune_knob_bit("mc")) && k->v.mc % 6) return snprintf(why, len, "mc=%d: not a multiple of mr (6)", k->v.mc), false;
-  if ((k->mask & tune_knob_bit("nc")) && k->v.nc % 32) return snprintf(why, len, "nc=%d: not a multiple of 32 (nr)", k->v.nc), false;
   switch (e->prov) {
   case PROV_MEASURED:
     if (!why_has(e, "device") || !why_has(e, "date") || !why_has(e, "median_us"))

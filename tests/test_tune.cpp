@@ -1,0 +1,410 @@
+// test_tune.cpp: tune tables and the tuner. The syntax reports every bad line with its number;
+// entries match by device and kernel, most specific first, and the tables take precedence in
+// order (the user's measured table, site tables, shipped ones, then the rules); an entry the
+// target refuses leaves the rules; every shipped entry lints and is accepted by its target for a
+// kernel of its kind (and runs correctly on lavapipe when it is for Vulkan); `portc_tune` on the
+// CPU and on lavapipe writes a table that the next compile uses, and never keeps a candidate
+// that is wrong or slower than the default.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "helpers.h"
+
+extern "C" {
+#include "driver/module.h"
+#include "lower/pipeline.h"
+#include "targets/tune.h"
+}
+
+namespace {
+
+tune_table parse_text(const std::string &text, int *problems, std::string *err) {
+  tune_table t = {};
+  snprintf(t.name, sizeof t.name, "test");
+  char buf[4096];
+  *problems = tune_parse(text.c_str(), &t, buf, sizeof buf);
+  *err = buf;
+  return t;
+}
+
+// a fresh cache folder (and so an empty user table) for the duration of a test
+struct TempCache {
+  std::string dir;
+  TempCache() {
+    char tmpl[] = "/tmp/portc-tune-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    setenv("PORTC_CACHE_DIR", dir.c_str(), 1);
+    unsetenv("PORTC_TUNE_PATH");
+  }
+  ~TempCache() {
+    std::string cmd = "rm -rf '" + dir + "'";
+    EXPECT_EQ(system(cmd.c_str()), 0);
+    unsetenv("PORTC_CACHE_DIR");
+    unsetenv("PORTC_TUNE_PATH");
+  }
+  std::string user_table() const { return dir + "/tune.txt"; }
+};
+
+void write_file(const std::string &path, const std::string &text) {
+  std::ofstream f(path);
+  f << text;
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool available(const char *target) {
+  for (int i = 0; i < portc_target_count(); i++)
+    if (std::string(portc_target_name(i)) == target) return portc_target_available(i, nullptr, 0);
+  return false;
+}
+
+// compiles g for target and returns kernel i's schedule
+kir_schedule schedule_of(portc_graph *g, const char *target, int i, portc_bindings *b = nullptr) {
+  portc_compile_options o = {};
+  o.size = sizeof o;
+  o.target = target;
+  o.dynamic = b == nullptr;
+  portc_module *m = nullptr;
+  EXPECT_EQ(portc_compile(g, &o, b, &m), PORTC_OK) << portc_last_error();
+  kir_schedule s = {};
+  if (m && i < m->km->nk) s = m->km->k[i].sched;
+  portc_module_free(m);
+  return s;
+}
+
+const char *const kPointwise = "graph pw\ninput x: f32[4096]\ny = relu(x)\noutput y\n";
+
+TEST(TuneTable, ParsesEntriesAndReportsEveryBadLineWithItsNumber) {
+  int problems;
+  std::string err;
+  tune_table t = parse_text(
+      "# a comment\n"
+      "\n"
+      "api=cpu kind=pointwise chunk=1024 prov=heuristic source=\"a guide\"\n"
+      "api=cpu kind=pointwise chunk=1024\n"                                  // 4: no provenance
+      "api=cpu bogus=1 chunk=1024 prov=heuristic source=x\n"               // 5: unknown key
+      "api=cpu tile=24x24 prov=heuristic source=x\n"                       // 6: not a multiple of 16
+      "api=cpu chunk=64 prov=measured device=x date=2026-01-01\n"          // 7: no median
+      "api=vulkan vendor=amd m=64..512 tile=32x32 prov=transferred from=x rescaled=\"none\"\n"
+      "api=cuda threads=2048 prov=heuristic source=x\n"                    // 9: too many threads
+      "api=cpu kind=pointwise prov=heuristic source=x\n",                  // 10: no knobs
+      &problems, &err);
+  EXPECT_EQ(t.n, 2);
+  EXPECT_EQ(problems, 6) << err;
+  for (const char *line : {"test:4:", "test:5:", "test:6:", "test:7:", "test:9:", "test:10:"})
+    EXPECT_NE(err.find(line), std::string::npos) << "no problem reported for " << line << "\n" << err;
+  EXPECT_NE(err.find("unknown key 'bogus'"), std::string::npos) << err;
+  ASSERT_EQ(t.n, 2);
+  EXPECT_EQ(t.e[0].line, 3);
+  EXPECT_EQ(t.e[1].ext[TX_M].lo, 64);
+  EXPECT_EQ(t.e[1].ext[TX_M].hi, 512);
+  // an entry written back reads the same
+  char line[2048];
+  tune_format(&t.e[1], line, sizeof line);
+  tune_table again = parse_text(line, &problems, &err);
+  ASSERT_EQ(again.n, 1) << err;
+  char line2[2048];
+  tune_format(&again.e[0], line2, sizeof line2);
+  EXPECT_STREQ(line, line2);
+  tune_table_free(&t);
+  tune_table_free(&again);
+}
+
+TEST(TuneTable, TheMostSpecificDeviceThenShapeWinsAndALaterLineBreaksATie) {
+  int problems;
+  std::string err;
+  tune_table t = parse_text(
+      "api=vulkan kind=matmul tile=16x16 prov=heuristic source=a\n"                              // api only
+      "api=vulkan vendor=amd kind=matmul tile=32x32 prov=heuristic source=b\n"                   // vendor
+      "api=vulkan vendor=amd family=rdna3 kind=matmul tile=48x48 prov=heuristic source=c\n"      // family
+      "api=vulkan vendor=amd family=rdna3 kind=matmul m=1..100 tile=64x64 prov=heuristic source=d\n"  // family, range
+      "api=vulkan vendor=amd family=rdna3 kind=matmul m=1..100 tile=80x80 prov=heuristic source=e\n"  // the same, later
+      "api=vulkan family=rdna3 kind=matmul b=1 m=64 n=64 k=64 tile=96x96 prov=heuristic source=f\n",  // family, exact
+      &problems, &err);
+  ASSERT_EQ(problems, 0) << err;
+  tune_device amd = {}, intel = {};
+  snprintf(amd.api, sizeof amd.api, "vulkan");
+  snprintf(amd.vendor, sizeof amd.vendor, "amd");
+  snprintf(amd.family, sizeof amd.family, "rdna3");
+  intel = amd;
+  snprintf(intel.vendor, sizeof intel.vendor, "intel");
+  snprintf(intel.family, sizeof intel.family, "xe-hpg");
+  tune_kernel k = {};
+  snprintf(k.kind, sizeof k.kind, "matmul");
+  for (auto &x : k.ext) x = TUNE_NONE;
+  k.ext[TX_B] = 1, k.ext[TX_M] = 64, k.ext[TX_N] = 64, k.ext[TX_K] = 64;
+  EXPECT_EQ(tune_best(&t, &amd, &k)->knobs.v.tile_m, 96) << "exact shape beats range and wildcard";
+  k.ext[TX_K] = 128;
+  EXPECT_EQ(tune_best(&t, &amd, &k)->knobs.v.tile_m, 80) << "range beats wildcard; the later of two equal lines";
+  k.ext[TX_M] = 1000;
+  EXPECT_EQ(tune_best(&t, &amd, &k)->knobs.v.tile_m, 48) << "family, wildcard shape";
+  EXPECT_EQ(tune_best(&t, &intel, &k)->knobs.v.tile_m, 16) << "another vendor gets the api-wide entry";
+  snprintf(k.kind, sizeof k.kind, "conv");
+  EXPECT_EQ(tune_best(&t, &amd, &k), nullptr) << "another kind matches nothing";
+  tune_table_free(&t);
+}
+
+TEST(TuneTables, UserBeatsSiteBeatsShippedBeatsRules) {
+  TempCache cache;
+  Graph g = parse(kPointwise);
+  ASSERT_TRUE(g);
+  kir_schedule rules = schedule_of(g.get(), "cpu", 0);
+  EXPECT_STREQ(rules.source, "rules");
+  std::string site = cache.dir + "/site.tune";
+  write_file(site, "api=cpu kind=pointwise chunk=2048 prov=heuristic source=\"site\"\n");
+  setenv("PORTC_TUNE_PATH", site.c_str(), 1);
+  kir_schedule s = schedule_of(g.get(), "cpu", 0);
+  EXPECT_EQ(s.chunk, 2048);
+  EXPECT_NE(std::string(s.source).find("heuristic, site site.tune:1"), std::string::npos) << s.source;
+  write_file(cache.user_table(), "api=cpu kind=pointwise elems=4096 chunk=4096 prov=measured device=x date=2026-01-01 median_us=1\n");
+  s = schedule_of(g.get(), "cpu", 0);
+  EXPECT_EQ(s.chunk, 4096);
+  EXPECT_NE(std::string(s.source).find("measured, user tune.txt:1"), std::string::npos) << s.source;
+  // a line that is not an entry is skipped; the rest of the table still counts
+  write_file(cache.user_table(), "garbage\napi=cpu kind=pointwise chunk=1024 prov=measured device=x date=2026-01-01 median_us=1\n");
+  EXPECT_EQ(schedule_of(g.get(), "cpu", 0).chunk, 1024);
+  EXPECT_GT(portc_tune_check(cache.user_table().c_str(), stderr), 0);
+}
+
+TEST(TuneTables, AnEntryTheTargetRefusesLeavesTheRules) {
+  TempCache cache;
+  Graph g = parse("graph mm\ninput a: f32[64, 64]\ninput b: f32[64, 64]\ny = matmul(a, b)\noutput y\n");
+  ASSERT_TRUE(g);
+  kir_schedule rules = schedule_of(g.get(), "cpu", 0);
+  // each value is in its knob's range (it lints), but the packed matmul needs nc to be a
+  // multiple of nr
+  write_file(cache.user_table(), "api=cpu kind=matmul nr=32 nc=48 prov=measured device=x date=2026-01-01 median_us=1\n");
+  EXPECT_EQ(portc_tune_check(cache.user_table().c_str(), stderr), 0);
+  kir_schedule s = schedule_of(g.get(), "cpu", 0);
+  EXPECT_EQ(s.nc, rules.nc);
+  EXPECT_STREQ(s.source, "rules");
+}
+
+// every shipped entry lints, and its target accepts its knobs on a kernel of its kind
+std::string graph_for(const tune_entry &e) {
+  auto ext = [&](int x, int64_t dflt) {
+    const tune_range &r = e.ext[x];
+    if (!r.set || r.lo == TUNE_DYN) return dflt;
+    return r.lo == r.hi ? r.lo : std::min<int64_t>(std::max<int64_t>(dflt, r.lo), r.hi);
+  };
+  std::string dt = e.kern.dtype[0] && std::string(e.kern.dtype).find('>') == std::string::npos ? e.kern.dtype : "f32";
+  std::string kind = e.kern.kind[0] ? e.kern.kind : "pointwise";
+  std::ostringstream s;
+  s << "graph g\n";
+  if (kind == "matmul") {
+    int64_t m = ext(TX_M, 128), n = ext(TX_N, 128), k = ext(TX_K, 128);
+    s << "input a: " << dt << "[" << m << ", " << k << "]\ninput b: " << dt << "[" << k << ", " << n << "]\ny = matmul(a, b)\n";
+  } else if (kind == "conv") {
+    int64_t n = ext(TX_N, 2), c = ext(TX_C, 16), h = ext(TX_H, 16), w = ext(TX_W, 16), o = ext(TX_O, 32);
+    s << "input x: " << dt << "[" << n << ", " << c << ", " << h << ", " << w << "]\nparam w: " << dt << "[" << o << ", " << c
+      << ", 3, 3]\ny = conv2d(x, w, padding=[1, 1])\n";
+  } else if (kind == "row") {
+    s << "input x: " << dt << "[" << ext(TX_ROWS, 64) << ", " << ext(TX_LEN, 256) << "]\ny = softmax(x, axis=1)\n";
+  } else if (kind == "opaque") {
+    s << "input x: " << dt << "[2, 8, 16, 16]\ny = max_pool2d(x, kernel=[2, 2], stride=[2, 2])\n";
+  } else {
+    s << "input x: " << dt << "[" << ext(TX_ELEMS, 65536) << "]\ny = relu(x)\n";
+  }
+  s << "output y\n";
+  return s.str();
+}
+
+const char *target_of(const tune_entry &e) {
+  std::string api = e.dev.api;
+  if (api == "hip") return std::string(e.dev.vendor) == "nvidia" ? "hip-on-cuda" : "hip";
+  return api == "cpu" ? "cpu" : api == "vulkan" ? "vulkan" : api == "cuda" ? "cuda" : nullptr;
+}
+
+TEST(ShippedTables, EveryEntryLintsAndItsTargetAcceptsIt) {
+  int total = 0, ran = 0;
+  for (int s = 0; tune_shipped_name[s]; s++) {
+    tune_table t = {};
+    snprintf(t.name, sizeof t.name, "%s", tune_shipped_name[s]);
+    char err[4096];
+    EXPECT_EQ(tune_parse(tune_shipped_text[s], &t, err, sizeof err), 0) << err;
+    for (int i = 0; i < t.n; i++, total++) {
+      const tune_entry &e = t.e[i];
+      SCOPED_TRACE(std::string(t.name) + ":" + std::to_string(e.line));
+      const char *tname = target_of(e);
+      ASSERT_NE(tname, nullptr) << "api " << e.dev.api << " has no target here";
+      int device;
+      const target *tg = target_find(tname, &device);
+      ASSERT_NE(tg, nullptr);
+      Graph g = parse(graph_for(e));
+      ASSERT_TRUE(g);
+      // lower, schedule by the rules, apply the entry's knobs, and ask the target
+      portc_bindings *b = portc_bindings_new(g.get());
+      lower_options lo = {};
+      kir_module *km = nullptr;
+      ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+      int matched = 0;
+      for (int j = 0; j < km->nk; j++) {
+        tg->schedule(km, j, -1);
+        tune_kernel key;
+        tune_kernel_key(km, j, &key);
+        if (e.kern.kind[0] && std::string(key.kind) != e.kern.kind) continue;
+        matched++;
+        tune_knobs_apply(&e.knobs, &km->k[j].sched);
+        char why[256] = "";
+        EXPECT_TRUE(!tg->schedule_check || tg->schedule_check(km, j, -1, why, sizeof why)) << why << " (" << graph_for(e) << ")";
+      }
+      EXPECT_GT(matched, 0) << "no kernel of kind " << e.kern.kind << " in\n" << graph_for(e);
+      kir_module_free(km);
+      // Vulkan entries also run, and agree with the reference, on the device here (lavapipe in CI)
+      if (std::string(tname) == "vulkan" && available("vulkan")) {
+        TempCache cache;
+        char line[2048];
+        tune_entry any = e;
+        memset(&any.dev, 0, sizeof any.dev);
+        snprintf(any.dev.api, sizeof any.dev.api, "vulkan");
+        tune_format(&any, line, sizeof line);
+        write_file(cache.user_table(), line);
+        portc_compile_options o = {};
+  o.size = sizeof o;
+        o.target = "vulkan";
+        portc_module *m = nullptr;
+        portc_bindings_set_seed(b, 3);
+        ASSERT_EQ(portc_compile(g.get(), &o, b, &m), PORTC_OK) << portc_last_error();
+        portc_tensor *out = nullptr, *ref = nullptr;
+        ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+        ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
+        double worst = 0, scale = 1e-30;
+        for (int64_t x = 0; x < portc_tensor_numel(ref); x++) {
+          worst = std::max(worst, std::fabs(portc_tensor_get(out, x) - portc_tensor_get(ref, x)));
+          scale = std::max(scale, std::fabs(portc_tensor_get(ref, x)));
+        }
+        EXPECT_LT(worst / scale, 1e-3) << graph_for(e);
+        bool used = false;
+        for (int j = 0; j < m->km->nk; j++) used = used || std::string(m->km->k[j].sched.source).rfind("heuristic", 0) == 0 ||
+                                                   std::string(m->km->k[j].sched.source).rfind("measured", 0) == 0;
+        EXPECT_TRUE(used) << "the entry was not applied";
+        portc_tensor_free(out);
+        portc_tensor_free(ref);
+        portc_module_free(m);
+        ran++;
+      }
+      portc_bindings_free(b);
+    }
+    tune_table_free(&t);
+  }
+  EXPECT_GT(total, 0) << "no shipped entries";
+  if (available("vulkan")) {
+    EXPECT_GT(ran, 0) << "no Vulkan entry ran";
+  }
+}
+
+// ---- the tuner ----
+
+const char *const kTunable =
+    "graph tunable\ninput a: f32[96, 256]\ninput b: f32[256, 160]\nh = matmul(a, b)\ny = relu(h)\nz = add(y, y)\noutput z\n";
+
+void tune_and_reuse(const char *target) {
+  TempCache cache;
+  Graph g = parse(kTunable);
+  ASSERT_TRUE(g);
+  portc_tune_options o = {};
+  o.size = sizeof o;
+  o.target = target;
+  o.budget_seconds = 120;
+  o.reps = 3;
+  o.dynamic = true;
+  char *report = nullptr;
+  ASSERT_EQ(portc_tune(g.get(), &o, nullptr, &report), PORTC_OK) << portc_last_error();
+  ASSERT_NE(report, nullptr);
+  std::string table = read_file(cache.user_table());
+  free(report);
+  EXPECT_NE(table.find("prov=measured"), std::string::npos) << table;
+  EXPECT_EQ(portc_tune_check(cache.user_table().c_str(), stderr), 0) << table;
+  // the next compile of the graph reads it
+  bool measured = false;
+  for (int i = 0; i < 3; i++) measured = measured || std::string(schedule_of(g.get(), target, i).source).rfind("measured, user", 0) == 0;
+  EXPECT_TRUE(measured) << table;
+  // and max-autotune has nothing left to do: it leaves the table as it is
+  portc_compile_options co = {};
+  co.size = sizeof co;
+  co.target = target, co.dynamic = true, co.mode = PORTC_MODE_MAX_AUTOTUNE;
+  portc_module *m = nullptr;
+  ASSERT_EQ(portc_compile(g.get(), &co, nullptr, &m), PORTC_OK) << portc_last_error();
+  portc_module_free(m);
+  EXPECT_EQ(read_file(cache.user_table()), table);
+}
+
+TEST(Tuner, OnTheCpuWritesATableTheNextCompileUses) { tune_and_reuse("cpu"); }
+
+TEST(Tuner, OnVulkanWritesATableTheNextCompileUses) {
+  if (!available("vulkan")) GTEST_SKIP() << "no Vulkan device";
+  tune_and_reuse("vulkan");
+}
+
+// the hook makes every candidate look 10x faster but gives wrong outputs (hook_wrong), or keeps
+// its outputs and makes it 10x slower (hook_slow): either way the default must stay
+int hooked;
+void hook_wrong(int, int cand, portc_tensor **out, int nout, double *seconds) {
+  if (!cand) return;
+  hooked++;
+  *seconds /= 10;
+  for (int o = 0; o < nout; o++) portc_tensor_set(out[o], 0, portc_tensor_get(out[o], 0) + 1000);
+}
+void hook_slow(int, int cand, portc_tensor **, int, double *seconds) {
+  if (!cand) return;
+  hooked++;
+  *seconds *= 10;
+}
+
+void expect_defaults_kept(void (*hook)(int, int, portc_tensor **, int, double *)) {
+  TempCache cache;
+  Graph g = parse(kTunable);
+  ASSERT_TRUE(g);
+  portc_tune_options o = {};
+  o.size = sizeof o;
+  o.target = "cpu", o.dynamic = true, o.reps = 3, o.budget_seconds = 120;
+  hooked = 0;
+  tuner_test_hook = hook;
+  char *report = nullptr;
+  portc_status st = portc_tune(g.get(), &o, nullptr, &report);
+  tuner_test_hook = nullptr;
+  ASSERT_EQ(st, PORTC_OK) << portc_last_error();
+  EXPECT_GT(hooked, 0) << "no candidate was judged";
+  std::string rep = report ? report : "";
+  free(report);
+  // every line of the report says the default won
+  std::istringstream lines(rep);
+  std::string line;
+  std::getline(lines, line);  // the header
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    rows++;
+    EXPECT_NE(line.find("(the default)"), std::string::npos) << rep;
+  }
+  EXPECT_GT(rows, 0) << rep;
+  kir_schedule rules = {};
+  {
+    TempCache none;
+    rules = schedule_of(g.get(), "cpu", 0);
+  }
+  kir_schedule s = schedule_of(g.get(), "cpu", 0);
+  EXPECT_EQ(s.nr, rules.nr);
+  EXPECT_EQ(s.kc, rules.kc);
+  EXPECT_EQ(s.mc, rules.mc);
+}
+
+TEST(Tuner, RefusesAWrongCandidateHoweverFast) { expect_defaults_kept(hook_wrong); }
+TEST(Tuner, RefusesASlowerCandidate) { expect_defaults_kept(hook_slow); }
+
+}  // namespace
