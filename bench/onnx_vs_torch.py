@@ -8,7 +8,12 @@ per target and checks both batches (the bounds of conformance/TOLERANCES.md); `p
 N=B` times it at the bench batch, and torch eager and torch.compile are timed with CUDA events the
 same way (warm-up, then the median of back-to-back runs).
 
-usage: onnx_vs_torch.py OUT [--targets cuda,vulkan] [--iters 30] [--models a,b]
+With --tune SECONDS, each model is then tuned on each target (`portc tune --budget SECONDS`, into
+OUT/onnx/MODEL/tune_TARGET.txt, not the user's table), checked against PyTorch again with that
+table (PORTC_TUNE_PATH) and timed again: the table gets the tuned time, the tuning time, and the
+ratio of torch.compile to both.
+
+usage: onnx_vs_torch.py OUT [--targets cuda,vulkan] [--iters 30] [--models a,b] [--tune SECONDS]
 Prints one table last. Everything lands in OUT/onnx/.
 """
 import argparse
@@ -94,6 +99,7 @@ def main():
     ap.add_argument("--targets", default="cuda,vulkan")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--models", default="")
+    ap.add_argument("--tune", type=float, default=0)
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     portc, compare = os.path.join(root, "build/bin/portc"), os.path.join(root, "build/bin/onnx_compare")
@@ -110,42 +116,68 @@ def main():
             model = export(name, make, shape, bdim, d)
         except Exception as e:  # noqa: BLE001: report and go on with the next model
             print(f"{name}: export failed: {e}")
-            rows.append((name, batch, {}, {}, None, None))
+            rows.append((name, batch, {}, {}, None, None, {}, {}))
             continue
         print(f"{name}: exported in {time.time() - t0:.1f} s")
-        match, ms = {}, {}
-        for t in targets:
-            r = subprocess.run([compare, os.path.join(d, "model.onnx"), t] + [os.path.join(d, f"{k}_{n}.npy") for n in (1, 4) for k in ("x", "y")],
-                               capture_output=True, text=True, timeout=900)
+        match, ms, tuned, tune_s = {}, {}, {}, {}
+        model_path = os.path.join(d, "model.onnx")
+
+        def check_and_time(t, tag, env):
+            r = subprocess.run([compare, model_path, t] + [os.path.join(d, f"{k}_{n}.npy") for n in (1, 4) for k in ("x", "y")],
+                               capture_output=True, text=True, timeout=900, env=env)
             log = r.stdout + r.stderr
-            open(os.path.join(d, f"compare_{t}.txt"), "w").write(log)
+            open(os.path.join(d, f"compare_{t}{tag}.txt"), "w").write(log)
             print(log.strip())
-            match[t] = "pass" if r.returncode == 0 else "FAIL"
-            j = os.path.join(d, f"bench_{t}.json")
-            r = subprocess.run([portc, "bench", os.path.join(d, "model.onnx"), "-t", t, "--set", f"N={batch}", "--iters", str(a.iters),
-                                "--warmup", "3", "--no-eager", "--json", j], capture_output=True, text=True, timeout=900)
-            open(os.path.join(d, f"bench_{t}.txt"), "w").write(r.stdout + r.stderr)
-            ms[t] = json.load(open(j))["fused"]["median_s"] * 1e3 if r.returncode == 0 else None
+            ok = "pass" if r.returncode == 0 else "FAIL"
+            j = os.path.join(d, f"bench_{t}{tag}.json")
+            r = subprocess.run([portc, "bench", model_path, "-t", t, "--set", f"N={batch}", "--iters", str(a.iters),
+                                "--warmup", "3", "--no-eager", "--json", j], capture_output=True, text=True, timeout=900, env=env)
+            open(os.path.join(d, f"bench_{t}{tag}.txt"), "w").write(r.stdout + r.stderr)
             if r.returncode:
-                print(f"{name} bench on {t} failed: {(r.stdout + r.stderr).strip()[-400:]}")
+                print(f"{name} bench on {t}{tag} failed: {(r.stdout + r.stderr).strip()[-400:]}")
+            return ok, json.load(open(j))["fused"]["median_s"] * 1e3 if r.returncode == 0 else None
+
+        for t in targets:
+            match[t], ms[t] = check_and_time(t, "", dict(os.environ))
+            if a.tune:
+                table = os.path.join(d, f"tune_{t}.txt")
+                if os.path.exists(table):
+                    os.remove(table)
+                t0 = time.time()
+                r = subprocess.run([portc, "tune", model_path, "-t", t, "--set", f"N={batch}", "--budget", str(a.tune), "--table", table],
+                                   capture_output=True, text=True, timeout=a.tune + 900)
+                tune_s[t] = time.time() - t0
+                open(os.path.join(d, f"tune_{t}.log"), "w").write(r.stdout + r.stderr)
+                print(f"{name}: tuned on {t} in {tune_s[t]:.0f} s (rc {r.returncode})\n{r.stdout[-3000:]}{r.stderr[-1000:]}")
+                env = dict(os.environ, PORTC_TUNE_PATH=table)
+                ok, tuned[t] = check_and_time(t, "_tuned", env) if r.returncode == 0 else ("FAIL", None)
+                if ok != "pass":
+                    match[t] = f"{match[t]}/tuned {ok}"
         x = sample(shape, bdim, batch, 7).cuda()
         gpu = model.cuda()
         with torch.no_grad():
             eager = median_ms(lambda: gpu(x), a.iters)
             compiled = torch.compile(gpu)
             comp = median_ms(lambda: compiled(x), a.iters)
-        rows.append((name, batch, match, ms, eager, comp))
+        rows.append((name, batch, match, ms, eager, comp, tuned, tune_s))
     print()
-    head = "| model | batch | " + " | ".join(f"{t} match | portc {t} ms" for t in targets) + " | torch eager ms | torch.compile ms | " + \
-        " | ".join(f"compile/{t}" for t in targets) + " |"
+    tcols = lambda t: f"{t} match | portc {t} ms" + (f" | tuned {t} ms | tuning {t} s" if a.tune else "")
+    head = "| model | batch | " + " | ".join(tcols(t) for t in targets) + " | torch eager ms | torch.compile ms | " + \
+        " | ".join(f"compile/{t}" + (f" | compile/tuned {t}" if a.tune else "") for t in targets) + " |"
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
-    for name, batch, match, ms, eager, comp in rows:
+    fmt = lambda v, f: f.format(v) if v else "-"
+    for name, batch, match, ms, eager, comp, tuned, tune_s in rows:
         cells = [name, str(batch)]
         for t in targets:
-            cells += [match.get(t, "-"), f"{ms[t]:.3f}" if ms.get(t) else "-"]
-        cells += [f"{eager:.3f}" if eager else "-", f"{comp:.3f}" if comp else "-"]
-        cells += [f"{comp / ms[t]:.2f}x" if comp and ms.get(t) else "-" for t in targets]
+            cells += [match.get(t, "-"), fmt(ms.get(t), "{:.3f}")]
+            if a.tune:
+                cells += [fmt(tuned.get(t), "{:.3f}"), fmt(tune_s.get(t), "{:.0f}")]
+        cells += [fmt(eager, "{:.3f}"), fmt(comp, "{:.3f}")]
+        for t in targets:
+            cells += [f"{comp / ms[t]:.2f}x" if comp and ms.get(t) else "-"]
+            if a.tune:
+                cells += [f"{comp / tuned[t]:.2f}x" if comp and tuned.get(t) else "-"]
         print("| " + " | ".join(cells) + " |")
 
 

@@ -12,7 +12,10 @@
 #   replay    the transformer example at a small size, default mode against reduce-overhead
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
-#             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile
+#             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile;
+#             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again
+#   tune      `portc tune` on every graph of bench/gpu/ and the transformer example, per target,
+#             $TUNE_BUDGET seconds each (default 60), into $out/tune_TARGET.txt: measured tables
 #   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
 #             bench/gpu/ and the transformer example, per target, each timed three times by each
 #             build in turn (medians of 30 runs); the table gives the best of each and their ratio
@@ -100,8 +103,20 @@ for step in $steps; do
     ;;
   onnx)
     PYTHONUNBUFFERED=1 python3 bench/onnx_vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${ONNX_MODELS:+--models "$ONNX_MODELS"} \
+      ${TUNE_BUDGET:+--tune "$TUNE_BUDGET"} \
       >"$out/onnx_vs_torch.txt" 2>&1
     summary+=("onnx (rc $?):" "$(grep -E '^\||FAIL|failed|torch ' "$out/onnx_vs_torch.txt" | tail -30)")
+    ;;
+  tune)
+    for t in $targets; do
+      for g in bench/gpu/*.ptg examples/transformer.ptg; do
+        flags=()
+        [[ $g == *transformer* ]] && flags+=(--set B=16 --set S=512)
+        "$portc" tune "$g" -t "$t" "${flags[@]}" --budget "${TUNE_BUDGET:-60}" --table "$out/tune_$t.txt" >>"$out/tune_$t.log" 2>&1 ||
+          echo "tune $t $g failed: $(tail -1 "$out/tune_$t.log")"
+      done
+      summary+=("tune $t ($(($(date +%s) - start)) s): $(grep -c prov= "$out/tune_$t.txt") entries")
+    done
     ;;
   ab)
     base=${BASELINE:?set BASELINE to the other build}
@@ -126,7 +141,7 @@ for step in $steps; do
     tar czf "$out/ab_json.tar.gz" -C "$ab" .
     summary+=("A/B against $base:" "$(cat "$out/ab_table.txt")")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch, onnx, ab)"; exit 2 ;;
+  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch, onnx, tune, ab)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
