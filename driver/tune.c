@@ -69,7 +69,7 @@ void tune_schedules(const target *t, kir_module *km, int device, const tune_knob
       log_line("tune", "kernel %d (%s) %s: no entry; the rules", i, kernel_name(km, i), what);
       continue;
     }
-    const char *base = strrchr(from->name, '/');
+    const char *base = strncmp(from->name, "shipped:", 8) == 0 ? from->name + 7 : strrchr(from->name, '/');
     char source[sizeof s->source], knobs[256];
     str_cut(source, sizeof source, "%s, %s %s:%d: %s", prov_names[e->prov], from->origin, base ? base + 1 : from->name, e->line, e->why);
     tune_knobs_format(&e->knobs, knobs, sizeof knobs);
