@@ -173,7 +173,8 @@ portc_status module_compile(const portc_graph *g, const portc_compile_options *o
     return st;
   }
   for (int i = 0; i < m->km->nk && t->schedule; i++) t->schedule(m->km, i, device);
-  tune_schedules(t, m->km, device, force);
+  if (!o->rules_only) tune_schedules(t, m->km, device, force);
+  for (int i = 0; i < m->km->nk && o->rules_only; i++) snprintf(m->km->k[i].sched.source, sizeof m->km->k[i].sched.source, "rules");
   if (log_enabled("fusion")) kir_print(m->km, stderr);
   char *source = emit_module(t->dialect, m->km);
   if (!source) {
@@ -358,6 +359,22 @@ static portc_status execute_one(portc_module *m, run_state *r, int i, double *se
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+portc_status portc_module_profile(portc_module *m, portc_bindings *b, int reps, double *seconds, int64_t *bytes, int64_t *flops) {
+  if (!m || !seconds || reps < 1) return err_set(PORTC_ERR_INVALID, "profile: NULL argument or no repetitions");
+  portc_status st = module_time_kernels(m, b, reps, NULL, seconds);
+  module_lock(m, b);
+  int64_t S[64] = {0};
+  if (!st && (bytes || flops)) st = symbols_for_run(m, b, S);
+  for (int i = 0; !st && i < m->km->nk && (bytes || flops); i++) {
+    int64_t by, fl;
+    kir_cost(m->km, &m->km->k[i], S, &by, &fl);
+    if (bytes) bytes[i] = by;
+    if (flops) flops[i] = fl;
+  }
+  module_unlock(m, b);
+  return st;
 }
 
 portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, const double *cutoff, double *median) {

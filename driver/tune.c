@@ -155,3 +155,14 @@ void portc_target_tune_describe(int i, void *file) {
   }
   tune_set_free(&set);
 }
+
+void portc_target_key(const char *name, char *out, size_t len) {
+  if (!out || !len) return;
+  out[0] = 0;
+  int device;
+  const target *t = target_find(name ? name : "cpu", &device);
+  if (!t) return;
+  tune_device d;
+  tune_device_of(t, device, &d);
+  tune_device_format(&d, out, len);
+}

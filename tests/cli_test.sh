@@ -74,8 +74,21 @@ contains "cpu       available" "devices lists the cpu"
 expect 0 "run on cpu" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 3 --set N=5
 contains "y: f32[N=5, 1000]" "cpu run summary"
 expect 0 "run on cpu, eager and dynamic" -- "$portc" run "$src/examples/layer_norm.ptg" -t cpu --eager --dynamic --seed 3 --set N=5
-expect 1 "mode not implemented" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode max-autotune --seed 1 --set N=2
-contains "max-autotune is not implemented for target cpu yet" "mode message"
+expect 1 "mode not implemented" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode reduce-overhead --seed 1 --set N=2
+contains "reduce-overhead is not implemented for target cpu yet" "mode message"
+# max-autotune measures what the tables lack and keeps it in the cache folder's table, which
+# explain then names; portc tune does the same on demand, and --check lints a table
+expect 0 "max-autotune" -- "$portc" run "$src/examples/mlp.ptg" -t cpu --mode max-autotune --seed 1 --set N=4
+expect 0 "the user's table" -- grep -c "prov=measured" "$tmp/cache/tune.txt"
+expect 0 "explain after max-autotune" -- "$portc" explain "$src/examples/mlp.ptg" -t cpu --set N=4
+contains "measured, user tune.txt" "explain names the measured entry"
+expect 0 "tune" -- "$portc" tune "$src/examples/mlp.ptg" -t cpu --set N=8 --budget 60 --reps 3 --export "$tmp/site.tune"
+contains "speedup" "tune prints its table"
+expect 0 "tune --check" -- "$portc" tune --check "$tmp/site.tune"
+printf 'api=cpu chunk=64\n' >"$tmp/bad.tune"
+expect 1 "tune --check, a bad table" -- "$portc" tune --check "$tmp/bad.tune"
+contains "bad.tune:1: no prov=" "tune --check names the line"
+expect 2 "tune without a graph" -- "$portc" tune -t cpu
 expect 2 "unknown mode" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode fastest
 expect 0 "dump after fuse" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 --dump-after fuse --dump "$tmp"
 contains "# 1 kernels" "fusion dump"
@@ -90,6 +103,15 @@ contains "give symbol values" "explain says sizes are unknown"
 expect 0 "bench" -- "$portc" bench "$src/examples/softmax.ptg" --set N=64 --iters 3 --warmup 1 --json "$tmp/bench.json"
 contains "fused is" "bench compares with eager"
 grep -q '"speedup"' "$tmp/bench.json" || { echo "FAIL: bench json lacks speedup"; fails=$((fails + 1)); }
+expect 0 "bench, every output" -- "$portc" bench "$src/examples/mlp.ptg" --set N=8 --iters 3 --warmup 1 --no-eager \
+  --json "$tmp/b2.json" --csv "$tmp/b2.csv" --chart "$tmp/b2.svg"
+for want in '"samples_s": [' '"symbols": {"N": 8}' '"device_key": "api=cpu' '"portc_version"' '"spread"'; do
+  grep -qF "$want" "$tmp/b2.json" || { echo "FAIL: bench json lacks $want"; fails=$((fails + 1)); }
+done
+grep -q '^mlp,cpu,.*,fused,' "$tmp/b2.csv" || { echo "FAIL: bench csv lacks the fused row"; fails=$((fails + 1)); }
+grep -q '<circle' "$tmp/b2.svg" || { echo "FAIL: bench chart has no points"; fails=$((fails + 1)); }
+expect 2 "bench, one target too many" -- "$portc" run "$src/examples/mlp.ptg" -t cpu,cpu
+contains "-t takes one target here" "run takes one target"
 expect 2 "bench without file" -- "$portc" bench
 expect 0 "verify a slice" -- "$portc" verify -t cpu --filter 'unary/exp/f32' --examples "$src/examples" --json "$tmp/v.json" --junit "$tmp/v.xml" --quiet
 contains "12 passed, 0 failed, 0 skipped" "verify summary line"

@@ -163,9 +163,6 @@ TEST_F(Cpu, OptionsThatAreNotThereYetSaySo) {
   Graph g = parse("input x: f32[4]\ny = neg(x)\noutput y\n");
   portc_compile_options o = {};
   portc_module *m = nullptr;
-  o.mode = PORTC_MODE_MAX_AUTOTUNE;
-  EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_ERR_INVALID);
-  EXPECT_NE(std::string(portc_last_error()).find("max-autotune is not implemented for target cpu yet"), std::string::npos);
   o.mode = PORTC_MODE_REDUCE_OVERHEAD;
   EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_ERR_INVALID);
   EXPECT_NE(std::string(portc_last_error()).find("reduce-overhead is not implemented for target cpu yet"), std::string::npos);

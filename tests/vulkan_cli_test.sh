@@ -56,6 +56,9 @@ PORTC_VULKAN_DISABLE=subgroup,timestamps expect 0 "bench without timestamps" -- 
 contains "host clock" "bench says it timed on the host"
 expect 0 "bench with timestamps" -- "$portc" bench "$src/examples/softmax.ptg" -t vulkan --set N=64 --iters 3 --no-eager
 contains "device timestamps" "bench says it timed on the device"
+expect 0 "bench on two targets" -- "$portc" bench "$src/examples/softmax.ptg" -t cpu,vulkan --set N=64 --iters 3 --no-eager --json "$tmp/two.json"
+contains "softmax on vulkan" "bench ran the second target"
+grep -q '{"targets": \[' "$tmp/two.json" || { echo "FAIL: two targets' json lacks the list"; fails=$((fails + 1)); }
 
 # reduce-overhead on vulkan runs; on the cpu it is refused by name
 expect 0 "reduce-overhead on vulkan" -- "$portc" run "$src/examples/layer_norm.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=5

@@ -40,6 +40,7 @@ typedef struct graph_args {
   int nsets, ninputs;
   bool seeded;
   uint64_t seed;
+  bool several; /* set by the verb: -t may name several targets, comma-separated */
 } graph_args;
 /* Takes argv[*i] (and its value, advancing *i) when it is one of those: returns 1; 0 when the
  * argument is the verb's own; -1 after a usage error. allow_ref: "-t ref" is accepted. */
@@ -51,6 +52,21 @@ int cmd_bench(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+
+/* an SVG chart of kernel rates against the device's peaks (chart.c) */
+typedef struct chart_point {
+  const char *series; /* "fused", "eager", "rules" */
+  double bytes, flops, seconds;
+} chart_point;
+typedef struct chart {
+  const char *title;
+  double peak_gbps, peak_gflops; /* measured (0: unknown) */
+  const char *peak_how;
+  const chart_point *p;
+  int n;
+} chart;
+/* writes c as an SVG file a browser opens; false when the file cannot be written */
+bool chart_write(const chart *c, const char *path);
 
 /* one line of statistics: shape, min, max, mean, std, NaN and Inf counts */
 void print_summary(FILE *f, const char *name, const portc_tensor *t, portc_dtype graph_dtype, const portc_dim *dims);

@@ -1,8 +1,9 @@
 /*
  * cmd_bench.c: `portc bench G.ptg -t cpu` measures a compiled graph: compile time cold (an
  * empty kernel cache) and warm (a cache hit); then, after warm-up, the median, min and max of
- * back-to-back runs, fused and eager on the same device, with bytes and FLOPs from the kernel
- * IR turned into GB/s and GFLOP/s, and peak memory.
+ * back-to-back runs, fused and eager on the same device (and the untuned rules where tune
+ * tables set some schedules), with bytes and FLOPs from the kernel IR turned into GB/s and
+ * GFLOP/s, and peak memory; as text, JSON, CSV and an SVG chart (chart.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,27 +13,44 @@
 #include "cli.h"
 
 static const char *const help =
-    "usage: portc bench G.ptg [-t TARGET] [--set SYM=N]... [--input NAME=FILE.npy]... [--seed S]\n"
-    "                   [--iters N] [--warmup N] [--json FILE] [--no-eager] [COMPILE OPTIONS]\n"
+    "usage: portc bench G.ptg [-t TARGET[,TARGET...]] [--set SYM=N]... [--input NAME=FILE.npy]... [--seed S]\n"
+    "                   [--iters N] [--warmup N] [--json FILE] [--csv FILE] [--chart FILE.svg] [--no-eager]\n"
+    "                   [COMPILE OPTIONS]\n"
     "\n"
     "Compiles G.ptg twice (cold: an empty kernel cache; warm: a cache hit), runs --warmup runs, then\n"
     "times --iters runs (default 20) and prints median, min and max, bytes moved and FLOPs from the\n"
     "kernel IR as GB/s and GFLOP/s, peak memory, and the same for eager mode with the fused/eager\n"
-    "ratio. Inputs without --input come from the seed (default 1).\n"
+    "ratio; where tune tables set some kernels' schedules, also the targets' rules alone (untuned).\n"
+    "A spread of the runs over 10%% of the median is reported as a noisy machine. Inputs without\n"
+    "--input come from the seed (default 1). Several targets run one after the other.\n"
+    "--json writes every sample with the symbol values, mode, portc version, device key and host\n"
+    "(one object per target: {\"targets\": [...]} when there are several); --csv one row per target\n"
+    "and series; --chart an SVG of every kernel's rate against the device's peaks, which portc\n"
+    "measures first (a 64 MiB copy and a 2048 f32 matmul), fused, eager and untuned (one file per\n"
+    "target when there are several: FILE-TARGET.svg).\n"
     "%s";
 
 typedef struct measure {
-  double cold, warm, med, min, max;
+  double cold, warm, med, min, max, spread;
+  double *samples; /* every timed run, in order */
+  int n;
   portc_module_info info;
+  double *ks;        /* --chart: per kernel, its median time alone */
+  int64_t *kb, *kf;  /* and its bytes and FLOPs */
 } measure;
+
+static void measure_free(measure *m) {
+  free(m->samples), free(m->ks), free(m->kb), free(m->kf);
+  memset(m, 0, sizeof *m);
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
-/* compile cold and warm, then time; fills m */
-static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, int iters, measure *m) {
+/* compile cold and warm, then time (and with `profile` reps, each kernel alone); fills m */
+static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, int iters, int profile, measure *m) {
   char cold_dir[] = "/tmp/portc-bench-XXXXXX";
   if (!mkdtemp(cold_dir)) {
     fprintf(stderr, "portc bench: cannot make a temporary kernel cache\n");
@@ -62,7 +80,9 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
     return EXIT_FAIL;
   }
   double *t = malloc(sizeof *t * (size_t)(warmup + iters));
-  if (!t || portc_module_time(mod, b, warmup + iters, t) != PORTC_OK || portc_module_info_get(mod, b, &m->info) != PORTC_OK) {
+  m->info = (portc_module_info)PORTC_MODULE_INFO_INIT;
+  m->samples = malloc(sizeof *m->samples * (size_t)iters);
+  if (!t || !m->samples || portc_module_time(mod, b, warmup + iters, t) != PORTC_OK || portc_module_info_get(mod, b, &m->info) != PORTC_OK) {
     fprintf(stderr, "portc bench: %s\n", portc_last_error());
     free(t);
     portc_module_free(mod);
@@ -70,9 +90,22 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
   }
   m->warm = m->info.compile_seconds;
   if (!m->info.cache_hit) fprintf(stderr, "portc bench: warning: the second compile missed the kernel cache\n");
+  memcpy(m->samples, t + warmup, sizeof *t * (size_t)iters);
+  m->n = iters;
   qsort(t + warmup, (size_t)iters, sizeof *t, cmp_double);
-  m->min = t[warmup], m->max = t[warmup + iters - 1], m->med = t[warmup + iters / 2];
+  const double *r = t + warmup;
+  m->min = r[0], m->max = r[iters - 1], m->med = r[iters / 2];
+  m->spread = (r[iters * 9 / 10 < iters ? iters * 9 / 10 : iters - 1] - r[iters / 10]) / m->med;
   free(t);
+  int nk = m->info.kernels;
+  if (profile && nk > 0) {
+    m->ks = calloc((size_t)nk, sizeof *m->ks), m->kb = calloc((size_t)nk, sizeof *m->kb), m->kf = calloc((size_t)nk, sizeof *m->kf);
+    if (!m->ks || !m->kb || !m->kf || portc_module_profile(mod, b, profile, m->ks, m->kb, m->kf) != PORTC_OK) {
+      fprintf(stderr, "portc bench: per-kernel times: %s\n", portc_last_error());
+      portc_module_free(mod);
+      return EXIT_FAIL;
+    }
+  }
   portc_module_free(mod);
   return EXIT_OK;
 }
@@ -81,21 +114,137 @@ static void print_measure(const char *what, const measure *m) {
   printf("%-6s %3d kernels  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GB/s  %8.2f GFLOP/s  compile cold %.3f s, warm %.4f s\n", what,
          m->info.kernels, m->med * 1e3, m->min * 1e3, m->max * 1e3, (double)m->info.bytes / m->med / 1e9,
          (double)m->info.flops / m->med / 1e9, m->cold, m->warm);
+  if (m->spread > 0.10)
+    printf("warning: %s runs spread %.0f%% around the median (10th to 90th percentile): the machine was noisy\n", what, m->spread * 100);
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+    else fputc(*s, f);
+  }
+  fputc('"', f);
 }
 
 static void json_measure(FILE *f, const char *what, const measure *m) {
   fprintf(f,
-          "\"%s\": {\"kernels\": %d, \"median_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"bytes\": %lld, \"flops\": %lld, "
+          "\"%s\": {\"kernels\": %d, \"median_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"spread\": %.6g, \"bytes\": %lld, \"flops\": %lld, "
           "\"gbps\": %.6g, \"gflops\": %.6g, \"compile_cold_s\": %.6g, \"compile_warm_s\": %.6g, \"arena_bytes\": %lld, "
-          "\"intermediate_bytes\": %lld, \"io_bytes\": %lld}",
-          what, m->info.kernels, m->med, m->min, m->max, (long long)m->info.bytes, (long long)m->info.flops,
+          "\"intermediate_bytes\": %lld, \"io_bytes\": %lld, \"tuned_kernels\": %d, \"samples_s\": [",
+          what, m->info.kernels, m->med, m->min, m->max, m->spread, (long long)m->info.bytes, (long long)m->info.flops,
           (double)m->info.bytes / m->med / 1e9, (double)m->info.flops / m->med / 1e9, m->cold, m->warm,
-          (long long)m->info.arena_bytes, (long long)m->info.intermediate_bytes, (long long)m->info.io_bytes);
+          (long long)m->info.arena_bytes, (long long)m->info.intermediate_bytes, (long long)m->info.io_bytes, m->info.tuned_kernels);
+  for (int i = 0; i < m->n; i++) fprintf(f, "%s%.9g", i ? ", " : "", m->samples[i]);
+  fprintf(f, "]");
+  if (m->ks) {
+    fprintf(f, ", \"kernel_median_s\": [");
+    for (int i = 0; i < m->info.kernels; i++) fprintf(f, "%s%.9g", i ? ", " : "", m->ks[i]);
+    fprintf(f, "]");
+  }
+  fprintf(f, "}");
+}
+
+static void csv_measure(FILE *f, const char *graph, const char *series, const measure *m) {
+  fprintf(f, "%s,%s,\"%s\",%s,%d,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", graph, m->info.target, m->info.device, series, m->info.kernels,
+          m->med, m->min, m->max, m->spread, (double)m->info.bytes / m->med / 1e9, (double)m->info.flops / m->med / 1e9, m->cold, m->warm,
+          m->info.tuned_kernels);
+}
+
+/* the device's peaks as portc reaches them: a 64 MiB copy, and a 2048 f32 matmul */
+static void measure_peaks(const char *target, double *gbps, double *gflops) {
+  static const char *const graphs[] = {"graph peak_copy\ninput x: f32[16777216]\ny = relu(x)\noutput y\n",
+                                       "graph peak_matmul\ninput a: f32[2048, 2048]\ninput b: f32[2048, 2048]\ny = matmul(a, b)\noutput y\n"};
+  *gbps = *gflops = 0;
+  for (int k = 0; k < 2; k++) {
+    portc_graph *g = NULL;
+    if (portc_graph_parse(graphs[k], "peak", &g)) continue;
+    portc_bindings *b = portc_bindings_new(g);
+    portc_bindings_set_seed(b, 1);
+    portc_compile_options co = PORTC_COMPILE_OPTIONS_INIT;
+    co.target = target;
+    measure m = {0};
+    if (measure_one(g, b, co, 1, 3, 0, &m) == EXIT_OK) {
+      if (k == 0) *gbps = (double)m.info.bytes / m.min / 1e9;
+      else *gflops = (double)m.info.flops / m.min / 1e9;
+    }
+    measure_free(&m);
+    portc_bindings_free(b);
+    portc_graph_free(g);
+  }
+}
+
+/* per target: what was measured */
+typedef struct result {
+  char target[64], key[512];
+  measure fused, eager, rules;
+  bool has_eager, has_rules;
+  double peak_gbps, peak_gflops;
+} result;
+
+static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, const result *r, int iters, int warmup) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  fprintf(f, "{\"graph\": ");
+  json_string(f, portc_graph_name(g));
+  fprintf(f, ", \"portc_version\": \"%s\", \"host\": ", portc_version());
+  json_string(f, host);
+  fprintf(f, ", \"mode\": \"%s\", \"seed\": %llu, \"symbols\": {", ga->co.mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "default",
+          (unsigned long long)ga->seed);
+  for (int i = 0; i < ga->nsets; i++) {
+    const char *eq = strchr(ga->sets[i], '=');
+    fprintf(f, "%s\"%.*s\": %s", i ? ", " : "", (int)(eq - ga->sets[i]), ga->sets[i], eq + 1);
+  }
+  fprintf(f, "}, \"target\": ");
+  json_string(f, r->fused.info.target);
+  fprintf(f, ", \"device\": ");
+  json_string(f, r->fused.info.device);
+  fprintf(f, ", \"device_key\": ");
+  json_string(f, r->key);
+  fprintf(f, ", \"timer\": ");
+  json_string(f, r->fused.info.timer);
+  fprintf(f, ", \"iters\": %d, \"warmup\": %d, ", iters, warmup);
+  json_measure(f, ga->co.eager ? "eager" : "fused", &r->fused);
+  if (r->has_eager) {
+    fprintf(f, ", ");
+    json_measure(f, "eager", &r->eager);
+    fprintf(f, ", \"speedup\": %.6g", r->eager.med / r->fused.med);
+  }
+  if (r->has_rules) {
+    fprintf(f, ", ");
+    json_measure(f, "rules", &r->rules);
+    fprintf(f, ", \"tuned_speedup\": %.6g", r->rules.med / r->fused.med);
+  }
+  if (r->peak_gbps > 0) fprintf(f, ", \"peak_gbps\": %.6g, \"peak_gflops\": %.6g", r->peak_gbps, r->peak_gflops);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  fprintf(f, ", \"peak_rss_bytes\": %ld}", ru.ru_maxrss * 1024L);
+}
+
+static bool write_chart(const portc_graph *g, const result *r, const char *path) {
+  const measure *ms[3] = {&r->fused, r->has_eager ? &r->eager : NULL, r->has_rules ? &r->rules : NULL};
+  static const char *const names[3] = {"fused", "eager", "rules"};
+  int n = 0;
+  for (int s = 0; s < 3; s++) n += ms[s] ? ms[s]->info.kernels : 0;
+  chart_point *p = calloc((size_t)n + 1, sizeof *p);
+  if (!p) return false;
+  n = 0;
+  for (int s = 0; s < 3; s++)
+    for (int i = 0; ms[s] && ms[s]->ks && i < ms[s]->info.kernels; i++)
+      p[n++] = (chart_point){names[s], (double)ms[s]->kb[i], (double)ms[s]->kf[i], ms[s]->ks[i]};
+  char title[512];
+  snprintf(title, sizeof title, "%s on %s: each kernel alone (fused, eager, and the rules without tune tables)", portc_graph_name(g),
+           r->fused.info.device);
+  chart c = {title, r->peak_gbps, r->peak_gflops, "a 64 MiB copy and a 2048 f32 matmul, fastest of 3", p, n};
+  bool ok = chart_write(&c, path);
+  free(p);
+  return ok;
 }
 
 int cmd_bench(int argc, char **argv) {
-  graph_args ga = {.seed = 1, .seeded = true};
-  const char *json = NULL;
+  graph_args ga = {.seed = 1, .seeded = true, .several = true};
+  const char *json = NULL, *csv = NULL, *svg = NULL;
   int iters = 20, warmup = 3;
   bool eager = true;
   for (int i = 1; i < argc; i++) {
@@ -108,7 +257,7 @@ int cmd_bench(int argc, char **argv) {
     if (took < 0) return EXIT_USAGE;
     if (took) continue;
     uint64_t v;
-    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--json");
+    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart");
     if (takes && i + 1 >= argc) return usage_error("bench", "%s needs a value", a);
     if (!strcmp(a, "--iters") || !strcmp(a, "--warmup")) {
       if (!parse_u64(argv[++i], &v) || v > 100000 || (!strcmp(a, "--iters") && v == 0)) return usage_error("bench", "%s wants a count", a);
@@ -116,6 +265,10 @@ int cmd_bench(int argc, char **argv) {
       else warmup = (int)v;
     } else if (!strcmp(a, "--json")) {
       json = argv[++i];
+    } else if (!strcmp(a, "--csv")) {
+      csv = argv[++i];
+    } else if (!strcmp(a, "--chart")) {
+      svg = argv[++i];
     } else if (!strcmp(a, "--no-eager")) {
       eager = false;
     } else {
@@ -123,48 +276,95 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   if (!ga.path) return usage_error("bench", "no graph file given");
-  portc_compile_options co = ga.co;
-  co.target = ga.target ? ga.target : "cpu";
+  if (ga.co.mode == PORTC_MODE_MAX_AUTOTUNE) return usage_error("bench", "--mode max-autotune: tune first (portc tune), then bench the default mode");
   portc_graph *g;
   portc_bindings *b;
   int rc = open_graph("bench", &ga, true, &g, &b);
   if (rc) return rc;
-  measure fused = {0}, eag = {0};
-  if (!rc) rc = measure_one(g, b, co, warmup, iters, &fused);
-  portc_compile_options ce = co;
-  ce.eager = true;
-  if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, &eag);
-  if (!rc) {
+  const char *targets = ga.target ? ga.target : "cpu";
+  int nt = 1;
+  for (const char *p = targets; *p; p++) nt += *p == ',';
+  result *res = calloc((size_t)nt, sizeof *res);
+  if (!res) rc = EXIT_FAIL;
+  int done = 0;
+  for (const char *p = targets; !rc && *p; done++) {
+    result *r = &res[done];
+    size_t n = strcspn(p, ",");
+    snprintf(r->target, sizeof r->target, "%.*s", (int)n, p);
+    p += n + (p[n] == ',');
+    portc_target_key(r->target, r->key, sizeof r->key);
+    portc_compile_options co = ga.co;
+    co.target = r->target;
+    int profile = svg ? 10 : 0;
+    rc = measure_one(g, b, co, warmup, iters, profile, &r->fused);
+    portc_compile_options ce = co;
+    ce.eager = true;
+    if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, profile, &r->eager), r->has_eager = !rc;
+    portc_compile_options cr = co;
+    cr.rules_only = true;
+    if (!rc && r->fused.info.tuned_kernels > 0 && !co.rules_only) rc = measure_one(g, b, cr, warmup, iters, profile, &r->rules), r->has_rules = !rc;
+    if (!rc && svg) measure_peaks(r->target, &r->peak_gbps, &r->peak_gflops);
+    if (rc) break;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%s on %s (%s), %d runs after %d warm-up, timed with %s\n", portc_graph_name(g), fused.info.target, fused.info.device, iters,
-           warmup, fused.info.timer);
-    print_measure(co.eager ? "eager" : "fused", &fused);
-    if (eager && !co.eager) {
-      print_measure("eager", &eag);
-      printf("fused is %.2fx faster than eager\n", eag.med / fused.med);
+    printf("%s on %s (%s), %d runs after %d warm-up, timed with %s\n", portc_graph_name(g), r->fused.info.target, r->fused.info.device, iters,
+           warmup, r->fused.info.timer);
+    print_measure(co.eager ? "eager" : "fused", &r->fused);
+    if (r->has_eager) {
+      print_measure("eager", &r->eager);
+      printf("fused is %.2fx faster than eager\n", r->eager.med / r->fused.med);
+    }
+    if (r->has_rules) {
+      print_measure("rules", &r->rules);
+      printf("%d kernels from tune tables: %.2fx the speed of the rules alone\n", r->fused.info.tuned_kernels, r->rules.med / r->fused.med);
     }
     printf("memory: intermediates %lld bytes planned (%lld unplanned), inputs and outputs %lld bytes, process peak RSS %ld MiB\n",
-           (long long)fused.info.arena_bytes, (long long)fused.info.intermediate_bytes, (long long)fused.info.io_bytes, ru.ru_maxrss / 1024);
-    if (json) {
-      FILE *f = fopen(json, "w");
-      if (!f) {
-        fprintf(stderr, "portc bench: cannot write %s\n", json);
+           (long long)r->fused.info.arena_bytes, (long long)r->fused.info.intermediate_bytes, (long long)r->fused.info.io_bytes,
+           ru.ru_maxrss / 1024);
+    if (svg) {
+      char path[4096];
+      if (nt > 1) snprintf(path, sizeof path, "%.*s-%s.svg", (int)(strlen(svg) > 4 && !strcmp(svg + strlen(svg) - 4, ".svg") ? strlen(svg) - 4 : strlen(svg)), svg, r->target);
+      else snprintf(path, sizeof path, "%s", svg);
+      if (!write_chart(g, r, path)) {
+        fprintf(stderr, "portc bench: cannot write %s\n", path);
         rc = EXIT_FAIL;
       } else {
-        fprintf(f, "{\"graph\": \"%s\", \"target\": \"%s\", \"device\": \"%s\", \"timer\": \"%s\", \"iters\": %d, \"warmup\": %d, ", portc_graph_name(g),
-                fused.info.target, fused.info.device, fused.info.timer, iters, warmup);
-        json_measure(f, co.eager ? "eager" : "fused", &fused);
-        if (eager && !co.eager) {
-          fprintf(f, ", ");
-          json_measure(f, "eager", &eag);
-          fprintf(f, ", \"speedup\": %.6g", eag.med / fused.med);
-        }
-        fprintf(f, ", \"peak_rss_bytes\": %ld}\n", ru.ru_maxrss * 1024L);
-        fclose(f);
+        printf("chart: %s (peaks measured here: %.1f GB/s, %.1f GFLOP/s)\n", path, r->peak_gbps, r->peak_gflops);
       }
     }
   }
+  if (!rc && json) {
+    FILE *f = fopen(json, "w");
+    if (!f) {
+      fprintf(stderr, "portc bench: cannot write %s\n", json);
+      rc = EXIT_FAIL;
+    } else {
+      if (done > 1) fprintf(f, "{\"targets\": [");
+      for (int t = 0; t < done; t++) {
+        if (t) fprintf(f, ", ");
+        json_result(f, g, &ga, &res[t], iters, warmup);
+      }
+      fprintf(f, done > 1 ? "]}\n" : "\n");
+      fclose(f);
+    }
+  }
+  if (!rc && csv) {
+    FILE *f = fopen(csv, "w");
+    if (!f) {
+      fprintf(stderr, "portc bench: cannot write %s\n", csv);
+      rc = EXIT_FAIL;
+    } else {
+      fprintf(f, "graph,target,device,series,kernels,median_s,min_s,max_s,spread,gbps,gflops,compile_cold_s,compile_warm_s,tuned_kernels\n");
+      for (int t = 0; t < done; t++) {
+        csv_measure(f, portc_graph_name(g), ga.co.eager ? "eager" : "fused", &res[t].fused);
+        if (res[t].has_eager) csv_measure(f, portc_graph_name(g), "eager", &res[t].eager);
+        if (res[t].has_rules) csv_measure(f, portc_graph_name(g), "rules", &res[t].rules);
+      }
+      fclose(f);
+    }
+  }
+  for (int t = 0; res && t < nt; t++) measure_free(&res[t].fused), measure_free(&res[t].eager), measure_free(&res[t].rules);
+  free(res);
   portc_bindings_free(b);
   portc_graph_free(g);
   return rc;

@@ -22,8 +22,15 @@ int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args 
   if (*i + 1 >= argc) return usage_error(verb, "%s needs a value", arg), -1;
   const char *v = argv[++*i];
   if (!strcmp(arg, "-t")) {
-    if (!(allow_ref && !strcmp(v, "ref")) && !known_target(v))
-      return usage_error(verb, "unknown target '%s' (available: %s%s)", v, allow_ref ? "ref" : "", target_names() + (allow_ref ? 0 : 2)), -1;
+    if (strchr(v, ',') && !a->several) return usage_error(verb, "-t takes one target here, not '%s'", v), -1;
+    for (const char *p = v; *p;) { /* each of a comma-separated list */
+      char one[64];
+      size_t n = strcspn(p, ",");
+      snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
+      if (!(allow_ref && !strcmp(one, "ref")) && !known_target(one))
+        return usage_error(verb, "unknown target '%s' (available: %s%s)", one, allow_ref ? "ref" : "", target_names() + (allow_ref ? 0 : 2)), -1;
+      p += n + (p[n] == ',');
+    }
     a->target = v;
   } else if (!strcmp(arg, "--seed")) {
     if (!parse_u64(v, &a->seed)) return usage_error(verb, "--seed wants a non-negative integer, got '%s'", v), -1;
@@ -44,6 +51,7 @@ const char compile_options_help[] =
     "  --eager              one kernel per op, no fusion (the A/B baseline)\n"
     "  --dynamic            keep symbolic dimensions symbolic: one module for any value\n"
     "  --fullgraph          an op the target cannot run is an error\n"
+    "  --rules              the targets' own rules alone: read no tune table (the untuned baseline)\n"
     "  --mode M             default, or reduce-overhead (GPU targets: the launches are recorded once\n"
     "                       and replayed), or max-autotune (first tune what the tune tables lack,\n"
     "                       as `portc tune --missing` does, and keep it in the user's table)\n"
@@ -55,6 +63,7 @@ int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o)
   if (strcmp(a, "--eager") == 0) return o->eager = true, 1;
   if (strcmp(a, "--dynamic") == 0) return o->dynamic = true, 1;
   if (strcmp(a, "--fullgraph") == 0) return o->fullgraph = true, 1;
+  if (strcmp(a, "--rules") == 0) return o->rules_only = true, 1;
   bool takes = strcmp(a, "--mode") == 0 || strcmp(a, "--dump") == 0 || strcmp(a, "--dump-after") == 0;
   if (!takes) return 0;
   if (i + 1 >= argc) {

@@ -338,6 +338,7 @@ typedef struct portc_compile_options {
   bool eager;             /* one kernel per op, no fusion: the A/B baseline */
   const char *dump_dir;   /* write the generated source here (NULL: do not) */
   const char *dump_after; /* print the graph after this pass to stderr: specialize decompose fold cse dce fuse */
+  bool rules_only;        /* the targets' own rules alone: no tune table is read (the untuned baseline) */
 } portc_compile_options;
 #define PORTC_COMPILE_OPTIONS_INIT {.size = sizeof(portc_compile_options)}
 
@@ -382,6 +383,9 @@ PORTC_API portc_status portc_tune(const portc_graph *g, const portc_tune_options
  * every line that is not a valid entry to out (a FILE *; NULL: stdout). Returns the number of
  * problems. */
 PORTC_API int portc_tune_check(const char *path, void *out);
+/* The tune key of a target's device ("api=cuda vendor=nvidia ... model=\"...\""), for reports;
+ * target as in portc_compile_options (NULL: "cpu"). Empty when the target is unknown. */
+PORTC_API void portc_target_key(const char *target, char *out, size_t len);
 /* For `portc devices`: target i's tune key, and how many entries of each table match its device. */
 PORTC_API void portc_target_tune_describe(int i, void *out);
 
@@ -397,6 +401,7 @@ typedef struct portc_module_info {
   int64_t io_bytes;           /* inputs, parameters, constants and outputs */
   const char *timer;          /* what portc_module_time measures with: "device timestamps" or "host clock" */
   bool flushes_denormals;     /* the device may read and write f32 denormals as zeros (Vulkan allows it) */
+  int tuned_kernels;          /* kernels whose schedule is a tune-table entry (measured, site or shipped) */
 } portc_module_info;
 #define PORTC_MODULE_INFO_INIT {.size = sizeof(portc_module_info)}
 /* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
@@ -404,6 +409,10 @@ PORTC_API portc_status portc_module_info_get(const portc_module *m, portc_bindin
 /* The fusion groups: for each kernel its kind, the nodes it computes, inputs and outputs, bytes
  * and FLOPs, and why it ends where it does. Free with free(). */
 PORTC_API char *portc_module_explain(const portc_module *m, portc_bindings *b);
+/* Times each kernel alone (after one whole run that gives every kernel its inputs): seconds[i]
+ * the median of `reps` timings of kernel i, bytes[i] and flops[i] what it moves and computes;
+ * each array holds portc_module_info's `kernels` entries (bytes and flops may be NULL). */
+PORTC_API portc_status portc_module_profile(portc_module *m, portc_bindings *b, int reps, double *seconds, int64_t *bytes, int64_t *flops);
 
 /* ---- the conformance suite -------------------------------------------------------------------- */
 
