@@ -294,6 +294,7 @@ int cmd_bench(int argc, char **argv) {
     p += n + (p[n] == ',');
     portc_target_key(r->target, r->key, sizeof r->key);
     portc_compile_options co = ga.co;
+    co.size = sizeof co;
     co.target = r->target;
     int profile = svg ? 10 : 0;
     rc = measure_one(g, b, co, warmup, iters, profile, &r->fused);

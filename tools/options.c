@@ -60,6 +60,7 @@ const char compile_options_help[] =
 
 int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o) {
   const char *a = argv[i];
+  o->size = sizeof *o; /* the options this build of the tool knows, rules_only included */
   if (strcmp(a, "--eager") == 0) return o->eager = true, 1;
   if (strcmp(a, "--dynamic") == 0) return o->dynamic = true, 1;
   if (strcmp(a, "--fullgraph") == 0) return o->fullgraph = true, 1;
