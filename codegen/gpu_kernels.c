@@ -446,6 +446,21 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
 }
 
+bool gpu_tiles_fit(const kir_schedule *s, char *why, size_t len) {
+  if (s->threads[0] != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
+  if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
+    return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
+  return true;
+}
+
+bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len) {
+  int t = k->sched.threads[0];
+  pow2 = pow2 || k->kind == KK_ROW;
+  if (k->sched.threads[1] > 1 || k->sched.threads[2] > 1 || t < unit || t > max || t % unit || (pow2 && (t & (t - 1))))
+    return snprintf(why, len, "threads=%d: whole groups of %d up to %d%s", t, unit, max, pow2 ? ", a power of two" : ""), false;
+  return true;
+}
+
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
   const kir_kernel *k = &m->k[i];
   int64_t M = dim_value(k->dom.d[1], S), N = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);

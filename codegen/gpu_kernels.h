@@ -36,6 +36,13 @@ void gpu_conv(emitter *e);
  * threads): x over the tiles of output pixels, y over those of output channels, as
  * gpu_conv_groups() counts them (the kernel loops when the target caps the grid) */
 bool gpu_conv_tiled(const kir_module *m, int i);
+/* what the SIMT matmul and convolution skeletons can run: 16x16 threads and a square tile of 16
+ * to 128 (a multiple of 16); false with why */
+bool gpu_tiles_fit(const kir_schedule *s, char *why, size_t len);
+/* a 1-D work group of kernel k the skeletons can run: whole units (warps, wavefronts or
+ * subgroups) up to max threads, a power of two where pow2 or for row kernels (their reductions
+ * halve it); false with why */
+bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len);
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]);
 void gpu_conv_gemm(emitter *e, int tile);
 

@@ -131,46 +131,34 @@ void cu_schedule(kir_module *m, int i, int device) {
   }
 }
 
-/* what a tune entry may change: the block size of 1-D kernels (whole warps, a power of two for
- * row kernels, whose reductions halve it), the square tile of the SIMT matmul and convolution
- * (16 to 128, 16x16 threads), the register bound, and the vendor library (off); the
+/* what a tune entry may change: the block size of 1-D kernels (whole warps), the square tile
+ * of the SIMT matmul and convolution, the register bound, and the vendor library (off); the
  * tensor-core kernel's tiles are fixed */
 bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
-  const kir_kernel *k = &m->k[i];
-  const kir_schedule *s = &k->sched;
-  int t = s->threads[0];
+  const kir_schedule *s = &m->k[i].sched;
   switch (s->variant) {
   case KS_MMA:
-    if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || t != CU_MMA_THREADS)
+    if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
     return true;
-  case KS_TILED:
-    if (t != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
-    if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
-      return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
-    return true;
+  case KS_TILED: return gpu_tiles_fit(s, why, len);
   case KS_PLAIN: break;
   }
-  if (s->threads[1] > 1 || s->threads[2] > 1 || t < 32 || t > 1024 || t % 32 || (k->kind == KK_ROW && (t & (t - 1))))
-    return snprintf(why, len, "threads=%d: whole warps up to 1024%s", t, k->kind == KK_ROW ? ", a power of two" : ""), false;
-  return true;
+  return gpu_group_fits(&m->k[i], 32, 1024, false, why, len);
 }
 
 int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {
   (void)d;
   const kir_kernel *k = &m->k[i];
   const kir_schedule *s = &k->sched;
+  static const int tiles[] = {32, 64, 128}, sizes[] = {128, 256, 512, 1024};
   int n = 0;
   if (s->variant == KS_TILED) {
-    static const int tiles[] = {32, 64, 128};
-    for (int t = 0; t < 3 && n < max; t++)
-      if (tiles[t] != s->tile_m) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v.tile_m = tiles[t], .v.tile_n = tiles[t]};
+    tune_candidates("tile", tiles, 3, s->tile_m, out, max, &n);
     if (s->min_groups && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("min_groups"), .v.min_groups = 0};
   } else if (s->variant == KS_PLAIN && k->kind != KK_ROW) {
-    static const int sizes[] = {128, 256, 512, 1024};
-    for (int t = 0; t < 4 && n < max; t++)
-      if (sizes[t] != s->threads[0]) out[n++] = (tune_knobs){.mask = tune_knob_bit("threads"), .v.threads = {sizes[t], 1, 1}};
+    tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);
   }
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};
   return n;

@@ -42,37 +42,19 @@ void hip_schedule(kir_module *m, int i, int device) {
 }
 
 /* what a tune entry may change: the group size of 1-D kernels (whole wavefronts of 64, which are
- * also whole ones of 32; a power of two for row kernels), and the square tile of the SIMT matmul
- * and convolution (16 to 128, 16x16 threads) */
+ * also whole ones of 32), and the square tile of the SIMT matmul and convolution */
 bool hip_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
-  const kir_kernel *k = &m->k[i];
-  const kir_schedule *s = &k->sched;
-  int t = s->threads[0];
-  if (s->variant == KS_TILED) {
-    if (t != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
-    if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
-      return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
-    return true;
-  }
-  if (s->threads[1] > 1 || s->threads[2] > 1 || t < 64 || t > 1024 || t % 64 || (k->kind == KK_ROW && (t & (t - 1))))
-    return snprintf(why, len, "threads=%d: whole wavefronts of 64 up to 1024%s", t, k->kind == KK_ROW ? ", a power of two" : ""), false;
-  return true;
+  const kir_schedule *s = &m->k[i].sched;
+  return s->variant == KS_TILED ? gpu_tiles_fit(s, why, len) : gpu_group_fits(&m->k[i], 64, 1024, false, why, len);
 }
 
 int hip_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {
   (void)d;
   const kir_kernel *k = &m->k[i];
-  const kir_schedule *s = &k->sched;
+  static const int tiles[] = {32, 64, 128}, sizes[] = {128, 256, 512, 1024};
   int n = 0;
-  if (s->variant == KS_TILED) {
-    static const int tiles[] = {32, 64, 128};
-    for (int t = 0; t < 3 && n < max; t++)
-      if (tiles[t] != s->tile_m) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v.tile_m = tiles[t], .v.tile_n = tiles[t]};
-  } else if (k->kind != KK_ROW) {
-    static const int sizes[] = {128, 256, 512, 1024};
-    for (int t = 0; t < 4 && n < max; t++)
-      if (sizes[t] != s->threads[0]) out[n++] = (tune_knobs){.mask = tune_knob_bit("threads"), .v.threads = {sizes[t], 1, 1}};
-  }
+  if (k->sched.variant == KS_TILED) tune_candidates("tile", tiles, 3, k->sched.tile_m, out, max, &n);
+  else if (k->kind != KK_ROW) tune_candidates("threads", sizes, 4, k->sched.threads[0], out, max, &n);
   return n;
 }

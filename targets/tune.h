@@ -94,6 +94,9 @@ void tune_format(const tune_entry *e, char *out, size_t len);
 const char *tune_knob_name(int b);
 /* the mask bit of the knob called name (0: no such knob) */
 unsigned tune_knob_bit(const char *name);
+/* candidates that each set one knob, "tile" (square) or "threads" (1-D), to one of values other
+ * than current; appended to out (at most max in all, *n counts them) */
+void tune_candidates(const char *knob, const int *values, int nvalues, int current, tune_knobs *out, int max, int *n);
 /* "tile=64x64 threads=256": the set knobs, in the table's syntax */
 void tune_knobs_format(const tune_knobs *k, char *out, size_t len);
 /* the set knobs written into s */

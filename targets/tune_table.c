@@ -82,6 +82,17 @@ void tune_knobs_format(const tune_knobs *k, char *out, size_t len) {
   }
 }
 
+void tune_candidates(const char *knob, const int *values, int nvalues, int current, tune_knobs *out, int max, int *n) {
+  bool tile = strcmp(knob, "tile") == 0;
+  for (int i = 0; i < nvalues && *n < max; i++) {
+    if (values[i] == current) continue;
+    tune_knobs k = {.mask = tune_knob_bit(knob)};
+    if (tile) k.v.tile_m = k.v.tile_n = values[i];
+    else k.v.threads[0] = values[i], k.v.threads[1] = k.v.threads[2] = 1;
+    out[(*n)++] = k;
+  }
+}
+
 /* "64", "64x64", "16x16x1" into up to n ints; false when malformed */
 static bool parse_dims(const char *s, int n, int *v, int *got) {
   *got = 0;

@@ -34,39 +34,25 @@ void vk_schedule(kir_module *m, int i, int device) {
 }
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device
- * allows, at least a subgroup: the reductions halve it), and the square tile of the SIMT
- * matmul and convolution (16 to 128; the cooperative-matrix shader's tile is fixed) */
+ * allows, at least a subgroup: the reductions halve it), and the square tile of the SIMT matmul
+ * and convolution (the cooperative-matrix shader's tile is fixed) */
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   char err[512];
   const vk_context *c = vk_context_get(device, err, sizeof err);
   const kir_schedule *s = &m->k[i].sched;
-  int wg = s->threads[0], tiled = s->variant != KS_PLAIN;
-  if (tiled) {
-    if (s->threads[0] != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 invocations"), false;
-    if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
-      return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
-    if (s->variant == KS_MMA && s->tile_m != VK_MM_TILE) return snprintf(why, len, "the cooperative-matrix tile is %d", VK_MM_TILE), false;
-    return true;
-  }
-  uint32_t max = c ? c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? c->f.subgroup_size : 32;
-  if (s->threads[1] > 1 || s->threads[2] > 1 || wg < (int)sub || (uint32_t)wg > max || (wg & (wg - 1)))
-    return snprintf(why, len, "threads=%d: a power of two from %u to %u", wg, sub, max), false;
-  return true;
+  if (s->variant == KS_MMA && (s->tile_m != VK_MM_TILE || s->tile_n != VK_MM_TILE))
+    return snprintf(why, len, "the cooperative-matrix tile is %d", VK_MM_TILE), false;
+  if (s->variant != KS_PLAIN) return gpu_tiles_fit(s, why, len);
+  int max = c ? (int)c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32;
+  return gpu_group_fits(&m->k[i], sub, max, true, why, len);
 }
 
 int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {
-  const kir_kernel *k = &m->k[i];
-  const kir_schedule *s = &k->sched;
-  int n = 0;
-  if (s->variant == KS_TILED) {
-    static const int tiles[] = {32, 64, 128};
-    for (int t = 0; t < 3 && n < max; t++)
-      if (tiles[t] != s->tile_m) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v.tile_m = tiles[t], .v.tile_n = tiles[t]};
-  } else if (s->variant == KS_PLAIN) {
-    static const int sizes[] = {32, 64, 128, 256, 512};
-    for (int t = 0; t < 5 && n < max; t++)
-      if (sizes[t] != s->threads[0] && sizes[t] >= (d->subgroup ? d->subgroup : 32))
-        out[n++] = (tune_knobs){.mask = tune_knob_bit("threads"), .v.threads = {sizes[t], 1, 1}};
-  }
+  const kir_schedule *s = &m->k[i].sched;
+  static const int tiles[] = {32, 64, 128}, sizes[] = {32, 64, 128, 256, 512};
+  int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0;
+  while (from < 5 && sizes[from] < sub) from++;
+  if (s->variant == KS_TILED) tune_candidates("tile", tiles, 3, s->tile_m, out, max, &n);
+  else if (s->variant == KS_PLAIN) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   return n;
 }
