@@ -4,8 +4,8 @@
  * Kernels with the same key (targets/tune.h) form a group, tuned together: the sum of their
  * times decides. Each group's candidates are its default (what a compile picks today: tables,
  * else rules) and the target's tune_space. Candidates are tried in rounds: round r compiles the
- * graph once with every group's r-th candidate forced, checks the outputs against the default
- * round's, and times every kernel alone (median of reps, after a warm-up and a whole run that
+ * graph once with every group's r-th candidate forced (all rounds compile first, in parallel on
+ * the host's cores), checks the outputs against the default round's, and times every kernel alone (median of reps, after a warm-up and a whole run that
  * gives it its inputs). A round that fails to compile, or whose outputs differ, is split in
  * halves and tried again, down to the one group to blame, whose candidate then counts as
  * infinitely slow. A group keeps its default unless a checked candidate is faster by more than
@@ -13,6 +13,7 @@
  * stored, one measured entry per key.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "../ir/api_struct.h"
+#include "../ir/bindings.h"
 #include "../ir/dtype.h"
 #include "module.h"
 
@@ -37,6 +39,14 @@ typedef struct group {
   int win;
 } group;
 
+/* a round's module, compiled ahead on its own thread (compiles are what tuning mostly waits on) */
+typedef struct prebuilt {
+  portc_module *m;
+  portc_status st;
+  char why[512];
+  int groups; /* how many groups it was compiled for: only the whole round uses it */
+} prebuilt;
+
 typedef struct tuner {
   const portc_graph *g;
   portc_compile_options co;
@@ -50,6 +60,7 @@ typedef struct tuner {
   int *group_of;           /* per kernel */
   portc_tensor **ref;      /* the default round's outputs */
   int nout;
+  prebuilt *pre;           /* per candidate round */
 } tuner;
 
 void (*tuner_test_hook)(int group, int cand, portc_tensor **outputs, int nout, double *seconds) = NULL;
@@ -106,7 +117,14 @@ static bool attempt(tuner *T, const int *groups, int n, int cand, char *why, siz
         cut[k] = isfinite(best) ? best : 0;
       }
   portc_module *m = NULL;
-  portc_status st = ok ? module_compile(T->g, &T->co, T->b, force, &m) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
+  portc_status st;
+  prebuilt *pb = T->pre && cand ? &T->pre[cand] : NULL;
+  if (pb && pb->groups == n && (pb->m || pb->st)) { /* compiled ahead for this whole round */
+    m = pb->m, st = pb->st, pb->m = NULL, pb->groups = -1;
+    if (st) err_set(st, "%s", pb->why);
+  } else {
+    st = ok ? module_compile(T->g, &T->co, T->b, force, &m) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
+  }
   if (!st) st = portc_module_run(m, T->b, out);
   if (!st) st = module_time_kernels(m, T->b, T->reps, cut, med);
   if (st) snprintf(why, len, "%s", portc_last_error()), ok = false;
@@ -178,6 +196,57 @@ static portc_status make_groups(tuner *T, const kir_module *km, const tune_devic
   return PORTC_OK;
 }
 
+typedef struct prebuild_job {
+  tuner *T;
+  int next, last; /* rounds still to compile: next..last */
+  pthread_mutex_t lock;
+} prebuild_job;
+
+/* compiles whole rounds until none is left; each thread binds its own copy of the symbol values */
+static void *prebuild_worker(void *arg) {
+  prebuild_job *j = arg;
+  tuner *T = j->T;
+  portc_bindings *b = portc_bindings_new(T->g);
+  for (int k = 0; b && k < T->g->nsyms; k++)
+    if (T->b->sym_set[k]) portc_bindings_set_symbol(b, T->g->syms[k], T->b->sym[k]);
+  const tune_knobs **force = calloc((size_t)T->nk + 1, sizeof *force);
+  for (;;) {
+    pthread_mutex_lock(&j->lock);
+    int c = j->next <= j->last ? j->next++ : -1;
+    pthread_mutex_unlock(&j->lock);
+    if (c < 0 || !b || !force || left(T) <= 0) break;
+    prebuilt *pb = &T->pre[c];
+    pb->groups = 0;
+    for (int g = 0; g < T->ngrp; g++) pb->groups += !T->grp[g].skip && T->grp[g].ncand > c;
+    for (int k = 0; k < T->nk; k++) {
+      const group *gr = &T->grp[T->group_of[k]];
+      force[k] = !gr->skip && gr->ncand > c ? &gr->cand[c] : NULL;
+    }
+    if ((pb->st = module_compile(T->g, &T->co, b, force, &pb->m))) snprintf(pb->why, sizeof pb->why, "%s", portc_last_error());
+  }
+  free(force);
+  portc_bindings_free(b);
+  return NULL;
+}
+
+/* every candidate round's module, compiled on the host's cores before the rounds are timed */
+static void prebuild(tuner *T, int ncand) {
+  if (ncand < 2 || !(T->pre = calloc((size_t)ncand, sizeof *T->pre))) return;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = (int)(cores < 1 ? 1 : cores < ncand - 1 ? cores : ncand - 1);
+  prebuild_job j = {.T = T, .next = 1, .last = ncand - 1, .lock = PTHREAD_MUTEX_INITIALIZER};
+  pthread_t th[64];
+  int started = 0;
+  for (int t = 0; t < threads && t < 64; t++) started += pthread_create(&th[started], NULL, prebuild_worker, &j) == 0;
+  if (!started) prebuild_worker(&j);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+}
+
+static void prebuilt_free(tuner *T, int ncand) {
+  for (int c = 0; T->pre && c < ncand; c++) portc_module_free(T->pre[c].m);
+  free(T->pre);
+}
+
 /* the default's values of the knobs the candidates vary: what an entry for the default holds
  * ("library=off" can only say off: a default that may use the library leaves it out) */
 static tune_knobs default_knobs(const group *gr, const kir_schedule *s) {
@@ -218,23 +287,39 @@ portc_status portc_tune(const portc_graph *g, const portc_tune_options *opts, po
     if (!T.grp[j].skip) all[nall++] = j;
   }
   char why[512] = "";
-  if (!st && !attempt(&T, all, nall, 0, why, sizeof why)) st = err_set(PORTC_ERR_INVALID, "tune: the default schedule does not run: %s", why);
+  if (!st && nall && !attempt(&T, all, nall, 0, why, sizeof why)) st = err_set(PORTC_ERR_INVALID, "tune: the default schedule does not run: %s", why);
+  if (!st && nall) {
+    if (T.progress) fprintf(stderr, "tune: compiling %d candidate rounds for %d kernel keys on the host's cores\n", ncand - 1, nall);
+    prebuild(&T, ncand);
+  }
   for (int c = 1; !st && c < ncand && left(&T) > 0; c++) {
     int n = 0;
     for (int j = 0; j < nall; j++)
       if (T.grp[all[j]].ncand > c) all[n++] = all[j];
-    if (T.progress)
-      fprintf(stderr, "tune: candidate %d of %d for %d kernel keys, %.0f s left\n", c, ncand - 1, n, left(&T));
+    if (T.progress) {
+      double base = 0, best = 0;
+      for (int j = 0; j < nall; j++) {
+        const group *gr = &T.grp[all[j]];
+        double b = gr->time[0];
+        for (int k = 1; k < gr->ncand; k++)
+          if (gr->done[k] && gr->time[k] < b) b = gr->time[k];
+        base += gr->time[0], best += b;
+      }
+      fprintf(stderr, "tune: candidate %d of %d for %d kernel keys; best so far %.2fx the default; %.0f s left\n", c, ncand - 1, n,
+              best > 0 ? base / best : 1, left(&T));
+    }
     try_round(&T, all, n, c);
     for (int j = 0, k = 0; j < T.ngrp; j++) /* the list again, for the next round */
       if (!T.grp[j].skip) all[k++] = j;
   }
   if (!st && left(&T) <= 0 && T.progress) fprintf(stderr, "tune: the budget (%.0f s) is spent; the rest keep their defaults\n", T.budget);
   strbuf rep = {0};
-  if (!st) st = store(&T, &d, m0, &o, &rep);
+  if (!st && nall) st = store(&T, &d, m0, &o, &rep);
+  else if (!st) sb_printf(&rep, "nothing to tune: %s\n", T.ngrp ? "every kernel has a measured entry" : "the graph has no kernels");
   if (!st && report) *report = rep.s, rep.s = NULL;
   free(rep.s);
   free(all);
+  prebuilt_free(&T, ncand);
   portc_module_free(m0);
   free_outputs(T.ref, T.nout);
   free(T.ref);

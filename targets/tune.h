@@ -116,6 +116,10 @@ bool tune_match(const tune_entry *e, const tune_device *d, const tune_kernel *k,
 /* the best entry of t for the device and kernel, or NULL */
 const tune_entry *tune_best(const tune_table *t, const tune_device *d, const tune_kernel *k);
 
+/* a .ptg graph with a kernel of e's kind and dtype, of e's shape or (small) of a small one: what
+ * the tests and compile_all check an entry's knobs on */
+void tune_sample_graph(const tune_entry *e, bool small, char *out, size_t len);
+
 /* ---- the tables a compile reads, in precedence order (tune_tables.c) ---- */
 
 enum { TUNE_MAX_TABLES = 16 };

@@ -458,3 +458,31 @@ const tune_entry *tune_best(const tune_table *t, const tune_device *d, const tun
   }
   return best;
 }
+
+/* ---- a graph with a kernel like an entry's (tests, compile_all) ---- */
+
+/* the entry's extent x: exact, the range's value nearest dflt, or dflt (small: always dflt) */
+static int64_t sample_extent(const tune_entry *e, int x, int64_t dflt, bool small) {
+  const tune_range *r = &e->ext[x];
+  if (small || !r->set || r->lo == TUNE_DYN) return dflt;
+  return dflt < r->lo ? r->lo : dflt > r->hi ? r->hi : dflt;
+}
+
+void tune_sample_graph(const tune_entry *e, bool small, char *out, size_t len) {
+  const char *dt = e->kern.dtype[0] && !strchr(e->kern.dtype, '>') ? e->kern.dtype : "f32";
+  const char *kind = e->kern.kind[0] ? e->kern.kind : "pointwise";
+#define X(x, d) (long long)sample_extent(e, x, d, small)
+  if (strcmp(kind, "matmul") == 0)
+    snprintf(out, len, "graph sample\ninput a: %s[%lld, %lld]\ninput b: %s[%lld, %lld]\ny = matmul(a, b)\noutput y\n", dt, X(TX_M, 128),
+             X(TX_K, 128), dt, X(TX_K, 128), X(TX_N, 128));
+  else if (strcmp(kind, "conv") == 0)
+    snprintf(out, len, "graph sample\ninput x: %s[%lld, %lld, %lld, %lld]\nparam w: %s[%lld, %lld, 3, 3]\ny = conv2d(x, w, padding=[1, 1])\noutput y\n",
+             dt, X(TX_N, 2), X(TX_C, 16), X(TX_H, 16), X(TX_W, 16), dt, X(TX_O, 32), X(TX_C, 16));
+  else if (strcmp(kind, "row") == 0)
+    snprintf(out, len, "graph sample\ninput x: %s[%lld, %lld]\ny = softmax(x, axis=1)\noutput y\n", dt, X(TX_ROWS, 64), X(TX_LEN, 256));
+  else if (strcmp(kind, "opaque") == 0)
+    snprintf(out, len, "graph sample\ninput x: %s[2, 8, 16, 16]\ny = max_pool2d(x, kernel=[2, 2], stride=[2, 2])\noutput y\n", dt);
+  else
+    snprintf(out, len, "graph sample\ninput x: %s[%lld]\ny = relu(x)\noutput y\n", dt, X(TX_ELEMS, 65536));
+#undef X
+}

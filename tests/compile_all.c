@@ -7,7 +7,8 @@
  * dialect as the hip-on-cuda target compiles it, behind its CUDA prelude, by NVRTC. Each
  * case is lowered fused and eager (and, where it has symbols, both dynamic and specialized to
  * its first run's values), rendered by the dialect, and compiled; identical modules are compiled
- * once. To keep this quick, modules are compiled in batches, each in its own namespace (PC_KERNEL
+ * once. Every shipped tune-table entry for the dialect's api (cuda; hip for both HIP ones) is
+ * compiled too, its knobs on a graph of its kernel's kind and shape. To keep this quick, modules are compiled in batches, each in its own namespace (PC_KERNEL
  * is then a plain __global__); a batch that fails is compiled module by module to name the case.
  * Exit 77 (a skip for ctest) when the compiler is missing.
  *
@@ -28,6 +29,7 @@
 #include "../hip/hip.h"
 #include "../hip/prelude.h"
 #include "../lower/pipeline.h"
+#include "../targets/tune.h"
 
 typedef struct unit {
   char *src; /* the module without its prelude */
@@ -51,7 +53,28 @@ static void schedule_all(kir_module *km) {
 
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
-static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name) {
+/* the knobs of a tune-table entry on the kernels of its kind; false (a failure) when the target
+ * refuses them or no kernel has that kind */
+static bool apply_entry(kir_module *km, const tune_entry *e, const char *name) {
+  int applied = 0;
+  for (int i = 0; i < km->nk; i++) {
+    tune_kernel key;
+    tune_kernel_key(km, i, &key);
+    if (e->kern.kind[0] && strcmp(key.kind, e->kern.kind) != 0) continue;
+    tune_knobs_apply(&e->knobs, &km->k[i].sched);
+    char why[256] = "";
+    if (T->schedule_check && !T->schedule_check(km, i, -1, why, sizeof why)) {
+      fprintf(stderr, "%s: the target refuses the entry's knobs: %s\n", name, why);
+      return false;
+    }
+    applied++;
+  }
+  if (!applied) fprintf(stderr, "%s: no kernel of kind %s\n", name, e->kern.kind);
+  return applied > 0;
+}
+
+/* entry (may be NULL): a tune-table entry whose knobs the module's kernels take */
+static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name, const tune_entry *entry) {
   lower_options lo = {.eager = eager, .symvals = symvals};
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
@@ -60,6 +83,11 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     return;
   }
   schedule_all(km);
+  if (entry && !apply_entry(km, entry, name)) {
+    failures++;
+    kir_module_free(km);
+    return;
+  }
   char *src = emit_module(D, km);
   kir_module_free(km);
   const char *at = src ? strstr(src, D->prelude) : NULL;
@@ -208,6 +236,38 @@ static int write_object(const char *path, const char *arch, const char *out, boo
   return st || !f ? 1 : 0;
 }
 
+/* every shipped tune-table entry for this dialect's api, on a graph of its kind and shape */
+static int add_shipped_entries(const char *api) {
+  int n = 0;
+  for (int t = 0; tune_shipped_name[t]; t++) {
+    tune_table tab = {0};
+    snprintf(tab.name, sizeof tab.name, "%s", tune_shipped_name[t]);
+    char err[2048];
+    if (tune_parse(tune_shipped_text[t], &tab, err, sizeof err)) {
+      fprintf(stderr, "%s", err);
+      failures++;
+    }
+    for (int i = 0; i < tab.n; i++) {
+      const tune_entry *e = &tab.e[i];
+      if (strcmp(e->dev.api, api) != 0) continue;
+      char text[1024], name[320];
+      tune_sample_graph(e, false, text, sizeof text);
+      snprintf(name, sizeof name, "%s:%d", tab.name, e->line);
+      portc_graph *g = NULL;
+      if (portc_graph_parse(text, name, &g) != PORTC_OK) {
+        fprintf(stderr, "%s: the sample graph does not parse: %s\n", name, portc_last_error());
+        failures++;
+        continue;
+      }
+      add_module(g, false, NULL, name, e);
+      portc_graph_free(g);
+      n++;
+    }
+    tune_table_free(&tab);
+  }
+  return n;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3 || (strcmp(argv[1], "cuda") && strcmp(argv[1], "hip") && strcmp(argv[1], "hip-on-cuda"))) {
     fprintf(stderr, "usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]\n       compile_all cuda|hip --source G.ptg [--eager]\n");
@@ -249,11 +309,12 @@ int main(int argc, char **argv) {
       for (int s = 0; s < c->nsyms; s++)
         if (strcmp(c->sym[s], g->syms[k]) == 0) symvals[k] = c->symval[0][s];
     for (int eager = 0; eager < 2; eager++) {
-      add_module(g, eager, NULL, c->name);
-      if (g->nsyms > 0) add_module(g, eager, symvals, c->name);
+      add_module(g, eager, NULL, c->name, NULL);
+      if (g->nsyms > 0) add_module(g, eager, symvals, c->name, NULL);
     }
     portc_graph_free(g);
   }
+  int entries = add_shipped_entries(hip ? "hip" : "cuda");
   int modules = nunits;
   qsort(units, (size_t)nunits, sizeof *units, by_src);
   int n = 0;
@@ -282,7 +343,8 @@ int main(int argc, char **argv) {
   for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, worker, NULL);
   for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  printf("compile_all %s: %d cases, %d modules (%d distinct) compiled by %s for", argv[0], cs.n, modules, nunits, compiler);
+  printf("compile_all %s: %d cases and %d shipped tune-table entries, %d modules (%d distinct) compiled by %s for", argv[0], cs.n, entries,
+         modules, nunits, compiler);
   for (int a = 0; a < narch; a++) printf(" %s", arches[a]);
   printf(" in %.1f s: %d failed\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), failures);
   for (int i = 0; i < nunits; i++) free(units[i].src);

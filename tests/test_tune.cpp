@@ -197,34 +197,10 @@ TEST(TuneTables, AnEntryTheTargetRefusesLeavesTheRules) {
 }
 
 // every shipped entry lints, and its target accepts its knobs on a kernel of its kind
-// a graph with a kernel of the entry's kind and dtype: of the entry's shape, or (small) of a
-// small one, for running on a software device
 std::string graph_for(const tune_entry &e, bool small = false) {
-  auto ext = [&](int x, int64_t dflt) {
-    const tune_range &r = e.ext[x];
-    if (small || !r.set || r.lo == TUNE_DYN) return dflt;
-    return r.lo == r.hi ? r.lo : std::min<int64_t>(std::max<int64_t>(dflt, r.lo), r.hi);
-  };
-  std::string dt = e.kern.dtype[0] && std::string(e.kern.dtype).find('>') == std::string::npos ? e.kern.dtype : "f32";
-  std::string kind = e.kern.kind[0] ? e.kern.kind : "pointwise";
-  std::ostringstream s;
-  s << "graph g\n";
-  if (kind == "matmul") {
-    int64_t m = ext(TX_M, 128), n = ext(TX_N, 128), k = ext(TX_K, 128);
-    s << "input a: " << dt << "[" << m << ", " << k << "]\ninput b: " << dt << "[" << k << ", " << n << "]\ny = matmul(a, b)\n";
-  } else if (kind == "conv") {
-    int64_t n = ext(TX_N, 2), c = ext(TX_C, 16), h = ext(TX_H, 16), w = ext(TX_W, 16), o = ext(TX_O, 32);
-    s << "input x: " << dt << "[" << n << ", " << c << ", " << h << ", " << w << "]\nparam w: " << dt << "[" << o << ", " << c
-      << ", 3, 3]\ny = conv2d(x, w, padding=[1, 1])\n";
-  } else if (kind == "row") {
-    s << "input x: " << dt << "[" << ext(TX_ROWS, 64) << ", " << ext(TX_LEN, 256) << "]\ny = softmax(x, axis=1)\n";
-  } else if (kind == "opaque") {
-    s << "input x: " << dt << "[2, 8, 16, 16]\ny = max_pool2d(x, kernel=[2, 2], stride=[2, 2])\n";
-  } else {
-    s << "input x: " << dt << "[" << ext(TX_ELEMS, 65536) << "]\ny = relu(x)\n";
-  }
-  s << "output y\n";
-  return s.str();
+  char text[1024];
+  tune_sample_graph(&e, small, text, sizeof text);
+  return text;
 }
 
 const char *target_of(const tune_entry &e) {
