@@ -453,6 +453,21 @@ bool gpu_tiles_fit(const kir_schedule *s, char *why, size_t len) {
   return true;
 }
 
+bool gpu_tile_useful(const kir_module *m, int i, int tile) {
+  const kir_kernel *k = &m->k[i];
+  int64_t rows, cols;
+  if (k->kind == KK_CONV) {
+    int64_t n = 1;
+    for (int d = 0; d < 4; d++)
+      if (d != 1) n = k->dom.d[d].sym >= 0 || n < 0 ? -1 : n * k->dom.d[d].c;
+    rows = k->dom.d[1].sym >= 0 ? -1 : k->dom.d[1].c, cols = n;
+  } else {
+    rows = k->mnk[0].sym >= 0 ? -1 : k->mnk[0].c, cols = k->mnk[1].sym >= 0 ? -1 : k->mnk[1].c;
+  }
+  if (rows < 0 || cols < 0) return true; /* symbolic: assume large */
+  return tile <= 32 || 2 * (rows > cols ? rows : cols) > tile; /* else half the tile covers the output */
+}
+
 bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len) {
   int t = k->sched.threads[0];
   pow2 = pow2 || k->kind == KK_ROW;

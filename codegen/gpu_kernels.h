@@ -39,6 +39,9 @@ bool gpu_conv_tiled(const kir_module *m, int i);
 /* what the SIMT matmul and convolution skeletons can run: 16x16 threads and a square tile of 16
  * to 128 (a multiple of 16); false with why */
 bool gpu_tiles_fit(const kir_schedule *s, char *why, size_t len);
+/* the tuner's cost model for a square SIMT tile of kernel i (a matmul or convolution): false
+ * for a tile over 32 when a tile of half its size would already cover the output */
+bool gpu_tile_useful(const kir_module *m, int i, int tile);
 /* a 1-D work group of kernel k the skeletons can run: whole units (warps, wavefronts or
  * subgroups) up to max threads, a power of two where pow2 or for row kernels (their reductions
  * halve it); false with why */

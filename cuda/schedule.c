@@ -152,10 +152,10 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   (void)d;
   const kir_kernel *k = &m->k[i];
   const kir_schedule *s = &k->sched;
-  static const int tiles[] = {32, 64, 128}, sizes[] = {128, 256, 512, 1024};
-  int n = 0;
+  static const int sizes[] = {128, 256, 512, 1024};
+  int n = 0, tiles[3];
   if (s->variant == KS_TILED) {
-    tune_candidates("tile", tiles, 3, s->tile_m, out, max, &n);
+    tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
     if (s->min_groups && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("min_groups"), .v.min_groups = 0};
   } else if (s->variant == KS_PLAIN && k->kind != KK_ROW) {
     tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);

@@ -52,9 +52,9 @@ bool hip_schedule_check(kir_module *m, int i, int device, char *why, size_t len)
 int hip_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {
   (void)d;
   const kir_kernel *k = &m->k[i];
-  static const int tiles[] = {32, 64, 128}, sizes[] = {128, 256, 512, 1024};
-  int n = 0;
-  if (k->sched.variant == KS_TILED) tune_candidates("tile", tiles, 3, k->sched.tile_m, out, max, &n);
+  static const int sizes[] = {128, 256, 512, 1024};
+  int n = 0, tiles[3];
+  if (k->sched.variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), k->sched.tile_m, out, max, &n);
   else if (k->kind != KK_ROW) tune_candidates("threads", sizes, 4, k->sched.threads[0], out, max, &n);
   return n;
 }

@@ -97,6 +97,9 @@ unsigned tune_knob_bit(const char *name);
 /* candidates that each set one knob, "tile" (square) or "threads" (1-D), to one of values other
  * than current; appended to out (at most max in all, *n counts them) */
 void tune_candidates(const char *knob, const int *values, int nvalues, int current, tune_knobs *out, int max, int *n);
+/* the square SIMT tiles worth timing for kernel i: 32, 64 and 128 but for those a simple cost
+ * model rules out (codegen/gpu_kernels.c: gpu_tile_useful); returns how many, into tiles[3] */
+int tune_useful_tiles(const kir_module *m, int i, int tiles[3]);
 /* "tile=64x64 threads=256": the set knobs, in the table's syntax */
 void tune_knobs_format(const tune_knobs *k, char *out, size_t len);
 /* the set knobs written into s */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../codegen/gpu_kernels.h"
 #include "tune.h"
 
 /* ---- the knobs ---- */
@@ -91,6 +92,14 @@ void tune_candidates(const char *knob, const int *values, int nvalues, int curre
     else k.v.threads[0] = values[i], k.v.threads[1] = k.v.threads[2] = 1;
     out[(*n)++] = k;
   }
+}
+
+int tune_useful_tiles(const kir_module *m, int i, int tiles[3]) {
+  static const int all[] = {32, 64, 128};
+  int n = 0;
+  for (int t = 0; t < 3; t++)
+    if (gpu_tile_useful(m, i, all[t])) tiles[n++] = all[t];
+  return n;
 }
 
 /* "64", "64x64", "16x16x1" into up to n ints; false when malformed */

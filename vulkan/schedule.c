@@ -49,10 +49,10 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
 
 int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {
   const kir_schedule *s = &m->k[i].sched;
-  static const int tiles[] = {32, 64, 128}, sizes[] = {32, 64, 128, 256, 512};
-  int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0;
+  static const int sizes[] = {32, 64, 128, 256, 512};
+  int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0, tiles[3];
   while (from < 5 && sizes[from] < sub) from++;
-  if (s->variant == KS_TILED) tune_candidates("tile", tiles, 3, s->tile_m, out, max, &n);
+  if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
   else if (s->variant == KS_PLAIN) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   return n;
 }
