@@ -215,6 +215,13 @@ static bool joinable_expr(fctx *c, int v, int plan, bool *touches, char *seen, b
   return true;
 }
 
+/* the reductions a row plan holds: a kernel runs at most KIR_MAX_PHASES of them */
+static int plan_reductions(const fplan *p, int k) {
+  int n = 0;
+  for (int m = 0; m < p->k[k].nmembers; m++) n += p->cls[p->k[k].members[m]] == C_RED;
+  return n;
+}
+
 /* 4. row kernels */
 static bool row_plans(fctx *c) {
   fplan *p = c->p;
@@ -231,6 +238,7 @@ static bool row_plans(fctx *c) {
       if (kp->kind != KK_ROW || memcmp(kp->red_mask, mask, sizeof mask) != 0 || !shape_eq(&c->g->nodes[kp->x_node].sh, &c->g->nodes[x].sh))
         continue;
       bool touches = false;
+      if (plan_reductions(p, k) >= KIR_MAX_PHASES) continue; /* full: the next reduction starts a kernel */
       if (joinable(c, x, k, &touches, seen) && touches && kp->nmembers < 64) joined = k;
     }
     if (joined < 0) {

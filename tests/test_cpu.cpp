@@ -50,6 +50,28 @@ TEST_F(Cpu, MatchesTheReference) {
   portc_bindings_free(b);
 }
 
+// more reductions over the same rows than one row kernel holds (KIR_MAX_PHASES): five chained
+// softmaxes are ten; the fusion pass starts another kernel instead of failing (issue 18, defect 6)
+TEST_F(Cpu, ManyReductionsOverTheSameRowsSplitIntoKernels) {
+  Graph g = parse("input x: f32[4, 50]\na = softmax(x)\nb = softmax(a)\nc = softmax(b)\nd = softmax(c)\ny = softmax(d)\noutput y\n");
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_seed(b, 5);
+  portc_module *m = compile(g.get(), b);
+  ASSERT_NE(m, nullptr);
+  portc_module_info info = {};
+  info.size = sizeof info;
+  ASSERT_EQ(portc_module_info_get(m, b, &info), PORTC_OK);
+  EXPECT_GE(info.kernels, 2);
+  portc_tensor *out = nullptr, *ref = nullptr;
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
+  for (int i = 0; i < 200; i++) EXPECT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-6);
+  portc_tensor_free(out);
+  portc_tensor_free(ref);
+  portc_module_free(m);
+  portc_bindings_free(b);
+}
+
 TEST_F(Cpu, SecondCompileHitsTheCacheAndACorruptEntryIsRebuilt) {
   Graph g = parse("input x: f32[64]\ny = tanh(x)\noutput y\n");
   portc_module_info info = {};
