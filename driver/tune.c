@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../targets/cache.h"
 #include "module.h"
 
 void tune_device_of(const target *t, int device, tune_device *d) {
@@ -165,4 +166,16 @@ void portc_target_key(const char *name, char *out, size_t len) {
   tune_device d;
   tune_device_of(t, device, &d);
   tune_device_format(&d, out, len);
+}
+
+portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes) {
+  if (!dir || !len || !entries || !bytes) return err_set(PORTC_ERR_INVALID, "cache_info: NULL argument");
+  return cache_stats(dir, len, entries, bytes);
+}
+
+portc_status portc_cache_clear(int64_t *removed) {
+  int64_t n = 0;
+  portc_status st = cache_clear(&n);
+  if (removed) *removed = n;
+  return st;
 }

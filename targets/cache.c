@@ -3,11 +3,13 @@
  * length-prefixed parts, so no two part lists collide by concatenation. Each entry KEY.EXT has a
  * sidecar KEY.EXT.sum holding its size and a 64-bit XXH3 checksum; both are written to temporary
  * names and renamed into place, so a reader sees a whole entry or none. An entry whose sidecar
- * is missing or does not match is deleted and rebuilt.
+ * is missing or does not match is deleted and rebuilt. A hit marks the entry used (its mtime);
+ * with $PORTC_CACHE_MAX the least recently used entries are evicted as new ones are stored.
  */
 #include "cache.h"
 #include "target.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -49,6 +51,7 @@ portc_status cache_dir(char *out, size_t len) {
 }
 
 static portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len);
+static void cache_evict(const char *dir, const char *keep);
 
 /* one part: its length, then its bytes (NULL is length -1) */
 static void hash_part(XXH3_state_t *h, const char *part) {
@@ -140,6 +143,7 @@ static bool cache_lookup(const char *dir, const char *key, const char *ext, char
   bool ok = f && fscanf(f, "%lld %llx", &want_size, &want_sum) == 2;
   if (f) fclose(f);
   ok = ok && file_sum(path, &size, &sum) && size == want_size && sum == want_sum;
+  if (ok) utimensat(AT_FDCWD, path, NULL, 0); /* its last use, for the size limit's eviction */
   if (!ok) {
     log_line("cache", "entry %s is corrupt or truncated: removed, rebuilding", path);
     unlink(path);
@@ -199,7 +203,129 @@ static portc_status cache_store(const char *dir, const char *key, const char *ex
     unlink(tmpsum);
     return err_set(PORTC_ERR_IO, "kernel cache: cannot store %s: %s", path, strerror(errno));
   }
+  char kept[80];
+  snprintf(kept, sizeof kept, "%s.%s", key, ext);
+  cache_evict(dir, kept);
   return PORTC_OK;
+}
+
+/* ---- the folder as a whole: what `portc cache` shows and clears, and the size limit ---- */
+
+typedef struct cache_entry {
+  char name[80]; /* KEY.EXT */
+  int64_t bytes; /* with its sidecar */
+  struct timespec used;
+} cache_entry;
+
+/* KEY.EXT: 32 hex digits, a dot, an extension of letters and digits (not .sum) */
+static bool entry_name(const char *n) {
+  size_t h = strspn(n, "0123456789abcdef");
+  if (h != 32 || n[32] != '.' || !n[33]) return false;
+  const char *ext = n + 33;
+  return strspn(ext, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(ext) && strcmp(ext, "sum") != 0;
+}
+
+static int64_t file_bytes(const char *dir, const char *name, struct timespec *mtime) {
+  char path[4400];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  if (mtime) *mtime = st.st_mtim;
+  return (int64_t)st.st_size;
+}
+
+/* the folder's entries (malloc'd), oldest use first */
+static int by_use(const void *a, const void *b) {
+  const struct timespec *x = &((const cache_entry *)a)->used, *y = &((const cache_entry *)b)->used;
+  return x->tv_sec != y->tv_sec ? (x->tv_sec < y->tv_sec ? -1 : 1) : (x->tv_nsec > y->tv_nsec) - (x->tv_nsec < y->tv_nsec);
+}
+
+static int list_entries(const char *dir, cache_entry **out) {
+  *out = NULL;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!entry_name(e->d_name) || strlen(e->d_name) >= sizeof(*out)->name) continue;
+    cache_entry ce = {0};
+    snprintf(ce.name, sizeof ce.name, "%s", e->d_name);
+    char sum[96];
+    snprintf(sum, sizeof sum, "%s.sum", e->d_name);
+    if ((ce.bytes = file_bytes(dir, e->d_name, &ce.used)) < 0) continue;
+    int64_t sb = file_bytes(dir, sum, NULL);
+    ce.bytes += sb > 0 ? sb : 0;
+    if (n == cap) {
+      cache_entry *m = realloc(*out, sizeof *m * (size_t)(cap = cap ? 2 * cap : 64));
+      if (!m) break;
+      *out = m;
+    }
+    (*out)[n++] = ce;
+  }
+  closedir(d);
+  if (n) qsort(*out, (size_t)n, sizeof **out, by_use);
+  return n;
+}
+
+portc_status cache_stats(char *dir, size_t len, int64_t *entries, int64_t *bytes) {
+  portc_status st = cache_dir(dir, len);
+  if (st) return st;
+  cache_entry *e;
+  int n = list_entries(dir, &e);
+  *entries = n, *bytes = 0;
+  for (int i = 0; i < n; i++) *bytes += e[i].bytes;
+  free(e);
+  return PORTC_OK;
+}
+
+portc_status cache_clear(int64_t *removed) {
+  char dir[4096];
+  portc_status st = cache_dir(dir, sizeof dir);
+  if (st) return st;
+  cache_entry *e;
+  int n = list_entries(dir, &e);
+  *removed = 0;
+  for (int i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%.80s", dir, e[i].name);
+    cache_drop(path);
+    ++*removed;
+  }
+  free(e);
+  return PORTC_OK;
+}
+
+/* "512M", "2G", "100000": bytes; -1 when malformed or absent */
+static int64_t size_limit(const char *v) {
+  if (!v || !*v) return -1;
+  char *end;
+  double x = strtod(v, &end);
+  int64_t mul = *end == 'K' || *end == 'k' ? 1 << 10 : *end == 'M' || *end == 'm' ? 1 << 20 : *end == 'G' || *end == 'g' ? 1 << 30 : 1;
+  if (end == v || x < 0 || (mul > 1 ? end[1] != 0 && strcmp(end + 1, "iB") != 0 && strcmp(end + 1, "B") != 0 : *end != 0)) return -1;
+  return (int64_t)(x * (double)mul);
+}
+
+/* $PORTC_CACHE_MAX: the least recently used entries go until the folder fits (never `keep`, the
+ * entry just stored) */
+static void cache_evict(const char *dir, const char *keep) {
+  const char *v = getenv("PORTC_CACHE_MAX");
+  int64_t max = size_limit(v);
+  if (max < 0) {
+    if (v && *v) log_line("cache", "PORTC_CACHE_MAX=%s is not a size (bytes, or with K, M or G): no limit", v);
+    return;
+  }
+  cache_entry *e;
+  int n = list_entries(dir, &e);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += e[i].bytes;
+  for (int i = 0; i < n && total > max; i++) {
+    if (strcmp(e[i].name, keep) == 0) continue;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%.80s", dir, e[i].name);
+    cache_drop(path);
+    total -= e[i].bytes;
+    log_line("cache", "evicted %s (PORTC_CACHE_MAX=%s)", path, v);
+  }
+  free(e);
 }
 
 portc_status cache_or_build(const build_key *k, const char *ext, const void *magic, size_t magic_len, const char *name, build_fn build,

@@ -13,6 +13,10 @@
 portc_status cache_dir(char *out, size_t len);
 /* the hex key (XXH3-128) of the parts (NULL-terminated list), for files that are not builds */
 void cache_key(const char *const *parts, char out[33]);
+/* the folder, its entries and their bytes (entries with their sidecars; not tune.txt) */
+portc_status cache_stats(char *dir, size_t len, int64_t *entries, int64_t *bytes);
+/* removes every entry (the measured tune table stays) */
+portc_status cache_clear(int64_t *removed);
 /* removes an entry and its checksum (path: the entry's file) */
 void cache_drop(const char *path);
 /* an entry's whole contents (malloc'd, *bytes its size) when present and intact (size and

@@ -89,6 +89,17 @@ printf 'api=cpu chunk=64\n' >"$tmp/bad.tune"
 expect 1 "tune --check, a bad table" -- "$portc" tune --check "$tmp/bad.tune"
 contains "bad.tune:1: no prov=" "tune --check names the line"
 expect 2 "tune without a graph" -- "$portc" tune -t cpu
+# the cache verb: where and how big; a size limit evicts the least recently used; --clear keeps
+# the measured tune table
+expect 0 "cache" -- "$portc" cache
+contains "kernel cache: $tmp/cache" "cache names its folder"
+PORTC_CACHE_MAX=1 expect 0 "run under a size limit" -- "$portc" run "$src/examples/layer_norm.ptg" -t cpu --seed 2 --set N=3
+expect 0 "cache after the limit" -- "$portc" cache
+contains "1 entries" "the limit keeps only the entry just stored"
+expect 0 "cache --clear" -- "$portc" cache --clear
+contains "0 entries" "clear empties the cache"
+expect 0 "clear keeps the tune table" -- test -s "$tmp/cache/tune.txt"
+expect 2 "cache, unknown option" -- "$portc" cache --purge
 expect 2 "unknown mode" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode fastest
 expect 0 "dump after fuse" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 --dump-after fuse --dump "$tmp"
 contains "# 1 kernels" "fusion dump"

@@ -383,6 +383,13 @@ PORTC_API portc_status portc_tune(const portc_graph *g, const portc_tune_options
  * every line that is not a valid entry to out (a FILE *; NULL: stdout). Returns the number of
  * problems. */
 PORTC_API int portc_tune_check(const char *path, void *out);
+/* The kernel cache: its folder (created if missing), how many compiled entries it holds and their
+ * bytes. portc_cache_clear removes every entry (the measured tune table, tune.txt, stays);
+ * *removed gets how many. $PORTC_CACHE_MAX (bytes, or with K, M or G) bounds the folder: the
+ * least recently used entries are evicted as new ones are stored. */
+PORTC_API portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes);
+PORTC_API portc_status portc_cache_clear(int64_t *removed);
+
 /* The tune key of a target's device ("api=cuda vendor=nvidia ... model=\"...\""), for reports;
  * target as in portc_compile_options (NULL: "cpu"). Empty when the target is unknown. */
 PORTC_API void portc_target_key(const char *target, char *out, size_t len);
