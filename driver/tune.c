@@ -5,6 +5,7 @@
  * it sets, and the target's schedule_check recomputes what follows from them or refuses (the
  * rules stay, and PORTC_LOG=tune says why). The tuner passes its candidates the same way.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,23 +92,20 @@ static void check_table(const tune_table *t, int problems, const char *err, FILE
 int portc_tune_check(const char *path, void *file) {
   FILE *out = file ? file : stdout;
   if (path) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-      err_set(PORTC_ERR_IO, "tune: cannot read %s", path);
-      fprintf(out, "%s: cannot read\n", path);
+    char *text = tune_read_file(path);
+    if (!text) {
+      const char *why = strerror(errno);
+      err_set(PORTC_ERR_IO, "tune: cannot read %s: %s", path, why);
+      fprintf(out, "%s: cannot read (%s)\n", path, why);
       return 1;
     }
-    strbuf text = {0};
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf - 1, f)) > 0;) buf[n] = 0, sb_printf(&text, "%s", buf);
-    fclose(f);
     tune_table tt = {0}, *t = &tt;
     snprintf(t->name, sizeof t->name, "%s", path);
     t->origin = "file";
     char err[4096];
-    int problems = tune_parse(text.s ? text.s : "", t, err, sizeof err);
+    int problems = tune_parse(text, t, err, sizeof err);
     check_table(t, problems, err, out);
-    free(text.s);
+    free(text);
     tune_table_free(t);
     return problems;
   }

@@ -128,8 +128,9 @@ static bool attempt(tuner *T, const int *groups, int n, int cand, char *why, siz
   if (!st) st = portc_module_run(m, T->b, out);
   if (!st) st = module_time_kernels(m, T->b, T->reps, cut, med);
   if (st) snprintf(why, len, "%s", portc_last_error()), ok = false;
-  double *sum = calloc((size_t)T->ngrp, sizeof *sum);
-  for (int k = 0; ok && sum && k < T->nk; k++) sum[T->group_of[k]] += med[k];
+  double *sum = calloc((size_t)T->ngrp + 1, sizeof *sum);
+  if (ok && !sum) snprintf(why, len, "out of memory"), ok = false;
+  for (int k = 0; ok && k < T->nk; k++) sum[T->group_of[k]] += med[k];
   if (ok && T->ref && tuner_test_hook)
     for (int j = 0; j < n; j++) tuner_test_hook(groups[j], cand, out, T->nout, &sum[groups[j]]);
   for (int o = 0; ok && T->ref && o < T->nout; o++) {

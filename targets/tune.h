@@ -135,6 +135,8 @@ typedef struct tune_set {
  * or parsed is skipped and named in problems (a broken table never stops a compile) */
 void tune_set_load(tune_set *s);
 void tune_set_free(tune_set *s);
+/* a table file's text (malloc'd), or NULL with errno (EINVAL: not a regular file) */
+char *tune_read_file(const char *path);
 /* the user's measured table's path (in the cache folder) */
 portc_status tune_user_path(char *out, size_t len);
 /* the shipped tables, as text (generated from the .tune files of targets/tune/) */

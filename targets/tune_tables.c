@@ -5,9 +5,11 @@
  * replaces the line with the same device and kernel match, so a table stays one line per key.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -21,9 +23,20 @@ portc_status tune_user_path(char *out, size_t len) {
   return PORTC_OK;
 }
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+char *tune_read_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { /* a FIFO or a device would block or never end */
+    close(fd);
+    errno = EINVAL;
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return NULL;
+  }
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
@@ -56,7 +69,7 @@ static void add_table(tune_set *s, const char *name, const char *origin, const c
 }
 
 static void add_file(tune_set *s, const char *path, const char *origin, bool must_exist) {
-  char *text = read_text(path);
+  char *text = tune_read_file(path);
   if (!text) {
     if (must_exist || errno != ENOENT) note(s, "%s: cannot read (%s)\n", path, strerror(errno));
     return;
@@ -105,7 +118,7 @@ static bool same_key(const tune_entry *a, const tune_entry *b) {
 }
 
 portc_status tune_store(const char *path, const tune_entry *e) {
-  char *old = read_text(path);
+  char *old = tune_read_file(path);
   if (!old && errno != ENOENT) return err_set(PORTC_ERR_IO, "tune: cannot read %s: %s", path, strerror(errno));
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());

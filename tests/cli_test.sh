@@ -89,6 +89,9 @@ printf 'api=cpu chunk=64\n' >"$tmp/bad.tune"
 expect 1 "tune --check, a bad table" -- "$portc" tune --check "$tmp/bad.tune"
 contains "bad.tune:1: no prov=" "tune --check names the line"
 expect 2 "tune without a graph" -- "$portc" tune -t cpu
+mkfifo "$tmp/fifo.tune"
+expect 1 "tune --check, a FIFO" -- timeout 20 "$portc" tune --check "$tmp/fifo.tune"
+contains "cannot read" "a FIFO is refused, not waited on"
 # the cache verb: where and how big; a size limit evicts the least recently used; --clear keeps
 # the measured tune table
 expect 0 "cache" -- "$portc" cache
