@@ -70,6 +70,9 @@ struct dialect {
    * records an index out of range before the element is skipped */
   const char *parallel_for;
   const char *bad_index;
+  /* integer division that also sets STATUS_DIV_ZERO in the status word (%0, %1), for kernels
+   * with one (kernel_has_status) */
+  const char *checked_idiv;
   /* one kernel of the module: the whole function, using the emitter's helpers */
   void (*kernel)(emitter *e, int index);
   /* after all kernels: the module's entry points */

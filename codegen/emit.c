@@ -268,6 +268,8 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
     if (x->op == OP_div && dtype_is_float(opt) && e->d->div_by_row_invariant && e->k->kind == KK_ROW && x->row &&
         !e->k->val[x->arg[1]].row)
       fmt = e->d->div_by_row_invariant;
+    if (x->op == OP_div && !dtype_is_float(opt) && e->d->checked_idiv && kernel_has_status(e->m, (int)(e->k - e->m->k)))
+      fmt = e->d->checked_idiv;
     if (!fmt) fmt = "0 /* unsupported */";
     spell(fmt, argp, tmp, sizeof tmp - 32);
     if (x->dt == PORTC_I32) snprintf(expr, sizeof expr, "PC_I32(%.990s)", tmp);

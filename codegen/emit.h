@@ -63,10 +63,14 @@ portc_dtype row_phase_type(const kir_module *m, const kir_kernel *k, int p);
 /* attribute `name`'s element i, or 1 when unset (conv2d's stride and dilation) */
 int64_t attr_or_one(const node *n, const char *name, int i);
 /* the buffers kernel i reads or writes, in ascending order (fills max at most, returns them all);
- * whether it writes buf; whether it reports bad indices through a status word (gather) */
+ * whether it writes buf; whether it reports faults through a status word: bit STATUS_BAD_INDEX
+ * (a gather index out of range), bit STATUS_DIV_ZERO (an integer division by zero) */
+enum { STATUS_BAD_INDEX = 1, STATUS_DIV_ZERO = 2 };
+/* what a status word's bits mean, for the error a run returns */
+const char *status_message(unsigned word);
 int kernel_buffers(const kir_module *m, int i, int *bufs, int max);
 bool kernel_writes(const kir_kernel *k, int buf);
-bool kernel_checks_indices(const kir_module *m, int i);
+bool kernel_has_status(const kir_module *m, int i);
 /* every step of the path (-1: none) maps an index to itself */
 bool path_is_identity(const kir_kernel *k, int path);
 /* matmul operand `slot` is a 2-D buffer read as it lies (row-major, no view in between) */

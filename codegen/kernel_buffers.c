@@ -25,9 +25,17 @@ int kernel_buffers(const kir_module *m, int i, int *bufs, int max) {
   return n;
 }
 
-bool kernel_checks_indices(const kir_module *m, int i) {
+const char *status_message(unsigned word) {
+  if ((word & STATUS_BAD_INDEX) && (word & STATUS_DIV_ZERO)) return "an index is out of range (gather), and an integer division by zero";
+  return word & STATUS_DIV_ZERO ? "integer division by zero" : "an index is out of range (gather)";
+}
+
+bool kernel_has_status(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  return k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_gather;
+  if (k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_gather) return true;
+  for (int v = 0; v < k->nval; v++)
+    if (k->val[v].kind == KV_OP && k->val[v].op == OP_div && !dtype_is_float(k->val[v].dt)) return true;
+  return false;
 }
 
 static bool same_dims(const shape *a, const shape *b) {

@@ -416,6 +416,8 @@ static void kernel(emitter *e, int index) {
   e->indent++;
   emit_line(e, "(void)S;");
   declare_buffers(e);
+  bool status = kernel_has_status(e->m, index) || k->kind == KK_OPAQUE; /* the opaque templates' loops reduce pc_bad */
+  if (status) emit_line(e, "int pc_bad = 0; /* STATUS_BAD_INDEX | STATUS_DIV_ZERO */");
   switch (k->kind) {
   case KK_POINTWISE: pointwise(e); break;
   case KK_ROW: row(e); break;
@@ -424,12 +426,9 @@ static void kernel(emitter *e, int index) {
     else matmul_int(e);
     break;
   case KK_CONV: conv(e); break;
-  case KK_OPAQUE:
-    emit_line(e, "int pc_bad = 0;");
-    emit_opaque(e);
-    emit_line(e, "if (pc_bad) return 2;");
-    break;
+  case KK_OPAQUE: emit_opaque(e); break;
   }
+  if (status) emit_line(e, "if (pc_bad) return 1 + pc_bad;");
   emit_line(e, "return 0;");
   e->indent--;
   emit_line(e, "}\n");
@@ -457,7 +456,8 @@ const dialect cpu_dialect = {
         [OP_exp] = "pc_expf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + pc_expf(-%0)))", [OP_silu] = "(%0 / (1.0f + pc_expf(-%0)))",
     },
     .parallel_for = "#pragma omp parallel for schedule(static) reduction(|:pc_bad)\nfor (int64_t t = 0; t < %s; t++) {",
-    .bad_index = "pc_bad = 1;",
+    .bad_index = "pc_bad |= 1;",
+    .checked_idiv = "pc_idivc(%0, %1, &pc_bad)",
     .kernel = kernel,
     .module_end = module_end,
 };

@@ -10,6 +10,7 @@
 
 #include "../targets/cache.h"
 #include "../targets/dl.h"
+#include "../codegen/emit.h"
 #include "cpu.h"
 
 typedef struct cpu_module {
@@ -122,7 +123,7 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
   cpu_module *m = handle;
   int rc = m->run(i, bufs, S);
   if (rc == 0) return PORTC_OK;
-  if (rc == 2) return err_set(PORTC_ERR_RUNTIME, "an index is out of range");
+  if (rc >= 2 && rc <= 4) return err_set(PORTC_ERR_RUNTIME, "%s", status_message((unsigned)(rc - 1)));
   if (rc == 1) return err_set(PORTC_ERR_NOMEM, "out of memory for a kernel's work buffers");
   return err_set(PORTC_ERR_RUNTIME, "kernel %d failed (%d)", i, rc);
 }

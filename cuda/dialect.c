@@ -32,7 +32,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
     int b = bufs[i];
     sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(e->k, b) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt), b);
   }
-  if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
+  if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   char *ps = sb_take(&p);
   int threads = suffix[0] ? CU_PW_THREADS : gpu_group_threads(e->k);
@@ -114,6 +114,7 @@ const dialect cuda_dialect = {
     },
     .div_by_row_invariant = "(%0 * __frcp_rn(%1))", /* the compiler computes the reciprocal once per row */
     .bad_index = "atomicOr(pc_bad, 1u);",
+    .checked_idiv = "pc_idivc(%0, %1, pc_bad)",
     .gpu = &(const gpu_spelling){
         GPU_SPELLING_CUDA_STYLE,
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",

@@ -306,11 +306,10 @@ static portc_status wait(void *rt, double *seconds) {
   return PORTC_OK;
 }
 
-static portc_status status_read(void *rt, bool *bad) {
+static portc_status status_read(void *rt, unsigned *word) {
   cu_module *m = rt;
-  unsigned word = 0;
-  CUresult r = CU.cuMemcpyDtoH_v2(&word, m->status, 4);
-  *bad = word != 0;
+  *word = 0;
+  CUresult r = CU.cuMemcpyDtoH_v2(word, m->status, 4);
   return r ? cu_fail(r, "reading the status word") : PORTC_OK;
 }
 

@@ -28,7 +28,7 @@ static void kernel(emitter *e, int index) {
   strbuf p = {0};
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++)
     sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(k, bufs[i]) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[bufs[i]].dt), bufs[i]);
-  if (kernel_checks_indices(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
+  if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   char *ps = sb_take(&p);
   int threads = gpu_group_threads(k);
@@ -70,6 +70,7 @@ const dialect hip_dialect = {
         [OP_sub] = "(int64_t)((pc_u64)%0 - (pc_u64)%1)", [OP_mul] = "(int64_t)((pc_u64)%0 * (pc_u64)%1)",
     },
     .bad_index = "atomicOr(pc_bad, 1u);",
+    .checked_idiv = "pc_idivc(%0, %1, pc_bad)",
     .gpu = &(const gpu_spelling){GPU_SPELLING_CUDA_STYLE},
     .kernel = kernel,
     .module_end = module_end,

@@ -174,12 +174,11 @@ static portc_status wait(void *rt, double *seconds) {
   return PORTC_OK;
 }
 
-static portc_status status_read(void *rt, bool *bad) {
+static portc_status status_read(void *rt, unsigned *word) {
   hip_module *m = rt;
-  unsigned word = 0;
-  hipError_t r = HIP.hipMemcpyDtoHAsync(&word, m->status, 4, m->stream);
+  *word = 0;
+  hipError_t r = HIP.hipMemcpyDtoHAsync(word, m->status, 4, m->stream);
   if (!r) r = HIP.hipStreamSynchronize(m->stream);
-  *bad = word != 0;
   return r ? hip_fail(r, "reading the status word") : PORTC_OK;
 }
 

@@ -22,7 +22,7 @@ portc_status gpu_queue_init(gpu_queue *q, const char *target, const kir_module *
     gpu_args *a = &q->args[i];
     a->nbind = kernel_buffers(km, i, a->bind, GPU_MAX_ARGS);
     if (a->nbind > GPU_MAX_ARGS) return err_set(PORTC_ERR_INVALID, "%s: kernel %d reads or writes more than %d buffers", target, i, GPU_MAX_ARGS);
-    a->status = kernel_checks_indices(km, i);
+    a->status = kernel_has_status(km, i);
     q->status = q->status || a->status;
   }
   return PORTC_OK;
@@ -85,9 +85,9 @@ static portc_status run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double
   }
   portc_status waited = ops->wait(rt, seconds);
   if (st || (st = waited)) return st;
-  bool bad = false;
-  if (q->status && (st = ops->status_read(rt, &bad))) return st;
-  return bad ? err_set(PORTC_ERR_RUNTIME, "an index is out of range (gather)") : PORTC_OK;
+  unsigned word = 0;
+  if (q->status && (st = ops->status_read(rt, &word))) return st;
+  return word ? err_set(PORTC_ERR_RUNTIME, "%s", status_message(word)) : PORTC_OK;
 }
 
 portc_status gpu_queue_run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double *seconds) {

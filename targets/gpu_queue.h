@@ -44,7 +44,7 @@ typedef struct gpu_queue_ops {
   /* waits for the work; seconds: the device's time between the timers */
   portc_status (*wait)(void *rt, double *seconds);
   /* whether a kernel found an index out of range */
-  portc_status (*status_read)(void *rt, bool *bad);
+  portc_status (*status_read)(void *rt, unsigned *word);
 } gpu_queue_ops;
 
 typedef struct gpu_queue {

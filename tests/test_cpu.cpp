@@ -72,6 +72,33 @@ TEST_F(Cpu, ManyReductionsOverTheSameRowsSplitIntoKernels) {
   portc_bindings_free(b);
 }
 
+// an integer division by zero is an error, as on the reference (issue 18, defect 5)
+TEST_F(Cpu, IntegerDivisionByZeroIsAnError) {
+  Graph g = parse("input a: i64[3]\ninput d: i64[3]\ny = div(a, d)\noutput y\n");
+  portc_module *m = compile(g.get(), nullptr);
+  ASSERT_NE(m, nullptr);
+  portc_bindings *b = portc_bindings_new(g.get());
+  int64_t s3[] = {3}, av[] = {6, 7, 8}, dv[] = {3, 0, 2};
+  portc_tensor *a = portc_tensor_new(PORTC_I64, 1, s3), *d = portc_tensor_new(PORTC_I64, 1, s3);
+  memcpy(a->data, av, sizeof av), memcpy(d->data, dv, sizeof dv);
+  portc_bindings_set(b, "a", a);
+  portc_bindings_set(b, "d", d);
+  portc_tensor *out = nullptr, *ref = nullptr;
+  EXPECT_EQ(portc_module_run(m, b, &out), PORTC_ERR_RUNTIME);
+  EXPECT_NE(std::string(portc_last_error()).find("integer division by zero"), std::string::npos) << portc_last_error();
+  EXPECT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_ERR_RUNTIME) << "the reference agrees";
+  dv[1] = 7;
+  memcpy(d->data, dv, sizeof dv);
+  portc_bindings_set(b, "d", d);
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  EXPECT_EQ(portc_tensor_get(out, 1), 1);
+  portc_tensor_free(out);
+  portc_tensor_free(a);
+  portc_tensor_free(d);
+  portc_module_free(m);
+  portc_bindings_free(b);
+}
+
 TEST_F(Cpu, SecondCompileHitsTheCacheAndACorruptEntryIsRebuilt) {
   Graph g = parse("input x: f32[64]\ny = tanh(x)\noutput y\n");
   portc_module_info info = {};

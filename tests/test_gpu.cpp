@@ -132,6 +132,34 @@ TEST_P(Gpu, SecondCompileHitsTheKernelCache) {
   portc_bindings_free(b);
 }
 
+// an integer division by zero is an error, as on the reference (issue 18, defect 5); the module
+// still works with other divisors
+TEST_P(Gpu, IntegerDivisionByZeroIsAnError) {
+  Graph g = parse("input a: i32[4]\ninput d: i32[4]\nq = div(a, d)\ny = add(q, a)\noutput y\n");
+  portc_module *m = compile_on(target, g.get(), nullptr);
+  ASSERT_NE(m, nullptr);
+  portc_bindings *b = portc_bindings_new(g.get());
+  int64_t s4[] = {4};
+  portc_tensor *a = portc_tensor_new(PORTC_I32, 1, s4), *d = portc_tensor_new(PORTC_I32, 1, s4);
+  const double av[] = {7, -9, 8, 5}, zero[] = {2, 0, 4, 1}, good[] = {2, 3, 4, 1};
+  for (int k = 0; k < 4; k++) portc_tensor_set(a, k, av[k]), portc_tensor_set(d, k, zero[k]);
+  portc_bindings_set(b, "a", a);
+  portc_bindings_set(b, "d", d);
+  portc_tensor *out = nullptr;
+  EXPECT_EQ(portc_module_run(m, b, &out), PORTC_ERR_RUNTIME);
+  EXPECT_NE(std::string(portc_last_error()).find("integer division by zero"), std::string::npos) << portc_last_error();
+  EXPECT_EQ(out, nullptr);
+  for (int k = 0; k < 4; k++) portc_tensor_set(d, k, good[k]);
+  portc_bindings_set(b, "d", d);
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  expect_near(values(out), {10, -12, 10, 10});
+  portc_tensor_free(out);
+  portc_tensor_free(a);
+  portc_tensor_free(d);
+  portc_bindings_free(b);
+  portc_module_free(m);
+}
+
 TEST_P(Gpu, BadGatherIndexIsAnErrorAndTheModuleStillWorks) {
   Graph g = parse("input x: f32[5, 3]\ninput i: i64[4]\ny = gather(x, i, axis=0)\noutput y\n");
   portc_module *m = compile_on(target, g.get(), nullptr);

@@ -54,8 +54,10 @@ static void declare_buffers(emitter *e, int index, bool f16) {
     emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", b, written ? "" : "readonly ", b,
               operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), b);
   }
-  if (kernel_checks_indices(e->m, index))
+  if (kernel_has_status(e->m, index)) {
     emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", e->m->nbuf);
+    emit_line(e, "int64_t pc_idivc(int64_t x, int64_t y) { if (y == 0l) atomicOr(pc_bad, 2u); return pc_idiv(x, y); } /* STATUS_DIV_ZERO */");
+  }
   int nsym = e->m->g->nsyms;
   emit_line(e, "layout(push_constant) uniform Symbols { int S[%d]; };", nsym > 0 ? nsym : 1);
 }
@@ -172,6 +174,7 @@ const dialect vulkan_dialect = {
         [OP_where] = "(%0 != 0l ? %1 : %2)",
     },
     .bad_index = "atomicOr(pc_bad, 1u);",
+    .checked_idiv = "pc_idivc(%0, %1)",
     .gpu = &(const gpu_spelling){
         .global_id = "int(gl_GlobalInvocationID.x)",
         .global_threads = "int(gl_NumWorkGroups.x * PC_WG)",

@@ -393,9 +393,9 @@ static portc_status wait(void *rt, double *seconds) {
   return PORTC_OK;
 }
 
-static portc_status status_read(void *rt, bool *bad) {
+static portc_status status_read(void *rt, unsigned *word) {
   vk_module *m = rt;
-  *bad = *(volatile uint32_t *)m->status->map != 0;
+  *word = *(volatile uint32_t *)m->status->map;
   return PORTC_OK;
 }
 
