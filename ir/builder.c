@@ -292,6 +292,7 @@ portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int
   if (!(g->nodes[n].file = strdup(path))) {
     node_free_data(&g->nodes[n]);
     g->n--;
+    graph_names_rebuild(g);
     return err_node(PORTC_ERR_NOMEM, "param %s: out of memory", name);
   }
   return n;
@@ -305,6 +306,7 @@ portc_node portc_param_npz(portc_graph *g, const char *name, portc_dtype t, int 
   if (!(g->nodes[n].file_key = strdup(key))) {
     node_free_data(&g->nodes[n]);
     g->n--;
+    graph_names_rebuild(g);
     return err_node(PORTC_ERR_NOMEM, "param %s: out of memory", name);
   }
   return n;

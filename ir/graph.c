@@ -65,6 +65,7 @@ void portc_graph_free(portc_graph *g) {
   free(g->outputs);
   free(g->name);
   free(g->basedir);
+  free(g->name_slot);
   free(g);
 }
 
@@ -151,10 +152,67 @@ int64_t shape_numel_const(const shape *s) {
   return n;
 }
 
-portc_node graph_find(const portc_graph *g, const char *name) {
+static uint32_t name_hash(const char *s) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* puts node i into the index, growing it to stay under half full; false when out of memory */
+static bool names_insert(portc_graph *g, int i) {
+  if (2 * (g->n + 1) > g->name_cap) {
+    int cap = g->name_cap ? 2 * g->name_cap : 64;
+    while (2 * (g->n + 1) > cap) cap *= 2;
+    int32_t *slot = malloc(sizeof *slot * (size_t)cap);
+    if (!slot) return false;
+    memset(slot, 0xff, sizeof *slot * (size_t)cap);
+    free(g->name_slot);
+    g->name_slot = slot, g->name_cap = cap;
+    for (int k = 0; k < g->n; k++)
+      if (k != i && !names_insert(g, k)) return false;
+  }
+  uint32_t at = name_hash(g->nodes[i].name) & (uint32_t)(g->name_cap - 1);
+  while (g->name_slot[at] >= 0) at = (at + 1) & (uint32_t)(g->name_cap - 1);
+  g->name_slot[at] = i;
+  return true;
+}
+
+void graph_names_rebuild(portc_graph *g) {
+  free(g->name_slot);
+  g->name_slot = NULL, g->name_cap = 0;
   for (int i = 0; i < g->n; i++)
-    if (strcmp(g->nodes[i].name, name) == 0) return i;
-  return -(portc_node)PORTC_ERR_INVALID;
+    if (!names_insert(g, i)) {
+      free(g->name_slot);
+      g->name_slot = NULL, g->name_cap = 0; /* lookups scan */
+      return;
+    }
+}
+
+/* a node just added at index g->n - 1 */
+static void names_added(portc_graph *g) {
+  if ((g->name_slot || g->n == 1) && !names_insert(g, g->n - 1)) {
+    free(g->name_slot);
+    g->name_slot = NULL, g->name_cap = 0;
+  }
+}
+
+int graph_find_before(const portc_graph *g, const char *name, int before) {
+  if (before > g->n) before = g->n;
+  if (!g->name_slot) {
+    for (int i = 0; i < before; i++)
+      if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
+    return -1;
+  }
+  for (uint32_t at = name_hash(name) & (uint32_t)(g->name_cap - 1); g->name_slot[at] >= 0; at = (at + 1) & (uint32_t)(g->name_cap - 1)) {
+    int i = g->name_slot[at];
+    if (i < before && g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
+  }
+  return -1;
+}
+
+portc_node graph_find(const portc_graph *g, const char *name) {
+  int i = graph_find_before(g, name, g->n);
+  return i >= 0 ? i : -(portc_node)PORTC_ERR_INVALID;
 }
 
 bool node_name_taken(const portc_graph *g, const char *name) { return graph_find(g, name) >= 0; }
@@ -234,7 +292,9 @@ portc_node graph_add(portc_graph *g, node_spec *s) {
     return err_node(PORTC_ERR_NOMEM, "%s: out of memory", info->name);
   }
   memcpy(n->in, s->in, (size_t)s->nin * sizeof *n->in);
-  return g->n++;
+  g->n++;
+  names_added(g);
+  return g->n - 1;
 }
 
 portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_dtype t, const shape *sh) {
@@ -257,7 +317,9 @@ portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_
   n->sh = *sh;
   portc_status st = take_name(g, name, what, &n->name);
   if (st != PORTC_OK) return -(portc_node)st;
-  return g->n++;
+  g->n++;
+  names_added(g);
+  return g->n - 1;
 }
 
 /* ---- public accessors ---- */
@@ -327,6 +389,7 @@ portc_status portc_set_name(portc_graph *g, portc_node n, const char *name) {
   if (st != PORTC_OK) return st;
   free(x->name);
   x->name = copy;
+  graph_names_rebuild(g);
   return PORTC_OK;
 }
 

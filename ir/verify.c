@@ -76,12 +76,10 @@ static void check_node(vstate *v, int i) {
   }
   if (!n->name || !valid_ident(n->name)) report(v, i, "name '%s' is not a valid identifier", n->name ? n->name : "(null)");
   else if (is_reserved(n->name)) report(v, i, "name '%s' is a reserved word", n->name);
-  else
-    for (int j = 0; j < i; j++)
-      if (g->nodes[j].name && strcmp(g->nodes[j].name, n->name) == 0) {
-        report(v, i, "name '%s' is also used by node %d", n->name, j);
-        break;
-      }
+  else {
+    int j = graph_find_before(g, n->name, i);
+    if (j >= 0) report(v, i, "name '%s' is also used by node %d", n->name, j);
+  }
   bool ok = shape_ok(v, i, &n->sh);
   if (info->kind == K_SOURCE) {
     check_source(v, i, n);

@@ -8,7 +8,8 @@
  *     non-view value behind each operand is materialized; inputs of convolutions and opaque ops
  *     are materialized as they are.
  *  2. Several consumers: an elementwise value used by more than one consumer is recomputed in
- *     each (inlined) when its expression has at most 8 ops, and materialized otherwise.
+ *     each (inlined) when its expression has at most 8 ops, and materialized otherwise. An
+ *     inlined expression is at most 64 ops deep: a longer chain is cut into several kernels.
  *  3. Matmul and conv2d take their elementwise epilogue: the chain of single-consumer elementwise
  *     ops of the same shape that follows them (bias, activation, residual add).
  *  4. Reductions over the same rows (same input shape, same reduced axes) share one ROW kernel
@@ -26,6 +27,8 @@
 #include "fuse_plan.h"
 
 #define RECOMPUTE_LIMIT 8
+#define MAX_EXPR_DEPTH 64
+#define MAX_EXPR_DEPTH_TEXT "64"
 
 nclass node_class(const node *n) {
   switch (op_get(n->op)->kind) {
@@ -69,6 +72,24 @@ static int expr_cost(fctx *c, int i) {
   return c->cost[i] = cost;
 }
 
+/* 2b. An inlined expression is at most MAX_EXPR_DEPTH elementwise ops and views deep: the value
+ * at that depth is materialized, so that a long chain becomes several kernels (and building and
+ * emitting a kernel, which recurse over its expression, stay within a thread's stack). Nodes come
+ * in topological order, so one pass gives every node its depth. */
+static void bound_depth(fctx *c) {
+  fplan *p = c->p;
+  for (int i = 0; i < c->g->n; i++) {
+    c->cost[i] = 0; /* reused: the depth of node i's inlined expression */
+    if (p->mat[i] || (p->cls[i] != C_PW && p->cls[i] != C_VIEW)) continue;
+    const node *n = &c->g->nodes[i];
+    int d = 0;
+    for (int k = 0; k < n->nin; k++)
+      if (!p->mat[n->in[k]] && c->cost[n->in[k]] > d) d = c->cost[n->in[k]];
+    if (d + 1 > MAX_EXPR_DEPTH) set_mat(c, i, "an expression " MAX_EXPR_DEPTH_TEXT " ops deep ends here");
+    else c->cost[i] = d + 1;
+  }
+}
+
 static void initial_materialization(fctx *c, bool eager) {
   fplan *p = c->p;
   for (int i = 0; i < c->g->n; i++) {
@@ -91,6 +112,7 @@ static void initial_materialization(fctx *c, bool eager) {
   for (int i = 0; i < c->g->n; i++)
     if (p->cls[i] == C_PW && c->ncons[i] > 1 && expr_cost(c, i) > RECOMPUTE_LIMIT)
       set_mat(c, i, "used by several consumers and too costly to recompute in each");
+  bound_depth(c);
 }
 
 static int new_plan(fplan *p, kir_kind kind, int anchor) {

@@ -38,6 +38,7 @@ portc_status opt_dce(portc_graph *g, bool *changed) {
   for (int k = 0; k < g->nout; k++) g->outputs[k] = to[g->outputs[k]];
   *changed = m != g->n;
   g->n = m;
+  if (*changed) graph_names_rebuild(g);
   free(live);
   free(to);
   return PORTC_OK;

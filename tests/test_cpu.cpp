@@ -72,6 +72,28 @@ TEST_F(Cpu, ManyReductionsOverTheSameRowsSplitIntoKernels) {
   portc_bindings_free(b);
 }
 
+// a chain of 5,000 fusable ops: cut into kernels of bounded depth, it compiles and matches the
+// reference (2,000 overflowed the stack building one kernel's expression; issue 18, defect 4)
+TEST_F(Cpu, LongChainsOfFusableOpsCompile) {
+  std::string text = "input x: f32[8]\nv0 = neg(x)\n";
+  for (int i = 1; i < 5000; i++) text += "v" + std::to_string(i) + " = " + (i % 2 ? "sin" : "neg") + "(v" + std::to_string(i - 1) + ")\n";
+  text += "output v4999\n";
+  Graph g = parse(text);
+  ASSERT_TRUE(g);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_seed(b, 4);
+  portc_module *m = compile(g.get(), b);
+  ASSERT_NE(m, nullptr);
+  portc_tensor *out = nullptr, *ref = nullptr;
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
+  for (int i = 0; i < 8; i++) EXPECT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-4);
+  portc_tensor_free(out);
+  portc_tensor_free(ref);
+  portc_module_free(m);
+  portc_bindings_free(b);
+}
+
 // an integer division by zero is an error, as on the reference (issue 18, defect 5)
 TEST_F(Cpu, IntegerDivisionByZeroIsAnError) {
   Graph g = parse("input a: i64[3]\ninput d: i64[3]\ny = div(a, d)\noutput y\n");
