@@ -4,10 +4,13 @@
  * the model. Every count, size and offset is checked against what the tensor declares before a
  * byte is read, so a malformed file is an error that names the tensor.
  */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dtype.h"
 #include "onnx_import.h"
@@ -62,10 +65,24 @@ static portc_status external_bytes(imp *c, const Onnx__TensorProto *t, size_t wa
   if (where[0] == '/' || strstr(where, "..")) return fail(c, PORTC_ERR_INVALID, "tensor '%s': external data location '%s' leaves the model's folder", name, where);
   if (offset < 0 || (length >= 0 && (size_t)length != want))
     return fail(c, PORTC_ERR_PARSE, "tensor '%s': external data offset %lld / length %lld do not fit its %zu bytes", name, offset, length, want);
-  char path[4096];
+  char path[4096], real_dir[PATH_MAX], real[PATH_MAX];
   snprintf(path, sizeof path, "%s/%s", c->basedir, where);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return fail(c, PORTC_ERR_IO, "tensor '%s': cannot open external data %s: %m", name, path);
+  if (!realpath(c->basedir, real_dir) || !realpath(path, real))
+    return fail(c, PORTC_ERR_IO, "tensor '%s': cannot open external data %s: %m", name, path);
+  size_t nd = strlen(real_dir);
+  if (strncmp(real, real_dir, nd) != 0 || real[nd] != '/') /* a link that leads out */
+    return fail(c, PORTC_ERR_INVALID, "tensor '%s': external data location '%s' leaves the model's folder (it is %s)", name, where, real);
+  int fd = open(real, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st_file;
+  if (fd >= 0 && (fstat(fd, &st_file) != 0 || !S_ISREG(st_file.st_mode))) {
+    close(fd);
+    return fail(c, PORTC_ERR_INVALID, "tensor '%s': external data %s is not a regular file", name, path);
+  }
+  FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!fp) {
+    if (fd >= 0) close(fd);
+    return fail(c, PORTC_ERR_IO, "tensor '%s': cannot open external data %s: %m", name, path);
+  }
   unsigned char *buf = malloc(want ? want : 1);
   portc_status st = PORTC_OK;
   if (!buf) st = fail(c, PORTC_ERR_NOMEM, "tensor '%s': out of memory", name);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +43,36 @@ static portc_status make_private_dir(const char *path) {
   return PORTC_OK;
 }
 
+/* without $HOME, when /tmp/portc-cache-UID is not ours (another user made it first): a fresh
+ * private folder for this process, made once */
+static portc_status fallback_dir(char *out, size_t len, const char *why) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char made[64];
+  pthread_mutex_lock(&lock);
+  if (!made[0]) {
+    snprintf(made, sizeof made, "/tmp/portc-cache-%d-XXXXXX", (int)geteuid());
+    if (!mkdtemp(made)) made[0] = 0;
+    else log_line("cache", "%s; this process caches in %s instead", why, made);
+  }
+  snprintf(out, len, "%s", made);
+  pthread_mutex_unlock(&lock);
+  return made[0] ? PORTC_OK : err_set(PORTC_ERR_IO, "%s, and no private folder could be made in /tmp", why);
+}
+
 portc_status cache_dir(char *out, size_t len) {
   const char *env = getenv("PORTC_CACHE_DIR"), *home = getenv("HOME");
-  if (env && *env) snprintf(out, len, "%s", env);
+  char cwd[2048];
+  if (env && *env && env[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(out, len, "%s/%s", cwd, env); /* absolute: never read as an option */
+  else if (env && *env) snprintf(out, len, "%s", env);
   else if (home && *home) snprintf(out, len, "%s/.cache/portc", home);
   else snprintf(out, len, "/tmp/portc-cache-%d", (int)geteuid());
-  return make_private_dir(out);
+  portc_status st = make_private_dir(out);
+  if (st && !(env && *env) && !(home && *home)) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", portc_last_error());
+    return fallback_dir(out, len, why);
+  }
+  return st;
 }
 
 static portc_status cache_store(const char *dir, const char *key, const char *ext, const char *built, char *path, size_t len);

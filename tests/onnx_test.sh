@@ -89,6 +89,15 @@ os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
 onnx.save_model(onnx.load(sys.argv[1]), sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True, location="mlp.weights", size_threshold=0)
 PY
 out=$("$compare" "$work/ext/mlp.onnx" cpu "$work/m17/mlp/x_3.npy" "$work/m17/mlp/y_3.npy" 2>&1) && echo "ok: external data" || fail "external data: $out"
+# external data through a link that leads out of the model's folder, or from a FIFO: refused
+mkdir -p "$work/ext_link" "$work/ext_fifo"
+cp "$work/ext/mlp.onnx" "$work/ext_link/" && cp "$work/ext/mlp.onnx" "$work/ext_fifo/"
+cp "$work/ext/mlp.weights" "$work/outside.weights" && ln -sf ../outside.weights "$work/ext_link/mlp.weights"
+mkfifo "$work/ext_fifo/mlp.weights"
+out=$(timeout 60 "$portc" check "$work/ext_link/mlp.onnx" --quiet 2>&1)
+[ $? -eq 1 ] && expect "external data through a link out of the folder is refused" "leaves the model's folder" "$out" || fail "link out: $out"
+out=$(timeout 60 "$portc" check "$work/ext_fifo/mlp.onnx" --quiet 2>&1)
+[ $? -eq 1 ] && expect "external data from a FIFO is refused" "not a regular file" "$out" || fail "FIFO: $out"
 
 # malformed and unsupported files: one clear message, exit 1, no crash
 $py "$src/tests/onnx/make_bad_models.py" "$work/bad" || fail "make_bad_models.py"
