@@ -132,7 +132,7 @@ static portc_status op_ConstantOfShape(imp *c) {
 }
 
 /* the dims of Reshape's target: 0 copies the input's (unless allowzero), -1 is inferred, and one
- * size the import cannot express becomes -1 too */
+ * size the import cannot express becomes -1 too; a constant below -1 or over 2^48 is an error */
 static portc_status op_Reshape(imp *c) {
   portc_status st = op_need(c, 0);
   if (!st) st = op_need(c, 1);
@@ -152,6 +152,8 @@ static portc_status op_Reshape(imp *c) {
       if (k >= xr) return fail(c, PORTC_ERR_SHAPE, "0 at position %d copies a dimension the input (rank %d) lacks", k, xr);
       e = dim_sval(c->g, xd[k]);
     }
+    if (!e.unknown && e.sym < 0 && (e.c < -1 || e.c > (INT64_C(1) << 48)))
+      return fail(c, PORTC_ERR_SHAPE, "the new shape's dimension %d is %lld: a size (at most 2^48), 0 or -1", k, (long long)e.c);
     if (!e.unknown && e.sym < 0 && e.c == -1) dims[k] = (portc_dim){-1, NULL};
     else if (!sval_dim(c, e, &dims[k])) dims[k] = (portc_dim){-1, NULL};
     if (dims[k].size == -1 && !dims[k].symbol) {
