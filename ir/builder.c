@@ -291,8 +291,7 @@ portc_node portc_param_file(portc_graph *g, const char *name, portc_dtype t, int
   if (n < 0) return n;
   if (!(g->nodes[n].file = strdup(path))) {
     node_free_data(&g->nodes[n]);
-    g->n--;
-    graph_names_rebuild(g);
+    g->n--; /* its name's entry is stale: lookups check the node's name */
     return err_node(PORTC_ERR_NOMEM, "param %s: out of memory", name);
   }
   return n;
@@ -305,8 +304,7 @@ portc_node portc_param_npz(portc_graph *g, const char *name, portc_dtype t, int 
   if (n < 0) return n;
   if (!(g->nodes[n].file_key = strdup(key))) {
     node_free_data(&g->nodes[n]);
-    g->n--;
-    graph_names_rebuild(g);
+    g->n--; /* its name's entry is stale: lookups check the node's name */
     return err_node(PORTC_ERR_NOMEM, "param %s: out of memory", name);
   }
   return n;

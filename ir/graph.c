@@ -158,42 +158,33 @@ static uint32_t name_hash(const char *s) {
   return h;
 }
 
-/* puts node i into the index, growing it to stay under half full; false when out of memory */
-static bool names_insert(portc_graph *g, int i) {
-  if (2 * (g->n + 1) > g->name_cap) {
-    int cap = g->name_cap ? 2 * g->name_cap : 64;
-    while (2 * (g->n + 1) > cap) cap *= 2;
-    int32_t *slot = malloc(sizeof *slot * (size_t)cap);
-    if (!slot) return false;
-    memset(slot, 0xff, sizeof *slot * (size_t)cap);
-    free(g->name_slot);
-    g->name_slot = slot, g->name_cap = cap;
-    for (int k = 0; k < g->n; k++)
-      if (k != i && !names_insert(g, k)) return false;
-  }
+/* node i into a slot (the index has room) */
+static void names_place(portc_graph *g, int i) {
   uint32_t at = name_hash(g->nodes[i].name) & (uint32_t)(g->name_cap - 1);
   while (g->name_slot[at] >= 0) at = (at + 1) & (uint32_t)(g->name_cap - 1);
   g->name_slot[at] = i;
-  return true;
+  g->name_used++;
 }
 
 void graph_names_rebuild(portc_graph *g) {
   free(g->name_slot);
-  g->name_slot = NULL, g->name_cap = 0;
-  for (int i = 0; i < g->n; i++)
-    if (!names_insert(g, i)) {
-      free(g->name_slot);
-      g->name_slot = NULL, g->name_cap = 0; /* lookups scan */
-      return;
-    }
+  g->name_used = 0, g->name_cap = 64;
+  while (g->name_cap < 4 * (g->n + 1)) g->name_cap *= 2;
+  if (!(g->name_slot = malloc(sizeof *g->name_slot * (size_t)g->name_cap))) {
+    g->name_cap = 0; /* lookups scan */
+    return;
+  }
+  memset(g->name_slot, 0xff, sizeof *g->name_slot * (size_t)g->name_cap);
+  for (int i = 0; i < g->n; i++) names_place(g, i);
 }
 
-/* a node just added at index g->n - 1 */
-static void names_added(portc_graph *g) {
-  if ((g->name_slot || g->n == 1) && !names_insert(g, g->n - 1)) {
-    free(g->name_slot);
-    g->name_slot = NULL, g->name_cap = 0;
-  }
+/* node i has a new name (it was just added, or renamed): an entry for it, the index rebuilt
+ * (dropping entries whose node is gone or renamed) when it is half full. A stale entry is
+ * harmless meanwhile: a lookup checks the node's name. */
+static void names_put(portc_graph *g, int i) {
+  if (!g->name_slot && g->n > 1) return; /* scanning since an allocation failed */
+  if (2 * (g->name_used + 1) > g->name_cap) graph_names_rebuild(g);
+  else names_place(g, i);
 }
 
 int graph_find_before(const portc_graph *g, const char *name, int before) {
@@ -293,7 +284,7 @@ portc_node graph_add(portc_graph *g, node_spec *s) {
   }
   memcpy(n->in, s->in, (size_t)s->nin * sizeof *n->in);
   g->n++;
-  names_added(g);
+  names_put(g, g->n - 1);
   return g->n - 1;
 }
 
@@ -318,7 +309,7 @@ portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_
   portc_status st = take_name(g, name, what, &n->name);
   if (st != PORTC_OK) return -(portc_node)st;
   g->n++;
-  names_added(g);
+  names_put(g, g->n - 1);
   return g->n - 1;
 }
 
@@ -389,7 +380,7 @@ portc_status portc_set_name(portc_graph *g, portc_node n, const char *name) {
   if (st != PORTC_OK) return st;
   free(x->name);
   x->name = copy;
-  graph_names_rebuild(g);
+  names_put(g, n);
   return PORTC_OK;
 }
 

@@ -117,10 +117,11 @@ struct portc_graph {
   int nout;
   int next_auto; /* for t0, t1, ... */
   /* node names to indices (graph_find): open addressing over name_cap slots (a power of two, -1
-   * empty), kept as nodes are added; rebuilt where nodes move or change name (graph_names_rebuild).
+   * empty, name_used taken), an entry added as a node is added or renamed, checked against the
+   * node's name on lookup; rebuilt when half full and where nodes move (graph_names_rebuild).
    * NULL: not kept (out of memory), lookups scan. Read-only for lookups: threads may share it. */
   int32_t *name_slot;
-  int name_cap;
+  int name_cap, name_used;
 };
 
 /* ---- op table ---- */
@@ -157,7 +158,7 @@ int graph_symbol_scaled(portc_graph *g, int base, int64_t scale); /* scale 1: ba
 int graph_find_symbol(const portc_graph *g, const char *name);
 /* a node before index `before` with this name, or -1 */
 int graph_find_before(const portc_graph *g, const char *name, int before);
-/* after nodes moved or were renamed or removed: the name index again */
+/* after nodes moved: the name index again */
 void graph_names_rebuild(portc_graph *g);
 bool dim_eq(dim a, dim b);
 bool shape_eq(const shape *a, const shape *b);
