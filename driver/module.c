@@ -13,6 +13,7 @@
 #include "../ir/bindings.h"
 #include "../ir/dtype.h"
 #include "../lower/pipeline.h"
+#include "../targets/cache.h"
 #include "../codegen/emit.h"
 #include "module.h"
 
@@ -29,6 +30,18 @@ bool portc_target_available(int i, char *why, size_t len) { return target_at(i) 
 const char *portc_target_device(int i) { return target_at(i) ? target_at(i)->device() : NULL; }
 void portc_target_describe(int i, void *file) {
   if (target_at(i) && target_at(i)->describe) target_at(i)->describe(file);
+}
+
+portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes) {
+  if (!dir || !len || !entries || !bytes) return err_set(PORTC_ERR_INVALID, "cache_info: NULL argument");
+  return cache_stats(dir, len, entries, bytes);
+}
+
+portc_status portc_cache_clear(int64_t *removed) {
+  int64_t n = 0;
+  portc_status st = cache_clear(&n);
+  if (removed) *removed = n;
+  return st;
 }
 
 /* device allocations are kept per buffer, with one more slot for the arena */

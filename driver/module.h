@@ -38,6 +38,10 @@ portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, c
 /* tune.c: the device's tune key; the tables' entries (or force's knobs) applied to every kernel */
 void tune_device_of(const target *t, int device, tune_device *d);
 void tune_schedules(const target *t, kir_module *km, int device, const tune_knobs *const *force);
+/* e's knobs on every kernel of e's kind, scheduled by the rules (a shipped entry checked on a
+ * sample graph: the tests, compile_all): how many took them; -1 with why when the target refuses
+ * them, 0 with why when no kernel has the kind */
+int tune_entry_apply(const target *t, kir_module *km, const tune_entry *e, char *why, size_t len);
 
 /* tests only (tuner.c): sees each checked candidate's outputs and time before the tuner judges them */
 extern void (*tuner_test_hook)(int group, int cand, portc_tensor **outputs, int nout, double *seconds);

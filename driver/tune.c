@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../targets/cache.h"
 #include "module.h"
 
 void tune_device_of(const target *t, int device, tune_device *d) {
@@ -19,8 +18,6 @@ void tune_device_of(const target *t, int device, tune_device *d) {
   if (!d->api[0]) snprintf(d->api, sizeof d->api, "%s", t->name);
 }
 
-static const char *const prov_names[] = {"measured", "heuristic", "transferred"};
-
 /* kernel i's name for log lines: the node it is anchored at */
 static const char *kernel_name(const kir_module *km, int i) {
   const kir_kernel *k = &km->k[i];
@@ -28,12 +25,11 @@ static const char *kernel_name(const kir_module *km, int i) {
   return km->g->nodes[n].name;
 }
 
-/* applies knobs to kernel i; false (the rules restored) when the target refuses them */
-static bool apply(const target *t, kir_module *km, int i, int device, const tune_knobs *k, const char *source) {
+/* applies knobs to kernel i; false (the rules restored) with why when the target refuses them */
+static bool apply(const target *t, kir_module *km, int i, int device, const tune_knobs *k, const char *source, char *why, size_t len) {
   kir_schedule rules = km->k[i].sched;
   tune_knobs_apply(k, &km->k[i].sched);
-  char why[256] = "";
-  if (t->schedule_check && !t->schedule_check(km, i, device, why, sizeof why)) {
+  if (t->schedule_check && !t->schedule_check(km, i, device, why, len)) {
     km->k[i].sched = rules;
     log_line("tune", "kernel %d (%s): %s refused: %s; the rules stay", i, kernel_name(km, i), source, why);
     return false;
@@ -51,13 +47,16 @@ void tune_schedules(const target *t, kir_module *km, int device, const tune_knob
     kir_schedule *s = &km->k[i].sched;
     snprintf(s->source, sizeof s->source, "rules");
     if (force && force[i]) {
-      apply(t, km, i, device, force[i], "candidate");
+      char why[256];
+      apply(t, km, i, device, force[i], "candidate", why, sizeof why);
       continue;
     }
     if (!loaded) {
       tune_set_load(&set);
       loaded = true;
-      if (set.problems[0]) log_line("tune", "lines that are not entries (skipped):\n%s", set.problems);
+      if (set.unread[0]) log_line("tune", "tables that cannot be read (skipped):\n%s", set.unread);
+      for (int j = 0; j < set.n; j++)
+        if (set.t[j].err) log_line("tune", "lines that are not entries (skipped):\n%s", set.t[j].err);
     }
     tune_kernel key;
     tune_kernel_key(km, i, &key);
@@ -73,61 +72,56 @@ void tune_schedules(const target *t, kir_module *km, int device, const tune_knob
     }
     const char *base = strncmp(from->name, "shipped:", 8) == 0 ? from->name + 7 : strrchr(from->name, '/');
     char source[sizeof s->source], knobs[256];
-    str_cut(source, sizeof source, "%s, %s %s:%d: %s", prov_names[e->prov], from->origin, base ? base + 1 : from->name, e->line, e->why);
+    str_cut(source, sizeof source, "%s, %s %s:%d: %s", tune_prov_name(e->prov), from->origin, base ? base + 1 : from->name, e->line, e->why);
     tune_knobs_format(&e->knobs, knobs, sizeof knobs);
-    if (apply(t, km, i, device, &e->knobs, source))
+    char why[256];
+    if (apply(t, km, i, device, &e->knobs, source, why, sizeof why))
       log_line("tune", "kernel %d (%s) %s: %s from %s", i, kernel_name(km, i), what, knobs, source);
   }
   tune_set_free(&set);
 }
 
-static void check_table(const tune_table *t, int problems, const char *err, FILE *out) {
+int tune_entry_apply(const target *t, kir_module *km, const tune_entry *e, char *why, size_t len) {
+  int n = 0;
+  for (int i = 0; i < km->nk; i++) {
+    tune_kernel key;
+    tune_kernel_key(km, i, &key);
+    if (e->kern.kind[0] && strcmp(key.kind, e->kern.kind) != 0) continue;
+    if (!apply(t, km, i, -1, &e->knobs, tune_prov_name(e->prov), why, len)) return -1;
+    n++;
+  }
+  if (!n) snprintf(why, len, "no kernel of kind %s", e->kern.kind);
+  return n;
+}
+
+/* a table's line for `portc tune --check`, and its problems */
+static void check_table(const tune_table *t, FILE *out) {
   int prov[3] = {0};
   for (int i = 0; i < t->n; i++) prov[t->e[i].prov]++;
   fprintf(out, "%-40s %-8s %4d entries (%d measured, %d heuristic, %d transferred), %d problems\n", t->name, t->origin, t->n, prov[0],
-          prov[1], prov[2], problems);
-  if (problems) fputs(err, out);
+          prov[1], prov[2], t->problems);
+  if (t->err) fputs(t->err, out);
 }
 
 int portc_tune_check(const char *path, void *file) {
   FILE *out = file ? file : stdout;
+  int problems = 0;
   if (path) {
-    char *text = tune_read_file(path);
-    if (!text) {
+    tune_table t;
+    if (!tune_table_read(&t, path, "file")) {
       const char *why = strerror(errno);
       err_set(PORTC_ERR_IO, "tune: cannot read %s: %s", path, why);
       fprintf(out, "%s: cannot read (%s)\n", path, why);
       return 1;
     }
-    tune_table tt = {0}, *t = &tt;
-    snprintf(t->name, sizeof t->name, "%s", path);
-    t->origin = "file";
-    char err[4096];
-    int problems = tune_parse(text, t, err, sizeof err);
-    check_table(t, problems, err, out);
-    free(text);
-    tune_table_free(t);
+    check_table(&t, out);
+    problems = t.problems;
+    tune_table_free(&t);
     return problems;
   }
   tune_set set;
   tune_set_load(&set);
-  int problems = 0;
-  for (int i = 0; i < set.n; i++) {
-    /* parse again for this table's own problems */
-    tune_table again = {0};
-    snprintf(again.name, sizeof again.name, "%s", set.t[i].name);
-    char err[4096];
-    int p = 0;
-    if (strncmp(set.t[i].name, "shipped:", 8) == 0) {
-      for (int s = 0; tune_shipped_name[s]; s++)
-        if (strcmp(tune_shipped_name[s], set.t[i].name + 8) == 0) p = tune_parse(tune_shipped_text[s], &again, err, sizeof err);
-      tune_table_free(&again);
-      check_table(&set.t[i], p, err, out);
-      problems += p;
-    } else {
-      problems += portc_tune_check(set.t[i].name, out);
-    }
-  }
+  for (int i = 0; i < set.n; i++) check_table(&set.t[i], out), problems += set.t[i].problems;
   if (!set.n) fprintf(out, "no tune tables\n");
   tune_set_free(&set);
   return problems;
@@ -164,16 +158,4 @@ void portc_target_key(const char *name, char *out, size_t len) {
   tune_device d;
   tune_device_of(t, device, &d);
   tune_device_format(&d, out, len);
-}
-
-portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes) {
-  if (!dir || !len || !entries || !bytes) return err_set(PORTC_ERR_INVALID, "cache_info: NULL argument");
-  return cache_stats(dir, len, entries, bytes);
-}
-
-portc_status portc_cache_clear(int64_t *removed) {
-  int64_t n = 0;
-  portc_status st = cache_clear(&n);
-  if (removed) *removed = n;
-  return st;
 }

@@ -5,12 +5,13 @@
  * times decides. Each group's candidates are its default (what a compile picks today: tables,
  * else rules) and the target's tune_space. Candidates are tried in rounds: round r compiles the
  * graph once with every group's r-th candidate forced (all rounds compile first, in parallel on
- * the host's cores), checks the outputs against the default round's, and times every kernel alone (median of reps, after a warm-up and a whole run that
- * gives it its inputs). A round that fails to compile, or whose outputs differ, is split in
- * halves and tried again, down to the one group to blame, whose candidate then counts as
- * infinitely slow. A group keeps its default unless a checked candidate is faster by more than
- * the noise (1%); the winners are then compiled together and checked once more before they are
- * stored, one measured entry per key.
+ * the host's cores), checks the outputs against the default round's, and times every kernel
+ * alone (median of reps, after a warm-up and a whole run that gives it its inputs). A round that
+ * fails to compile, or whose outputs differ, is split in halves and tried again, down to the one
+ * group to blame, whose candidate then counts as infinitely slow. A group keeps its default
+ * unless a checked candidate is 3% faster; the winners are then compiled together, checked once
+ * more, and timed against the default again (a winner must win twice) before they are stored,
+ * one measured entry per key.
  */
 #include <math.h>
 #include <pthread.h>

@@ -75,9 +75,11 @@ typedef struct tune_entry {
 
 typedef struct tune_table {
   char name[256]; /* "shipped:nvidia.tune", a file's path */
-  const char *origin; /* "user" (the measured table), "site", "shipped" */
+  const char *origin; /* "user" (the measured table), "site", "shipped", "file" */
   tune_entry *e;
   int n, cap;
+  int problems; /* lines that are not entries (tune_table_load) */
+  char *err;    /* and what is wrong with each, "name:line: what" a line (malloc'd; NULL: none) */
 } tune_table;
 
 /* ---- tables (tune_table.c) ---- */
@@ -85,6 +87,12 @@ typedef struct tune_table {
 /* parses text into t (appending); every problem is reported as "name:line: what", all of them,
  * into err; returns the number of problems (0: all lines are entries) */
 int tune_parse(const char *text, tune_table *t, char *err, size_t errlen);
+/* a table named `name` from text: its entries, and its problems in problems and err */
+void tune_table_load(tune_table *t, const char *name, const char *origin, const char *text);
+/* the same from the file at path (it names the table); false with errno when it cannot be read */
+bool tune_table_read(tune_table *t, const char *path, const char *origin);
+/* "measured", "heuristic", "transferred" */
+const char *tune_prov_name(tune_prov p);
 /* checks an entry's values against knob and provenance rules; false with why */
 bool tune_lint(const tune_entry *e, char *why, size_t len);
 void tune_table_free(tune_table *t);
@@ -129,10 +137,11 @@ enum { TUNE_MAX_TABLES = 16 };
 typedef struct tune_set {
   tune_table t[TUNE_MAX_TABLES];
   int n;
-  char problems[2048]; /* lines that were not entries, reported by PORTC_LOG=tune */
+  char unread[2048]; /* tables that could not be read, a line each, reported by PORTC_LOG=tune */
 } tune_set;
 /* the user's measured table, the site tables and the shipped ones; a table that cannot be read
- * or parsed is skipped and named in problems (a broken table never stops a compile) */
+ * is skipped and named in unread, a line that is not an entry is skipped and named in its table's
+ * err (a broken table never stops a compile) */
 void tune_set_load(tune_set *s);
 void tune_set_free(tune_set *s);
 /* a table file's text (malloc'd), or NULL with errno (EINVAL: not a regular file) */

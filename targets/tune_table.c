@@ -48,15 +48,17 @@ unsigned tune_knob_bit(const char *name) {
   return 0;
 }
 
+/* how many ints knob b sets (KF_I64 and KF_OFF: one value) */
+static int knob_width(int b) { return knobs[b].form == KF_TRIPLE ? 3 : knobs[b].form == KF_PAIR ? 2 : 1; }
+
 static int *knob_int(kir_schedule *s, int b) { return (int *)((char *)s + knobs[b].off); }
 static const int *knob_cint(const kir_schedule *s, int b) { return (const int *)((const char *)s + knobs[b].off); }
 
 void tune_knobs_apply(const tune_knobs *k, kir_schedule *s) {
   for (int b = 0; b < NKNOBS; b++) {
     if (!(k->mask & (1u << b))) continue;
-    int n = knobs[b].form == KF_TRIPLE ? 3 : knobs[b].form == KF_PAIR ? 2 : 1;
     if (knobs[b].form == KF_I64) *(int64_t *)((char *)s + knobs[b].off) = *(const int64_t *)((const char *)&k->v + knobs[b].off);
-    else memcpy(knob_int(s, b), knob_cint(&k->v, b), sizeof(int) * (size_t)n);
+    else memcpy(knob_int(s, b), knob_cint(&k->v, b), sizeof(int) * (size_t)knob_width(b));
   }
 }
 
@@ -133,12 +135,10 @@ static bool knob_parse(tune_knobs *k, int b, const char *val, char *why, size_t 
     *(int64_t *)((char *)&k->v + kb->off) = x;
     break;
   }
-  default: {
-    int n = kb->form == KF_TRIPLE ? 3 : kb->form == KF_PAIR ? 2 : 1;
-    if (!parse_dims(val, n, v, &got) || (kb->form == KF_PAIR && got == 1 && (v[1] = v[0], false)))
-      return snprintf(why, len, "%s=%s: expected %s", kb->name, val, kb->doc), false;
-    memcpy(knob_int(&k->v, b), v, sizeof(int) * (size_t)n);
-  }
+  default:
+    if (!parse_dims(val, knob_width(b), v, &got)) return snprintf(why, len, "%s=%s: expected %s", kb->name, val, kb->doc), false;
+    if (kb->form == KF_PAIR && got == 1) v[1] = v[0]; /* tile=64 is 64x64 */
+    memcpy(knob_int(&k->v, b), v, sizeof(int) * (size_t)knob_width(b));
   }
   k->mask |= 1u << b;
   return true;
@@ -301,14 +301,13 @@ bool tune_lint(const tune_entry *e, char *why, size_t len) {
   if (!e->knobs.mask) return snprintf(why, len, "no knobs: an entry sets at least one"), false;
   for (int b = 0; b < NKNOBS; b++) {
     if (!(e->knobs.mask & (1u << b)) || knobs[b].form == KF_OFF) continue;
-    int n = knobs[b].form == KF_TRIPLE ? 3 : knobs[b].form == KF_PAIR ? 2 : 1;
+    int n = knob_width(b);
     int64_t v[3];
     if (knobs[b].form == KF_I64) v[0] = *(const int64_t *)((const char *)&e->knobs.v + knobs[b].off);
     else for (int i = 0; i < n; i++) v[i] = knob_cint(&e->knobs.v, b)[i];
     int64_t lo = knobs[b].lo, hi = knobs[b].hi;
-    if (knobs[b].form == KF_TRIPLE) {
-      int64_t prod = v[0] * v[1] * v[2];
-      if (v[0] < 1 || v[1] < 1 || v[2] < 1 || prod > hi)
+    if (knobs[b].form == KF_TRIPLE) { /* each part bounded by hi first, so the product cannot overflow */
+      if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[0] > hi || v[1] > hi || v[2] > hi || v[0] * v[1] * v[2] > hi)
         return snprintf(why, len, "threads=%lldx%lldx%lld: at most %lld in all", (long long)v[0], (long long)v[1], (long long)v[2], (long long)hi), false;
       continue;
     }
@@ -376,9 +375,20 @@ int tune_parse(const char *text, tune_table *t, char *err, size_t errlen) {
 
 void tune_table_free(tune_table *t) {
   free(t->e);
-  t->e = NULL;
-  t->n = t->cap = 0;
+  free(t->err);
+  t->e = NULL, t->err = NULL;
+  t->n = t->cap = t->problems = 0;
 }
+
+void tune_table_load(tune_table *t, const char *name, const char *origin, const char *text) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->origin = origin;
+  char err[4096];
+  if ((t->problems = tune_parse(text, t, err, sizeof err))) t->err = strdup(err);
+}
+
+const char *tune_prov_name(tune_prov p) { return prov_names[p]; }
 
 static void format_match(const tune_device *dev, const tune_kernel *kern, const tune_range *ext, char *out, size_t len) {
   out[0] = 0;

@@ -52,30 +52,23 @@ char *tune_read_file(const char *path) {
   return buf;
 }
 
-static void note(tune_set *s, const char *fmt, const char *a, const char *b) {
-  size_t u = strlen(s->problems);
-  if (u + 1 < sizeof s->problems) snprintf(s->problems + u, sizeof s->problems - u, fmt, a, b);
+bool tune_table_read(tune_table *t, const char *path, const char *origin) {
+  char *text = tune_read_file(path);
+  if (!text) return false;
+  tune_table_load(t, path, origin, text);
+  free(text);
+  return true;
 }
 
-static void add_table(tune_set *s, const char *name, const char *origin, const char *text) {
-  if (s->n == TUNE_MAX_TABLES) return note(s, "%s: more than %s tables; ignored\n", name, "16");
-  tune_table *t = &s->t[s->n];
-  memset(t, 0, sizeof *t);
-  snprintf(t->name, sizeof t->name, "%s", name);
-  t->origin = origin;
-  char err[1024];
-  if (tune_parse(text, t, err, sizeof err)) note(s, "%s%s", err, "");
-  s->n++;
+static void note(tune_set *s, const char *fmt, const char *a, const char *b) {
+  size_t u = strlen(s->unread);
+  if (u + 1 < sizeof s->unread) snprintf(s->unread + u, sizeof s->unread - u, fmt, a, b);
 }
 
 static void add_file(tune_set *s, const char *path, const char *origin, bool must_exist) {
-  char *text = tune_read_file(path);
-  if (!text) {
-    if (must_exist || errno != ENOENT) note(s, "%s: cannot read (%s)\n", path, strerror(errno));
-    return;
-  }
-  add_table(s, path, origin, text);
-  free(text);
+  if (s->n == TUNE_MAX_TABLES) return note(s, "%s: more than %s tables; ignored\n", path, "16");
+  if (tune_table_read(&s->t[s->n], path, origin)) s->n++;
+  else if (must_exist || errno != ENOENT) note(s, "%s: cannot read (%s)\n", path, strerror(errno));
 }
 
 void tune_set_load(tune_set *s) {
@@ -96,7 +89,8 @@ void tune_set_load(tune_set *s) {
   for (int i = 0; tune_shipped_name[i]; i++) {
     char name[300];
     snprintf(name, sizeof name, "shipped:%s", tune_shipped_name[i]);
-    add_table(s, name, "shipped", tune_shipped_text[i]);
+    if (s->n == TUNE_MAX_TABLES) note(s, "%s: more than %s tables; ignored\n", name, "16");
+    else tune_table_load(&s->t[s->n++], name, "shipped", tune_shipped_text[i]);
   }
 }
 

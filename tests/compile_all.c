@@ -29,7 +29,7 @@
 #include "../hip/hip.h"
 #include "../hip/prelude.h"
 #include "../lower/pipeline.h"
-#include "../targets/tune.h"
+#include "../driver/module.h"
 
 typedef struct unit {
   char *src; /* the module without its prelude */
@@ -53,26 +53,6 @@ static void schedule_all(kir_module *km) {
 
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
-/* the knobs of a tune-table entry on the kernels of its kind; false (a failure) when the target
- * refuses them or no kernel has that kind */
-static bool apply_entry(kir_module *km, const tune_entry *e, const char *name) {
-  int applied = 0;
-  for (int i = 0; i < km->nk; i++) {
-    tune_kernel key;
-    tune_kernel_key(km, i, &key);
-    if (e->kern.kind[0] && strcmp(key.kind, e->kern.kind) != 0) continue;
-    tune_knobs_apply(&e->knobs, &km->k[i].sched);
-    char why[256] = "";
-    if (T->schedule_check && !T->schedule_check(km, i, -1, why, sizeof why)) {
-      fprintf(stderr, "%s: the target refuses the entry's knobs: %s\n", name, why);
-      return false;
-    }
-    applied++;
-  }
-  if (!applied) fprintf(stderr, "%s: no kernel of kind %s\n", name, e->kern.kind);
-  return applied > 0;
-}
-
 /* entry (may be NULL): a tune-table entry whose knobs the module's kernels take */
 static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name, const tune_entry *entry) {
   lower_options lo = {.eager = eager, .symvals = symvals};
@@ -83,7 +63,9 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     return;
   }
   schedule_all(km);
-  if (entry && !apply_entry(km, entry, name)) {
+  char why[256];
+  if (entry && tune_entry_apply(T, km, entry, why, sizeof why) <= 0) {
+    fprintf(stderr, "%s: %s\n", name, why);
     failures++;
     kir_module_free(km);
     return;
