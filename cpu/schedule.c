@@ -4,6 +4,7 @@
  * cache tiles of the packed matmul. Nothing else on the CPU decides these. The tuning hooks
  * (the CPU's tune key, what a tune entry may set, the candidates) are here too.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,8 +53,12 @@ static void cpuinfo(const char *key, char *out, size_t len) {
   if (f) fclose(f);
 }
 
-void cpu_device_key(int device, tune_device *d) {
-  (void)device;
+/* the machine's key, read once (every compile asks for it) */
+static tune_device machine;
+static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
+
+static void read_machine(void) {
+  tune_device *d = &machine;
   char vendor[64];
   cpuinfo("vendor_id", vendor, sizeof vendor);
   snprintf(d->api, sizeof d->api, "cpu");
@@ -70,6 +75,12 @@ void cpu_device_key(int device, tune_device *d) {
   cpuinfo("model name", d->model, sizeof d->model);
   d->units = (int)sysconf(_SC_NPROCESSORS_ONLN);
   d->subgroup = vb / 4;
+}
+
+void cpu_device_key(int device, tune_device *d) {
+  (void)device;
+  pthread_once(&machine_once, read_machine);
+  *d = machine;
 }
 
 bool cpu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
