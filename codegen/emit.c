@@ -71,7 +71,7 @@ static void flat_index(emitter *e, const shape *s, char names[][NAME], char *nam
     emit_count(e, s, d + 1, s->rank, stride, sizeof stride);
     sb_printf(&b, "%s%s * %s", terms++ ? " + " : "", names[d], stride);
   }
-  char *expr = sb_take(&b);
+  char *expr = emit_take(e, &b);
   if (!terms) snprintf(name, NAME, "0");
   else tmpvar(e, name, expr ? expr : "0");
   free(expr);
@@ -364,6 +364,12 @@ bool op_is_costly(enum op op) {
   case OP_erf: case OP_sin: case OP_cos: case OP_pow: return true;
   default: return false;
   }
+}
+
+char *emit_take(emitter *e, strbuf *b) {
+  char *s = sb_take(b);
+  if (!s) e->out.oom = true;
+  return s;
 }
 
 char *emit_module(const dialect *d, const kir_module *m) {

@@ -27,6 +27,9 @@ char *emit_module(const dialect *d, const kir_module *m);
 void emit_float(const dialect *d, double f, char *buf, size_t len);
 
 void emit_line(emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* a side buffer's text (free with free()); NULL when memory ran out, which also fails the
+ * module (emit_module returns NULL), so no source is ever built with a piece missing */
+char *emit_take(emitter *e, strbuf *b);
 /* a dimension's extent as an expression: a literal, or S[k] for symbol k */
 const char *emit_dim(emitter *e, dim d, char *buf, size_t len);
 /* product of dims as an expression */

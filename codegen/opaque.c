@@ -130,7 +130,7 @@ static void pad(emitter *e, const node *n, int xb, int ob) {
     sb_printf(&in, "%sp%d >= 0 && p%d < %s", d ? " && " : "", d, d, ext);
     sb_printf(&off, "%sp%d * %s", d ? " + " : "", d, stride);
   }
-  char *os = sb_take(&off), *is = sb_take(&in);
+  char *os = emit_take(e, &off), *is = emit_take(e, &in);
   emit_load(e, xb, os && *os ? os : "0", ld, sizeof ld);
   emit_line(e, "if (%s) {", is && *is ? is : "true");
   e->indent++;

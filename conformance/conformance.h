@@ -38,6 +38,10 @@ typedef struct tolerance {
   double norm; /* ||out - ref|| / ||ref|| <= norm */
 } tolerance;
 void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target, bool eager, tolerance *t);
+/* the largest finite magnitude among the inputs and parameters a run used */
+double conf_input_scale(const portc_graph *g, const portc_bindings *b);
+/* one output against the reference within t; false with a message in msg */
+bool conf_compare(const portc_tensor *out, const portc_tensor *ref, const tolerance *t, double in_scale, char *msg, size_t len);
 
 typedef struct conf_options {
   const char *targets; /* comma-separated; NULL: every available target */

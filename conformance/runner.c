@@ -59,7 +59,7 @@ static void set_result(result *r, int status, const char *fmt, ...) {
 
 /* compares one output with the reference; a message on failure */
 /* the largest finite magnitude among the inputs and parameters the run used */
-static double input_scale(const portc_graph *g, const portc_bindings *b) {
+double conf_input_scale(const portc_graph *g, const portc_bindings *b) {
   double m = 0;
   for (int i = 0; i < portc_graph_node_count(g); i++) {
     const char *op = portc_node_op(g, i);
@@ -74,7 +74,7 @@ static double input_scale(const portc_graph *g, const portc_bindings *b) {
   return m;
 }
 
-static bool compare(const portc_tensor *out, const portc_tensor *ref, const tolerance *t, double in_scale, char *msg, size_t len) {
+bool conf_compare(const portc_tensor *out, const portc_tensor *ref, const tolerance *t, double in_scale, char *msg, size_t len) {
   int64_t n = portc_tensor_numel(ref);
   if (out->rank != ref->rank || portc_tensor_numel(out) != n) {
     snprintf(msg, len, "shape differs from the reference");
@@ -137,7 +137,7 @@ static bool matches_flushed(const portc_graph *g, portc_module *m, portc_binding
   int nout = portc_graph_output_count(g);
   portc_tensor **refs = calloc((size_t)nout + 1, sizeof *refs);
   char msg[512];
-  bool ok = refs && conf_reference_run(g, b, true, refs) == PORTC_OK && compare(out, refs[k], t, scale, msg, sizeof msg);
+  bool ok = refs && conf_reference_run(g, b, true, refs) == PORTC_OK && conf_compare(out, refs[k], t, scale, msg, sizeof msg);
   for (int i = 0; refs && i < nout; i++) portc_tensor_free(refs[i]);
   free(refs);
   return ok;
@@ -173,9 +173,9 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
     } else {
       tolerance t;
       conf_tolerance(g, b, col->target, col->eager, &t);
-      double scale = input_scale(g, b);
+      double scale = conf_input_scale(g, b);
       for (int k = 0; k < nout && r->status == R_PASS; k++)
-        if (!compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, m, b, k, outs[k], &t, scale))
+        if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, m, b, k, outs[k], &t, scale))
           set_result(r, R_FAIL, "output %s%s: %s", portc_node_name(g, portc_graph_output(g, k)),
                      c->nruns > 1 ? (run == 0 ? " (first size)" : " (a later size)") : "", msg);
     }

@@ -136,17 +136,16 @@ const char *cpu_isa_flags(void) {
 
 portc_status cpu_compile(const char *source, const char *work_dir, const char *out_path) {
   char src[4200], log[4300];
-  snprintf(src, sizeof src, "%s/build-%d-XXXXXX.c", work_dir, (int)getpid());
-  int fd = mkstemps(src, 2);
+  snprintf(src, sizeof src, "%s/kernels.c", work_dir);
+  snprintf(log, sizeof log, "%s/kernels.log", work_dir);
+  int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return err_set(PORTC_ERR_IO, "cpu: cannot write kernel source in %s: %s", work_dir, strerror(errno));
   size_t n = strlen(source);
-  bool ok = write(fd, source, n) == (ssize_t)n;
-  close(fd);
-  if (!ok) {
-    unlink(src);
-    return err_set(PORTC_ERR_IO, "cpu: cannot write %s", src);
-  }
-  snprintf(log, sizeof log, "%s.log", src);
+  ssize_t w = write(fd, source, n);
+  int err = w < 0 ? errno : ENOSPC; /* a short write: the disk or the file size limit is full */
+  bool ok = w == (ssize_t)n;
+  if (close(fd) != 0 && ok) ok = false, err = errno;
+  if (!ok) return err_set(PORTC_ERR_IO, "cpu: cannot write %s: %s", src, strerror(err));
   const char *cc = compiler_name();
   build_args opts = {0};
   cpu_compile_options(&opts);
@@ -159,20 +158,14 @@ portc_status cpu_compile(const char *source, const char *work_dir, const char *o
   argv[a++] = "-lm";
   argv[a] = NULL;
   int rc = run(argv, log);
-  portc_status st = PORTC_OK;
-  if (rc == -1 || rc == 127) {
-    st = err_set(PORTC_ERR_IO, "cpu: C compiler '%s' not found: install gcc (apt-get install gcc) or set PORTC_CC", cc);
-  } else if (rc != 0) {
-    char msg[2048] = "";
-    FILE *f = fopen(log, "r");
-    if (f) {
-      size_t got = fread(msg, 1, sizeof msg - 1, f);
-      msg[got] = 0;
-      fclose(f);
-    }
-    st = err_set(PORTC_ERR_IO, "cpu: %s failed (exit %d) on the generated source %s:\n%s", cc, rc, src, msg);
+  if (rc == -1 || rc == 127) return err_set(PORTC_ERR_IO, "cpu: C compiler '%s' not found: install gcc (apt-get install gcc) or set PORTC_CC", cc);
+  if (rc == 0) return PORTC_OK;
+  char msg[2048] = "";
+  FILE *f = fopen(log, "r");
+  if (f) {
+    size_t got = fread(msg, 1, sizeof msg - 1, f);
+    msg[got] = 0;
+    fclose(f);
   }
-  unlink(log);
-  if (st == PORTC_OK) unlink(src); /* kept on failure, for the report */
-  return st;
+  return err_set(PORTC_ERR_IO, "cpu: %s failed (exit %d) on the generated source:\n%s", cc, rc, msg);
 }

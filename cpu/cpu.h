@@ -24,7 +24,7 @@ void cpu_compile_options(build_args *a);
 extern const char *const cpu_compiler_env[];
 /* the instruction-set flags -march=native stands for with this compiler on this machine */
 const char *cpu_isa_flags(void);
-/* compiles source into a shared object at out_path */
+/* compiles source into a shared object at out_path, writing kernels.c and kernels.log in work_dir */
 portc_status cpu_compile(const char *source, const char *work_dir, const char *out_path);
 
 #endif

@@ -2,10 +2,13 @@
  * runtime.c: the CPU target: find the compiled kernels in the cache or build them, load them,
  * and launch them. OpenMP inside the generated code spreads each kernel over the cores.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../targets/cache.h"
@@ -16,6 +19,8 @@
 typedef struct cpu_module {
   void *dl;
   int (*run)(int, void *const *, const int64_t *);
+  int kernels;
+  char entry[80]; /* its cache entry, while marked as being tried (cache_trial_begin) */
 } cpu_module;
 
 static bool available(char *why, size_t len) {
@@ -62,56 +67,90 @@ static portc_status open_module(const char *path, cpu_module *m) {
 }
 
 typedef struct so_build {
-  const char *source, *dir;
+  const char *source;
+  const cache_folder *cf;
 } so_build;
 
-/* builds the shared object into a file of the cache folder, and takes its bytes */
+/* the bytes of a built file, read relative to the folder's descriptor */
+static void *read_built(int dirfd, const char *name, size_t *bytes) {
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  void *data = NULL;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (data = malloc((size_t)st.st_size))) {
+    if (read(fd, data, (size_t)st.st_size) == (ssize_t)st.st_size) *bytes = (size_t)st.st_size;
+    else free(data), data = NULL;
+  }
+  if (fd >= 0) close(fd);
+  return data;
+}
+
+/* builds the shared object in a folder of its own inside the cache folder (build-PID-N: builds
+ * of one key may race, and what a killed build leaves is swept by its PID), takes its bytes and
+ * removes the folder; a failed build's folder stays a week as failed-PID-N, for the report */
 static portc_status build_so(void *ctx, void **data, size_t *bytes) {
   const so_build *b = ctx;
-  char built[4200];
-  snprintf(built, sizeof built, "%s/build-%d.so.XXXXXX", b->dir, (int)getpid()); /* unique: builds of one key may race */
-  int fd = mkstemp(built);
-  if (fd < 0) return err_set(PORTC_ERR_IO, "cpu: cannot create a file in %s", b->dir);
-  close(fd);
-  portc_status st = cpu_compile(b->source, b->dir, built);
+  static _Atomic unsigned counter;
+  char name[64], work[4200], out[4300], built[80];
+  snprintf(name, sizeof name, "build-%d-%u", (int)getpid(), counter++);
+  if (mkdirat(b->cf->fd, name, 0700) != 0) return err_set(PORTC_ERR_IO, "cpu: cannot make a build folder in %s: %s", b->cf->path, strerror(errno));
+  snprintf(work, sizeof work, "%s/%s", b->cf->path, name);
+  snprintf(out, sizeof out, "%s/kernels.so", work);
+  portc_status st = cpu_compile(b->source, work, out);
   if (!st) {
-    FILE *f = fopen(built, "rb");
-    long n = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && (*data = malloc((size_t)n))) {
-      rewind(f);
-      if (fread(*data, 1, (size_t)n, f) == (size_t)n) *bytes = (size_t)n;
-      else free(*data), *data = NULL;
-    }
-    if (f) fclose(f);
-    if (!*data) st = err_set(PORTC_ERR_IO, "cpu: cannot read the built %s", built);
+    snprintf(built, sizeof built, "%s/kernels.so", name);
+    if (!(*data = read_built(b->cf->fd, built, bytes))) st = err_set(PORTC_ERR_IO, "cpu: cannot read the built %s", out);
   }
-  unlink(built);
-  return st;
+  char log[80];
+  snprintf(log, sizeof log, "%s/kernels.log", name);
+  if (st == PORTC_OK || faccessat(b->cf->fd, log, F_OK, AT_SYMLINK_NOFOLLOW) != 0) { /* kept only when the compiler ran */
+    cache_drop(b->cf, name);
+    return st;
+  }
+  char failed[80], why[3000];
+  snprintf(failed, sizeof failed, "failed-%s", name + 6);
+  snprintf(why, sizeof why, "%s", portc_last_error());
+  if (renameat(b->cf->fd, name, b->cf->fd, failed) != 0) return st;
+  return err_set(st, "%s\n(the source and the compiler's log are kept in %s/%s)", why, b->cf->path, failed);
 }
 
 static portc_status load(const load_request *r, void **handle, bool *hit) {
   if (r->device > 0) return err_set(PORTC_ERR_INVALID, "cpu: there is one CPU device (cpu or cpu:0), not cpu:%d", r->device);
-  char dir[4096], cc[256], ver[256], path[4200];
-  portc_status st = cache_dir(dir, sizeof dir);
-  if (st) return st;
+  char cc[256], ver[256], path[4300];
   if (!cpu_compiler(cc, sizeof cc, ver, sizeof ver))
     return err_set(PORTC_ERR_IO, "cpu: C compiler '%s' not found: install gcc (apt-get install gcc) or set PORTC_CC", cc);
+  cache_folder cf;
+  portc_status st = cache_open(&cf);
+  if (st) return st;
   build_args args = {0};
   cpu_compile_options(&args);
   build_key k = {.target = "cpu", .source = r->source, .args = &args, .compiler = ver, .device = cpu_isa_flags(), .env = cpu_compiler_env};
-  so_build b = {r->source, dir};
+  so_build b = {r->source, &cf};
   cpu_module *m = calloc(1, sizeof *m);
-  if (!m) return err_set(PORTC_ERR_NOMEM, "cpu: out of memory");
+  if (!m) {
+    cache_close(&cf);
+    return err_set(PORTC_ERR_NOMEM, "cpu: out of memory");
+  }
+  m->kernels = r->km ? r->km->nk : 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     void *data = NULL;
     size_t bytes = 0;
-    st = cache_or_build(&k, "so", "\177ELF", 4, r->graph_name, build_so, &b, &data, &bytes, hit, path, sizeof path);
+    st = cache_or_build(&k, "so", "\177ELF", 4, r->graph_name, build_so, &b, &data, &bytes, hit, &cf, m->entry);
     free(data);
-    if (!st && !path[0]) st = err_set(PORTC_ERR_IO, "cpu: cannot store the kernels in the kernel cache %s", dir);
-    if (st || (st = open_module(path, m)) == PORTC_OK || !*hit) break;
-    cache_drop(path); /* intact on disk but unloadable: build it again */
+    if (!st && !m->entry[0]) { /* built, but the store failed (a full disk): the library is loaded from the cache */
+      char why[1024];
+      snprintf(why, sizeof why, "%s", portc_last_error());
+      st = err_set(PORTC_ERR_IO, "cpu: the kernels were built but cannot be kept in the kernel cache, where they are loaded from: %s", why);
+    }
+    if (st) break;
+    /* loaded through the folder's descriptor: the path cannot be swapped between check and load */
+    cache_entry_path(&cf, m->entry, path, sizeof path);
+    cache_trial_begin(&cf, m->entry);
+    if ((st = open_module(path, m)) == PORTC_OK || !*hit) break;
+    cache_drop(&cf, m->entry); /* intact on disk but unloadable: build it again */
   }
+  cache_close(&cf);
   if (st) {
+    if (m->entry[0]) cache_trial_end(m->entry);
     free(m);
     return st;
   }
@@ -122,6 +161,10 @@ static portc_status load(const load_request *r, void **handle, bool *hit) {
 static portc_status launch(void *handle, int i, void *const *bufs, const int64_t *S) {
   cpu_module *m = handle;
   int rc = m->run(i, bufs, S);
+  if (m->entry[0] && i == m->kernels - 1) { /* one whole run finished: the code did not crash the process */
+    cache_trial_end(m->entry);
+    m->entry[0] = 0;
+  }
   if (rc == 0) return PORTC_OK;
   if (rc >= 2 && rc <= 4) return err_set(PORTC_ERR_RUNTIME, "%s", status_message((unsigned)(rc - 1)));
   if (rc == 1) return err_set(PORTC_ERR_NOMEM, "out of memory for a kernel's work buffers");
@@ -132,6 +175,7 @@ static void unload(void *handle) {
   cpu_module *m = handle;
   if (!m) return;
   dl_close(m->dl);
+  if (m->entry[0]) cache_trial_end(m->entry);
   free(m);
 }
 

@@ -34,7 +34,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   }
   if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
-  char *ps = sb_take(&p);
+  char *ps = emit_take(e, &p);
   int threads = suffix[0] ? CU_PW_THREADS : gpu_group_threads(e->k);
   int min_blocks = suffix[0] ? 0 : e->k->sched.min_groups;
   char bounds[32] = "";

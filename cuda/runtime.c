@@ -103,7 +103,7 @@ static portc_status cubin_for(cu_context *c, const char *src, const char *name, 
   cu_compile_options(c->arch, &args);
   build_key k = {.target = "cuda", .source = src, .args = &args, .compiler = compiler, .device = c->cache_id};
   cubin_build b = {src, c->arch, name};
-  return cache_or_build(&k, "cubin", "\177ELF", 4, name, build_cubin, &b, cubin, bytes, hit, NULL, 0);
+  return cache_or_build(&k, "cubin", "\177ELF", 4, name, build_cubin, &b, cubin, bytes, hit, NULL, NULL);
 }
 
 static portc_status get_functions(cu_module *m) {

@@ -30,7 +30,7 @@ static void kernel(emitter *e, int index) {
     sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(k, bufs[i]) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[bufs[i]].dt), bufs[i]);
   if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
-  char *ps = sb_take(&p);
+  char *ps = emit_take(e, &p);
   int threads = gpu_group_threads(k);
   emit_line(e, "PC_KERNEL void __launch_bounds__(%d) k%d(%s) {", threads, index, ps ? ps : "");
   free(ps);

@@ -79,7 +79,7 @@ static portc_status code_for(hip_context *c, const char *src, const char *name, 
   hip_compile_options(c->arch, c->wave, &args);
   build_key k = {.target = "hip", .source = src, .args = &args, .compiler = compiler, .device = c->cache_id, .env = env};
   code_build b = {src, name, c};
-  return cache_or_build(&k, "hsaco", "\177ELF", 4, name, build_code, &b, code, bytes, hit, NULL, 0);
+  return cache_or_build(&k, "hsaco", "\177ELF", 4, name, build_code, &b, code, bytes, hit, NULL, NULL);
 }
 
 static portc_status load(const load_request *req, void **handle, bool *hit) {

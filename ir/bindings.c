@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "bindings.h"
@@ -100,6 +101,18 @@ static bool convertible(portc_dtype from, portc_dtype to) {
   return false;
 }
 
+/* an i64 value bound to an i32 tensor must fit: the first that does not is an error, not a
+ * silent wrap */
+static portc_status check_fits(const char *name, const portc_tensor *t, portc_dtype to) {
+  if (t->dtype != PORTC_I64 || to != PORTC_I32) return PORTC_OK;
+  int64_t n = portc_tensor_numel(t);
+  const int64_t *v = t->data;
+  for (int64_t k = 0; k < n; k++)
+    if (v[k] < INT32_MIN || v[k] > INT32_MAX)
+      return err_set(PORTC_ERR_DTYPE, "%s: element %lld is %lld, which does not fit the graph's i32", name, (long long)k, (long long)v[k]);
+  return PORTC_OK;
+}
+
 static portc_status bindings_set_unlocked(portc_bindings *b, const char *name, const portc_tensor *t) {
   if (!b || !name || !t) return err_set(PORTC_ERR_INVALID, "bindings_set: NULL %s", !b ? "bindings" : !name ? "name" : "tensor");
   portc_node n = graph_find(b->g, name);
@@ -111,6 +124,8 @@ static portc_status bindings_set_unlocked(portc_bindings *b, const char *name, c
     return err_set(PORTC_ERR_DTYPE, "%s: the tensor is %s, the graph wants %s", name, portc_dtype_name(t->dtype), portc_dtype_name(x->dt));
   if (t->rank != x->sh.rank)
     return err_set(PORTC_ERR_SHAPE, "%s: the tensor has rank %d, the graph wants %d", name, t->rank, x->sh.rank);
+  portc_status fits = check_fits(name, t, x->dt);
+  if (fits) return fits;
   for (int i = 0; i < t->rank; i++) {
     dim d = x->sh.d[i];
     if (d.sym < 0 && d.c != t->shape[i])
@@ -185,7 +200,7 @@ static void fill_init(const node *x, portc_tensor *t) {
   }
 }
 
-/* src converted into dst (same shape): floats rounded to dst's dtype, integers wrapped */
+/* src converted into dst (same shape): floats rounded to dst's dtype, integers that fit (check_fits) */
 static void convert(const portc_tensor *src, portc_tensor *dst) {
   int64_t n = portc_tensor_numel(dst);
   if (src->dtype == dst->dtype) {
@@ -216,9 +231,9 @@ static portc_status load_file(const portc_graph *g, const node *x, portc_tensor 
     return err_set(PORTC_ERR_SHAPE, "param %s: %s does not hold a %s tensor of the declared shape", x->name, path,
                    portc_dtype_name(dst->dtype));
   }
-  convert(t, dst);
+  if ((st = check_fits(path, t, dst->dtype)) == PORTC_OK) convert(t, dst);
   portc_tensor_free(t);
-  return PORTC_OK;
+  return st ? err_set(st, "param %s: %s", x->name, portc_last_error()) : PORTC_OK;
 }
 
 portc_status bindings_bind_symbols(const portc_graph *g, portc_bindings *b) {

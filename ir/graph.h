@@ -12,6 +12,8 @@
 
 #include <stdarg.h>
 
+#include <stdio.h>
+
 #include "portc/portc.h"
 
 enum op {
@@ -148,6 +150,9 @@ typedef struct strbuf {
 void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
 char *sb_take(strbuf *b); /* the string (never NULL unless out of memory); resets b */
+/* opens a regular file for reading (file.c); NULL with the reason in why and errno set (a FIFO,
+ * a device or a folder is refused, not waited on: EINVAL, EISDIR) */
+FILE *file_open_read(const char *path, char *why, size_t len);
 /* snprintf into a fixed buffer, for text that may be cut short where it does not fit */
 void str_cut(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -4,6 +4,7 @@
  * arrays of the dtypes portc has are accepted; anything else is an error that says what was found.
  * NumPy has no bf16, so bf16 tensors are written as f32 (exactly).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,47 +18,86 @@ static const struct { const char *descr; portc_dtype t; } descrs[] = {
     {"<i8", PORTC_I64}, {"|b1", PORTC_BOOL}, {"|u1", PORTC_BOOL},
 };
 
-/* the value after 'key': in the header dict, or NULL */
-static const char *dict_value(const char *h, const char *key) {
-  char pat[32];
-  snprintf(pat, sizeof pat, "'%s'", key);
-  const char *p = strstr(h, pat);
-  if (!p) return NULL;
-  p += strlen(pat);
-  while (*p == ' ') p++;
-  if (*p != ':') return NULL;
-  p++;
-  while (*p == ' ') p++;
-  return p;
+/* The header is a Python dict literal, read as one, as numpy.load does: exactly the keys descr
+ * (a string), fortran_order (True or False) and shape (a tuple of integers), each once; a key
+ * named inside another key's string, a repeated key or one more key is an error. */
+typedef struct header_reader {
+  const char *p, *path;
+} header_reader;
+
+static void skip_space(header_reader *r) {
+  while (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r') r->p++;
+}
+
+/* a quoted string (no escapes: numpy writes none in these values) into out */
+static bool read_string(header_reader *r, char *out, size_t len) {
+  char q = *r->p;
+  if (q != '\'' && q != '"') return false;
+  const char *end = strchr(r->p + 1, q);
+  if (!end || (size_t)(end - r->p - 1) >= len || memchr(r->p + 1, '\\', (size_t)(end - r->p - 1))) return false;
+  snprintf(out, len, "%.*s", (int)(end - r->p - 1), r->p + 1);
+  r->p = end + 1;
+  return true;
+}
+
+static portc_status read_shape(header_reader *r, int *rank, int64_t *shape) {
+  if (*r->p != '(') return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: shape is not a tuple", r->path);
+  r->p++;
+  *rank = 0;
+  for (skip_space(r); *r->p != ')'; skip_space(r)) {
+    if (*r->p < '0' || *r->p > '9') return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: a dimension is not a non-negative integer", r->path);
+    char *end;
+    errno = 0;
+    long long v = strtoll(r->p, &end, 10);
+    if (errno == ERANGE || v > ((int64_t)1 << 48)) return err_set(PORTC_ERR_SHAPE, "%s: .npy dimension %.20s is too large", r->path, r->p);
+    if (*rank == PORTC_MAX_RANK) return err_set(PORTC_ERR_SHAPE, "%s: rank is more than %d", r->path, PORTC_MAX_RANK);
+    shape[(*rank)++] = v;
+    r->p = end;
+    skip_space(r);
+    if (*r->p == ',') r->p++;
+    else if (*r->p != ')') return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: shape tuple", r->path);
+  }
+  r->p++;
+  return PORTC_OK;
 }
 
 static portc_status parse_header(const char *path, const char *h, portc_dtype *t, int *rank, int64_t *shape) {
-  const char *d = dict_value(h, "descr"), *f = dict_value(h, "fortran_order"), *s = dict_value(h, "shape");
-  if (!d || !f || !s) return err_set(PORTC_ERR_PARSE, "%s: the .npy header lacks descr, fortran_order or shape", path);
-  bool found = false;
-  for (unsigned i = 0; i < sizeof descrs / sizeof *descrs && !found; i++)
-    if (d[0] == '\'' && strncmp(d + 1, descrs[i].descr, 3) == 0 && d[4] == '\'') *t = descrs[i].t, found = true;
-  if (!found) {
-    char got[16] = "";
-    sscanf(d, "'%15[^']", got);
-    return err_set(PORTC_ERR_DTYPE, "%s: dtype '%s' is not supported (f4, f2, f8, i4, i8 and b1, little-endian)", path, got);
+  header_reader r = {h, path};
+  char key[32], descr[32] = "";
+  bool seen[3] = {false, false, false};
+  portc_status st = PORTC_OK;
+  skip_space(&r);
+  if (*r.p++ != '{') return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: not a dict", path);
+  for (skip_space(&r); *r.p != '}'; skip_space(&r)) {
+    if (!read_string(&r, key, sizeof key)) return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: a key is not a string", path);
+    int k = strcmp(key, "descr") == 0 ? 0 : strcmp(key, "fortran_order") == 0 ? 1 : strcmp(key, "shape") == 0 ? 2 : -1;
+    if (k < 0) return err_set(PORTC_ERR_PARSE, "%s: the .npy header has the key '%s' (only descr, fortran_order and shape)", path, key);
+    if (seen[k]) return err_set(PORTC_ERR_PARSE, "%s: the .npy header has the key '%s' twice", path, key);
+    seen[k] = true;
+    skip_space(&r);
+    if (*r.p++ != ':') return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: no ':' after '%s'", path, key);
+    skip_space(&r);
+    if (k == 0 && !read_string(&r, descr, sizeof descr)) return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: descr is not a string", path);
+    if (k == 1) {
+      if (strncmp(r.p, "True", 4) == 0) return err_set(PORTC_ERR_PARSE, "%s: Fortran-order arrays are not supported; save with order='C'", path);
+      if (strncmp(r.p, "False", 5) != 0) return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: fortran_order is not True or False", path);
+      r.p += 5;
+    }
+    if (k == 2 && (st = read_shape(&r, rank, shape))) return st;
+    skip_space(&r);
+    if (*r.p == ',') r.p++;
+    else if (*r.p != '}') return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header after '%s'", path, key);
   }
-  if (strncmp(f, "False", 5) != 0) return err_set(PORTC_ERR_PARSE, "%s: Fortran-order arrays are not supported; save with order='C'", path);
-  if (*s != '(') return err_set(PORTC_ERR_PARSE, "%s: malformed shape in the .npy header", path);
-  s++;
-  *rank = 0;
-  while (*s == ' ') s++;
-  while (*s != ')') {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || v < 0) return err_set(PORTC_ERR_PARSE, "%s: malformed shape in the .npy header", path);
-    if (*rank == PORTC_MAX_RANK) return err_set(PORTC_ERR_SHAPE, "%s: rank is more than %d", path, PORTC_MAX_RANK);
-    shape[(*rank)++] = v;
-    s = end;
-    while (*s == ' ' || *s == ',') s++;
-    if (!*s) return err_set(PORTC_ERR_PARSE, "%s: malformed shape in the .npy header", path);
-  }
-  return PORTC_OK;
+  r.p++;
+  skip_space(&r);
+  if (*r.p) return err_set(PORTC_ERR_PARSE, "%s: malformed .npy header: text after the dict", path);
+  if (!seen[0] || !seen[1] || !seen[2]) return err_set(PORTC_ERR_PARSE, "%s: the .npy header lacks descr, fortran_order or shape", path);
+  for (unsigned i = 0; i < sizeof descrs / sizeof *descrs; i++)
+    if (strcmp(descr, descrs[i].descr) == 0) {
+      *t = descrs[i].t;
+      return PORTC_OK;
+    }
+  return err_set(PORTC_ERR_DTYPE, "%s: dtype '%s' is not supported (f4, f2, f8, i4, i8 and b1, little-endian)", path, descr);
 }
 
 portc_status npy_read(FILE *fp, const char *path, portc_tensor **out) {
@@ -118,8 +158,9 @@ done:
 
 portc_status portc_tensor_load_npy(const char *path, portc_tensor **out) {
   *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path);
+  char why[160];
+  FILE *fp = file_open_read(path, why, sizeof why);
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %s", path, why);
   portc_status st = npy_read(fp, path, out);
   fclose(fp);
   return st;

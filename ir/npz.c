@@ -96,12 +96,10 @@ static portc_status find_member(FILE *fp, const char *path, long size, const cha
   return st;
 }
 
-portc_status npz_load(const char *path, const char *key, portc_tensor **out) {
+portc_status npz_read(FILE *fp, const char *path, const char *key, portc_tensor **out) {
   *out = NULL;
   char name[1024];
   if (snprintf(name, sizeof name, "%s.npy", key) >= (int)sizeof name) return err_set(PORTC_ERR_INVALID, "%s: member name too long", path);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path);
   long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1, data = 0;
   portc_status st = size < 0 ? err_set(PORTC_ERR_IO, "%s: cannot seek: %m", path) : find_member(fp, path, size, name, &data);
   if (!st) {
@@ -109,6 +107,15 @@ portc_status npz_load(const char *path, const char *key, portc_tensor **out) {
     snprintf(what, sizeof what, "%s:%s", path, key);
     st = fseek(fp, data, SEEK_SET) == 0 ? npy_read(fp, what, out) : err_set(PORTC_ERR_IO, "%s: cannot seek: %m", path);
   }
+  return st;
+}
+
+portc_status npz_load(const char *path, const char *key, portc_tensor **out) {
+  *out = NULL;
+  char why[160];
+  FILE *fp = file_open_read(path, why, sizeof why);
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %s", path, why);
+  portc_status st = npz_read(fp, path, key, out);
   fclose(fp);
   return st;
 }

@@ -14,8 +14,10 @@
 portc_status npy_read(FILE *fp, const char *path, portc_tensor **out);
 bool npy_write(FILE *fp, const portc_tensor *t);
 
-/* Member key (the array name, without ".npy") of an uncompressed .npz archive. */
+/* Member key (the array name, without ".npy") of an uncompressed .npz archive: from a file, or
+ * from an open stream (path names it in messages). */
 portc_status npz_load(const char *path, const char *key, portc_tensor **out);
+portc_status npz_read(FILE *fp, const char *path, const char *key, portc_tensor **out);
 
 /* Writing an archive: open, add arrays by name, close (which writes the directory). */
 typedef struct npz_writer npz_writer;

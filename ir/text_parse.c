@@ -680,8 +680,9 @@ portc_status graph_parse_attrs(portc_graph *g, enum op op, const char *text, att
 
 portc_status graph_load_text(const char *path, portc_graph **out) {
   *out = NULL;
-  FILE *fp = path ? fopen(path, "rb") : NULL;
-  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path ? path : "(null)");
+  char why[160];
+  FILE *fp = file_open_read(path, why, sizeof why);
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %s", path ? path : "(null)", why);
   strbuf b = {0};
   char chunk[65536];
   size_t got;

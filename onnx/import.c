@@ -321,8 +321,9 @@ portc_status portc_graph_from_onnx_memory(const void *data, size_t size, const c
 portc_status portc_graph_from_onnx(const char *path, portc_graph **out) {
   if (!out || !path) return err_set(PORTC_ERR_INVALID, "onnx: path or out is NULL");
   *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %m", path);
+  char why[160];
+  FILE *fp = file_open_read(path, why, sizeof why);
+  if (!fp) return err_set(PORTC_ERR_IO, "%s: cannot open: %s", path, why);
   long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
   unsigned char *buf = size >= 0 && (size_t)size <= MAX_MODEL_BYTES ? malloc((size_t)size + 1) : NULL;
   portc_status st = PORTC_OK;

@@ -24,19 +24,9 @@ portc_status tune_user_path(char *out, size_t len) {
 }
 
 char *tune_read_file(const char *path) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0) return NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { /* a FIFO or a device would block or never end */
-    close(fd);
-    errno = EINVAL;
-    return NULL;
-  }
-  FILE *f = fdopen(fd, "rb");
-  if (!f) {
-    close(fd);
-    return NULL;
-  }
+  char why[160];
+  FILE *f = file_open_read(path, why, sizeof why); /* a FIFO or a device would block or never end */
+  if (!f) return NULL; /* errno says why (ENOENT: there is none) */
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {

@@ -92,6 +92,20 @@ expect 2 "tune without a graph" -- "$portc" tune -t cpu
 mkfifo "$tmp/fifo.tune"
 expect 1 "tune --check, a FIFO" -- timeout 20 "$portc" tune --check "$tmp/fifo.tune"
 contains "cannot read" "a FIFO is refused, not waited on"
+# wherever portc reads a file, a FIFO is refused at once (defect 12): the graph, an --input, a
+# parameter's file, an .npz of parameters, and a FIFO or a folder at a cache entry's name
+mkfifo "$tmp/fifo.ptg" "$tmp/fifo.npy" "$tmp/fifo.npz"
+expect 1 "a FIFO as the graph" -- timeout 20 "$portc" check "$tmp/fifo.ptg"
+contains "not a regular file" "a FIFO graph is refused"
+expect 1 "a FIFO as an input" -- timeout 20 "$portc" run "$src/examples/softmax.ptg" --set N=2 --input "x=$tmp/fifo.npy"
+contains "not a regular file" "a FIFO input is refused"
+printf 'graph p\ninput x: f32[2]\nparam w: f32[2] = file("fifo.npy")\ny = add(x, w)\noutput y\n' >"$tmp/pfile.ptg"
+expect 1 "a FIFO as a parameter's file" -- timeout 20 "$portc" run "$tmp/pfile.ptg" --seed 1
+contains "param w: " "the parameter is named"
+contains "not a regular file" "a FIFO parameter file is refused"
+printf 'graph p\ninput x: f32[2]\nparam w: f32[2] = file("fifo.npz", key="w")\ny = add(x, w)\noutput y\n' >"$tmp/pnpz.ptg"
+expect 1 "a FIFO as an .npz" -- timeout 20 "$portc" run "$tmp/pnpz.ptg" --seed 1
+contains "not a regular file" "a FIFO archive is refused"
 # the cache verb: where and how big; a size limit evicts the least recently used; --clear keeps
 # the measured tune table
 expect 0 "cache" -- "$portc" cache

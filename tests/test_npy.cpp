@@ -2,6 +2,9 @@
 // that name the file and the problem.
 #include <fstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "helpers.h"
 
 static std::string tmp(const std::string &name) { return testing::TempDir() + "/" + name; }
@@ -64,7 +67,14 @@ TEST(Npy, BrokenFilesGiveClearErrors) {
       {"trunc.npy", header("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }") + std::string(8, '\0'), PORTC_ERR_PARSE, "the file is truncated"},
       {"dtype.npy", header("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }") + std::string(4, '\0'), PORTC_ERR_DTYPE, "dtype '>f4' is not supported"},
       {"fortran.npy", header("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }") + std::string(4, '\0'), PORTC_ERR_PARSE, "Fortran-order arrays are not supported"},
-      {"shape.npy", header("{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }"), PORTC_ERR_PARSE, "malformed shape"},
+      {"shape.npy", header("{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }"), PORTC_ERR_PARSE, "malformed .npy header: a dimension is not a non-negative integer"},
+      // the header is read as a dict: a key inside another key's string, a repeated key, one
+      // more key, or text after the dict is an error (each was accepted by a substring search)
+      {"inside.npy", header("{'descr': '<f4', 'fortran_order': False, 'x': \"'shape': (1,)\"}") + std::string(4, '\0'), PORTC_ERR_PARSE, "has the key 'x'"},
+      {"hidden.npy", header("{'descr': \"<f4', 'shape': (1,), 'y': '\", 'fortran_order': False, 'shape': (2,)}") + std::string(8, '\0'), PORTC_ERR_DTYPE, "is not supported"},
+      {"twice.npy", header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (2,)}") + std::string(8, '\0'), PORTC_ERR_PARSE, "the key 'shape' twice"},
+      {"after.npy", header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} x") + std::string(4, '\0'), PORTC_ERR_PARSE, "text after the dict"},
+      {"huge.npy", header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}"), PORTC_ERR_SHAPE, "is too large"},
       {"nokey.npy", header("{'descr': '<f4'}"), PORTC_ERR_PARSE, "lacks descr, fortran_order or shape"},
       {"version.npy", std::string("\x93NUMPY\x09\x00\x00\x00", 10), PORTC_ERR_PARSE, "format version 9 is not supported"},
   };
@@ -80,8 +90,41 @@ TEST(Npy, BrokenFilesGiveClearErrors) {
   }
   portc_tensor *t = nullptr;
   EXPECT_EQ(portc_tensor_load_npy(tmp("none.npy").c_str(), &t), PORTC_ERR_IO);
+  // a FIFO is refused at once, not waited on (defect 12); so is a folder
+  std::string fifo = tmp("fifo.npy");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(portc_tensor_load_npy(fifo.c_str(), &t), PORTC_ERR_IO);
+  EXPECT_NE(std::string(portc_last_error()).find("not a regular file"), std::string::npos) << portc_last_error();
+  EXPECT_EQ(portc_tensor_load_npy(testing::TempDir().c_str(), &t), PORTC_ERR_IO);
+  EXPECT_NE(std::string(portc_last_error()).find("it is a folder"), std::string::npos) << portc_last_error();
+  unlink(fifo.c_str());
   int64_t s[] = {1};
   portc_tensor *a = portc_tensor_new(PORTC_F32, 1, s);
   EXPECT_EQ(portc_tensor_save_npy(a, "/nonexistent-dir/x.npy"), PORTC_ERR_IO);
   portc_tensor_free(a);
+}
+
+// i64 data bound to an i32 input must fit: 2^31 is an error that names the element, not a wrap
+// (defect 13); values that fit are converted
+TEST(Npy, I64BoundToI32MustFit) {
+  Graph g = parse("graph a\ninput x: i32[3]\ny = add(x, x)\noutput y\n");
+  ASSERT_TRUE(g);
+  int64_t shape[] = {3};
+  portc_tensor *t = portc_tensor_new(PORTC_I64, 1, shape);
+  portc_tensor_set(t, 0, 1);
+  portc_tensor_set(t, 1, 2147483648.0);
+  portc_tensor_set(t, 2, -5);
+  portc_bindings *b = portc_bindings_new(g.get());
+  EXPECT_EQ(portc_bindings_set(b, "x", t), PORTC_ERR_DTYPE);
+  EXPECT_NE(std::string(portc_last_error()).find("x: element 1 is 2147483648, which does not fit the graph's i32"), std::string::npos)
+      << portc_last_error();
+  portc_tensor_set(t, 1, -2147483648.0);
+  ASSERT_EQ(portc_bindings_set(b, "x", t), PORTC_OK) << portc_last_error();
+  portc_tensor *out[1] = {nullptr};
+  ASSERT_EQ(portc_reference_run(g.get(), b, out), PORTC_OK) << portc_last_error();
+  EXPECT_EQ(portc_tensor_get(out[0], 2), -10);
+  portc_tensor_free(out[0]);
+  portc_tensor_free(t);
+  portc_bindings_free(b);
 }

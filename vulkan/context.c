@@ -278,19 +278,21 @@ static int find_memory(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPrope
   return -1;
 }
 
-/* the kernel cache's folder (empty when there is none) and the key of this device's pipeline cache */
-static void pipeline_cache_where(vk_context *c, char *dir, size_t len, char *key) {
+/* the key of this device's pipeline cache in the kernel cache folder */
+static void pipeline_cache_key(vk_context *c, char *key) {
   const char *parts[] = {"vulkan pipeline cache", c->cache_id, NULL};
   cache_key(parts, key);
-  if (cache_dir(dir, len) != PORTC_OK) dir[0] = 0;
 }
 
 /* the pipeline cache from disk when it is intact and made by this device and driver */
 static void pipeline_cache_load(vk_context *c) {
-  char dir[4096], key[33];
-  pipeline_cache_where(c, dir, sizeof dir, key);
+  char key[33];
+  cache_folder cf;
+  pipeline_cache_key(c, key);
   size_t n = 0;
-  void *data = dir[0] ? cache_read(dir, key, "vkpc", &n) : NULL;
+  void *data = NULL;
+  if (cache_open(&cf) == PORTC_OK) data = cache_read(&cf, key, "vkpc", &n);
+  cache_close(&cf);
   /* the header names the vendor, device and cache UUID: refuse another device's data */
   const uint32_t *h = data;
   if (n < 32 || h[1] != 1 || h[2] != c->props.vendorID || h[3] != c->props.deviceID ||
@@ -303,19 +305,19 @@ static void pipeline_cache_load(vk_context *c) {
 }
 
 void vk_pipeline_cache_save(vk_context *c) {
-  char dir[4096], key[33];
-  if (!c->pcache) return;
-  pipeline_cache_where(c, dir, sizeof dir, key);
-  if (!dir[0]) return;
+  char key[33];
+  cache_folder cf;
+  if (!c->pcache || cache_open(&cf) != PORTC_OK) return;
+  pipeline_cache_key(c, key);
   pthread_mutex_lock(&c->lock);
   size_t n = 0;
   void *data = NULL;
   if (c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, NULL) == VK_SUCCESS && n && (data = malloc(n)) &&
-      c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS &&
-      cache_write(dir, key, "vkpc", data, n) != PORTC_OK)
+      c->d.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS && cache_write(&cf, key, "vkpc", data, n) != PORTC_OK)
     log_line("cache", "could not store the vulkan pipeline cache: %s", portc_last_error());
   free(data);
   pthread_mutex_unlock(&c->lock);
+  cache_close(&cf);
 }
 
 static bool make_device(vk_context *c, const device_info *di, char *why, size_t len) {

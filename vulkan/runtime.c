@@ -122,7 +122,7 @@ static portc_status spirv_for(vk_context *c, const char *glsl, const char *const
   spirv_build b = {c, glsl, name, defines};
   const uint32_t spirv_magic = 0x07230203u; /* SPIR-V's first word, as this host writes it */
   size_t bytes = 0;
-  portc_status st = cache_or_build(&k, "spv", &spirv_magic, 4, name, build_spirv, &b, (void **)code, &bytes, hit, NULL, 0);
+  portc_status st = cache_or_build(&k, "spv", &spirv_magic, 4, name, build_spirv, &b, (void **)code, &bytes, hit, NULL, NULL);
   if (!st && bytes % 4) st = err_set(PORTC_ERR_INTERNAL, "vulkan: kernel %s: SPIR-V of %zu bytes is not whole words", name, bytes);
   *words = bytes / 4;
   return st;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The long fuzzing runs, off CI: TOTAL inputs per target spread over JOBS processes (each with
+# its own seed and a copy of the corpus), on fuzzers already built by scripts/fuzz.sh.
+#   scripts/fuzz_long.sh [TOTAL] [JOBS] [TARGET...]      defaults: 10000000, nproc, all five
+# BUILD=DIR takes the fuzzers from DIR/bin (default build-fuzz); OUT=DIR keeps the logs there.
+# Prints, per target, the inputs run, the seconds, and whether any process found a crash.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+total=${1:-10000000}
+jobs=${2:-$(nproc)}
+shift 2 2>/dev/null || shift $#
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(onnx ptg npy npz graph)
+build=${BUILD:-build-fuzz}
+out=${OUT:-$build/long}
+mkdir -p "$out"
+export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export PORTC_CACHE_DIR="$out/cache"
+status=0
+for target in "${targets[@]}"; do
+  start=$(date +%s)
+  pids=()
+  for j in $(seq "$jobs"); do
+    mkdir -p "$out/corpus-$target-$j"
+    "$build/bin/fuzz_$target" -runs=$((total / jobs)) -seed="$j" -max_len=65536 -rss_limit_mb=4096 -timeout=30 \
+      -print_final_stats=1 -artifact_prefix="$out/$target-$j-" "$out/corpus-$target-$j" "tests/fuzz/corpus/$target" \
+      >"$out/$target-$j.log" 2>&1 &
+    pids+=($!)
+  done
+  crashed=0
+  for p in "${pids[@]}"; do wait "$p" || crashed=$((crashed + 1)); done
+  runs=$(cat "$out/$target"-*.log | grep -o 'stat::number_of_executed_units: *[0-9]*' | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
+  echo "fuzz_$target: ${runs:-0} inputs in $(($(date +%s) - start)) s over $jobs processes, $crashed processes found a crash"
+  [ "$crashed" -eq 0 ] || status=1
+done
+exit $status
