@@ -262,7 +262,7 @@ static portc_status slice(const node *n, const rval *x, rval *out) {
   contiguous_strides(x->rank, x->shape, st);
   int64_t start = clamp_index(attr_i(n, "start"), x->shape[axis]);
   int64_t base = start * st[axis];
-  st[axis] *= attr_i(n, "step");
+  st[axis] = out->shape[axis] > 1 ? st[axis] * attr_i(n, "step") : 0; /* a step past the end takes one element */
   return strided_copy(x, st, base, out);
 }
 

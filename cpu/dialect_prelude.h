@@ -8,6 +8,7 @@
 
 static const char cpu_prelude[] =
     "#include <math.h>\n"
+    "#include <stdbool.h> /* the opaque templates write true */\n"
     "#include <stdint.h>\n"
     "#include <stdlib.h>\n"
     "#include <string.h>\n"

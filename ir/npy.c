@@ -135,6 +135,19 @@ portc_status npy_read(FILE *fp, const char *path, portc_tensor **out) {
   int rank = 0;
   int64_t shape[PORTC_MAX_RANK];
   if ((st = parse_header(path, header, &t, &rank, shape))) goto done;
+  /* the data the header declares must be there before it is allocated: a 100-byte file that
+   * declares 8 GiB is truncated, not an allocation of 8 GiB */
+  long at = ftell(fp), end = -1;
+  if (at >= 0 && fseek(fp, 0, SEEK_END) == 0) end = ftell(fp);
+  if (at >= 0 && fseek(fp, at, SEEK_SET) != 0) end = -1;
+  if (end >= at && at >= 0) {
+    double want = portc_dtype_size(t);
+    for (int d = 0; d < rank; d++) want *= (double)shape[d];
+    if (want > (double)(end - at)) {
+      st = err_set(PORTC_ERR_PARSE, "%s: the file is truncated: the header declares %.0f bytes of data, %ld follow it", path, want, end - at);
+      goto done;
+    }
+  }
   portc_tensor *x = portc_tensor_new(t, rank, shape);
   if (!x) {
     st = err_set(PORTC_ERR_NOMEM, "%s: %s", path, portc_last_error());

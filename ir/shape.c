@@ -397,7 +397,7 @@ static portc_status slice(const ctx *c, shape *sh) {
     return fail(c, PORTC_ERR_SHAPE, "cannot slice symbolic dimension %s", dimstr(c, d));
   }
   int64_t b = clamp_index(start, d.c), e = stop->set ? clamp_index(stop->v[0], d.c) : d.c;
-  sh->d[axis].c = e > b ? (e - b + step - 1) / step : 0;
+  sh->d[axis].c = e > b ? (e - b - 1) / step + 1 : 0; /* no overflow for any step */
   return PORTC_OK;
 }
 

@@ -71,17 +71,19 @@ static portc_node norm(dctx *c, const node *n, const int32_t *in, bool rms) {
 
 static portc_node attention(dctx *c, const node *n, const int32_t *in) {
   portc_graph *g = c->g;
-  const node *k = &g->nodes[in[1]], *q = &g->nodes[in[0]];
+  /* copied, not pointed to: adding nodes below may move g->nodes */
+  const int krank = g->nodes[in[1]].sh.rank;
+  const dim D = g->nodes[in[0]].sh.d[g->nodes[in[0]].sh.rank - 1];
+  const portc_dtype qdt = g->nodes[in[0]].dt;
   int64_t perm[PORTC_MAX_RANK];
-  for (int d = 0; d < k->sh.rank; d++) perm[d] = d;
-  perm[k->sh.rank - 2] = k->sh.rank - 1, perm[k->sh.rank - 1] = k->sh.rank - 2;
-  portc_node kt = named(c, portc_permute(g, in[1], k->sh.rank, perm), "kt");
+  for (int d = 0; d < krank; d++) perm[d] = d;
+  perm[krank - 2] = krank - 1, perm[krank - 1] = krank - 2;
+  portc_node kt = named(c, portc_permute(g, in[1], krank, perm), "kt");
   portc_node s = named(c, portc_matmul(g, in[0], kt), "scores");
   const attr *sc = attr_get(n, "scale");
-  dim D = q->sh.d[q->sh.rank - 1];
   if (!sc->set && D.sym >= 0) return err_node(PORTC_ERR_SHAPE, "attention %s: a symbolic head size needs an explicit scale", c->base);
   double scale = sc->set ? sc->f : 1.0 / sqrt((double)D.c);
-  s = named(c, portc_mul(g, s, scalar(c, q->dt, scale, "scale")), "scaled");
+  s = named(c, portc_mul(g, s, scalar(c, qdt, scale, "scale")), "scaled");
   if (attr_i(n, "causal")) s = named(c, portc_causal_mask(g, s), "masked");
   dctx inner = *c;
   char base[256];
@@ -89,6 +91,13 @@ static portc_node attention(dctx *c, const node *n, const int32_t *in) {
   inner.base = base;
   portc_node p = softmax(&inner, s, -1, false);
   return named(c, portc_matmul(g, p, in[2]), NULL);
+}
+
+/* a node whose shape has a constant dimension of 0 */
+static bool empty_result(const node *x) {
+  for (int d = 0; d < x->sh.rank; d++)
+    if (x->sh.d[d].sym < 0 && x->sh.d[d].c == 0) return true;
+  return false;
 }
 
 portc_status decompose(portc_graph **gp, bool *changed) {
@@ -110,12 +119,18 @@ portc_status decompose(portc_graph **gp, bool *changed) {
       int32_t in[3];
       for (int k = 0; k < x->nin; k++) in[k] = remap[x->in[k]];
       dctx c = {out, x->name};
-      switch (x->op) {
-      case OP_softmax: remap[i] = softmax(&c, in[0], attr_i(x, "axis"), false); break;
-      case OP_log_softmax: remap[i] = softmax(&c, in[0], attr_i(x, "axis"), true); break;
-      case OP_layer_norm: remap[i] = norm(&c, x, in, false); break;
-      case OP_rms_norm: remap[i] = norm(&c, x, in, true); break;
-      default: remap[i] = attention(&c, x, in); break;
+      if (empty_result(x)) { /* nothing to compute (a softmax over an axis of 0): an empty constant */
+        int64_t shape[PORTC_MAX_RANK];
+        for (int d = 0; d < x->sh.rank; d++) shape[d] = x->sh.d[d].c;
+        remap[i] = named(&c, portc_const(out, x->dt, x->sh.rank, shape, NULL, 0), NULL);
+      } else {
+        switch (x->op) {
+        case OP_softmax: remap[i] = softmax(&c, in[0], attr_i(x, "axis"), false); break;
+        case OP_log_softmax: remap[i] = softmax(&c, in[0], attr_i(x, "axis"), true); break;
+        case OP_layer_norm: remap[i] = norm(&c, x, in, false); break;
+        case OP_rms_norm: remap[i] = norm(&c, x, in, true); break;
+        default: remap[i] = attention(&c, x, in); break;
+        }
       }
       *changed = true;
     }

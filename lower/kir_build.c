@@ -65,7 +65,7 @@ static kir_step view_step(const portc_graph *g, const node *v) {
     int64_t axis = norm_axis(attr_i(v, "axis"), x->sh.rank);
     s.a[0] = axis;
     s.a[1] = x->sh.d[axis].sym >= 0 ? 0 : clamp_index(attr_i(v, "start"), x->sh.d[axis].c);
-    s.a[2] = attr_i(v, "step");
+    s.a[2] = v->sh.d[axis].sym < 0 && v->sh.d[axis].c <= 1 ? 1 : attr_i(v, "step"); /* one element: any step reads it */
     break;
   }
   }

@@ -3,8 +3,9 @@
 # released and once under AddressSanitizer + UndefinedBehaviorSanitizer. The suite includes
 # `portc verify -t cpu` and `-t vulkan` (every conformance case, fused and eager; Vulkan on Mesa's
 # software driver when there is no GPU, with the validation layer on). Both builds share one kernel
-# cache, so the second build's conformance run reuses the kernels the first one compiled. Last, a
-# short libFuzzer run of the ONNX importer and the .ptg parser (scripts/fuzz.sh).
+# cache, so the second build's conformance run reuses the kernels the first one compiled. Then the
+# concurrency tests under ThreadSanitizer, and last a short libFuzzer run of the ONNX importer, the
+# .ptg parser, the .npy and .npz readers and the graph builder (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -27,5 +28,13 @@ for variant in release asan; do
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"
 done
+# the threading contract under ThreadSanitizer: one module and one bindings object shared by
+# threads (cpu, and vulkan on lavapipe), threads compiling at once into one cache, readers racing
+# a cache writer
+echo "== tsan build (build-test-tsan) and the concurrency tests"
+cmake -S . -B build-test-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTC_TSAN=ON >/dev/null
+cmake --build build-test-tsan -j"$jobs" --target portc_tests
+PORTC_CACHE_DIR="$PWD/build-test-tsan/cache" TSAN_OPTIONS=halt_on_error=1 \
+  build-test-tsan/bin/portc_tests --gtest_filter='*Threads*:CacheFolder.ReadersRacing*:CacheFolder.ThreadsCompiling*'
 echo "== fuzz (short)"
 scripts/fuzz.sh

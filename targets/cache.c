@@ -69,7 +69,7 @@ static portc_status check_folder(int fd, const char *path) {
   int at = fd;
   portc_status r = PORTC_OK;
   for (int depth = 0; depth < 256 && !r; depth++) {
-    int up = openat(at, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int up = openat(at, "..", O_PATH | O_DIRECTORY | O_CLOEXEC); /* O_PATH: a parent we may not list is still checked */
     if (at != fd) close(at);
     struct stat ps;
     if (up < 0 || fstat(up, &ps) != 0) {

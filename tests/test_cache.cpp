@@ -487,4 +487,24 @@ TEST(CacheFolder, CodeThatCrashedItsProcessIsRebuilt) {
   EXPECT_EQ(file_bytes(tc.dir + "/" + entry).size(), good.size()) << "rebuilt";
 }
 
+// Threads that compile and run at once share one empty cache: each gets the right result (the
+// store, the sweep, the size limit's count and the run marks are shared; the TSan job runs this)
+TEST(CacheFolder, ThreadsCompilingAtOnceShareOneCache) {
+  char cc[256], ver[256];
+  if (!cpu_compiler(cc, sizeof cc, ver, sizeof ver)) GTEST_SKIP() << "no C compiler";
+  TempCache tc;
+  setenv("PORTC_CACHE_MAX", "1M", 1);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; t++)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 3; i++)
+        if (compile_and_run() != 0) wrong++;
+    });
+  for (auto &t : threads) t.join();
+  unsetenv("PORTC_CACHE_MAX");
+  EXPECT_EQ(wrong.load(), 0);
+  for (auto &n : tc.names()) EXPECT_TRUE(n.size() == 35 && n.substr(32) == ".so") << n << " left behind";
+}
+
 } // namespace

@@ -14,8 +14,9 @@ int cmd_cache(int argc, char **argv) {
     if (is_help(argv[i])) {
       fputs("usage: portc cache [--clear]\n\nPrints the kernel cache's folder ($PORTC_CACHE_DIR, else ~/.cache/portc), its compiled\n"
             "entries and their size, and the measured tune table kept there (tune.txt); --clear removes the\n"
-            "entries (the tune table stays). $PORTC_CACHE_MAX (bytes, or with K, M or G) bounds the folder:\n"
-            "the least recently used entries are evicted as new ones are stored.\n",
+            "entries (the tune table stays). $PORTC_CACHE_MAX (bytes, or with K, M or G; 2G by default;\n"
+            "unlimited for none) bounds the folder: the least recently used entries are evicted as new ones\n"
+            "are stored.\n",
             stdout);
       return EXIT_OK;
     }

@@ -385,8 +385,9 @@ PORTC_API portc_status portc_tune(const portc_graph *g, const portc_tune_options
 PORTC_API int portc_tune_check(const char *path, void *out);
 /* The kernel cache: its folder (created if missing), how many compiled entries it holds and their
  * bytes. portc_cache_clear removes every entry (the measured tune table, tune.txt, stays);
- * *removed gets how many. $PORTC_CACHE_MAX (bytes, or with K, M or G) bounds the folder: the
- * least recently used entries are evicted as new ones are stored. */
+ * *removed gets how many. $PORTC_CACHE_MAX (bytes, or with K, M or G; 2G by default; unlimited
+ * for none) bounds the folder: the least recently used entries are evicted as new ones are
+ * stored. */
 PORTC_API portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes);
 PORTC_API portc_status portc_cache_clear(int64_t *removed);
 
