@@ -335,7 +335,7 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
       if (!(r->owned[i] = portc_tensor_new(kb->dt, kb->sh.rank, shape))) st = PORTC_ERR_NOMEM;
       else memset(r->owned[i]->data, 0xff, (size_t)portc_tensor_numel(r->owned[i]) * portc_dtype_size(kb->dt)); /* poison: NaN */
       break;
-    case BUF_TEMP: r->bufs[i] = device ? NULL : (char *)r->arena + offsets[i]; break;
+    case BUF_TEMP: r->bufs[i] = device || !r->arena ? NULL : (char *)r->arena + offsets[i]; break; /* no arena: every temporary is empty */
     }
     if (r->owned[i]) r->bufs[i] = r->owned[i]->data;
   }
