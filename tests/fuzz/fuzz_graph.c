@@ -10,7 +10,8 @@
  *     a message: never a crash, a leak or a sanitizer report.
  * With PORTC_FUZZ_CPU=1 each graph the reference ran is also compiled by the system C compiler
  * and run on the CPU target, and its outputs must match the reference within the conformance
- * suite's bounds (slow: one compile per input; the run documented in tests/fuzz/README.md).
+ * suite's bounds, unless an op jumps at a rounding boundary (floor, comparisons, casts to
+ * integers: then it must only run). Slow: one compile per input (tests/fuzz/README.md).
  */
 #include <math.h>
 #include <stdint.h>
@@ -138,6 +139,17 @@ static void lower_and_render(const portc_graph *g, bool eager) {
   kir_module_free(km);
 }
 
+/* whether an op of the graph jumps where its input crosses a rounding boundary (floor, a
+ * comparison, a cast to an integer, ...): the CPU target's f32 or f16 and the reference's f64 may
+ * then land on different sides, so such graphs must run on both but are not compared */
+static bool discontinuous(const portc_graph *g) {
+  static const char *const jumps[] = {"floor", "ceil", "sign", "eq", "ne", "lt", "le", "gt", "ge", "argmax", "cast", "pow", "not", "and", "or"};
+  for (int i = 0; i < portc_graph_node_count(g); i++)
+    for (size_t k = 0; k < sizeof jumps / sizeof *jumps; k++)
+      if (strcmp(portc_node_op(g, i), jumps[k]) == 0) return true;
+  return false;
+}
+
 static void run_on_cpu(const portc_graph *g, portc_bindings *b, portc_tensor **refs, int nout) {
   portc_compile_options o = PORTC_COMPILE_OPTIONS_INIT;
   o.target = "cpu";
@@ -151,9 +163,10 @@ static void run_on_cpu(const portc_graph *g, portc_bindings *b, portc_tensor **r
   tolerance t;
   conf_tolerance(g, b, "cpu", false, &t);
   double scale = conf_input_scale(g, b);
+  bool compare = !discontinuous(g);
   for (int k = 0; k < nout; k++) {
     char msg[512];
-    if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg)) {
+    if (compare && !conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg)) {
       char *text = portc_graph_print(g);
       fprintf(stderr, "output %d: cpu and reference differ: %s\n%s", k, msg, text ? text : "");
       abort();
