@@ -488,6 +488,7 @@ static portc_status attention(const ctx *c, portc_dtype *dt, shape *sh) {
   dim lk = k->sh.d[k->sh.rank - 2], lv = v->sh.d[v->sh.rank - 2];
   if (!dim_eq(dq, dk)) return fail(c, PORTC_ERR_SHAPE, "q and k head sizes differ (%s vs %s)", dimstr(c, dq), dimstr(c, dk));
   if (!dim_eq(lk, lv)) return fail(c, PORTC_ERR_SHAPE, "k and v lengths differ (%s vs %s)", dimstr(c, lk), dimstr(c, lv));
+  if (lk.sym < 0 && lk.c == 0) return fail(c, PORTC_ERR_SHAPE, "k and v have no keys (length 0): the softmax over them has no value");
   shape bq = q->sh, bk = k->sh, bv = v->sh, b1, b2;
   bq.rank -= 2, bk.rank -= 2, bv.rank -= 2;
   if (!broadcast(&bq, &bk, &b1) || !broadcast(&b1, &bv, &b2))

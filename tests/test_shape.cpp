@@ -165,6 +165,9 @@ TEST(Shape, Composites) {
       {d, "y = attention(q, k1, v, causal=true)", "f32[2, 4, S, 32]"},
       {d, "y = attention(q, v, v)", "error: q and k head sizes differ (16 vs 32)"},
       {d, "y = attention(q, k, q)", "error: k and v lengths differ (T vs S)"},
+      // no keys: the reference's softmax over them would be 0/0 and the decomposition's max has
+      // nothing to take (found by the graph fuzzer)
+      {"input q: f32[2, 3]\ninput k: f32[0, 3]", "y = attention(q, k, k)", "error: k and v have no keys (length 0)"},
   });
 }
 
