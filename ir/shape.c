@@ -415,7 +415,8 @@ static portc_status concat(const ctx *c, portc_dtype *dt, shape *sh) {
         return fail(c, PORTC_ERR_SHAPE, "operand %d is %s, operand 0 is %s: they differ off the concat axis", k, shp(c, &y->sh), shp(c, &x->sh));
     if (!is_const(y->sh.d[axis]) || !is_const(sh->d[axis]))
       return fail(c, PORTC_ERR_SHAPE, "cannot concat along symbolic dimension");
-    sh->d[axis].c += y->sh.d[axis].c;
+    if (__builtin_add_overflow(sh->d[axis].c, y->sh.d[axis].c, &sh->d[axis].c))
+      return fail(c, PORTC_ERR_SHAPE, "the concatenated dimension %d overflows", (int)axis);
   }
   *dt = x->dt;
   return PORTC_OK;

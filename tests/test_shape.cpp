@@ -140,6 +140,9 @@ TEST(Shape, Views) {
       {d, "y = concat(x, x, axis=1)", "f32[N, 8, 6]"},
       {d, "y = concat(z, z, z, axis=-1)", "f32[2, 0, 9]"},
       {d, "y = concat(x, x, axis=0)", "error: cannot concat along symbolic dimension"},
+      // an empty tensor may have a huge dimension; two of them side by side overflow (fuzzer)
+      {"input e: f32[0]\ne2 = reshape(e, shape=[0, 9223372036854775804])", "y = concat(e2, e2, axis=1)",
+       "error: the concatenated dimension 1 overflows"},
       {d, "y = concat(x, r, axis=1)", "error: operand ranks differ"},
       {d, "y = pad(r, pads=[1, 2, 0, 3])", "f32[4, 6]"},
       {d, "y = pad(r, pads=[1, 2])", "error: pads needs 2 values per dimension (4), got 2"},
