@@ -3,7 +3,8 @@
 # its own seed and a copy of the corpus), on fuzzers already built by scripts/fuzz.sh.
 #   scripts/fuzz_long.sh [TOTAL] [JOBS] [TARGET...]      defaults: 10000000, nproc, all five
 # BUILD=DIR takes the fuzzers from DIR/bin (default build-fuzz); OUT=DIR keeps the logs there.
-# Prints, per target, the inputs run, the seconds, and whether any process found a crash.
+# Prints, per target, the inputs run, the seconds, and how many inputs that crash, leak, time out or
+# run out of memory were found (each kept as OUT/TARGET-JOB-KIND-HASH).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-10000000}
@@ -27,10 +28,12 @@ for target in "${targets[@]}"; do
       >"$out/$target-$j.log" 2>&1 &
     pids+=($!)
   done
-  crashed=0
-  for p in "${pids[@]}"; do wait "$p" || crashed=$((crashed + 1)); done
+  for p in "${pids[@]}"; do wait "$p"; done
+  # a process that found something left an input behind (crash-, leak-, timeout-, oom-); one
+  # stopped by a signal (Ctrl-C, timeout) did not
+  crashed=$(ls "$out" | grep -c "^$target-[0-9]*-")
   runs=$(cat "$out/$target"-*.log | grep -o 'stat::number_of_executed_units: *[0-9]*' | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
-  echo "fuzz_$target: ${runs:-0} inputs in $(($(date +%s) - start)) s over $jobs processes, $crashed processes found a crash"
+  echo "fuzz_$target: ${runs:-0} inputs in $(($(date +%s) - start)) s over $jobs processes, $crashed inputs found that crash, leak, time out or run out of memory"
   [ "$crashed" -eq 0 ] || status=1
 done
 exit $status
