@@ -2,7 +2,9 @@
 # The long fuzzing runs, off CI: TOTAL inputs per target spread over JOBS processes (each with
 # its own seed and a copy of the corpus), on fuzzers already built by scripts/fuzz.sh.
 #   scripts/fuzz_long.sh [TOTAL] [JOBS] [TARGET...]      defaults: 10000000, nproc, all five
-# BUILD=DIR takes the fuzzers from DIR/bin (default build-fuzz); OUT=DIR keeps the logs there.
+# BUILD=DIR takes the fuzzers from DIR/bin (default build-fuzz); OUT=DIR keeps the logs there;
+# SEED0=K starts the seeds at K+1 (default 0), so a run split over several sessions does not
+# repeat itself.
 # Prints, per target, the inputs run, the seconds, and how many inputs that crash, leak, time out or
 # run out of memory were found (each kept as OUT/TARGET-JOB-KIND-HASH).
 set -uo pipefail
@@ -23,7 +25,7 @@ for target in "${targets[@]}"; do
   pids=()
   for j in $(seq "$jobs"); do
     mkdir -p "$out/corpus-$target-$j"
-    "$build/bin/fuzz_$target" -runs=$((total / jobs)) -seed="$j" -max_len=65536 -rss_limit_mb=4096 -timeout=30 \
+    "$build/bin/fuzz_$target" -runs=$((total / jobs)) -seed=$((${SEED0:-0} + j)) -max_len=65536 -rss_limit_mb=4096 -timeout=30 \
       -print_final_stats=1 -artifact_prefix="$out/$target-$j-" "$out/corpus-$target-$j" "tests/fuzz/corpus/$target" \
       >"$out/$target-$j.log" 2>&1 &
     pids+=($!)
