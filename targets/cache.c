@@ -353,21 +353,17 @@ static int create_temp(const cache_folder *cf, const char *name, char *tmp, size
   return -1;
 }
 
-portc_status cache_write(const cache_folder *cf, const char *key, const char *ext, const void *data, size_t bytes) {
-  char name[80], tmp[160];
-  snprintf(name, sizeof name, "%s.%s", key, ext);
-  unsigned char trailer[TRAILER];
-  make_trailer(name, data, bytes, trailer);
+/* name's contents (head, then tail), written under a temporary name and renamed into place, so a
+ * reader sees all of it or none; something that is not an entry at name (a folder) is removed */
+static portc_status write_whole(const cache_folder *cf, const char *name, const void *head, size_t nhead, const void *tail, size_t ntail) {
+  char tmp[160];
   int fd = create_temp(cf, name, tmp, sizeof tmp);
   if (fd < 0) return err_set(PORTC_ERR_IO, "kernel cache: cannot write in %s: %s", cf->path, strerror(errno));
-  bool ok = write_all(fd, data, bytes) && write_all(fd, trailer, TRAILER);
+  bool ok = write_all(fd, head, nhead) && write_all(fd, tail, ntail);
   int err = errno;
   if (close(fd) != 0 && ok) ok = false, err = errno;
   for (int tries = 0; ok && tries < 2; tries++) {
-    if (renameat(cf->fd, tmp, cf->fd, name) == 0) {
-      apply_limit(cf, name, (int64_t)(bytes + TRAILER));
-      return PORTC_OK;
-    }
+    if (renameat(cf->fd, tmp, cf->fd, name) == 0) return PORTC_OK;
     err = errno;
     if (err != EISDIR && err != ENOTEMPTY && err != EEXIST) break;
     log_line("cache", "%s/%s is a folder, not an entry: removed", cf->path, name);
@@ -377,18 +373,24 @@ portc_status cache_write(const cache_folder *cf, const char *key, const char *ex
   return err_set(PORTC_ERR_IO, "kernel cache: cannot store %s/%s: %s", cf->path, name, strerror(err ? err : EIO));
 }
 
+portc_status cache_write(const cache_folder *cf, const char *key, const char *ext, const void *data, size_t bytes) {
+  char name[80];
+  snprintf(name, sizeof name, "%s.%s", key, ext);
+  unsigned char trailer[TRAILER];
+  make_trailer(name, data, bytes, trailer);
+  portc_status st = write_whole(cf, name, data, bytes, trailer, TRAILER);
+  if (!st) apply_limit(cf, name, (int64_t)(bytes + TRAILER));
+  return st;
+}
+
 /* ---- run marks ---- */
 
 void cache_trial_begin(const cache_folder *cf, const char *name) {
-  char mark[96], tmp[160], text[32];
+  char mark[96], text[32];
   snprintf(mark, sizeof mark, "%s.run", name);
   if (alive(mark_pid(cf, mark))) return; /* a running process is trying it: its mark stays */
-  int fd = create_temp(cf, mark, tmp, sizeof tmp);
-  if (fd < 0) return;
   int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
-  bool ok = write_all(fd, text, (size_t)n);
-  close(fd);
-  if (!ok || renameat(cf->fd, tmp, cf->fd, mark) != 0) unlinkat(cf->fd, tmp, 0);
+  write_whole(cf, mark, text, (size_t)n, NULL, 0); /* best effort: without a mark, a crash is not traced */
 }
 
 void cache_trial_end(const char *name) {
@@ -416,6 +418,15 @@ static bool entry_name(const char *n) {
   return strspn(ext, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(ext) && strlen(n) < 80;
 }
 
+/* the folder's names from the start, through a copy of its descriptor (closedir closes the copy) */
+static DIR *open_listing(const cache_folder *cf) {
+  int fd = dup(cf->fd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d && fd >= 0) close(fd);
+  if (d) rewinddir(d);
+  return d;
+}
+
 /* the folder's entries (malloc'd), oldest use first */
 static int by_use(const void *a, const void *b) {
   const struct timespec *x = &((const cache_entry *)a)->used, *y = &((const cache_entry *)b)->used;
@@ -424,13 +435,8 @@ static int by_use(const void *a, const void *b) {
 
 static int list_entries(const cache_folder *cf, cache_entry **out) {
   *out = NULL;
-  int fd = dup(cf->fd);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d) {
-    if (fd >= 0) close(fd);
-    return 0;
-  }
-  rewinddir(d);
+  DIR *d = open_listing(cf);
+  if (!d) return 0;
   int n = 0, cap = 0;
   for (struct dirent *e; (e = readdir(d));) {
     struct stat st;
@@ -514,13 +520,8 @@ static long leftover_pid(const char *n) {
  * run marks whose entry is gone, folders of failed builds older than a week, and the two-file
  * entries of earlier versions (KEY.EXT with KEY.EXT.sum). */
 static void sweep_now(const cache_folder *cf) {
-  int fd = dup(cf->fd);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d) {
-    if (fd >= 0) close(fd);
-    return;
-  }
-  rewinddir(d);
+  DIR *d = open_listing(cf);
+  if (!d) return;
   time_t now = time(NULL);
   int removed = 0;
   for (struct dirent *e; (e = readdir(d));) {
