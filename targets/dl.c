@@ -1,14 +1,22 @@
 /*
- * dl.c: the one file that calls dlopen.
+ * dl.c: the one file that calls dlopen. Opens and closes take one lock: the dynamic loader
+ * serializes them itself, but with a lock ThreadSanitizer cannot see, so threads loading and
+ * unloading kernels at once read as a race in the loader's own memory; dlerror's message is
+ * per thread but is read under the same lock all the same.
  */
 #include "dl.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
 void *dl_open(const char *path, char *why, size_t len) {
+  pthread_mutex_lock(&lock);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) snprintf(why, len, "%s", dlerror());
+  pthread_mutex_unlock(&lock);
   return h;
 }
 
@@ -19,10 +27,15 @@ void *dl_sym(void *h, const char *name, char *why, size_t len) {
 }
 
 void dl_keep_loaded(const char *soname) {
+  pthread_mutex_lock(&lock);
   void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   if (h) dlclose(h); /* the mapping stays: RTLD_NODELETE */
+  pthread_mutex_unlock(&lock);
 }
 
 void dl_close(void *h) {
-  if (h) dlclose(h);
+  if (!h) return;
+  pthread_mutex_lock(&lock);
+  dlclose(h);
+  pthread_mutex_unlock(&lock);
 }
