@@ -99,7 +99,7 @@ portc_status unique_name(imp *c, const char *onnx_name, char *out, size_t len) {
   char base[120];
   sanitize(onnx_name, base, sizeof base);
   snprintf(out, len, "%s", base);
-  for (int k = 2; node_name_taken(c->g, out) || graph_find_symbol(c->g, out) >= 0; k++) snprintf(out, len, "%s_%d", base, k);
+  for (int k = 2; node_name_taken(c->g, out) || graph_find_symbol(c->g, out) >= 0; k++) str_cut(out, len, "%s_%d", base, k);
   return PORTC_OK;
 }
 

@@ -125,18 +125,18 @@ static bool knob_parse(tune_knobs *k, int b, const char *val, char *why, size_t 
   int v[3] = {0, 1, 1}, got = 0;
   switch (kb->form) {
   case KF_OFF:
-    if (strcmp(val, "off") != 0) return snprintf(why, len, "%s=%s: the only value is off", kb->name, val), false;
+    if (strcmp(val, "off") != 0) return str_cut(why, len, "%s=%s: the only value is off", kb->name, val), false;
     *knob_int(&k->v, b) = 0;
     break;
   case KF_I64: {
     char *end;
     long long x = strtoll(val, &end, 10);
-    if (end == val || *end) return snprintf(why, len, "%s=%s: not a number", kb->name, val), false;
+    if (end == val || *end) return str_cut(why, len, "%s=%s: not a number", kb->name, val), false;
     *(int64_t *)((char *)&k->v + kb->off) = x;
     break;
   }
   default:
-    if (!parse_dims(val, knob_width(b), v, &got)) return snprintf(why, len, "%s=%s: expected %s", kb->name, val, kb->doc), false;
+    if (!parse_dims(val, knob_width(b), v, &got)) return str_cut(why, len, "%s=%s: expected %s", kb->name, val, kb->doc), false;
     if (kb->form == KF_PAIR && got == 1) v[1] = v[0]; /* tile=64 is 64x64 */
     memcpy(knob_int(&k->v, b), v, sizeof(int) * (size_t)knob_width(b));
   }
@@ -247,17 +247,17 @@ static bool parse_line(const char *line, tune_entry *e, char *why, size_t len) {
   bool bad, has_prov = false;
   const char *p = line;
   while (next_token(&p, key, sizeof key, val, sizeof val, &bad)) {
-    if (bad) return snprintf(why, len, "'%s': expected key=value", key), false;
+    if (bad) return str_cut(why, len, "'%s': expected key=value", key), false;
     int f, b, x;
     for (f = 0; f < NFIELDS && strcmp(key, fields[f].name) != 0; f++) {}
     if (f < NFIELDS) {
-      if (strlen(val) >= fields[f].size) return snprintf(why, len, "%s: value too long", key), false;
+      if (strlen(val) >= fields[f].size) return str_cut(why, len, "%s: value too long", key), false;
       strcpy(field_of(e, f), val);
       continue;
     }
     for (x = 0; x < TX_COUNT && strcmp(key, ext_names[x]) != 0; x++) {}
     if (x < TX_COUNT) {
-      if (!parse_range(val, &e->ext[x])) return snprintf(why, len, "%s=%s: expected N, A..B or dyn", key, val), false;
+      if (!parse_range(val, &e->ext[x])) return str_cut(why, len, "%s=%s: expected N, A..B or dyn", key, val), false;
       continue;
     }
     for (b = 0; b < NKNOBS && strcmp(key, knobs[b].name) != 0; b++) {}
@@ -268,19 +268,19 @@ static bool parse_line(const char *line, tune_entry *e, char *why, size_t len) {
     if (strcmp(key, "prov") == 0) {
       int k;
       for (k = 0; k < 3 && strcmp(val, prov_names[k]) != 0; k++) {}
-      if (k == 3) return snprintf(why, len, "prov=%s: expected measured, heuristic or transferred", val), false;
+      if (k == 3) return str_cut(why, len, "prov=%s: expected measured, heuristic or transferred", val), false;
       e->prov = (tune_prov)k, has_prov = true;
       continue;
     }
     int k;
     for (k = 0; prov_keys[k] && strcmp(key, prov_keys[k]) != 0; k++) {}
-    if (!prov_keys[k]) return snprintf(why, len, "unknown key '%s'", key), false;
+    if (!prov_keys[k]) return str_cut(why, len, "unknown key '%s'", key), false;
     if (strcmp(key, "median_us") == 0) e->median_us = strtod(val, NULL);
     quoted(e->why, sizeof e->why, key, val);
   }
   size_t w = strlen(e->why);
   if (w && e->why[w - 1] == ' ') e->why[w - 1] = 0;
-  if (!has_prov) return snprintf(why, len, "no prov= (measured, heuristic or transferred)"), false;
+  if (!has_prov) return str_cut(why, len, "no prov= (measured, heuristic or transferred)"), false;
   return tune_lint(e, why, len);
 }
 
@@ -293,12 +293,12 @@ static bool why_has(const tune_entry *e, const char *key) {
 }
 
 bool tune_lint(const tune_entry *e, char *why, size_t len) {
-  if (!e->dev.api[0]) return snprintf(why, len, "no api= (cuda, hip, vulkan, webgpu, cpu)"), false;
+  if (!e->dev.api[0]) return str_cut(why, len, "no api= (cuda, hip, vulkan, webgpu, cpu)"), false;
   static const char *const apis[] = {"cuda", "hip", "vulkan", "webgpu", "cpu"};
   bool api = false;
   for (int i = 0; i < 5; i++) api = api || strcmp(e->dev.api, apis[i]) == 0;
-  if (!api) return snprintf(why, len, "api=%s: expected cuda, hip, vulkan, webgpu or cpu", e->dev.api), false;
-  if (!e->knobs.mask) return snprintf(why, len, "no knobs: an entry sets at least one"), false;
+  if (!api) return str_cut(why, len, "api=%s: expected cuda, hip, vulkan, webgpu or cpu", e->dev.api), false;
+  if (!e->knobs.mask) return str_cut(why, len, "no knobs: an entry sets at least one"), false;
   for (int b = 0; b < NKNOBS; b++) {
     if (!(e->knobs.mask & (1u << b)) || knobs[b].form == KF_OFF) continue;
     int n = knob_width(b);
@@ -308,28 +308,28 @@ bool tune_lint(const tune_entry *e, char *why, size_t len) {
     int64_t lo = knobs[b].lo, hi = knobs[b].hi;
     if (knobs[b].form == KF_TRIPLE) { /* each part bounded by hi first, so the product cannot overflow */
       if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[0] > hi || v[1] > hi || v[2] > hi || v[0] * v[1] * v[2] > hi)
-        return snprintf(why, len, "threads=%lldx%lldx%lld: at most %lld in all", (long long)v[0], (long long)v[1], (long long)v[2], (long long)hi), false;
+        return str_cut(why, len, "threads=%lldx%lldx%lld: at most %lld in all", (long long)v[0], (long long)v[1], (long long)v[2], (long long)hi), false;
       continue;
     }
     for (int i = 0; i < n; i++)
       if (v[i] < lo || v[i] > hi || (knobs[b].form == KF_PAIR && v[i] % 16))
-        return snprintf(why, len, "%s: %lld is outside %lld..%lld%s", knobs[b].name, (long long)v[i], (long long)lo, (long long)hi,
+        return str_cut(why, len, "%s: %lld is outside %lld..%lld%s", knobs[b].name, (long long)v[i], (long long)lo, (long long)hi,
                         knobs[b].form == KF_PAIR ? " or not a multiple of 16" : ""), false;
     if (strcmp(knobs[b].name, "vector") == 0 && (v[0] & (v[0] - 1)))
-      return snprintf(why, len, "vector=%lld: not a power of two", (long long)v[0]), false;
+      return str_cut(why, len, "vector=%lld: not a power of two", (long long)v[0]), false;
     if (strcmp(knobs[b].name, "nr") == 0 && v[0] != 16 && v[0] != 32)
-      return snprintf(why, len, "nr=%lld: the CPU micro-kernels have 16 and 32 columns", (long long)v[0]), false;
+      return str_cut(why, len, "nr=%lld: the CPU micro-kernels have 16 and 32 columns", (long long)v[0]), false;
   }
   switch (e->prov) {
   case PROV_MEASURED:
     if (!why_has(e, "device") || !why_has(e, "date") || !why_has(e, "median_us"))
-      return snprintf(why, len, "prov=measured needs device=, date= and median_us="), false;
+      return str_cut(why, len, "prov=measured needs device=, date= and median_us="), false;
     break;
   case PROV_HEURISTIC:
-    if (!why_has(e, "source")) return snprintf(why, len, "prov=heuristic needs source= (the public source of the numbers)"), false;
+    if (!why_has(e, "source")) return str_cut(why, len, "prov=heuristic needs source= (the public source of the numbers)"), false;
     break;
   case PROV_TRANSFERRED:
-    if (!why_has(e, "from") || !why_has(e, "rescaled")) return snprintf(why, len, "prov=transferred needs from= and rescaled="), false;
+    if (!why_has(e, "from") || !why_has(e, "rescaled")) return str_cut(why, len, "prov=transferred needs from= and rescaled="), false;
     break;
   }
   return true;
