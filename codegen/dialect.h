@@ -21,6 +21,10 @@ typedef struct gpu_spelling {
   /* optional vector accesses of PC_VEC elements as floats: vload(buffer, offset, array, index)
    * fills array[index...], vstore(buffer, offset, array) writes array[0...]; NULL: none */
   const char *vload, *vstore;
+  /* optional: a statement that reads 4 floats at a 16-byte aligned shared-memory lvalue (first %s)
+   * into a float array from an lvalue (second %s), as one vector load; the SIMT matmul then gives
+   * each thread runs of 4 rows and columns (gpu_kernels.c); NULL: one float at a time */
+  const char *panel_ld4;
 } gpu_spelling;
 
 /* the thread and group indices, barrier and unroll hint of CUDA C, which HIP C++ spells alike:

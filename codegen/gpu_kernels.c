@@ -301,70 +301,126 @@ void gpu_matmul_begin(emitter *e, int T, const char **aidx, const char **bidx, c
   aidx[nb] = "mm", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "nn", oidx[nb] = "m", oidx[nb + 1] = "n";
 }
 
-/* the guarded store of register block acc[RB][RB]: thread (tx, ty) holds rows ty + 16 i and
- * columns tx + 16 j of the tile */
-static void matmul_store(emitter *e, int RB, const char *acc, const char *const *oidx) {
-  emit_line(e, "%sfor (int i = 0; i < %d; i++)", G(e)->unroll, RB);
-  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) {", G(e)->unroll, RB);
-  e->indent += 2;
-  emit_line(e, "const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * jj;");
-  emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const %s acc0 = %s[i][jj];", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
+/* Thread (tx, ty) of the 16x16 holds RB = tile / 16 rows and as many columns of the tile. Where
+ * the dialect reads shared memory 4 floats at a time (panel_ld4) and RB is a multiple of 4, they
+ * come in runs of 4: rows 64 g + 4 ty + v (g < RB / 4, v < 4), each run one aligned vector read
+ * (the A panel's rows then pad by 4 to keep that alignment); else rows ty + 16 i. */
+static int panel_run(const emitter *e, int RB) { return G(e)->panel_ld4 && RB % 4 == 0 ? 4 : 1; }
+
+/* the tile row (t = "ty") or column (t = "tx") of the thread's register row or column i */
+static void run_place(char *out, size_t len, int VW, const char *t, const char *i) {
+  if (VW == 1) snprintf(out, len, "(%s + 16 * %s)", t, i);
+  else snprintf(out, len, "(%s / %d * %d + %s * %d + %s %% %d)", i, VW, 16 * VW, t, VW, i, VW);
+}
+
+/* the guarded store of register block c[RB][RB], column by column, with the epilogue: acc0 is the
+ * expression acc (of c[i][jj]); `column` (may be NULL) is written once per column, after n */
+static void matmul_store(emitter *e, int RB, int VW, const char *acc, const char *const *oidx, const char *column) {
+  char row[96], col[96];
+  run_place(row, sizeof row, VW, "ty", "i");
+  run_place(col, sizeof col, VW, "tx", "jj");
+  emit_line(e, "%sfor (int jj = 0; jj < %d; jj++) {", G(e)->unroll, RB);
+  e->indent++;
+  emit_line(e, "const int n = n0 + %s;", col);
+  emit_line(e, "if (n >= N) continue;");
+  if (column) emit_line(e, "%s", column);
+  emit_line(e, "%sfor (int i = 0; i < %d; i++) {", G(e)->unroll, RB);
+  e->indent++;
+  emit_line(e, "const int m = m0 + %s;", row);
+  emit_line(e, "if (m >= M) continue;");
+  emit_line(e, "const %s acc0 = %s;", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
   emit_scope_push(e);
   emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
   emit_scope_pop(e);
-  e->indent -= 2;
-  emit_line(e, "  }");
+  gpu_loop_end(e);
+  gpu_loop_end(e);
 }
 
-/* the products of one panel of GPU_MM_BK from shared memory into the register block c[RB][RB],
- * between the barriers that guard the panel's loads */
-static void matmul_panel(emitter *e, int RB) {
-  emit_line(e, "%s", G(e)->barrier);
+/* the products of one panel of GPU_MM_BK from shared memory into the register block c[RB][RB] */
+static void matmul_panel(emitter *e, int RB, int VW) {
   const char *u = G(e)->unroll;
   emit_line(e, "%sfor (int p = 0; p < %d; p++) {", u, GPU_MM_BK);
-  emit_line(e, "  float av[%d], bv[%d];", RB, RB);
-  emit_line(e, "  %sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
-  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
-  emit_line(e, "  %sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
+  e->indent++;
+  emit_line(e, "float av[%d], bv[%d];", RB, RB);
+  if (VW == 4) {
+    emit_line(e, "%sfor (int g = 0; g < %d; g++) {", u, RB / 4);
+    e->indent++;
+    emit_line(e, G(e)->panel_ld4, "pc_As[p][64 * g + 4 * ty]", "av[4 * g]");
+    emit_line(e, G(e)->panel_ld4, "pc_Bs[p][64 * g + 4 * tx]", "bv[4 * g]");
+    gpu_loop_end(e);
+  } else {
+    emit_line(e, "%sfor (int i = 0; i < %d; i++) av[i] = pc_As[p][ty + 16 * i];", u, RB);
+    emit_line(e, "%sfor (int jj = 0; jj < %d; jj++) bv[jj] = pc_Bs[p][tx + 16 * jj];", u, RB);
+  }
+  emit_line(e, "%sfor (int i = 0; i < %d; i++) %sfor (int jj = 0; jj < %d; jj++) c[i][jj] = fma(av[i], bv[jj], c[i][jj]);", u, RB, u, RB);
+  gpu_loop_end(e);
+}
+
+/* The k loop of the SIMT matmul and convolution, pipelined through registers: each thread
+ * fetches its LOADS elements of the next panels (ra, rb; `fetch` emits that for k1 = k0 +
+ * GPU_MM_BK) while the block multiplies the panels in shared memory, then stores them there.
+ * ra[q] goes to pc_As[ea % BK][ea / BK] and rb[q] to pc_Bs[eb / T][eb % T] (ea, eb = tid + 256 q). */
+typedef void panel_fetch(emitter *e, int LOADS, const void *ctx);
+static void panel_loop(emitter *e, int T, int RB, int VW, panel_fetch *fetch, const void *ctx) {
+  const int LOADS = T * GPU_MM_BK / 256;
+  emit_line(e, "float c[%d][%d], ra[%d], rb[%d];", RB, RB, LOADS, LOADS);
+  emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
+  emit_line(e, "for (int k0 = -%d; k0 < K; k0 += %d) {", GPU_MM_BK, GPU_MM_BK);
+  e->indent++;
+  emit_line(e, "if (k0 >= 0) {");
+  emit_line(e, "  %sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
+  emit_line(e, "    const int ea = tid + 256 * q, eb = ea;");
+  emit_line(e, "    pc_As[ea %% %d][ea / %d] = ra[q];", GPU_MM_BK, GPU_MM_BK);
+  emit_line(e, "    pc_Bs[eb / %d][eb %% %d] = rb[q];", T, T);
+  emit_line(e, "  }");
+  emit_line(e, "  %s", G(e)->barrier);
   emit_line(e, "}");
+  emit_line(e, "if (k0 + %d < K) {", GPU_MM_BK);
+  e->indent++;
+  emit_line(e, "const int k1 = k0 + %d;", GPU_MM_BK);
+  fetch(e, LOADS, ctx);
+  gpu_loop_end(e);
+  emit_line(e, "if (k0 >= 0) {");
+  e->indent++;
+  matmul_panel(e, RB, VW);
   emit_line(e, "%s", G(e)->barrier);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+typedef struct { const char **aidx, **bidx; } matmul_operands; /* their index names */
+
+static void matmul_fetch(emitter *e, int LOADS, const void *ctx) {
+  const matmul_operands *o = ctx;
+  char ex[1200];
+  emit_line(e, "%sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
+  e->indent++;
+  emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k1 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
+  emit_line(e, "ra[q] = 0.0;");
+  emit_line(e, "if (mm < M && kk < K) {");
+  e->indent++;
+  emit_operand(e, 0, o->aidx, ex, sizeof ex);
+  emit_line(e, "ra[q] = %s;", ex);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+  emit_line(e, "%sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
+  e->indent++;
+  emit_line(e, "const int eb = tid + 256 * q, kk = k1 + eb / %d, nn = n0 + eb %% %d;", e->k->sched.tile_m, e->k->sched.tile_m);
+  emit_line(e, "rb[q] = 0.0;");
+  emit_line(e, "if (kk < K && nn < N) {");
+  e->indent++;
+  emit_operand(e, 1, o->bidx, ex, sizeof ex);
+  emit_line(e, "rb[q] = %s;", ex);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
 }
 
 void gpu_matmul_float(emitter *e, int T) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
-  const int RB = T / 16, LOADS = T * GPU_MM_BK / 256; /* elements per thread and panel */
-  char ex[1200];
+  const int RB = T / 16, VW = panel_run(e, RB);
   gpu_matmul_begin(e, T, aidx, bidx, oidx);
-  emit_line(e, "float c[%d][%d];", RB, RB);
-  emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
-  emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", GPU_MM_BK);
-  e->indent++;
-  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
-  e->indent++;
-  emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k0 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
-  emit_line(e, "float a = 0.0;");
-  emit_line(e, "if (mm < M && kk < K) {");
-  e->indent++;
-  emit_operand(e, 0, aidx, ex, sizeof ex);
-  emit_line(e, "a = %s;", ex);
-  gpu_loop_end(e);
-  emit_line(e, "pc_As[ea %% %d][ea / %d] = a;", GPU_MM_BK, GPU_MM_BK);
-  gpu_loop_end(e);
-  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
-  e->indent++;
-  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / %d, nn = n0 + eb %% %d;", T, T);
-  emit_line(e, "float b = 0.0;");
-  emit_line(e, "if (kk < K && nn < N) {");
-  e->indent++;
-  emit_operand(e, 1, bidx, ex, sizeof ex);
-  emit_line(e, "b = %s;", ex);
-  gpu_loop_end(e);
-  emit_line(e, "pc_Bs[eb / %d][eb %% %d] = b;", T, T);
-  gpu_loop_end(e);
-  matmul_panel(e, RB);
-  gpu_loop_end(e);
-  matmul_store(e, RB, "c", oidx);
+  panel_loop(e, T, RB, VW, matmul_fetch, &(matmul_operands){aidx, bidx});
+  matmul_store(e, RB, VW, "c[i][jj]", oidx, NULL);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -391,7 +447,7 @@ void gpu_matmul_int(emitter *e, int T) {
   emit_line(e, "c[i][jj] = s;");
   e->indent -= 2;
   emit_line(e, "  }");
-  matmul_store(e, RB, "c", oidx);
+  matmul_store(e, RB, 1, "c[i][jj]", oidx, NULL);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -482,65 +538,77 @@ void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int
   groups[0] = (N + tile - 1) / tile, groups[1] = (M + tile - 1) / tile;
 }
 
-void gpu_conv_gemm(emitter *e, int T) {
+/* the pixel (image, row, column) of output column `nn` and the top left of its input window */
+static void conv_pixel(emitter *e, const char *nn) {
+  const node *n = &e->m->g->nodes[e->k->node];
+  emit_line(e, "const int bn = %s, bimg = bn / (OH * OW), boh = bn / OW %% OH, bow = bn %% OW;", nn);
+  emit_line(e, "const int bh0 = boh * %lld - %lld, bw0 = bow * %lld - %lld, bx = bimg * C * H * W;", (long long)attr_or_one(n, "stride", 0),
+            (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1]);
+}
+
+/* the next panels of a convolution: weights [O, C*KH*KW] as they lie, and the input window of
+ * each pixel (where 256 is a multiple of the tile, the pixel is the same in every panel and
+ * conv_pixel ran before the k loop) */
+static void conv_fetch(emitter *e, int LOADS, const void *ctx) {
+  (void)ctx;
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
+  const int T = k->sched.tile_m;
+  char ld[512];
+  emit_line(e, "%sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
+  emit_line(e, "  const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k1 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
+  emit_load(e, k->in_buf[1], "mm * K + kk", ld, sizeof ld);
+  emit_line(e, "  ra[q] = mm < M && kk < K ? %s : 0.0;", ld);
+  emit_line(e, "}");
+  emit_line(e, "%sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
+  e->indent++;
+  emit_line(e, "const int kk = k1 + (tid + 256 * q) / %d;", T);
+  if (256 % T) {
+    char nn[64];
+    snprintf(nn, sizeof nn, "n0 + (tid + 256 * q) %% %d", T);
+    conv_pixel(e, nn);
+  }
+  emit_line(e, "rb[q] = 0.0;");
+  emit_line(e, "if (kk < K && bn < N) {");
+  e->indent++;
+  emit_line(e, "const int ci = kk / (KH * KW), kh = kk / KW %% KH, kw = kk %% KW;");
+  emit_line(e, "const int ih = bh0 + kh * %lld, iw = bw0 + kw * %lld;", (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "dilation", 1));
+  emit_load(e, k->in_buf[0], "bx + (ci * H + ih) * W + iw", ld, sizeof ld);
+  emit_line(e, "if (ih >= 0 && ih < H && iw >= 0 && iw < W) rb[q] = %s;", ld);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+void gpu_conv_gemm(emitter *e, int T) {
+  const kir_kernel *k = e->k;
   const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
-  const int RB = T / 16, LOADS = T * GPU_MM_BK / 256;
-  char nb[32], ld[512];
+  const int RB = T / 16, VW = panel_run(e, RB);
+  char nb[32];
   emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[1].c,
             (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)ws->d[2].c, (long long)ws->d[3].c, (long long)k->dom.d[2].c,
             (long long)k->dom.d[3].c);
   emit_line(e, "const int M = %lld, N = %s * OH * OW, K = C * KH * KW;", (long long)k->dom.d[1].c, emit_dim(e, k->dom.d[0], nb, sizeof nb));
   emit_line(e, "const int tx = %s, ty = %s, tid = ty * 16 + tx;", G(e)->local[0], G(e)->local[1]);
-  emit_line(e, "for (int n0 = %s * %d; n0 < N; n0 += %s * %d)", G(e)->group[0], T, G(e)->ngroups[0], T);
+  emit_line(e, "for (int n0 = %s * %d; n0 < N; n0 += %s * %d) {", G(e)->group[0], T, G(e)->ngroups[0], T);
+  e->indent++;
+  if (256 % T == 0) {
+    char nn[64];
+    snprintf(nn, sizeof nn, "n0 + tid %% %d", T);
+    conv_pixel(e, nn);
+  }
   emit_line(e, "for (int m0 = %s * %d; m0 < M; m0 += %s * %d) {", G(e)->group[1], T, G(e)->ngroups[1], T);
   e->indent++;
-  emit_line(e, "float c[%d][%d];", RB, RB);
-  emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
-  emit_line(e, "for (int k0 = 0; k0 < K; k0 += %d) {", GPU_MM_BK);
-  e->indent++;
-  /* weights [O, C*KH*KW] as they lie */
-  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
-  emit_line(e, "  const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k0 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
-  emit_load(e, k->in_buf[1], "mm * K + kk", ld, sizeof ld);
-  emit_line(e, "  pc_As[ea %% %d][ea / %d] = mm < M && kk < K ? %s : 0.0;", GPU_MM_BK, GPU_MM_BK, ld);
-  emit_line(e, "}");
-  /* the input window of each pixel */
-  emit_line(e, "for (int q = 0; q < %d; q++) {", LOADS);
-  e->indent++;
-  emit_line(e, "const int eb = tid + 256 * q, kk = k0 + eb / %d, nn = n0 + eb %% %d;", T, T);
-  emit_line(e, "float b = 0.0;");
-  emit_line(e, "if (kk < K && nn < N) {");
-  e->indent++;
-  emit_line(e, "const int ci = kk / (KH * KW), kh = kk / KW %% KH, kw = kk %% KW;");
-  emit_line(e, "const int img = nn / (OH * OW), oh = nn / OW %% OH, ow = nn %% OW;");
-  emit_line(e, "const int ih = oh * %lld - %lld + kh * %lld, iw = ow * %lld - %lld + kw * %lld;", (long long)attr_or_one(n, "stride", 0),
-            (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "stride", 1),
-            (long long)attr_get(n, "padding")->v[1], (long long)attr_or_one(n, "dilation", 1));
-  emit_load(e, k->in_buf[0], "((img * C + ci) * H + ih) * W + iw", ld, sizeof ld);
-  emit_line(e, "if (ih >= 0 && ih < H && iw >= 0 && iw < W) b = %s;", ld);
-  gpu_loop_end(e);
-  emit_line(e, "pc_Bs[eb / %d][eb %% %d] = b;", T, T);
-  gpu_loop_end(e);
-  matmul_panel(e, RB);
-  gpu_loop_end(e);
+  panel_loop(e, T, RB, VW, conv_fetch, NULL);
   /* the epilogue per output element: bias, then what fused after the convolution */
-  emit_line(e, "%sfor (int i = 0; i < %d; i++)", G(e)->unroll, RB);
-  emit_line(e, "  %sfor (int jj = 0; jj < %d; jj++) {", G(e)->unroll, RB);
-  e->indent += 2;
-  emit_line(e, "const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * jj;");
-  emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const int cimg = n / (OH * OW), coh = n / OW %% OH, cow = n %% OW;");
-  char bias[256] = "0.0";
-  if (k->nin > 2) emit_load(e, k->in_buf[2], "m", bias, sizeof bias);
-  emit_line(e, "const float acc0 = c[i][jj] + %s;", bias);
+  char acc[300] = "c[i][jj]";
+  if (k->nin > 2) {
+    char bias[256];
+    emit_load(e, k->in_buf[2], "m", bias, sizeof bias);
+    snprintf(acc, sizeof acc, "c[i][jj] + %s", bias);
+  }
   static const char *const oidx[4] = {"cimg", "m", "coh", "cow"};
-  emit_scope_push(e);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
-  e->indent -= 2;
-  emit_line(e, "  }");
+  matmul_store(e, RB, VW, acc, oidx, "const int cimg = n / (OH * OW), coh = n / OW % OH, cow = n % OW;");
+  gpu_loop_end(e);
   gpu_loop_end(e);
 }
 
@@ -553,8 +621,10 @@ static bool needs_tiles(const emitter *e) {
 
 void gpu_declare_tiles(emitter *e, const char *qualifier) {
   if (!needs_tiles(e)) return;
-  emit_line(e, "%s float pc_As[%d][%d];", qualifier, GPU_MM_BK, e->k->sched.tile_m + 1);
-  emit_line(e, "%s float pc_Bs[%d][%d];", qualifier, GPU_MM_BK, e->k->sched.tile_m);
+  const int T = e->k->sched.tile_m, VW = panel_run(e, T / 16);
+  const char *align = VW > 1 ? " __attribute__((aligned(16)))" : "";
+  emit_line(e, "%s%s float pc_As[%d][%d];", qualifier, align, GPU_MM_BK, T + VW); /* padded: the stores transpose */
+  emit_line(e, "%s%s float pc_Bs[%d][%d];", qualifier, align, GPU_MM_BK, T);
 }
 
 void gpu_body(emitter *e) {

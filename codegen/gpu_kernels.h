@@ -26,7 +26,7 @@ int gpu_row_vector(const kir_module *m, int i);
 
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
-/* float operands: needs shared float pc_As[GPU_MM_BK][tile + 1], pc_Bs[GPU_MM_BK][tile] */
+/* float operands: needs the shared panels pc_As and pc_Bs that gpu_declare_tiles declares */
 void gpu_matmul_float(emitter *e, int tile);
 void gpu_matmul_int(emitter *e, int tile);
 void gpu_conv(emitter *e);

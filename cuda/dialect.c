@@ -119,6 +119,7 @@ const dialect cuda_dialect = {
         GPU_SPELLING_CUDA_STYLE,
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",
         .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
+        .panel_ld4 = "pc_ldv<4>(&%s, &%s);",
     },
     .kernel = kernel,
     .module_end = module_end,

@@ -61,6 +61,7 @@ static const char hip_prelude[] =
     "}\n"
     "__device__ inline float pc_round_bf16(float x) { return pc_ld_bf16(pc_st_bf16(x)); }\n"
     "__device__ inline float pc_round_f16(float x) { return __half2float(__float2half(x)); }\n"
+    "__device__ inline void pc_ld4(const float *p, float *o) { const float4 q = *(const float4 *)p; o[0] = q.x, o[1] = q.y, o[2] = q.z, o[3] = q.w; }\n"
     "__device__ inline int64_t pc_f2i32(float x) {\n"
     "  if (x != x) return 0; if (x <= -2147483648.0f) return -2147483647 - 1; if (x >= 2147483647.0f) return 2147483647;\n"
     "  return (int64_t)(int)x;\n"
