@@ -317,7 +317,7 @@ portc_node graph_add_param_data(portc_graph *g, const char *name, pdata *data) {
   portc_node n = graph_add_source(g, OP_param, name, t->dtype, &sh);
   if (n < 0) return n;
   g->nodes[n].data = data;
-  data->refs++;
+  pdata_retain(data);
   return n;
 }
 

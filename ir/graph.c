@@ -48,8 +48,14 @@ pdata *pdata_new(portc_tensor *t) {
   return d;
 }
 
+/* Compiles copy a graph, and so retain its values, on many threads at once (the tuner compiles
+ * its candidates so): the count changes atomically. */
+void pdata_retain(pdata *d) {
+  if (d) __atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+}
+
 void pdata_release(pdata *d) {
-  if (!d || --d->refs > 0) return;
+  if (!d || __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
   portc_tensor_free(d->t);
   free(d);
 }

@@ -78,7 +78,8 @@ typedef struct cdata {
 } cdata;
 
 /* The values of a parameter that carries them (an imported model's weights): shared by the copies
- * of a graph that compilation makes, freed with the last one. */
+ * of a graph that compilation makes, freed with the last one; counted with pdata_retain and
+ * pdata_release only, which are atomic. */
 typedef struct pdata {
   int refs;
   portc_tensor *t;
@@ -193,7 +194,8 @@ void node_free_data(node *n);
 /* Appends a parameter holding the values of t (shared: counted, not copied). */
 portc_node graph_add_param_data(portc_graph *g, const char *name, pdata *data);
 pdata *pdata_new(portc_tensor *t); /* takes t; NULL when out of memory (t is then freed) */
-void pdata_release(pdata *d);
+void pdata_retain(pdata *d);  /* one more holder (thread-safe) */
+void pdata_release(pdata *d); /* one holder less: the last frees it (thread-safe) */
 
 /* ---- shape inference (shape.c) ---- */
 /* Infers dt and sh of node n (whose op, inputs and attributes are set) from its inputs. On failure

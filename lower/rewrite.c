@@ -27,7 +27,7 @@ portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int3
     y->line = x->line;
     if ((x->file && !(y->file = strdup(x->file))) || (x->file_key && !(y->file_key = strdup(x->file_key))))
       return err_node(PORTC_ERR_NOMEM, "out of memory");
-    if ((y->data = x->data)) y->data->refs++;
+    pdata_retain(y->data = x->data);
     return n;
   }
   int32_t in[64];

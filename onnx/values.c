@@ -196,7 +196,7 @@ portc_status out_alias(imp *c, int k, const oval *src) {
   if (!v) return PORTC_OK;
   v->node = src->node, v->known = src->known, v->dt = src->dt, v->rank = src->rank;
   memcpy(v->shape, src->shape, sizeof v->shape);
-  if ((v->f = src->f)) v->f->refs++;
+  pdata_retain(v->f = src->f);
   if (src->i) {
     int64_t n = val_numel(src);
     if (!(v->i = malloc(sizeof(sval) * (size_t)(n ? n : 1)))) return fail(c, PORTC_ERR_NOMEM, "out of memory");

@@ -1,10 +1,17 @@
 // test_import.cpp: what the ONNX importer builds on, without PyTorch: derived symbols, parameters
 // holding their values, .npz archives, graphs saved with their weights, and ONNX bytes that are
 // not a model. (The models themselves are tested against PyTorch in onnx_test.sh.)
+#include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "helpers.h"
+
+extern "C" {
+#include "cpu/cpu.h"
+#include "ir/graph.h"
+}
 
 static std::string tmp(const std::string &name) { return testing::TempDir() + "/" + name; }
 
@@ -70,6 +77,47 @@ TEST(ParamData, HoldsItsValuesAndSavesToAnNpz) {
   EXPECT_NE(std::string(text).find("param w: f32[2, 3] = file(\"held.npz\", key=\"w\")"), std::string::npos) << text;
   free(text);
   RunResult after = run(loaded, 3, {{"N", 4}});
+  ASSERT_EQ(after.status, PORTC_OK) << after.error;
+  EXPECT_EQ(after.outputs, before.outputs);
+}
+
+// Threads compiling one graph at once: each compile's copy of the graph shares the parameters'
+// values through a count that the threads change together (the tuner compiles its candidates
+// so); the values outlive them all and the count comes back to one (the TSan job runs this)
+TEST(ParamData, ThreadsCompilingOneGraphShareItsValues) {
+  char cc[256], ver[256];
+  if (!cpu_compiler(cc, sizeof cc, ver, sizeof ver)) GTEST_SKIP() << "no C compiler";
+  Graph g(portc_graph_new("shared"));
+  int64_t shape[] = {3, 2};
+  portc_tensor *w = portc_tensor_new(PORTC_F32, 2, shape);
+  for (int i = 0; i < 6; i++) portc_tensor_set(w, i, 0.25 * i - 0.5);
+  portc_dim xd[] = {{0, "N"}, {3, nullptr}};
+  portc_node x = portc_input(g.get(), "x", PORTC_F32, 2, xd);
+  portc_node p = portc_param_data(g.get(), "w", w);
+  portc_tensor_free(w);
+  portc_node y = portc_matmul(g.get(), x, p);
+  ASSERT_GE(y, 0) << portc_last_error();
+  portc_output(g.get(), y);
+  RunResult before = run(g.get(), 3, {{"N", 4}});
+  ASSERT_EQ(before.status, PORTC_OK) << before.error;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; t++)
+    pool.emplace_back([&] {
+      for (int i = 0; i < 25; i++) {
+        portc_compile_options o = {};
+        o.size = sizeof o;
+        o.target = "cpu";
+        o.dynamic = true;
+        portc_module *m = nullptr;
+        if (portc_compile(g.get(), &o, nullptr, &m) != PORTC_OK) failed++;
+        portc_module_free(m);
+      }
+    });
+  for (auto &th : pool) th.join();
+  EXPECT_EQ(failed.load(), 0) << portc_last_error();
+  EXPECT_EQ(g->nodes[p].data->refs, 1) << "every copy let go of the values, and only they";
+  RunResult after = run(g.get(), 3, {{"N", 4}});
   ASSERT_EQ(after.status, PORTC_OK) << after.error;
   EXPECT_EQ(after.outputs, before.outputs);
 }
