@@ -4,9 +4,11 @@
  * since GLSL, CUDA C and HIP C++ agree on the rest of the C-like syntax these use. Pointwise,
  * conv and opaque kernels give each thread one output element in a grid-stride loop; row kernels
  * give each work group one row, keep the row's loads in registers when its length is known, and
- * reduce with the prelude's pc_wg_* functions; the SIMT matmul computes square tiles (of a size
- * the dialect picks) from shared-memory panels (pc_As, pc_Bs, declared by the dialect) with a
- * register block of (tile / 16)^2 per thread; every kernel applies its epilogue as it stores.
+ * reduce with the prelude's pc_wg_* functions; the SIMT matmul and the tiled convolution compute
+ * square tiles (of a size the schedule picks) from shared-memory panels (pc_As, pc_Bs, declared
+ * by gpu_declare_tiles) with a register block of (tile / 16)^2 per thread, fetching the next
+ * panels into registers while they multiply the current ones; every kernel applies its epilogue
+ * as it stores.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,7 +361,7 @@ static void matmul_panel(emitter *e, int RB, int VW) {
 /* The k loop of the SIMT matmul and convolution, pipelined through registers: each thread
  * fetches its LOADS elements of the next panels (ra, rb; `fetch` emits that for k1 = k0 +
  * GPU_MM_BK) while the block multiplies the panels in shared memory, then stores them there.
- * ra[q] goes to pc_As[ea % BK][ea / BK] and rb[q] to pc_Bs[eb / T][eb % T] (ea, eb = tid + 256 q). */
+ * ra[q] goes to pc_As[ea % BK][ea / BK] and rb[q] to pc_Bs[ea / T][ea % T] (ea = tid + 256 q). */
 typedef void panel_fetch(emitter *e, int LOADS, const void *ctx);
 static void panel_loop(emitter *e, int T, int RB, int VW, panel_fetch *fetch, const void *ctx) {
   const int LOADS = T * GPU_MM_BK / 256;
@@ -369,9 +371,9 @@ static void panel_loop(emitter *e, int T, int RB, int VW, panel_fetch *fetch, co
   e->indent++;
   emit_line(e, "if (k0 >= 0) {");
   emit_line(e, "  %sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
-  emit_line(e, "    const int ea = tid + 256 * q, eb = ea;");
+  emit_line(e, "    const int ea = tid + 256 * q;");
   emit_line(e, "    pc_As[ea %% %d][ea / %d] = ra[q];", GPU_MM_BK, GPU_MM_BK);
-  emit_line(e, "    pc_Bs[eb / %d][eb %% %d] = rb[q];", T, T);
+  emit_line(e, "    pc_Bs[ea / %d][ea %% %d] = rb[q];", T, T);
   emit_line(e, "  }");
   emit_line(e, "  %s", G(e)->barrier);
   emit_line(e, "}");
