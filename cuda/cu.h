@@ -55,7 +55,7 @@ enum {
   CU_MMA_BK = 64,
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
-  CU_CONV_TILE = 128, /* convolution as an implicit GEMM: 128x128 tiles of 8x8 per thread */
+  CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
