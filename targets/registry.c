@@ -59,9 +59,42 @@ void *device_table_get(device_table *t, const char *target, int index, const cha
   return c;
 }
 
+/* the topics that log_line is called with; "all" turns each on */
+static const char *const log_topics[] = {"breaks", "cache", "fusion", "kernels", "memory", "tune", NULL};
+
+/* the first word of PORTC_LOG that is not a topic, into why; false when there is none */
+static bool log_unknown(const char *v, char *why, size_t len) {
+  for (const char *p = v; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    bool known = n == 0 || (n == 3 && strncmp(p, "all", 3) == 0);
+    for (int i = 0; log_topics[i] && !known; i++) known = strlen(log_topics[i]) == n && strncmp(p, log_topics[i], n) == 0;
+    if (!known) {
+      char list[128] = "all";
+      for (int i = 0; log_topics[i]; i++) str_cut(list + strlen(list), sizeof list - strlen(list), ", %s", log_topics[i]);
+      str_cut(why, len, "PORTC_LOG: unknown topic '%.*s' (known: %s)", (int)n, p, list);
+      return true;
+    }
+    p += n + (end != NULL);
+  }
+  return false;
+}
+
+portc_status portc_log_check(void) {
+  char why[256];
+  return log_unknown(getenv("PORTC_LOG"), why, sizeof why) ? err_set(PORTC_ERR_INVALID, "%s", why) : PORTC_OK;
+}
+
+static void log_warn_once(void) {
+  char why[256];
+  if (log_unknown(getenv("PORTC_LOG"), why, sizeof why)) fprintf(stderr, "[portc log] %s\n", why);
+}
+
 bool log_enabled(const char *topic) {
+  static pthread_once_t warned = PTHREAD_ONCE_INIT;
   const char *v = getenv("PORTC_LOG");
   if (!v || !*v) return false;
+  pthread_once(&warned, log_warn_once);
   size_t n = strlen(topic);
   for (const char *p = v; *p;) {
     const char *end = strchr(p, ',');

@@ -60,10 +60,8 @@ expect 0 "bench on two targets" -- "$portc" bench "$src/examples/softmax.ptg" -t
 contains "softmax on vulkan" "bench ran the second target"
 grep -q '{"targets": \[' "$tmp/two.json" || { echo "FAIL: two targets' json lacks the list"; fails=$((fails + 1)); }
 
-# reduce-overhead on vulkan runs; on the cpu it is refused by name
+# reduce-overhead on vulkan records the launches once and replays them
 expect 0 "reduce-overhead on vulkan" -- "$portc" run "$src/examples/layer_norm.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=5
-expect 1 "reduce-overhead on cpu" -- "$portc" run "$src/examples/layer_norm.ptg" -t cpu --mode reduce-overhead --seed 1 --set N=5
-contains "reduce-overhead is not implemented for target cpu yet" "cpu mode message"
 
 if [ "$fails" -ne 0 ]; then echo "$fails vulkan CLI checks failed"; exit 1; fi
 echo "vulkan CLI checks passed"

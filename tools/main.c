@@ -57,6 +57,10 @@ int main(int argc, char **argv) {
     fputs(usage, stdout);
     return EXIT_OK;
   }
+  if (portc_log_check() != PORTC_OK) {
+    fprintf(stderr, "portc: %s\n", portc_last_error());
+    return EXIT_USAGE;
+  }
   for (unsigned i = 0; i < sizeof verbs / sizeof *verbs; i++)
     if (strcmp(argv[1], verbs[i].name) == 0) return verbs[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "portc: unknown verb '%s'\n\n%s", argv[1], usage);

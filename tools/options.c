@@ -53,8 +53,9 @@ const char compile_options_help[] =
     "  --fullgraph          an op the target cannot run is an error\n"
     "  --rules              the targets' own rules alone: read no tune table (the untuned baseline)\n"
     "  --mode M             default, or reduce-overhead (GPU targets: the launches are recorded once\n"
-    "                       and replayed), or max-autotune (first tune what the tune tables lack,\n"
-    "                       as `portc tune --missing` does, and keep it in the user's table)\n"
+    "                       and replayed; the CPU has nothing to record), or max-autotune (first\n"
+    "                       tune what the tune tables lack, as `portc tune --missing` does, and\n"
+    "                       keep it in the user's table)\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
     "  --dump-after PASS    print the graph after PASS: specialize decompose fold cse dce fuse\n";
 
