@@ -2,7 +2,7 @@
  * module.c: the public face of compilation: portc_compile lowers a graph, renders it in the
  * target's dialect and loads it; portc_module_run binds inputs, plans the arena, and launches
  * the kernels in order. A module compiled without `dynamic` is specialized to the symbol values
- * it was compiled for, and a run with other values is refused with a message that says so.
+ * it was compiled for; a run with other values runs a variant compiled for them (recompile.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +56,8 @@ static void dev_release(portc_module *m) {
 
 void portc_module_free(portc_module *m) {
   if (!m) return;
+  module_variants_free(m);
+  free(m->target_name);
   pthread_mutex_destroy(&m->lock);
   if (m->km && m->handle) dev_release(m);
   if (m->handle) m->t->unload(m->handle);
@@ -155,6 +157,12 @@ portc_status module_compile(const portc_graph *g, const portc_compile_options *o
   pthread_mutexattr_destroy(&attr);
   m->t = t;
   m->g = g;
+  m->opts = *o, m->opts.dump_dir = m->opts.dump_after = NULL; /* a recompile writes no dumps */
+  if (!(m->target_name = strdup(tname))) {
+    portc_module_free(m);
+    return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
+  }
+  m->opts.target = m->target_name;
   m->dynamic = o->dynamic || g->nsyms == 0;
   if (!m->dynamic) {
     if (!b) {
@@ -474,7 +482,9 @@ void module_unlock(const portc_module *m, portc_bindings *b) {
 portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
   if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
   module_lock(m, b);
-  portc_status st = module_run(m, b, outputs);
+  portc_module *use;
+  portc_status st = module_for_values(m, b, &use);
+  if (!st) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
   module_unlock(m, b);
   return st;
 }
@@ -482,7 +492,9 @@ portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor *
 portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
   if (!m || !seconds) return err_set(PORTC_ERR_INVALID, "time: NULL argument");
   module_lock(m, b);
-  portc_status st = module_time(m, b, iters, seconds);
+  portc_module *use;
+  portc_status st = module_for_values(m, b, &use);
+  if (!st) st = use == m ? module_time(m, b, iters, seconds) : portc_module_time(use, b, iters, seconds);
   module_unlock(m, b);
   return st;
 }

@@ -9,6 +9,8 @@
 #include "../lower/kir.h"
 #include "../targets/target.h"
 
+enum { MODULE_MAX_VARIANTS = 8 };
+
 struct portc_module {
   pthread_mutex_t lock; /* recursive: every public call on the module holds it (portc.h's threading contract) */
   const target *t;
@@ -24,12 +26,24 @@ struct portc_module {
   /* targets with their own memory: allocations kept from run to run (per buffer, and the arena) */
   void **dev_obj;
   int64_t *dev_bytes;
+  /* recompiles (recompile.c): a specialized module run with other symbol values compiles again,
+   * with the options it was compiled with (target copied), keeping what it compiled */
+  portc_compile_options opts;
+  char *target_name;
+  portc_module *variant[MODULE_MAX_VARIANTS]; /* specialized for other values */
+  int nvariant, recompiles;
+  portc_module *dyn; /* every symbol dynamic: used for every value once it exists */
 };
 
 /* portc_compile's work: force (per kernel, or NULL) gives knobs that replace the tune tables
  * (the tuner's candidates) */
 portc_status module_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
                             portc_module **out);
+/* the module that runs these bindings' symbol values: m itself when it was compiled dynamic or
+ * for them, else one compiled for them, or dynamic, now or at an earlier miss (recompile.c) */
+portc_status module_for_values(portc_module *m, portc_bindings *b, portc_module **use);
+void module_variants_free(portc_module *m);
+
 /* one whole run, then each kernel alone: median[i] of `reps` timings (device timer, else the host
  * clock); a kernel whose first timing is over 3 x cutoff[i] (cutoff may be NULL; 0: none) is not
  * timed again */

@@ -346,7 +346,11 @@ typedef struct portc_module portc_module;
 
 /* Compiles g for a target. Without `dynamic`, symbols take their values from b (set with
  * portc_bindings_set_symbol or bound through input tensors); b may be NULL when g has none. The
- * graph must outlive the module. */
+ * graph must outlive the module. A module so specialized, run with other values, compiles again
+ * for them and keeps that variant; when a symbol shows a third value, or after
+ * $PORTC_RECOMPILE_LIMIT recompiles (8 by default; 0: at once), it compiles once with every
+ * symbol dynamic and runs every later value with that. PORTC_LOG=recompiles logs each, with the
+ * guard that failed. */
 PORTC_API portc_status portc_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, portc_module **out);
 PORTC_API void portc_module_free(portc_module *m);
 /* Runs the module; outputs[i] receives a new tensor of graph output i, in its own dtype. */
@@ -391,7 +395,7 @@ PORTC_API int portc_tune_check(const char *path, void *out);
 PORTC_API portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes);
 PORTC_API portc_status portc_cache_clear(int64_t *removed);
 /* $PORTC_LOG: comma-separated topics whose decisions go to stderr, each line "[portc TOPIC] ...":
- * breaks, cache, fusion, kernels, memory, tune, or all. PORTC_ERR_INVALID, naming the first
+ * breaks, cache, fusion, kernels, memory, recompiles, tune, or all. PORTC_ERR_INVALID, naming the first
  * unknown topic and listing the known ones, when it holds another word (the library then also
  * says so once on stderr, at its first log check, and logs the topics it knows). */
 PORTC_API portc_status portc_log_check(void);
