@@ -159,6 +159,21 @@ for want in '"samples_s": [' '"symbols": {"N": 8}' '"device_key": "api=cpu' '"po
 done
 grep -q '^mlp,cpu,.*,fused,' "$tmp/b2.csv" || { echo "FAIL: bench csv lacks the fused row"; fails=$((fails + 1)); }
 grep -q '<circle' "$tmp/b2.svg" || { echo "FAIL: bench chart has no points"; fails=$((fails + 1)); }
+# --trace: the transformer's kernels as Chrome trace JSON, one complete event per kernel, named
+# as explain names them, end to end
+expect 0 "bench --trace" -- "$portc" bench "$src/examples/transformer.ptg" --set B=1 --set S=16 --iters 3 --warmup 1 --no-eager \
+  --trace "$tmp/trace.json"
+contains "trace: $tmp/trace.json" "bench says where the trace is"
+"$portc" explain "$src/examples/transformer.ptg" --set B=1 --set S=16 >"$tmp/explain.txt" 2>&1
+python3 - "$tmp/trace.json" "$tmp/explain.txt" <<'PY' || { echo "FAIL: the trace is not what explain describes"; fails=$((fails + 1)); }
+import json, re, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+kernels = [e for e in events if e["ph"] == "X"]
+names = re.findall(r"^(kernel \d+: .*)$", open(sys.argv[2]).read(), re.M)
+assert [e["name"] for e in kernels] == names, ([e["name"] for e in kernels], names)
+assert all(e["dur"] > 0 and e["args"]["bytes"] > 0 for e in kernels)
+assert all(b["ts"] >= a["ts"] + a["dur"] - 1e-3 for a, b in zip(kernels, kernels[1:])), "not end to end"
+PY
 expect 2 "bench, one target too many" -- "$portc" run "$src/examples/mlp.ptg" -t cpu,cpu
 contains "-t takes one target here" "run takes one target"
 expect 2 "bench without file" -- "$portc" bench

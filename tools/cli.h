@@ -69,6 +69,19 @@ typedef struct chart {
 /* writes c as an SVG file a browser opens; false when the file cannot be written */
 bool chart_write(const chart *c, const char *path);
 
+/* a run's kernels as a Chrome trace (trace.c): per kernel its median time alone, bytes and FLOPs
+ * (n entries each), and `portc explain`'s text for the names */
+typedef struct trace {
+  const char *graph, *target, *device, *explain;
+  const double *seconds;
+  const int64_t *bytes, *flops;
+  int n;
+} trace;
+/* writes t as JSON that chrome://tracing and Perfetto open; false when the file cannot be written */
+bool trace_write(const trace *t, const char *path);
+/* s as a JSON string, quoted and escaped (cmd_bench.c) */
+void json_string(FILE *f, const char *s);
+
 /* one line of statistics: shape, min, max, mean, std, NaN and Inf counts */
 void print_summary(FILE *f, const char *name, const portc_tensor *t, portc_dtype graph_dtype, const portc_dim *dims);
 

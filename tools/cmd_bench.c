@@ -14,7 +14,8 @@
 
 static const char *const help =
     "usage: portc bench G.ptg [-t TARGET[,TARGET...]] [--set SYM=N]... [--input NAME=FILE.npy]... [--seed S]\n"
-    "                   [--iters N] [--warmup N] [--json FILE] [--csv FILE] [--chart FILE.svg] [--no-eager]\n"
+    "                   [--iters N] [--warmup N] [--json FILE] [--csv FILE] [--chart FILE.svg] [--trace FILE.json]\n"
+    "                   [--no-eager]\n"
     "                   [COMPILE OPTIONS]\n"
     "\n"
     "Compiles G.ptg twice (cold: an empty kernel cache; warm: a cache hit), runs --warmup runs, then\n"
@@ -27,7 +28,9 @@ static const char *const help =
     "(one object per target: {\"targets\": [...]} when there are several); --csv one row per target\n"
     "and series; --chart an SVG of every kernel's rate against the device's peaks, which portc\n"
     "measures first (a 64 MiB copy and a 2048 f32 matmul), fused, eager and untuned (one file per\n"
-    "target when there are several: FILE-TARGET.svg).\n"
+    "target when there are several: FILE-TARGET.svg); --trace the fused run's kernels as a Chrome\n"
+    "trace (chrome://tracing, Perfetto), named as explain names them, each lasting its median time\n"
+    "alone (one file per target when there are several: FILE-TARGET.json).\n"
     "%s";
 
 typedef struct measure {
@@ -35,12 +38,13 @@ typedef struct measure {
   double *samples; /* every timed run, in order */
   int n;
   portc_module_info info;
-  double *ks;        /* --chart: per kernel, its median time alone */
+  double *ks;        /* --chart, --trace: per kernel, its median time alone */
   int64_t *kb, *kf;  /* and its bytes and FLOPs */
+  char *explain;     /* and the module's explain text */
 } measure;
 
 static void measure_free(measure *m) {
-  free(m->samples), free(m->ks), free(m->kb), free(m->kf);
+  free(m->samples), free(m->ks), free(m->kb), free(m->kf), free(m->explain);
   memset(m, 0, sizeof *m);
 }
 
@@ -105,6 +109,7 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
       portc_module_free(mod);
       return EXIT_FAIL;
     }
+    m->explain = portc_module_explain(mod, b);
   }
   portc_module_free(mod);
   return EXIT_OK;
@@ -118,7 +123,7 @@ static void print_measure(const char *what, const measure *m) {
     printf("warning: %s runs spread %.0f%% around the median (10th to 90th percentile): the machine was noisy\n", what, m->spread * 100);
 }
 
-static void json_string(FILE *f, const char *s) {
+void json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (; s && *s; s++) {
     if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
@@ -244,7 +249,7 @@ static bool write_chart(const portc_graph *g, const result *r, const char *path)
 
 int cmd_bench(int argc, char **argv) {
   graph_args ga = {.seed = 1, .seeded = true, .several = true};
-  const char *json = NULL, *csv = NULL, *svg = NULL;
+  const char *json = NULL, *csv = NULL, *svg = NULL, *tracef = NULL;
   int iters = 20, warmup = 3;
   bool eager = true;
   for (int i = 1; i < argc; i++) {
@@ -257,7 +262,7 @@ int cmd_bench(int argc, char **argv) {
     if (took < 0) return EXIT_USAGE;
     if (took) continue;
     uint64_t v;
-    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart");
+    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart") || !strcmp(a, "--trace");
     if (takes && i + 1 >= argc) return usage_error("bench", "%s needs a value", a);
     if (!strcmp(a, "--iters") || !strcmp(a, "--warmup")) {
       if (!parse_u64(argv[++i], &v) || v > 100000 || (!strcmp(a, "--iters") && v == 0)) return usage_error("bench", "%s wants a count", a);
@@ -269,6 +274,8 @@ int cmd_bench(int argc, char **argv) {
       csv = argv[++i];
     } else if (!strcmp(a, "--chart")) {
       svg = argv[++i];
+    } else if (!strcmp(a, "--trace")) {
+      tracef = argv[++i];
     } else if (!strcmp(a, "--no-eager")) {
       eager = false;
     } else {
@@ -296,10 +303,11 @@ int cmd_bench(int argc, char **argv) {
     portc_compile_options co = ga.co;
     co.size = sizeof co;
     co.target = r->target;
-    int profile = svg ? 10 : 0;
+    int profile = svg || tracef ? 10 : 0;
     rc = measure_one(g, b, co, warmup, iters, profile, &r->fused);
     portc_compile_options ce = co;
     ce.eager = true;
+    profile = svg ? 10 : 0; /* the chart's other series; a trace is of the fused run */
     if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, profile, &r->eager), r->has_eager = !rc;
     portc_compile_options cr = co;
     cr.rules_only = true;
@@ -331,6 +339,20 @@ int cmd_bench(int argc, char **argv) {
         rc = EXIT_FAIL;
       } else {
         printf("chart: %s (peaks measured here: %.1f GB/s, %.1f GFLOP/s)\n", path, r->peak_gbps, r->peak_gflops);
+      }
+    }
+    if (tracef) {
+      char path[4096];
+      size_t stem = strlen(tracef) > 5 && !strcmp(tracef + strlen(tracef) - 5, ".json") ? strlen(tracef) - 5 : strlen(tracef);
+      if (nt > 1) snprintf(path, sizeof path, "%.*s-%s.json", (int)stem, tracef, r->target);
+      else snprintf(path, sizeof path, "%s", tracef);
+      const measure *fm = &r->fused;
+      trace t = {portc_graph_name(g), r->target, fm->info.device, fm->explain, fm->ks, fm->kb, fm->kf, fm->info.kernels};
+      if (!trace_write(&t, path)) {
+        fprintf(stderr, "portc bench: cannot write %s\n", path);
+        rc = EXIT_FAIL;
+      } else {
+        printf("trace: %s (%d kernels; open it in chrome://tracing or Perfetto)\n", path, fm->info.kernels);
       }
     }
   }
