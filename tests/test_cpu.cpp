@@ -1,10 +1,14 @@
 // test_cpu.cpp: the CPU target end to end: results against the reference, the kernel cache
-// (hits, corrupt entries rebuilt, unsafe folders refused), dynamic and specialized modules, and
-// the errors a user can meet (no compiler, a bad index at run time, unimplemented modes).
+// (hits, corrupt entries rebuilt, unsafe folders refused), dynamic and specialized modules,
+// recompiles at other symbol values, and the errors a user can meet (no compiler, a bad index at
+// run time).
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "helpers.h"
 
@@ -301,6 +305,41 @@ TEST_F(Cpu, OtherSymbolValuesRecompileThenGoDynamic) {
   log = run_sizes("0", {2, 5});
   EXPECT_NE(log.find("recompile 1, with every symbol dynamic (the recompile limit, 0, is reached)"), std::string::npos) << log;
   EXPECT_EQ(log.find("recompile 2"), std::string::npos) << log;
+}
+
+// threads sharing one specialized module run it at several sizes at once: the recompiles happen
+// under the module's lock, once each, and every run matches the reference (the TSan job runs this)
+TEST_F(Cpu, RecompilesFromThreadsSharingOneModule) {
+  Graph g = parse("input x: f32[N, 8]\nn = neg(x)\ny = softmax(n)\noutput y\n");
+  portc_bindings *b0 = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b0, "N", 1);
+  portc_compile_options o = {};
+  o.size = sizeof o;
+  portc_module *m = nullptr;
+  ASSERT_EQ(portc_compile(g.get(), &o, b0, &m), PORTC_OK) << portc_last_error();
+  portc_bindings_free(b0);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; t++)
+    pool.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; rep++)
+        for (int n = 1; n <= 4; n++) {
+          portc_bindings *b = portc_bindings_new(g.get());
+          portc_bindings_set_symbol(b, "N", (n + t) % 4 + 1);
+          portc_bindings_set_seed(b, 5);
+          portc_tensor *out = nullptr, *ref = nullptr;
+          bool ok = portc_module_run(m, b, &out) == PORTC_OK && portc_reference_run(g.get(), b, &ref) == PORTC_OK &&
+                    portc_tensor_numel(out) == portc_tensor_numel(ref);
+          for (int64_t i = 0; ok && i < portc_tensor_numel(out); i++) ok = std::fabs(portc_tensor_get(out, i) - portc_tensor_get(ref, i)) < 1e-6;
+          if (!ok) wrong++;
+          portc_tensor_free(out);
+          portc_tensor_free(ref);
+          portc_bindings_free(b);
+        }
+    });
+  for (auto &th : pool) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  portc_module_free(m);
 }
 
 TEST_F(Cpu, OptionsThatAreNotThereYetSaySo) {
