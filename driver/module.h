@@ -30,9 +30,9 @@ struct portc_module {
    * with the options it was compiled with (target copied), keeping what it compiled */
   portc_compile_options opts;
   char *target_name;
-  portc_module *variant[MODULE_MAX_VARIANTS]; /* specialized for other values */
-  int nvariant, recompiles;
-  portc_module *dyn; /* every symbol dynamic: used for every value once it exists */
+  portc_module *variant[MODULE_MAX_VARIANTS]; /* specialized for other values: the recompiles before dyn */
+  int nvariant;
+  portc_module *dyn; /* every symbol dynamic: used for every value once it exists (the last recompile) */
 };
 
 /* portc_compile's work: force (per kernel, or NULL) gives knobs that replace the tune tables

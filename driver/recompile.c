@@ -59,19 +59,18 @@ portc_status module_for_values(portc_module *m, portc_bindings *b, portc_module 
   while (m->symvals[k] == b->sym[k]) k++;
   for (int j = 0; j < m->g->nsyms && third < 0; j++)
     if (other_values(m, j, b->sym[j]) >= 2) third = j;
-  int limit = recompile_limit();
-  bool dynamic = third >= 0 || m->recompiles >= limit || m->nvariant == MODULE_MAX_VARIANTS;
+  int limit = recompile_limit(); /* at most MODULE_MAX_VARIANTS: the variants always fit */
+  bool dynamic = third >= 0 || m->nvariant >= limit;
   char how[160];
   if (third >= 0) snprintf(how, sizeof how, "with every symbol dynamic (%s has a third value)", m->g->syms[third]);
   else if (dynamic) snprintf(how, sizeof how, "with every symbol dynamic (the recompile limit, %d, is reached)", limit);
   else snprintf(how, sizeof how, "for these values");
   log_line("recompiles", "graph %s: guard %s == %lld failed (this run has %lld): recompile %d, %s", m->g->name, m->g->syms[k],
-           (long long)m->symvals[k], (long long)b->sym[k], m->recompiles + 1, how);
+           (long long)m->symvals[k], (long long)b->sym[k], m->nvariant + 1, how);
   portc_compile_options o = m->opts;
   o.dynamic = dynamic;
   portc_module *v = NULL;
   if ((st = module_compile(m->g, &o, b, NULL, &v))) return st;
-  m->recompiles++;
   if (dynamic) m->dyn = v;
   else m->variant[m->nvariant++] = v;
   *use = v;
