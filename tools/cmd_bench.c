@@ -247,6 +247,14 @@ static bool write_chart(const portc_graph *g, const result *r, const char *path)
   return ok;
 }
 
+/* the file of one target's chart or trace: `file` itself, or with several targets (target not
+ * NULL) FILE-TARGET.ext, where FILE is `file` less its extension ext */
+static void target_file(const char *file, const char *ext, const char *target, char *out, size_t len) {
+  size_t n = strlen(file), e = strlen(ext);
+  if (!target) snprintf(out, len, "%s", file);
+  else snprintf(out, len, "%.*s-%s%s", (int)(n > e && !strcmp(file + n - e, ext) ? n - e : n), file, target, ext);
+}
+
 int cmd_bench(int argc, char **argv) {
   graph_args ga = {.seed = 1, .seeded = true, .several = true};
   const char *json = NULL, *csv = NULL, *svg = NULL, *tracef = NULL;
@@ -303,11 +311,10 @@ int cmd_bench(int argc, char **argv) {
     portc_compile_options co = ga.co;
     co.size = sizeof co;
     co.target = r->target;
-    int profile = svg || tracef ? 10 : 0;
-    rc = measure_one(g, b, co, warmup, iters, profile, &r->fused);
+    const int profile = svg ? 10 : 0; /* per-kernel times of every series for the chart; a trace is of the fused run */
+    rc = measure_one(g, b, co, warmup, iters, tracef ? 10 : profile, &r->fused);
     portc_compile_options ce = co;
     ce.eager = true;
-    profile = svg ? 10 : 0; /* the chart's other series; a trace is of the fused run */
     if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, profile, &r->eager), r->has_eager = !rc;
     portc_compile_options cr = co;
     cr.rules_only = true;
@@ -332,8 +339,7 @@ int cmd_bench(int argc, char **argv) {
            ru.ru_maxrss / 1024);
     if (svg) {
       char path[4096];
-      if (nt > 1) snprintf(path, sizeof path, "%.*s-%s.svg", (int)(strlen(svg) > 4 && !strcmp(svg + strlen(svg) - 4, ".svg") ? strlen(svg) - 4 : strlen(svg)), svg, r->target);
-      else snprintf(path, sizeof path, "%s", svg);
+      target_file(svg, ".svg", nt > 1 ? r->target : NULL, path, sizeof path);
       if (!write_chart(g, r, path)) {
         fprintf(stderr, "portc bench: cannot write %s\n", path);
         rc = EXIT_FAIL;
@@ -343,9 +349,7 @@ int cmd_bench(int argc, char **argv) {
     }
     if (tracef) {
       char path[4096];
-      size_t stem = strlen(tracef) > 5 && !strcmp(tracef + strlen(tracef) - 5, ".json") ? strlen(tracef) - 5 : strlen(tracef);
-      if (nt > 1) snprintf(path, sizeof path, "%.*s-%s.json", (int)stem, tracef, r->target);
-      else snprintf(path, sizeof path, "%s", tracef);
+      target_file(tracef, ".json", nt > 1 ? r->target : NULL, path, sizeof path);
       const measure *fm = &r->fused;
       trace t = {portc_graph_name(g), r->target, fm->info.device, fm->explain, fm->ks, fm->kb, fm->kf, fm->info.kernels};
       if (!trace_write(&t, path)) {
