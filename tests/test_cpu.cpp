@@ -235,29 +235,50 @@ TEST_F(Cpu, RuntimeIndexErrorLeavesTheProcessIntact) {
   portc_module_free(m);
 }
 
+// N rows of 8: the graph of the reduce-overhead and recompile tests
+static const char *const rows_graph = "input x: f32[N, 8]\nn = neg(x)\ny = softmax(n)\noutput y\n";
+
+// m run at N=n on inputs from seed, against the reference: "" when it runs, gives 8 n elements
+// and each is within 1e-6 of the reference's, else what went wrong
+static std::string run_against_reference(portc_module *m, portc_graph *g, int n, uint64_t seed) {
+  portc_bindings *b = portc_bindings_new(g);
+  portc_bindings_set_symbol(b, "N", n);
+  portc_bindings_set_seed(b, seed);
+  portc_tensor *out = nullptr, *ref = nullptr;
+  std::string why;
+  if (portc_module_run(m, b, &out) != PORTC_OK) why = std::string("run: ") + portc_last_error();
+  else if (portc_reference_run(g, b, &ref) != PORTC_OK) why = std::string("reference: ") + portc_last_error();
+  else if (portc_tensor_numel(out) != 8 * n) why = std::to_string(portc_tensor_numel(out)) + " elements";
+  for (int i = 0; why.empty() && i < 8 * n; i++)
+    if (!(std::fabs(portc_tensor_get(out, i) - portc_tensor_get(ref, i)) <= 1e-6))
+      why = "element " + std::to_string(i) + ": " + std::to_string(portc_tensor_get(out, i)) + ", the reference " + std::to_string(portc_tensor_get(ref, i));
+  portc_tensor_free(out);
+  portc_tensor_free(ref);
+  portc_bindings_free(b);
+  return why.empty() ? why : "N=" + std::to_string(n) + ": " + why;
+}
+
+// rows_graph compiled for N=1 (specialized), or dynamic
+static portc_module *compile_rows(portc_graph *g, bool dynamic, portc_mode mode = PORTC_MODE_DEFAULT) {
+  portc_bindings *b = portc_bindings_new(g);
+  portc_bindings_set_symbol(b, "N", 1);
+  portc_compile_options o = {};
+  o.size = sizeof o;
+  o.mode = mode;
+  o.dynamic = dynamic;
+  portc_module *m = nullptr;
+  EXPECT_EQ(portc_compile(g, &o, b, &m), PORTC_OK) << portc_last_error();
+  portc_bindings_free(b);
+  return m;
+}
+
 // reduce-overhead on the CPU: nothing to record (each run calls its kernels directly), so the
 // module runs as in the default mode
 TEST_F(Cpu, ReduceOverheadRunsAsTheDefaultMode) {
-  Graph g = parse("input x: f32[N, 8]\nn = neg(x)\ny = softmax(n)\noutput y\n");
-  portc_compile_options o = {};
-  o.size = sizeof o;
-  o.mode = PORTC_MODE_REDUCE_OVERHEAD;
-  o.dynamic = true;
-  portc_module *m = nullptr;
-  ASSERT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_OK) << portc_last_error();
-  for (int n : {3, 5}) {
-    portc_bindings *b = portc_bindings_new(g.get());
-    portc_bindings_set_symbol(b, "N", n);
-    portc_bindings_set_seed(b, 7);
-    portc_tensor *out = nullptr, *ref = nullptr;
-    ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
-    ASSERT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK) << portc_last_error();
-    ASSERT_EQ(portc_tensor_numel(out), 8 * n);
-    for (int i = 0; i < 8 * n; i++) EXPECT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-6) << "N=" << n << " element " << i;
-    portc_tensor_free(out);
-    portc_tensor_free(ref);
-    portc_bindings_free(b);
-  }
+  Graph g = parse(rows_graph);
+  portc_module *m = compile_rows(g.get(), true, PORTC_MODE_REDUCE_OVERHEAD);
+  ASSERT_NE(m, nullptr);
+  for (int n : {3, 5}) EXPECT_EQ(run_against_reference(m, g.get(), n, 7), "");
   portc_module_free(m);
 }
 
@@ -266,30 +287,12 @@ TEST_F(Cpu, ReduceOverheadRunsAsTheDefaultMode) {
 // PORTC_LOG=recompiles with the guard that failed, and every run matches the reference. With
 // PORTC_RECOMPILE_LIMIT=0 the first miss compiles dynamic.
 static std::string run_sizes(const char *limit, std::initializer_list<int> sizes) {
-  Graph g = parse("input x: f32[N, 8]\nn = neg(x)\ny = softmax(n)\noutput y\n");
-  portc_bindings *b = portc_bindings_new(g.get());
-  portc_bindings_set_symbol(b, "N", 1);
-  portc_compile_options o = {};
-  o.size = sizeof o;
-  portc_module *m = nullptr;
-  EXPECT_EQ(portc_compile(g.get(), &o, b, &m), PORTC_OK) << portc_last_error();
-  portc_bindings_free(b);
+  Graph g = parse(rows_graph);
+  portc_module *m = compile_rows(g.get(), false);
   setenv("PORTC_LOG", "recompiles", 1);
   if (limit) setenv("PORTC_RECOMPILE_LIMIT", limit, 1);
   testing::internal::CaptureStderr();
-  for (int n : sizes) {
-    b = portc_bindings_new(g.get());
-    portc_bindings_set_symbol(b, "N", n);
-    portc_bindings_set_seed(b, 11);
-    portc_tensor *out = nullptr, *ref = nullptr;
-    EXPECT_EQ(portc_module_run(m, b, &out), PORTC_OK) << "N=" << n << ": " << portc_last_error();
-    EXPECT_EQ(portc_reference_run(g.get(), b, &ref), PORTC_OK);
-    EXPECT_EQ(portc_tensor_numel(out), 8 * n);
-    for (int i = 0; out && ref && i < 8 * n; i++) EXPECT_NEAR(portc_tensor_get(out, i), portc_tensor_get(ref, i), 1e-6) << "N=" << n;
-    portc_tensor_free(out);
-    portc_tensor_free(ref);
-    portc_bindings_free(b);
-  }
+  for (int n : sizes) EXPECT_EQ(run_against_reference(m, g.get(), n, 11), "");
   std::string log = testing::internal::GetCapturedStderr();
   unsetenv("PORTC_LOG");
   unsetenv("PORTC_RECOMPILE_LIMIT");
@@ -310,32 +313,16 @@ TEST_F(Cpu, OtherSymbolValuesRecompileThenGoDynamic) {
 // threads sharing one specialized module run it at several sizes at once: the recompiles happen
 // under the module's lock, once each, and every run matches the reference (the TSan job runs this)
 TEST_F(Cpu, RecompilesFromThreadsSharingOneModule) {
-  Graph g = parse("input x: f32[N, 8]\nn = neg(x)\ny = softmax(n)\noutput y\n");
-  portc_bindings *b0 = portc_bindings_new(g.get());
-  portc_bindings_set_symbol(b0, "N", 1);
-  portc_compile_options o = {};
-  o.size = sizeof o;
-  portc_module *m = nullptr;
-  ASSERT_EQ(portc_compile(g.get(), &o, b0, &m), PORTC_OK) << portc_last_error();
-  portc_bindings_free(b0);
+  Graph g = parse(rows_graph);
+  portc_module *m = compile_rows(g.get(), false);
+  ASSERT_NE(m, nullptr);
   std::atomic<int> wrong{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < 4; t++)
     pool.emplace_back([&, t] {
       for (int rep = 0; rep < 3; rep++)
-        for (int n = 1; n <= 4; n++) {
-          portc_bindings *b = portc_bindings_new(g.get());
-          portc_bindings_set_symbol(b, "N", (n + t) % 4 + 1);
-          portc_bindings_set_seed(b, 5);
-          portc_tensor *out = nullptr, *ref = nullptr;
-          bool ok = portc_module_run(m, b, &out) == PORTC_OK && portc_reference_run(g.get(), b, &ref) == PORTC_OK &&
-                    portc_tensor_numel(out) == portc_tensor_numel(ref);
-          for (int64_t i = 0; ok && i < portc_tensor_numel(out); i++) ok = std::fabs(portc_tensor_get(out, i) - portc_tensor_get(ref, i)) < 1e-6;
-          if (!ok) wrong++;
-          portc_tensor_free(out);
-          portc_tensor_free(ref);
-          portc_bindings_free(b);
-        }
+        for (int n = 1; n <= 4; n++)
+          if (!run_against_reference(m, g.get(), (n + t) % 4 + 1, 5).empty()) wrong++;
     });
   for (auto &th : pool) th.join();
   EXPECT_EQ(wrong.load(), 0);
