@@ -316,8 +316,9 @@ static void run_place(char *out, size_t len, int VW, const char *t, const char *
 }
 
 /* the guarded store of register block c[RB][RB], column by column, with the epilogue: acc0 is the
- * expression acc (of c[i][jj]); `column` (may be NULL) is written once per column, after n */
-static void matmul_store(emitter *e, int RB, int VW, const char *acc, const char *const *oidx, const char *column) {
+ * expression acc (of c[i][jj]); `column` (may be NULL) is written once per column, after n.
+ * Without oidx, acc is this slice's partial sum, written to slice `slice` of pc_acc [S][M][N]. */
+static void matmul_store(emitter *e, int RB, int VW, const char *acc, const char *const *oidx, const char *column, const char *slice) {
   char row[96], col[96];
   run_place(row, sizeof row, VW, "ty", "i");
   run_place(col, sizeof col, VW, "tx", "jj");
@@ -330,10 +331,14 @@ static void matmul_store(emitter *e, int RB, int VW, const char *acc, const char
   e->indent++;
   emit_line(e, "const int m = m0 + %s;", row);
   emit_line(e, "if (m >= M) continue;");
-  emit_line(e, "const %s acc0 = %s;", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
-  emit_scope_push(e);
-  emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
-  emit_scope_pop(e);
+  if (!oidx) {
+    emit_line(e, "pc_acc[(%s * M + m) * N + n] = %s;", slice, acc);
+  } else {
+    emit_line(e, "const %s acc0 = %s;", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
+    emit_scope_push(e);
+    emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
+    emit_scope_pop(e);
+  }
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -358,18 +363,19 @@ static void matmul_panel(emitter *e, int RB, int VW) {
   gpu_loop_end(e);
 }
 
-/* The k loop of the SIMT matmul and convolution, pipelined through registers: each thread
- * fetches its LOADS elements of the next panels (ra, rb; `fetch` emits that for k1 = k0 +
- * GPU_MM_BK) while the block multiplies the panels in shared memory, then stores them there.
- * ra[q] goes to pc_As[ea % BK][ea / BK] and rb[q] to pc_Bs[ea / T][ea % T] (ea = tid + 256 q). */
+/* The k loop of the SIMT matmul and convolution over [KB, KE) (which the caller declares),
+ * pipelined through registers: each thread fetches its LOADS elements of the next panels (ra, rb;
+ * `fetch` emits that for k1 = k0 + GPU_MM_BK, zeros at and past KE) while the block multiplies
+ * the panels in shared memory, then stores them there. ra[q] goes to pc_As[ea % BK][ea / BK] and
+ * rb[q] to pc_Bs[ea / T][ea % T] (ea = tid + 256 q). */
 typedef void panel_fetch(emitter *e, int LOADS, const void *ctx);
 static void panel_loop(emitter *e, int T, int RB, int VW, panel_fetch *fetch, const void *ctx) {
   const int LOADS = T * GPU_MM_BK / 256;
   emit_line(e, "float c[%d][%d], ra[%d], rb[%d];", RB, RB, LOADS, LOADS);
   emit_line(e, "for (int i = 0; i < %d; i++) for (int jj = 0; jj < %d; jj++) c[i][jj] = 0.0;", RB, RB);
-  emit_line(e, "for (int k0 = -%d; k0 < K; k0 += %d) {", GPU_MM_BK, GPU_MM_BK);
+  emit_line(e, "for (int k0 = KB - %d; k0 < KE; k0 += %d) {", GPU_MM_BK, GPU_MM_BK);
   e->indent++;
-  emit_line(e, "if (k0 >= 0) {");
+  emit_line(e, "if (k0 >= KB) {");
   emit_line(e, "  %sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
   emit_line(e, "    const int ea = tid + 256 * q;");
   emit_line(e, "    pc_As[ea %% %d][ea / %d] = ra[q];", GPU_MM_BK, GPU_MM_BK);
@@ -377,12 +383,12 @@ static void panel_loop(emitter *e, int T, int RB, int VW, panel_fetch *fetch, co
   emit_line(e, "  }");
   emit_line(e, "  %s", G(e)->barrier);
   emit_line(e, "}");
-  emit_line(e, "if (k0 + %d < K) {", GPU_MM_BK);
+  emit_line(e, "if (k0 + %d < KE) {", GPU_MM_BK);
   e->indent++;
   emit_line(e, "const int k1 = k0 + %d;", GPU_MM_BK);
   fetch(e, LOADS, ctx);
   gpu_loop_end(e);
-  emit_line(e, "if (k0 >= 0) {");
+  emit_line(e, "if (k0 >= KB) {");
   e->indent++;
   matmul_panel(e, RB, VW);
   emit_line(e, "%s", G(e)->barrier);
@@ -399,7 +405,7 @@ static void matmul_fetch(emitter *e, int LOADS, const void *ctx) {
   e->indent++;
   emit_line(e, "const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k1 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
   emit_line(e, "ra[q] = 0.0;");
-  emit_line(e, "if (mm < M && kk < K) {");
+  emit_line(e, "if (mm < M && kk < KE) {");
   e->indent++;
   emit_operand(e, 0, o->aidx, ex, sizeof ex);
   emit_line(e, "ra[q] = %s;", ex);
@@ -409,7 +415,7 @@ static void matmul_fetch(emitter *e, int LOADS, const void *ctx) {
   e->indent++;
   emit_line(e, "const int eb = tid + 256 * q, kk = k1 + eb / %d, nn = n0 + eb %% %d;", e->k->sched.tile_m, e->k->sched.tile_m);
   emit_line(e, "rb[q] = 0.0;");
-  emit_line(e, "if (kk < K && nn < N) {");
+  emit_line(e, "if (kk < KE && nn < N) {");
   e->indent++;
   emit_operand(e, 1, o->bidx, ex, sizeof ex);
   emit_line(e, "rb[q] = %s;", ex);
@@ -421,8 +427,9 @@ void gpu_matmul_float(emitter *e, int T) {
   const char *aidx[PORTC_MAX_RANK + 2], *bidx[PORTC_MAX_RANK + 2], *oidx[PORTC_MAX_RANK + 2];
   const int RB = T / 16, VW = panel_run(e, RB);
   gpu_matmul_begin(e, T, aidx, bidx, oidx);
+  emit_line(e, "const int KB = 0, KE = K;");
   panel_loop(e, T, RB, VW, matmul_fetch, &(matmul_operands){aidx, bidx});
-  matmul_store(e, RB, VW, "c[i][jj]", oidx, NULL);
+  matmul_store(e, RB, VW, "c[i][jj]", oidx, NULL, NULL);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -449,7 +456,7 @@ void gpu_matmul_int(emitter *e, int T) {
   emit_line(e, "c[i][jj] = s;");
   e->indent -= 2;
   emit_line(e, "  }");
-  matmul_store(e, RB, 1, "c[i][jj]", oidx, NULL);
+  matmul_store(e, RB, 1, "c[i][jj]", oidx, NULL, NULL);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -504,7 +511,15 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
 }
 
-bool gpu_tiles_fit(const kir_schedule *s, char *why, size_t len) {
+static bool no_split(const kir_schedule *s, char *why, size_t len) {
+  return s->split_k <= 1 || (snprintf(why, len, "split_k=%d: only the tiled convolution of a target that has split-K splits", s->split_k), false);
+}
+
+bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
+  const kir_schedule *s = &k->sched;
+  if (k->kind == KK_CONV && max_split > 1 && s->split_k > max_split)
+    return snprintf(why, len, "split_k=%d: at most %d", s->split_k, max_split), false;
+  if ((k->kind != KK_CONV || max_split <= 1) && !no_split(s, why, len)) return false;
   if (s->threads[0] != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
   if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
     return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
@@ -528,16 +543,22 @@ bool gpu_tile_useful(const kir_module *m, int i, int tile) {
 
 bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len) {
   int t = k->sched.threads[0];
+  if (!no_split(&k->sched, why, len)) return false;
   pow2 = pow2 || k->kind == KK_ROW;
   if (k->sched.threads[1] > 1 || k->sched.threads[2] > 1 || t < unit || t > max || t % unit || (pow2 && (t & (t - 1))))
     return snprintf(why, len, "threads=%d: whole groups of %d up to %d%s", t, unit, max, pow2 ? ", a power of two" : ""), false;
   return true;
 }
 
-void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
+void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
   const kir_kernel *k = &m->k[i];
-  int64_t M = dim_value(k->dom.d[1], S), N = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
-  groups[0] = (N + tile - 1) / tile, groups[1] = (M + tile - 1) / tile;
+  mn[0] = dim_value(k->dom.d[1], S), mn[1] = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
+}
+
+void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
+  int64_t mn[2];
+  gpu_conv_mn(m, i, S, mn);
+  groups[0] = (mn[1] + tile - 1) / tile, groups[1] = (mn[0] + tile - 1) / tile;
 }
 
 /* the pixel (image, row, column) of output column `nn` and the top left of its input window */
@@ -560,7 +581,7 @@ static void conv_fetch(emitter *e, int LOADS, const void *ctx) {
   emit_line(e, "%sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
   emit_line(e, "  const int ea = tid + 256 * q, mm = m0 + ea / %d, kk = k1 + ea %% %d;", GPU_MM_BK, GPU_MM_BK);
   emit_load(e, k->in_buf[1], "mm * K + kk", ld, sizeof ld);
-  emit_line(e, "  ra[q] = mm < M && kk < K ? %s : 0.0;", ld);
+  emit_line(e, "  ra[q] = mm < M && kk < KE ? %s : 0.0;", ld);
   emit_line(e, "}");
   emit_line(e, "%sfor (int q = 0; q < %d; q++) {", G(e)->unroll, LOADS);
   e->indent++;
@@ -571,7 +592,7 @@ static void conv_fetch(emitter *e, int LOADS, const void *ctx) {
     conv_pixel(e, nn);
   }
   emit_line(e, "rb[q] = 0.0;");
-  emit_line(e, "if (kk < K && bn < N) {");
+  emit_line(e, "if (kk < KE && bn < N) {");
   e->indent++;
   emit_line(e, "const int ci = kk / (KH * KW), kh = kk / KW %% KH, kw = kk %% KW;");
   emit_line(e, "const int ih = bh0 + kh * %lld, iw = bw0 + kw * %lld;", (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "dilation", 1));
@@ -581,15 +602,42 @@ static void conv_fetch(emitter *e, int LOADS, const void *ctx) {
   gpu_loop_end(e);
 }
 
-void gpu_conv_gemm(emitter *e, int T) {
+/* the implicit GEMM's sizes: M output channels, N output pixels, K = C * KH * KW */
+static void conv_gemm_sizes(emitter *e) {
   const kir_kernel *k = e->k;
   const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
-  const int RB = T / 16, VW = panel_run(e, RB);
   char nb[32];
   emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[1].c,
             (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)ws->d[2].c, (long long)ws->d[3].c, (long long)k->dom.d[2].c,
             (long long)k->dom.d[3].c);
   emit_line(e, "const int M = %lld, N = %s * OH * OW, K = C * KH * KW;", (long long)k->dom.d[1].c, emit_dim(e, k->dom.d[0], nb, sizeof nb));
+}
+
+/* the epilogue per output element m, n: bias, then what fused after the convolution */
+static const char *const conv_oidx[4] = {"cimg", "m", "coh", "cow"};
+static const char conv_column[] = "const int cimg = n / (OH * OW), coh = n / OW % OH, cow = n % OW;";
+
+static void conv_acc(emitter *e, const char *sum, char *acc, size_t len) {
+  const kir_kernel *k = e->k;
+  snprintf(acc, len, "%s", sum);
+  if (k->nin > 2) {
+    char bias[256];
+    emit_load(e, k->in_buf[2], "m", bias, sizeof bias);
+    snprintf(acc, len, "%s + %s", sum, bias);
+  }
+}
+
+int gpu_conv_split(const kir_kernel *k) { return k->kind == KK_CONV && k->sched.variant == KS_TILED && k->sched.split_k > 1 ? k->sched.split_k : 1; }
+
+void gpu_conv_gemm(emitter *e, int T) {
+  const int RB = T / 16, VW = panel_run(e, RB), S = gpu_conv_split(e->k);
+  conv_gemm_sizes(e);
+  if (S > 1) { /* this work group's slice of the reduction: whole panels */
+    emit_line(e, "const int KS = (K + %d) / %d * %d, KB = %s * KS, KE = min(K, KB + KS);", S * GPU_MM_BK - 1, S * GPU_MM_BK, GPU_MM_BK,
+              G(e)->group[2]);
+  } else {
+    emit_line(e, "const int KB = 0, KE = K;");
+  }
   emit_line(e, "const int tx = %s, ty = %s, tid = ty * 16 + tx;", G(e)->local[0], G(e)->local[1]);
   emit_line(e, "for (int n0 = %s * %d; n0 < N; n0 += %s * %d) {", G(e)->group[0], T, G(e)->ngroups[0], T);
   e->indent++;
@@ -601,16 +649,32 @@ void gpu_conv_gemm(emitter *e, int T) {
   emit_line(e, "for (int m0 = %s * %d; m0 < M; m0 += %s * %d) {", G(e)->group[1], T, G(e)->ngroups[1], T);
   e->indent++;
   panel_loop(e, T, RB, VW, conv_fetch, NULL);
-  /* the epilogue per output element: bias, then what fused after the convolution */
-  char acc[300] = "c[i][jj]";
-  if (k->nin > 2) {
-    char bias[256];
-    emit_load(e, k->in_buf[2], "m", bias, sizeof bias);
-    snprintf(acc, sizeof acc, "c[i][jj] + %s", bias);
+  if (S > 1) {
+    matmul_store(e, RB, VW, "c[i][jj]", NULL, NULL, G(e)->group[2]);
+  } else {
+    char acc[300];
+    conv_acc(e, "c[i][jj]", acc, sizeof acc);
+    matmul_store(e, RB, VW, acc, conv_oidx, conv_column, NULL);
   }
-  static const char *const oidx[4] = {"cimg", "m", "coh", "cow"};
-  matmul_store(e, RB, VW, acc, oidx, "const int cimg = n / (OH * OW), coh = n / OW % OH, cow = n % OW;");
   gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+void gpu_conv_split_sum(emitter *e) {
+  const int S = gpu_conv_split(e->k);
+  conv_gemm_sizes(e);
+  emit_line(e, "for (int t = %s; t < M * N; t += %s) {", G(e)->global_id, G(e)->global_threads);
+  e->indent++;
+  emit_line(e, "const int m = t / N, n = t %% N;");
+  emit_line(e, "%s", conv_column);
+  emit_line(e, "float s = pc_acc[t];");
+  emit_line(e, "%sfor (int z = 1; z < %d; z++) s += pc_acc[z * M * N + t];", G(e)->unroll, S);
+  char acc[300];
+  conv_acc(e, "s", acc, sizeof acc);
+  emit_line(e, "const float acc0 = %s;", acc);
+  emit_scope_push(e);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, conv_oidx);
+  emit_scope_pop(e);
   gpu_loop_end(e);
 }
 

@@ -36,18 +36,28 @@ void gpu_conv(emitter *e);
  * threads): x over the tiles of output pixels, y over those of output channels, as
  * gpu_conv_groups() counts them (the kernel loops when the target caps the grid) */
 bool gpu_conv_tiled(const kir_module *m, int i);
-/* what the SIMT matmul and convolution skeletons can run: 16x16 threads and a square tile of 16
- * to 128 (a multiple of 16); false with why */
-bool gpu_tiles_fit(const kir_schedule *s, char *why, size_t len);
+/* what the SIMT matmul and convolution skeletons can run: 16x16 threads, a square tile of 16
+ * to 128 (a multiple of 16), and a convolution's reduction in at most max_split slices (1: the
+ * target has no split-K); false with why */
+bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len);
 /* the tuner's cost model for a square SIMT tile of kernel i (a matmul or convolution): false
  * for a tile over 32 when a tile of half its size would already cover the output */
 bool gpu_tile_useful(const kir_module *m, int i, int tile);
 /* a 1-D work group of kernel k the skeletons can run: whole units (warps, wavefronts or
  * subgroups) up to max threads, a power of two where pow2 or for row kernels (their reductions
- * halve it); false with why */
+ * halve it), and no split-K; false with why */
 bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len);
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]);
+/* the output channels (M) and pixels (N) of convolution i's implicit GEMM */
+void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]);
 void gpu_conv_gemm(emitter *e, int tile);
+/* Split-K (schedule.split_k > 1, where a target allows it): work group z of the grid's third
+ * dimension computes slice z of the reduction, whole panels of it, and writes its partial sums
+ * to pc_acc[z][M][N] (f32; a dialect passes pc_acc first, a target's scratch buffer), without
+ * the epilogue; a second kernel, the body gpu_conv_split_sum emits (a grid-stride loop over
+ * M x N), adds the slices and applies the epilogue. gpu_conv_split: the slices (1: none). */
+int gpu_conv_split(const kir_kernel *k);
+void gpu_conv_split_sum(emitter *e);
 
 /* The body of kernel e->k from the skeletons above, by its kind and schedule (a dialect renders a
  * matrix-instruction matmul itself instead), and the shared memory of the SIMT tiles it needs,

@@ -56,6 +56,7 @@ enum {
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
+  CU_MAX_SPLIT = 16,  /* the most slices of a convolution's reduction (split-K) */
 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */

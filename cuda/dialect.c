@@ -7,7 +7,8 @@
  * kernel's schedule (schedule.c), which the runtime reads too. Tensor-core matmuls (f16/bf16
  * operands as they lie) are dialect_mma.c's; a matmul that cuBLASLt can compute also gets
  * `kN_epi`, which applies the epilogue to cuBLASLt's f32 result, unless cuBLASLt can do it all
- * (a store, or a bias added).
+ * (a store, or a bias added). A split-K convolution writes partial sums to the scratch buffer
+ * (its first parameter, pc_acc), and its `kN_epi` adds them and applies the epilogue.
  *
  * Each kernel's text starts with "//@kernel N".
  */
@@ -43,13 +44,18 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   free(ps);
 }
 
-/* the epilogue of a matmul whose product cuBLASLt wrote to pc_acc (f32, M x N, row-major) */
-static void blaslt_epilogue(emitter *e, int index) {
-  const kir_kernel *k = e->k;
-  for (int v = 0; v < k->nval; v++) e->done[v] = 0; /* a new function: its values are written again */
+/* `kN_epi(pc_acc, the kernel's buffers...)`, a second function: its values are written again */
+static void epilogue_begin(emitter *e, int index) {
+  for (int v = 0; v < e->k->nval; v++) e->done[v] = 0;
   e->scope = e->next_scope = 1;
   signature(e, index, "_epi", "const float *__restrict__ pc_acc");
   e->indent++;
+}
+
+/* the epilogue of a matmul whose product cuBLASLt wrote to pc_acc (f32, M x N, row-major) */
+static void blaslt_epilogue(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  epilogue_begin(e, index);
   char N[32];
   cu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s;", emit_dim(e, k->mnk[1], N, sizeof N));
@@ -66,11 +72,19 @@ static void blaslt_epilogue(emitter *e, int index) {
   gpu_loop_end(e);
 }
 
+/* the second kernel of a split-K convolution: adds the slices' partial sums, then the epilogue */
+static void split_epilogue(emitter *e, int index) {
+  epilogue_begin(e, index);
+  gpu_conv_split_sum(e);
+  gpu_loop_end(e);
+}
+
 static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
+  bool split = gpu_conv_split(k) > 1;
   emit_line(e, "//@kernel %d", index);
   emit_line(e, "// %s", k->why);
-  signature(e, index, "", NULL);
+  signature(e, index, "", split ? "float *__restrict__ pc_acc" : NULL);
   e->indent++;
   emit_line(e, "constexpr int PC_WG = %d;", gpu_group_threads(k));
   int vec = k->kind == KK_ROW ? k->sched.vector : 0;
@@ -86,6 +100,7 @@ static void kernel(emitter *e, int index) {
   }
   gpu_loop_end(e);
   if (k->sched.library == 2) blaslt_epilogue(e, index);
+  if (split) split_epilogue(e, index);
   sb_printf(&e->out, "\n");
 }
 

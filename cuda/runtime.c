@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codegen/gpu_kernels.h"
 #include "../codegen/grid.h"
 #include "../ir/dtype.h"
 #include "../targets/cache.h"
@@ -55,7 +56,7 @@ typedef struct cu_module {
   CUgraph graph;
   CUgraphExec exec;
   CUdeviceptr status;
-  CUdeviceptr scratch; /* cuBLASLt's f32 products before their epilogue */
+  CUdeviceptr scratch; /* cuBLASLt's f32 products before their epilogue; split-K partial sums */
   size_t scratch_bytes;
 } cu_module;
 
@@ -114,7 +115,7 @@ static portc_status get_functions(cu_module *m) {
     char name[32];
     snprintf(name, sizeof name, "k%d", i);
     if ((r = CU.cuModuleGetFunction(&k->f, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
-    if (sc->library == 2) {
+    if (sc->library == 2 || gpu_conv_split(&m->km->k[i]) > 1) {
       snprintf(name, sizeof name, "k%d_epi", i);
       if ((r = CU.cuModuleGetFunction(&k->epi, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
     }
@@ -137,23 +138,27 @@ static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int b
   return 0;
 }
 
+/* kernel i's function f, or with epi its epilogue kernel kN_epi; the scratch buffer comes first
+ * to an epilogue and to a split-K convolution */
 static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfunction f, bool epi) {
   const gpu_args *a = &m->q.args[i];
+  const kir_kernel *kk = &m->km->k[i];
   CUdeviceptr args[GPU_MAX_ARGS + 2];
   void *params[GPU_MAX_ARGS + 3];
   struct { int v[GPU_MAX_SYMS]; } syms = {{0}};
   int n = 0;
-  if (epi) args[n] = m->scratch, params[n] = &args[n], n++;
+  if (epi || gpu_conv_split(kk) > 1) args[n] = m->scratch, params[n] = &args[n], n++;
   for (int j = 0; j < a->nbind; j++) args[n] = ptr(&l->b[j]), params[n] = &args[n], n++;
   if (a->status) args[n] = m->status, params[n] = &args[n], n++;
   for (int s = 0; s < m->nsym; s++) syms.v[s] = (int)l->S[s];
   params[n++] = &syms;
-  const kir_kernel *kk = &m->km->k[i];
   unsigned g[3], b[3] = {(unsigned)kk->sched.threads[0], (unsigned)kk->sched.threads[1], (unsigned)kk->sched.threads[2]};
   gpu_grid(m->km, i, l->S, &m->lim, g);
   int shared = kk->sched.shared_bytes;
   if (epi) { /* a grid-stride loop over M x N */
-    int64_t blocks = (gpu_gemm_rows(m->km, i, l->S) * dim_value(kk->mnk[1], l->S) + CU_PW_THREADS - 1) / CU_PW_THREADS;
+    int64_t mn[2] = {gpu_gemm_rows(m->km, i, l->S), dim_value(kk->mnk[1], l->S)};
+    if (kk->kind == KK_CONV) gpu_conv_mn(m->km, i, l->S, mn);
+    int64_t blocks = (mn[0] * mn[1] + CU_PW_THREADS - 1) / CU_PW_THREADS;
     int64_t cap = (int64_t)m->c->sms * 32;
     b[0] = CU_PW_THREADS, b[1] = b[2] = g[1] = g[2] = 1, shared = 0;
     g[0] = (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
@@ -200,7 +205,7 @@ static portc_status ensure_scratch(cu_module *m, size_t bytes) {
   if (bytes <= m->scratch_bytes) return PORTC_OK;
   if (m->scratch) CU.cuMemFree_v2(m->scratch), m->scratch = 0, m->scratch_bytes = 0;
   CUresult r = CU.cuMemAlloc_v2(&m->scratch, bytes);
-  if (r) return cu_fail(r, "cuMemAlloc (cuBLASLt's product)");
+  if (r) return cu_fail(r, "cuMemAlloc (the scratch of cuBLASLt's products and split-K partial sums)");
   m->scratch_bytes = bytes;
   return PORTC_OK;
 }
@@ -211,6 +216,13 @@ static portc_status choose(cu_module *m, int i) {
   cu_kernel *k = &m->k[i];
   const kir_kernel *kk = &m->km->k[i];
   const int64_t *S = m->q.pending[i].S;
+  int split = gpu_conv_split(kk);
+  if (split > 1) { /* the slices' partial sums */
+    int64_t mn[2];
+    gpu_conv_mn(m->km, i, S, mn);
+    k->choice = RUN_OWN;
+    return ensure_scratch(m, (size_t)(split * mn[0] * mn[1]) * 4);
+  }
   int64_t mnk[3] = {gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S)};
   if (!kk->sched.library) {
     k->choice = RUN_OWN;
@@ -290,7 +302,9 @@ static void timer_stop(void *rt) {
 
 static portc_status issue(void *rt, int i, const gpu_launch *l) {
   cu_module *m = rt;
-  return m->k[i].choice == RUN_BLASLT ? run_blaslt(m, i, l) : launch_fn(m, i, l, m->k[i].f, false);
+  if (m->k[i].choice == RUN_BLASLT) return run_blaslt(m, i, l);
+  portc_status st = launch_fn(m, i, l, m->k[i].f, false);
+  return st || gpu_conv_split(&m->km->k[i]) <= 1 ? st : launch_fn(m, i, l, m->k[i].epi, true);
 }
 
 static portc_status wait(void *rt, double *seconds) {

@@ -83,6 +83,7 @@ static void schedule_line(const kir_kernel *k, strbuf *out) {
   if ((k->kind == KK_MATMUL || k->kind == KK_CONV) && s->variant != KS_PLAIN) {
     sb_printf(out, "%s %dx%d", variants[s->variant], s->tile_m, s->tile_n);
     if (s->stages) sb_printf(out, "x%d, %d stages", s->tile_k, s->stages);
+    if (s->split_k > 1) sb_printf(out, ", the reduction in %d slices added by an epilogue kernel", s->split_k);
   }
   if (s->threads[0] && s->vector) sb_printf(out, ", vectors of %d", s->vector);
   if (s->library) sb_printf(out, ", or the vendor library");

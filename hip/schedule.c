@@ -46,7 +46,7 @@ void hip_schedule(kir_module *m, int i, int device) {
 bool hip_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
   const kir_schedule *s = &m->k[i].sched;
-  return s->variant == KS_TILED ? gpu_tiles_fit(s, why, len) : gpu_group_fits(&m->k[i], 64, 1024, false, why, len);
+  return s->variant == KS_TILED ? gpu_tiles_fit(&m->k[i], 1, why, len) : gpu_group_fits(&m->k[i], 64, 1024, false, why, len);
 }
 
 int hip_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {

@@ -94,6 +94,8 @@ typedef struct kir_schedule {
   int tile_m, tile_n;    /* TILED, MMA: output tile per work group */
   int tile_k, stages;    /* MMA: the k-step and the pipeline stages */
   bool fold_batch;       /* MATMUL: the leading dims fold into rows of one 2-D GEMM */
+  int split_k;           /* CONV (TILED): the reduction in this many slices, a work group each,
+                          * whose partial sums an epilogue kernel adds (0 or 1: one slice) */
   int shared_bytes;      /* dynamic shared memory per work group */
   int min_groups;        /* work groups per multiprocessor the kernel is compiled for (0: no bound) */
   /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with

@@ -6,6 +6,8 @@
 #   verify    `portc verify` (fused and eager) on each target, the table and the JSON
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
+#   split     the CUDA suite's convolution-bearing cases again with every tiled convolution's
+#             reduction in 3 slices (split-K, forced by a site tune table), also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
 #   racecheck compute-sanitizer racecheck on row and tensor-core matmul cases (it is slow)
 #   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
@@ -62,6 +64,18 @@ for step in $steps; do
       grep -E '^FAIL' "$out/verify_cuda_$how.txt" | head -10
       summary+=("verify cuda, PORTC_CUDA_MATMUL=$how (rc $rc): $(tail -1 "$out/verify_cuda_$how.txt")")
     done
+    ;;
+  split)
+    echo 'api=cuda kind=conv split_k=3 prov=heuristic source="every convolution in 3 slices: checks split-K"' >"$out/split_table.txt"
+    PORTC_TUNE_PATH=$out/split_table.txt PORTC_LOG=tune "$portc" explain examples/cnn.ptg -t cuda >"$out/explain_split.txt" 2>&1
+    PORTC_TUNE_PATH=$out/split_table.txt "$portc" verify -t cuda --examples examples --filter 'conv|model|cnn|resnet' >"$out/verify_split.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_split.txt" | head -10
+    PORTC_TUNE_PATH=$out/split_table.txt "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples \
+      --filter 'conv' --quiet >"$out/memcheck_split.txt" 2>&1
+    mrc=$?
+    summary+=("verify cuda, split-K forced (rc $rc, $(grep -c 'slices' "$out/explain_split.txt") split kernels in cnn.ptg): $(tail -1 "$out/verify_split.txt")"
+      "memcheck, split-K forced (rc $mrc): $(grep -E 'ERROR SUMMARY|passed' "$out/memcheck_split.txt" | tail -2 | tr '\n' ' ')")
     ;;
   sanitize)
     "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --quiet \
@@ -141,7 +155,7 @@ for step in $steps; do
     tar czf "$out/ab_json.tar.gz" -C "$ab" .
     summary+=("A/B against $base:" "$(cat "$out/ab_table.txt")")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, sanitize, racecheck, bench, replay, torch, onnx, tune, ab)"; exit 2 ;;
+  *) echo "unknown step $step (tests, verify, matmul, split, sanitize, racecheck, bench, replay, torch, onnx, tune, ab)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -53,6 +53,26 @@ static void schedule_all(kir_module *km) {
 
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
+/* km's source in the dialect, without its prelude, as a unit to compile */
+static void add_unit(const kir_module *km, const char *name) {
+  char *src = emit_module(D, km);
+  const char *at = src ? strstr(src, D->prelude) : NULL;
+  if (!at) {
+    fprintf(stderr, "%s: the module does not start with the prelude\n", name);
+    failures++;
+    free(src);
+    return;
+  }
+  if (nunits == capunits) {
+    capunits = capunits ? 2 * capunits : 1024;
+    units = realloc(units, sizeof *units * (size_t)capunits);
+  }
+  unit *u = &units[nunits++];
+  u->src = strdup(at + strlen(D->prelude));
+  snprintf(u->name, sizeof u->name, "%s", name);
+  free(src);
+}
+
 /* entry (may be NULL): a tune-table entry whose knobs the module's kernels take */
 static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name, const tune_entry *entry) {
   lower_options lo = {.eager = eager, .symvals = symvals};
@@ -70,23 +90,16 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     kir_module_free(km);
     return;
   }
-  char *src = emit_module(D, km);
+  char full[160];
+  snprintf(full, sizeof full, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
+  add_unit(km, full);
+  /* CUDA: its tiled convolutions once more with the reduction in 3 slices (split-K; 3 leaves a
+   * short last slice) */
+  bool split = false;
+  for (int i = 0; i < km->nk && !hip && !entry; i++)
+    if (km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_TILED) km->k[i].sched.split_k = 3, split = true;
+  if (split) add_unit(km, strncat(full, " (split-K)", sizeof full - strlen(full) - 1));
   kir_module_free(km);
-  const char *at = src ? strstr(src, D->prelude) : NULL;
-  if (!at) {
-    fprintf(stderr, "%s: the module does not start with the prelude\n", name);
-    failures++;
-    free(src);
-    return;
-  }
-  if (nunits == capunits) {
-    capunits = capunits ? 2 * capunits : 1024;
-    units = realloc(units, sizeof *units * (size_t)capunits);
-  }
-  unit *u = &units[nunits++];
-  u->src = strdup(at + strlen(D->prelude));
-  snprintf(u->name, sizeof u->name, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
-  free(src);
 }
 
 static char *program(int first, int count) {
@@ -309,15 +322,18 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
+    split += strstr(units[i].src, "(float *__restrict__ pc_acc") != NULL;
     vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
     wide += strstr(units[i].src, "float c[8][8]") && strstr(units[i].src, "pc_ldv<4>(&pc_As"); /* vector panel reads */
   }
-  if (!hip) printf("modules with: mma.sync %d; cuBLASLt epilogue %d; vector row loads %d; 128-wide SIMT matmul with vector panel reads %d\n", mma, epi, vec, wide);
-  if (!hip && (!mma || !epi || !vec || !wide)) {
+  if (!hip)
+    printf("modules with: mma.sync %d; an epilogue kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul with vector "
+           "panel reads %d\n", mma, epi, split, vec, wide);
+  if (!hip && (!mma || !epi || !split || !vec || !wide)) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

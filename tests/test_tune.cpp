@@ -22,6 +22,7 @@
 #include "helpers.h"
 
 extern "C" {
+#include "codegen/gpu_kernels.h"
 #include "driver/module.h"
 #include "lower/pipeline.h"
 #include "targets/tune.h"
@@ -194,6 +195,42 @@ TEST(TuneTables, AnEntryTheTargetRefusesLeavesTheRules) {
   kir_schedule s = schedule_of(g.get(), "cpu", 0);
   EXPECT_EQ(s.nc, rules.nc);
   EXPECT_STREQ(s.source, "rules");
+}
+
+// split-K: CUDA's tiled convolution takes it (up to its limit); a matmul, and every other
+// target's convolution, refuse it by name
+TEST(TuneTables, OnlyCudasTiledConvolutionSplitsItsReduction) {
+  Graph g = parse("graph c\ninput x: f32[2, 64, 8, 8]\nparam w: f32[64, 64, 3, 3]\n"
+                  "y = conv2d(x, w, stride=[1, 1], padding=[1, 1])\nz = relu(y)\noutput z\n"
+                  "input a: f32[64, 64]\ninput b: f32[64, 64]\nm = matmul(a, b)\noutput m\n");
+  ASSERT_TRUE(g);
+  lower_options lo = {};
+  kir_module *km = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  int conv = -1, mm = -1;
+  for (int j = 0; j < km->nk; j++) conv = km->k[j].kind == KK_CONV ? j : conv, mm = km->k[j].kind == KK_MATMUL ? j : mm;
+  ASSERT_GE(conv, 0);
+  ASSERT_GE(mm, 0);
+  struct { const char *target; int split; bool conv_ok; } cases[] = {{"cuda", 4, true}, {"cuda", 17, false}, {"vulkan", 2, false}, {"hip", 2, false}};
+  for (auto &c : cases) {
+    SCOPED_TRACE(std::string(c.target) + " split_k=" + std::to_string(c.split));
+    int device;
+    const target *tg = target_find(c.target, &device);
+    ASSERT_NE(tg, nullptr);
+    char why[256] = "";
+    for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
+    ASSERT_EQ(km->k[conv].sched.variant, KS_TILED);
+    EXPECT_EQ(gpu_conv_split(&km->k[conv]), 1); // no device: the rules do not split
+    km->k[conv].sched.split_k = c.split;
+    EXPECT_EQ(tg->schedule_check(km, conv, -1, why, sizeof why), c.conv_ok) << why;
+    if (!c.conv_ok) {
+      EXPECT_NE(strstr(why, "split_k="), nullptr) << why;
+    }
+    km->k[mm].sched.split_k = 2;
+    EXPECT_FALSE(tg->schedule_check(km, mm, -1, why, sizeof why));
+    EXPECT_NE(strstr(why, "split_k=2"), nullptr) << why;
+  }
+  kir_module_free(km);
 }
 
 // every shipped entry lints, and its target accepts its knobs on a kernel of its kind

@@ -42,7 +42,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   if (s->variant == KS_MMA && (s->tile_m != VK_MM_TILE || s->tile_n != VK_MM_TILE))
     return snprintf(why, len, "the cooperative-matrix tile is %d", VK_MM_TILE), false;
-  if (s->variant != KS_PLAIN) return gpu_tiles_fit(s, why, len);
+  if (s->variant != KS_PLAIN) return gpu_tiles_fit(&m->k[i], 1, why, len);
   int max = c ? (int)c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32;
   return gpu_group_fits(&m->k[i], sub, max, true, why, len);
 }
