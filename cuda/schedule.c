@@ -131,7 +131,7 @@ static bool split_useful(const kir_module *m, int i, int tile, int split, int sm
  * its reduction in the fewest slices (2, 4 or 8) that give four, where each keeps 16 panels */
 static int conv_split(const kir_module *m, int i, int tile, int device) {
   char why[256];
-  const cu_context *c = device >= 0 ? cu_context_get(device, why, sizeof why) : NULL;
+  const cu_context *c = cu_context_get(device, why, sizeof why); /* -1: the default device; NULL: none */
   int64_t M, N, K;
   if (!c || !conv_sizes(m, i, &M, &N, &K)) return 1;
   int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
