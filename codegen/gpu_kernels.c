@@ -511,7 +511,10 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
 }
 
+/* a library algorithm only for a kernel that may run on the vendor library; no split-K (the
+ * caller allows it where it applies) */
 static bool no_split(const kir_schedule *s, char *why, size_t len) {
+  if (s->library_algo && !s->library) return snprintf(why, len, "algo=%d: this kernel never runs on a vendor library", s->library_algo), false;
   return s->split_k <= 1 || (snprintf(why, len, "split_k=%d: only the tiled convolution of a target that has split-K splits", s->split_k), false);
 }
 
@@ -519,7 +522,7 @@ bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   const kir_schedule *s = &k->sched;
   if (k->kind == KK_CONV && max_split > 1 && s->split_k > max_split)
     return snprintf(why, len, "split_k=%d: at most %d", s->split_k, max_split), false;
-  if ((k->kind != KK_CONV || max_split <= 1) && !no_split(s, why, len)) return false;
+  if ((k->kind != KK_CONV || max_split <= 1 || s->library_algo) && !no_split(s, why, len)) return false;
   if (s->threads[0] != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
   if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
     return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;

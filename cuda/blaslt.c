@@ -4,7 +4,8 @@
  * is column-major; a row-major C = A B is the column-major C^T = B^T A^T, so the operands are
  * passed swapped and nothing is transposed (and a bias over the output's columns is cuBLASLt's
  * bias over D^T's rows). Sums are f32 (CUBLAS_COMPUTE_32F: no TF32). The library is opened on
- * first use; descriptors and the heuristic's algorithm are kept per shape.
+ * first use; descriptors and the heuristic's algorithm are kept per shape and choice: the
+ * schedule's library_algo picks among the heuristic's first CU_BLASLT_ALGOS (a tuning knob).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,10 @@ typedef struct plan {
   portc_dtype t, dt;
   bool bias;
   int64_t M, N, K;
+  int algo; /* the heuristic's choice it runs: 0 its first */
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t a, b, d;
-  cublasLtMatmulAlgo_t algo;
+  cublasLtMatmulAlgo_t algo_run;
 } plan;
 
 struct cu_blaslt {
@@ -79,7 +81,7 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
   cublasStatus_t s;
   uint64_t ws = WORKSPACE;
   cublasLtMatmulPreference_t pref = NULL;
-  cublasLtMatmulHeuristicResult_t r;
+  cublasLtMatmulHeuristicResult_t r[CU_BLASLT_ALGOS];
   int found = 0;
   /* column-major: D^T [N x M] = B^T [N x K] A^T [K x M] */
   int epilogue = CUBLASLT_EPILOGUE_BIAS, bias_type = cuda_type(p->dt);
@@ -91,24 +93,27 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
       (s = L->cublasLtMatrixLayoutCreate(&p->d, cuda_type(p->dt), (uint64_t)p->N, (uint64_t)p->M, p->N)) ||
       (s = L->cublasLtMatmulPreferenceCreate(&pref)) ||
       (s = L->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)) ||
-      (s = L->cublasLtMatmulAlgoGetHeuristic(b->h, p->op, p->a, p->b, p->d, p->d, pref, 1, &r, &found)) || found < 1) {
+      (s = L->cublasLtMatmulAlgoGetHeuristic(b->h, p->op, p->a, p->b, p->d, p->d, pref, p->algo + 1, r, &found)) || found <= p->algo) {
     if (pref) L->cublasLtMatmulPreferenceDestroy(pref);
     drop_plan(b, p);
+    if (!s && found >= 1)
+      return err_set(PORTC_ERR_DEVICE, "cuda: cuBLASLt offers %d algorithms for %lldx%lldx%lld; algo=%d asks for number %d", found, (long long)p->M,
+                     (long long)p->N, (long long)p->K, p->algo, p->algo + 1);
     return err_set(PORTC_ERR_DEVICE, "cuda: cuBLASLt has no algorithm for %lldx%lldx%lld (status %d)", (long long)p->M, (long long)p->N,
                    (long long)p->K, s);
   }
   L->cublasLtMatmulPreferenceDestroy(pref);
-  p->algo = r.algo;
+  p->algo_run = r[p->algo].algo;
   return PORTC_OK;
 }
 
-portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, CUdeviceptr A,
-                              CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
+portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, int algo,
+                              CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
   pthread_mutex_lock(&b->lock);
   plan *p = NULL;
   for (int i = 0; i < b->nplans && !p; i++) {
     plan *q = &b->plans[i];
-    if (q->t == t && q->dt == dt && q->bias == (bias != 0) && q->M == M && q->N == N && q->K == K) p = q;
+    if (q->t == t && q->dt == dt && q->bias == (bias != 0) && q->M == M && q->N == N && q->K == K && q->algo == algo) p = q;
   }
   portc_status st = PORTC_OK;
   if (!p) {
@@ -118,7 +123,7 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dty
       b->nplans--;
     }
     p = &b->plans[b->nplans];
-    *p = (plan){.t = t, .dt = dt, .bias = bias != 0, .M = M, .N = N, .K = K};
+    *p = (plan){.t = t, .dt = dt, .bias = bias != 0, .M = M, .N = N, .K = K, .algo = algo};
     if ((st = make_plan(b, p))) goto done;
     b->nplans++;
   }
@@ -126,7 +131,7 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dty
   const void *bp = (const void *)bias;
   cublasStatus_t r = bias ? b->api.cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp) : 0;
   if (!r) r = b->api.cublasLtMatmul(b->h, p->op, &one, (const void *)B, p->a, (const void *)A, p->b, &zero, (const void *)D, p->d,
-                                           (void *)D, p->d, &p->algo, (void *)b->ws, WORKSPACE, s);
+                                           (void *)D, p->d, &p->algo_run, (void *)b->ws, WORKSPACE, s);
   if (r) st = err_set(PORTC_ERR_DEVICE, "cuda: cublasLtMatmul failed for %lldx%lldx%lld: status %d", (long long)M, (long long)N, (long long)K, r);
 done:
   pthread_mutex_unlock(&b->lock);

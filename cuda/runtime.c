@@ -178,7 +178,7 @@ static portc_status run_blaslt(cu_module *m, int i, const gpu_launch *l) {
   portc_dtype t = m->km->buf[kk->in_buf[0]].dt;
   portc_dtype dt = direct ? m->km->buf[kk->store[0].buf].dt : PORTC_F32;
   CUdeviceptr D = direct ? buf_ptr(m, i, l, kk->store[0].buf) : m->scratch;
-  portc_status st = cu_blaslt_matmul(b, m->stream, t, dt, gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S),
+  portc_status st = cu_blaslt_matmul(b, m->stream, t, dt, gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S), sc->library_algo,
                                      buf_ptr(m, i, l, kk->in_buf[0]), buf_ptr(m, i, l, kk->in_buf[1]),
                                      sc->library_bias >= 0 ? buf_ptr(m, i, l, sc->library_bias) : 0, D);
   return st || direct ? st : launch_fn(m, i, l, m->k[i].epi, true);
@@ -245,10 +245,15 @@ static portc_status choose(cu_module *m, int i) {
     k->choice = RUN_BLASLT;
     snprintf(k->why, sizeof k->why, "PORTC_CUDA_MATMUL=cublaslt");
   } else {
-    if ((st = time_variant(m, i, true, &k->own_ms)) || (st = time_variant(m, i, false, &k->blas_ms))) return st;
-    k->choice = k->blas_ms < k->own_ms ? RUN_BLASLT : RUN_OWN;
-    snprintf(k->why, sizeof k->why, "timed for %lldx%lldx%lld: cuBLASLt %.3f ms, own kernel %.3f ms", (long long)mnk[0], (long long)mnk[1],
-             (long long)mnk[2], k->blas_ms, k->own_ms);
+    if ((st = time_variant(m, i, true, &k->own_ms))) return st;
+    if (time_variant(m, i, false, &k->blas_ms)) { /* an algorithm this cuBLASLt does not offer for the shape */
+      k->choice = RUN_OWN;
+      snprintf(k->why, sizeof k->why, "%.400s", portc_last_error());
+    } else {
+      k->choice = k->blas_ms < k->own_ms ? RUN_BLASLT : RUN_OWN;
+      snprintf(k->why, sizeof k->why, "timed for %lldx%lldx%lld: cuBLASLt (algo=%d) %.3f ms, own kernel %.3f ms", (long long)mnk[0],
+               (long long)mnk[1], (long long)mnk[2], kk->sched.library_algo, k->blas_ms, k->own_ms);
+    }
   }
   log_line("tune", "cuda: kernel %d runs %s (%s)", i, k->choice == RUN_BLASLT ? "cuBLASLt" : "the own kernel", k->why);
   return st;

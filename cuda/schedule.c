@@ -170,13 +170,14 @@ void cu_schedule(kir_module *m, int i, int device) {
 
 /* what a tune entry may change: the block size of 1-D kernels (whole warps), the square tile
  * of the SIMT matmul and convolution, the convolution's split-K, the register bound, and the
- * vendor library (off); the tensor-core kernel's tiles are fixed */
+ * vendor library (off) and its algorithm; the tensor-core kernel's tiles are fixed */
 bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
   const kir_schedule *s = &m->k[i].sched;
   switch (s->variant) {
   case KS_MMA:
     if (s->split_k > 1) return snprintf(why, len, "split_k=%d: the tensor-core kernel does not split", s->split_k), false;
+    if (s->library_algo && !s->library) return snprintf(why, len, "algo=%d: this kernel never runs on cuBLASLt", s->library_algo), false;
     if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
     return true;
@@ -216,5 +217,7 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
     tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);
   }
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};
+  for (int a = 1; a <= 3 && s->library && n < max; a++) /* cuBLASLt's next choices (its first is the default's) */
+    out[n++] = (tune_knobs){.mask = tune_knob_bit("algo"), .v.library_algo = a};
   return n;
 }

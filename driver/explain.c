@@ -87,6 +87,7 @@ static void schedule_line(const kir_kernel *k, strbuf *out) {
   }
   if (s->threads[0] && s->vector) sb_printf(out, ", vectors of %d", s->vector);
   if (s->library) sb_printf(out, ", or the vendor library");
+  if (s->library && s->library_algo) sb_printf(out, " (its algorithm %d)", s->library_algo);
   sb_printf(out, " (%s)\n", s->source);
 }
 

@@ -101,6 +101,7 @@ typedef struct kir_schedule {
   /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with
    * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads */
   int library, library_bias;
+  int library_algo;      /* which of the library's algorithms for the shape: 0 its heuristic's first choice */
   /* every target */
   int vector;            /* elements per vector access */
   /* the CPU */

@@ -37,6 +37,7 @@ static const struct knob {
     {"mc", KF_INT, offsetof(kir_schedule, mc), 6, 4096, "CPU matmul: rows of A per cache block (the target checks: a multiple of mr)"},
     {"nc", KF_INT, offsetof(kir_schedule, nc), 16, 8192, "CPU matmul: columns of B per cache block (the target checks: a multiple of nr)"},
     {"kc", KF_INT, offsetof(kir_schedule, kc), 16, 4096, "CPU matmul: the contraction block"},
+    {"algo", KF_INT, offsetof(kir_schedule, library_algo), 0, 7, "the vendor library's algorithm: its heuristic's choice N (0: first)"},
     {"split_k", KF_INT, offsetof(kir_schedule, split_k), 1, 64, "the reduction in N slices, summed by an epilogue kernel"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };

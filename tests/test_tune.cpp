@@ -198,8 +198,9 @@ TEST(TuneTables, AnEntryTheTargetRefusesLeavesTheRules) {
 }
 
 // split-K: CUDA's tiled convolution takes it (up to its limit); a matmul, and every other
-// target's convolution, refuse it by name
-TEST(TuneTables, OnlyCudasTiledConvolutionSplitsItsReduction) {
+// target's convolution, refuse it by name. A library algorithm: only a kernel that may run on
+// the vendor library takes one.
+TEST(TuneTables, OnlyCudasTiledConvolutionSplitsAndOnlyLibraryKernelsPickAnAlgorithm) {
   Graph g = parse("graph c\ninput x: f32[2, 16, 8, 8]\nparam w: f32[64, 16, 3, 3]\n"
                   "y = conv2d(x, w, stride=[1, 1], padding=[1, 1])\nz = relu(y)\noutput z\n"
                   "input a: f32[64, 64]\ninput b: f32[64, 64]\nm = matmul(a, b)\noutput m\n");
@@ -229,6 +230,17 @@ TEST(TuneTables, OnlyCudasTiledConvolutionSplitsItsReduction) {
     km->k[mm].sched.split_k = 2;
     EXPECT_FALSE(tg->schedule_check(km, mm, -1, why, sizeof why));
     EXPECT_NE(strstr(why, "split_k=2"), nullptr) << why;
+    // a library algorithm: only where the kernel may run on the vendor library (CUDA's f32 GEMM)
+    km->k[mm].sched.split_k = 0, km->k[mm].sched.library_algo = 3;
+    bool library = km->k[mm].sched.library != 0;
+    EXPECT_EQ(library, std::string(c.target) == "cuda");
+    EXPECT_EQ(tg->schedule_check(km, mm, -1, why, sizeof why), library) << why;
+    if (!library) {
+      EXPECT_NE(strstr(why, "algo=3"), nullptr) << why;
+    }
+    km->k[conv].sched.split_k = 0, km->k[conv].sched.library_algo = 1;
+    EXPECT_FALSE(tg->schedule_check(km, conv, -1, why, sizeof why));
+    EXPECT_NE(strstr(why, "algo=1"), nullptr) << why;
   }
   kir_module_free(km);
 }
