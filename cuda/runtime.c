@@ -58,6 +58,9 @@ typedef struct cu_module {
   CUdeviceptr status;
   CUdeviceptr scratch; /* cuBLASLt's f32 products before their epilogue; split-K partial sums */
   size_t scratch_bytes;
+  CUdeviceptr cold;    /* written over between timings: twice the L2 (cu_flush_cache) */
+  size_t cold_bytes;
+  unsigned cold_runs;
 } cu_module;
 
 static bool available(char *why, size_t len) { return cu_available(why, len); }
@@ -80,6 +83,7 @@ void cu_unload(void *handle) {
   if (m->stream) CU.cuStreamDestroy_v2(m->stream);
   if (m->status) CU.cuMemFree_v2(m->status);
   if (m->scratch) CU.cuMemFree_v2(m->scratch);
+  if (m->cold) CU.cuMemFree_v2(m->cold);
   if (m->mod) CU.cuModuleUnload(m->mod);
   free(m->k);
   gpu_queue_free(&m->q);
@@ -491,8 +495,28 @@ static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst,
   return r ? cu_fail(r, "copying from the device") : PORTC_OK;
 }
 
-const target_gpu cu_gpu = {
-    .alloc = dev_alloc, .free = dev_free, .write = dev_write, .read = dev_read, .end = cu_end, .timer = cu_timer};
+static void cu_flush_cache(void *handle) {
+  cu_module *m = handle;
+  CU.cuCtxSetCurrent(m->c->ctx);
+  if (!m->cold) {
+    size_t bytes = 2 * (size_t)(m->c->l2_bytes > 0 ? m->c->l2_bytes : 64 << 20);
+    if (CU.cuMemAlloc_v2(&m->cold, bytes)) {
+      m->cold = 0;
+      if (!m->cold_runs++) log_line("tune", "cuda: no device memory for %zu MiB to flush the L2 between timings; timing with a warm cache", bytes >> 20);
+      return;
+    }
+    m->cold_bytes = bytes;
+  }
+  CU.cuMemsetD32Async(m->cold, ++m->cold_runs, m->cold_bytes / 4, m->stream);
+}
+
+const target_gpu cu_gpu = {.alloc = dev_alloc,
+                           .free = dev_free,
+                           .write = dev_write,
+                           .read = dev_read,
+                           .end = cu_end,
+                           .timer = cu_timer,
+                           .flush_cache = cu_flush_cache};
 
 static const char *blaslt_how(const kir_schedule *s) {
   return s->library == 2 ? " + epilogue kernel" : s->library_bias >= 0 ? " with its bias epilogue" : "";

@@ -406,6 +406,7 @@ portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, c
     int n = 0;
     st = execute_one(m, &r, i, &t[0]); /* warm-up */
     for (; n < reps && !st; n++) {
+      if (m->t->gpu && m->t->gpu->flush_cache) m->t->gpu->flush_cache(m->handle);
       st = execute_one(m, &r, i, &t[n]);
       if (n == 0 && cutoff && cutoff[i] > 0 && t[0] > 3 * cutoff[i]) { /* hopeless: once is enough */
         n++;

@@ -40,6 +40,10 @@ typedef struct target_gpu {
   portc_status (*end)(void *handle, double *device_seconds);
   /* what end's seconds come from ("device timestamps", "device events") */
   const char *(*timer)(void *handle);
+  /* optional: queues a write over twice the device's last-level cache ahead of the next run, so
+   * that a kernel timed alone starts with a cold cache (module_time_kernels: the tuner and
+   * profile); a device without the memory for it times with a warm cache, and the tune log says so */
+  void (*flush_cache)(void *handle);
 } target_gpu;
 
 typedef struct target {
