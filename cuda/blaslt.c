@@ -13,7 +13,7 @@
 
 #include "cu.h"
 
-enum { PLANS = 32, WORKSPACE = 32 << 20 };
+enum { PLANS = 32 };
 
 typedef struct plan {
   portc_dtype t, dt;
@@ -28,7 +28,6 @@ typedef struct plan {
 struct cu_blaslt {
   cu_blaslt_api api;
   cublasLtHandle_t h;
-  CUdeviceptr ws;
   plan plans[PLANS];
   int nplans;
   pthread_mutex_t lock;
@@ -43,8 +42,6 @@ cu_blaslt *cu_blaslt_get(cu_context *c, char *why, size_t len) {
     else if (!cu_load_blaslt(&b->api, c->blas_why, sizeof c->blas_why)) {
     } else if ((s = b->api.cublasLtCreate(&b->h)))
       snprintf(c->blas_why, sizeof c->blas_why, "cublasLtCreate failed: status %d", s);
-    else if (CU.cuMemAlloc_v2(&b->ws, WORKSPACE))
-      snprintf(c->blas_why, sizeof c->blas_why, "no device memory for cuBLASLt's %d MiB workspace", WORKSPACE >> 20);
     if (c->blas_why[0]) {
       if (b && b->h) b->api.cublasLtDestroy(b->h);
       free(b);
@@ -69,7 +66,6 @@ static void drop_plan(cu_blaslt *b, plan *p) {
 void cu_blaslt_free(cu_blaslt *b) {
   if (!b) return;
   for (int i = 0; i < b->nplans; i++) drop_plan(b, &b->plans[i]);
-  if (b->ws) CU.cuMemFree_v2(b->ws);
   b->api.cublasLtDestroy(b->h);
   free(b);
 }
@@ -79,7 +75,7 @@ static int cuda_type(portc_dtype t) { return t == PORTC_F16 ? CUDA_R_16F : t == 
 static portc_status make_plan(cu_blaslt *b, plan *p) {
   const cu_blaslt_api *L = &b->api;
   cublasStatus_t s;
-  uint64_t ws = WORKSPACE;
+  uint64_t ws = CU_BLASLT_WORKSPACE;
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t r[CU_BLASLT_ALGOS];
   int found = 0;
@@ -107,8 +103,8 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
   return PORTC_OK;
 }
 
-portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, int algo,
-                              CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
+portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, CUdeviceptr ws, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K,
+                              int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
   pthread_mutex_lock(&b->lock);
   plan *p = NULL;
   for (int i = 0; i < b->nplans && !p; i++) {
@@ -131,7 +127,7 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dty
   const void *bp = (const void *)bias;
   cublasStatus_t r = bias ? b->api.cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp) : 0;
   if (!r) r = b->api.cublasLtMatmul(b->h, p->op, &one, (const void *)B, p->a, (const void *)A, p->b, &zero, (const void *)D, p->d,
-                                           (void *)D, p->d, &p->algo_run, (void *)b->ws, WORKSPACE, s);
+                                           (void *)D, p->d, &p->algo_run, (void *)ws, CU_BLASLT_WORKSPACE, s);
   if (r) st = err_set(PORTC_ERR_DEVICE, "cuda: cublasLtMatmul failed for %lldx%lldx%lld: status %d", (long long)M, (long long)N, (long long)K, r);
 done:
   pthread_mutex_unlock(&b->lock);

@@ -58,6 +58,7 @@ enum {
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
   CU_MAX_SPLIT = 16,  /* the most slices of a convolution's reduction (split-K) */
   CU_BLASLT_ALGOS = 8, /* cuBLASLt's heuristic is asked for this many algorithms, best first */
+  CU_BLASLT_WORKSPACE = 32 << 20, /* cuBLASLt's workspace: one per module (its stream) */
 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
@@ -76,9 +77,11 @@ typedef struct cu_blaslt cu_blaslt;
 cu_blaslt *cu_blaslt_get(cu_context *c, char *why, size_t len);
 void cu_blaslt_free(cu_blaslt *b);
 /* D[M x N] = A[M x K] B[K x N] (+ bias[N] when bias is not 0), row-major, A and B of dtype t,
- * D and bias of dtype dt (f32 sums), by cuBLASLt's algo-th choice of algorithm (0: its first) */
-portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K, int algo,
-                              CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D);
+ * D and bias of dtype dt (f32 sums), by cuBLASLt's algo-th choice of algorithm (0: its first),
+ * on stream s with the workspace ws of CU_BLASLT_WORKSPACE bytes, which nothing running at the
+ * same time may share (split-K and stream-K algorithms keep partial sums and counters there) */
+portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, CUdeviceptr ws, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K,
+                              int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D);
 
 extern const dialect cuda_dialect;
 

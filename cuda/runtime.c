@@ -58,6 +58,7 @@ typedef struct cu_module {
   CUdeviceptr status;
   CUdeviceptr scratch; /* cuBLASLt's f32 products before their epilogue; split-K partial sums */
   size_t scratch_bytes;
+  CUdeviceptr blas_ws; /* cuBLASLt's workspace for this module's stream */
   CUdeviceptr cold;    /* written over between timings: twice the L2 (cu_flush_cache) */
   size_t cold_bytes;
   unsigned cold_runs;
@@ -84,6 +85,7 @@ void cu_unload(void *handle) {
   if (m->status) CU.cuMemFree_v2(m->status);
   if (m->scratch) CU.cuMemFree_v2(m->scratch);
   if (m->cold) CU.cuMemFree_v2(m->cold);
+  if (m->blas_ws) CU.cuMemFree_v2(m->blas_ws);
   if (m->mod) CU.cuModuleUnload(m->mod);
   free(m->k);
   gpu_queue_free(&m->q);
@@ -182,7 +184,9 @@ static portc_status run_blaslt(cu_module *m, int i, const gpu_launch *l) {
   portc_dtype t = m->km->buf[kk->in_buf[0]].dt;
   portc_dtype dt = direct ? m->km->buf[kk->store[0].buf].dt : PORTC_F32;
   CUdeviceptr D = direct ? buf_ptr(m, i, l, kk->store[0].buf) : m->scratch;
-  portc_status st = cu_blaslt_matmul(b, m->stream, t, dt, gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S), sc->library_algo,
+  if (!m->blas_ws) return err_set(PORTC_ERR_INTERNAL, "cuda: kernel %d runs cuBLASLt before its workspace was made", i);
+  portc_status st = cu_blaslt_matmul(b, m->stream, m->blas_ws, t, dt, gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S),
+                                     dim_value(kk->mnk[2], S), sc->library_algo,
                                      buf_ptr(m, i, l, kk->in_buf[0]), buf_ptr(m, i, l, kk->in_buf[1]),
                                      sc->library_bias >= 0 ? buf_ptr(m, i, l, sc->library_bias) : 0, D);
   return st || direct ? st : launch_fn(m, i, l, m->k[i].epi, true);
@@ -214,6 +218,13 @@ static portc_status ensure_scratch(cu_module *m, size_t bytes) {
   return PORTC_OK;
 }
 
+static portc_status ensure_workspace(cu_module *m) {
+  if (m->blas_ws) return PORTC_OK;
+  CUresult r = CU.cuMemAlloc_v2(&m->blas_ws, CU_BLASLT_WORKSPACE);
+  if (r) m->blas_ws = 0;
+  return r ? cu_fail(r, "cuMemAlloc (cuBLASLt's workspace)") : PORTC_OK;
+}
+
 /* picks cuBLASLt or the own kernel for kernel i at its pending shape (the pending buffers are
  * written by the timing runs, which the run then overwrites) */
 static portc_status choose(cu_module *m, int i) {
@@ -238,6 +249,7 @@ static portc_status choose(cu_module *m, int i) {
   char why[400];
   bool have = cu_blaslt_get(m->c, why, sizeof why) != NULL;
   portc_status st = kk->sched.library == 1 || !have ? PORTC_OK : ensure_scratch(m, (size_t)(mnk[0] * mnk[1] * 4));
+  if (!st && have) st = ensure_workspace(m); /* before a CUDA graph's capture, which may not allocate */
   if (force && strcmp(force, "own") == 0) {
     k->choice = RUN_OWN;
     snprintf(k->why, sizeof k->why, "PORTC_CUDA_MATMUL=own");
