@@ -511,18 +511,18 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
 }
 
-/* a library algorithm only for a kernel that may run on the vendor library; no split-K (the
- * caller allows it where it applies) */
-static bool no_split(const kir_schedule *s, char *why, size_t len) {
+bool gpu_split_and_algo_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
+  const kir_schedule *s = &k->sched;
   if (s->library_algo && !s->library) return snprintf(why, len, "algo=%d: this kernel never runs on a vendor library", s->library_algo), false;
-  return s->split_k <= 1 || (snprintf(why, len, "split_k=%d: only the tiled convolution of a target that has split-K splits", s->split_k), false);
+  if (s->split_k <= 1) return true;
+  if (k->kind != KK_CONV || s->variant != KS_TILED || max_split <= 1)
+    return snprintf(why, len, "split_k=%d: only the tiled convolution of a target that has split-K splits", s->split_k), false;
+  return s->split_k <= max_split || (snprintf(why, len, "split_k=%d: at most %d", s->split_k, max_split), false);
 }
 
 bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   const kir_schedule *s = &k->sched;
-  if (k->kind == KK_CONV && max_split > 1 && s->split_k > max_split)
-    return snprintf(why, len, "split_k=%d: at most %d", s->split_k, max_split), false;
-  if ((k->kind != KK_CONV || max_split <= 1 || s->library_algo) && !no_split(s, why, len)) return false;
+  if (!gpu_split_and_algo_fit(k, max_split, why, len)) return false;
   if (s->threads[0] != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
   if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
     return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
@@ -546,7 +546,7 @@ bool gpu_tile_useful(const kir_module *m, int i, int tile) {
 
 bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len) {
   int t = k->sched.threads[0];
-  if (!no_split(&k->sched, why, len)) return false;
+  if (!gpu_split_and_algo_fit(k, 1, why, len)) return false;
   pow2 = pow2 || k->kind == KK_ROW;
   if (k->sched.threads[1] > 1 || k->sched.threads[2] > 1 || t < unit || t > max || t % unit || (pow2 && (t & (t - 1))))
     return snprintf(why, len, "threads=%d: whole groups of %d up to %d%s", t, unit, max, pow2 ? ", a power of two" : ""), false;

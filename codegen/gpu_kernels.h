@@ -36,9 +36,12 @@ void gpu_conv(emitter *e);
  * threads): x over the tiles of output pixels, y over those of output channels, as
  * gpu_conv_groups() counts them (the kernel loops when the target caps the grid) */
 bool gpu_conv_tiled(const kir_module *m, int i);
+/* the knobs only some kernels take: a library algorithm (library_algo) where the kernel may run on
+ * the vendor library, and split-K up to max_split slices on a tiled convolution (1: the target
+ * has no split-K); false with why */
+bool gpu_split_and_algo_fit(const kir_kernel *k, int max_split, char *why, size_t len);
 /* what the SIMT matmul and convolution skeletons can run: 16x16 threads, a square tile of 16
- * to 128 (a multiple of 16), and a convolution's reduction in at most max_split slices (1: the
- * target has no split-K); false with why */
+ * to 128 (a multiple of 16), and gpu_split_and_algo_fit; false with why */
 bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len);
 /* the tuner's cost model for a square SIMT tile of kernel i (a matmul or convolution): false
  * for a tile over 32 when a tile of half its size would already cover the output */

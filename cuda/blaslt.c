@@ -105,6 +105,7 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
 
 portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, CUdeviceptr ws, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K,
                               int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
+  if (algo < 0 || algo >= CU_BLASLT_ALGOS) return err_set(PORTC_ERR_INVALID, "cuda: cuBLASLt algorithm %d: 0 to %d", algo, CU_BLASLT_ALGOS - 1);
   pthread_mutex_lock(&b->lock);
   plan *p = NULL;
   for (int i = 0; i < b->nplans && !p; i++) {

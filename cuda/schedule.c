@@ -176,8 +176,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   switch (s->variant) {
   case KS_MMA:
-    if (s->split_k > 1) return snprintf(why, len, "split_k=%d: the tensor-core kernel does not split", s->split_k), false;
-    if (s->library_algo && !s->library) return snprintf(why, len, "algo=%d: this kernel never runs on cuBLASLt", s->library_algo), false;
+    if (!gpu_split_and_algo_fit(&m->k[i], 1, why, len)) return false;
     if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
     return true;
