@@ -170,6 +170,29 @@ static portc_status op_LeakyRelu(imp *c) {
   return out_node(c, 0, portc_where(g, portc_gt(g, x, zero), x, portc_mul(g, x, alpha)));
 }
 
+/* max(0, min(1, alpha x + beta)): HardSigmoid's, and HardSwish's with alpha 1/6, beta 1/2 */
+static portc_node hard_sigmoid(portc_graph *g, portc_node x, double alpha, double beta) {
+  portc_dtype dt = portc_node_dtype(g, x);
+  portc_node y = portc_add(g, portc_mul(g, x, portc_scalar(g, dt, alpha)), portc_scalar(g, dt, beta));
+  return portc_maximum(g, portc_minimum(g, y, portc_scalar(g, dt, 1)), portc_scalar(g, dt, 0));
+}
+
+static portc_status op_HardSigmoid(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  return out_node(c, 0, hard_sigmoid(c->g, x, attr_float(c, "alpha", 0.2), attr_float(c, "beta", 0.5)));
+}
+
+static portc_status op_HardSwish(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  return out_node(c, 0, portc_mul(c->g, x, hard_sigmoid(c->g, x, 1.0 / 6.0, 0.5)));
+}
+
 /* ---- binary ---- */
 
 typedef portc_node (*binary_fn)(portc_graph *, portc_node, portc_node);
@@ -417,6 +440,7 @@ const onnx_op onnx_ops_elementwise[] = {
     {"Tanh", op_Tanh}, {"Sigmoid", op_Sigmoid}, {"Relu", op_Relu}, {"Floor", op_Floor}, {"Ceil", op_Ceil},
     {"Sin", op_Sin}, {"Cos", op_Cos}, {"Sign", op_Sign}, {"Neg", op_Neg}, {"Abs", op_Abs}, {"Not", op_Not},
     {"Identity", op_Identity}, {"Dropout", op_Dropout}, {"Gelu", op_Gelu}, {"LeakyRelu", op_LeakyRelu},
+    {"HardSigmoid", op_HardSigmoid}, {"HardSwish", op_HardSwish},
     {"Add", op_Add}, {"Sub", op_Sub}, {"Mul", op_Mul}, {"Div", op_Div}, {"Pow", op_Pow}, {"Equal", op_Equal},
     {"Less", op_Less}, {"Greater", op_Greater}, {"LessOrEqual", op_LessOrEqual}, {"GreaterOrEqual", op_GreaterOrEqual},
     {"And", op_And}, {"Or", op_Or}, {"Max", op_Max}, {"Min", op_Min}, {"Sum", op_Sum}, {"Mean", op_Mean},

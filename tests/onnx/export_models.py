@@ -64,6 +64,8 @@ def models():
         "resnet18": (lambda: torchvision.models.resnet18(weights=None), (3, 64, 64), {"keep_bn": True}),
         "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), (3, 64, 64), {}),
         "squeezenet": (lambda: torchvision.models.squeezenet1_1(weights=None), (3, 64, 64), {}),
+        # HardSwish and HardSigmoid (its squeeze-and-excitation gates)
+        "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(weights=None), (3, 64, 64), {}),
         "transformer": (lambda: torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1),
                         (16, 64), {"seq_first": True}),
     }
