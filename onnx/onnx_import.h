@@ -81,6 +81,8 @@ portc_status out_alias(imp *c, int k, const oval *v);
 /* a known input as integers: each element must be a constant (what it is for names it) */
 portc_status known_ints(imp *c, int k, const char *what, int64_t *out, int max, int *n);
 bool known_scalar(const oval *v, double *out);
+/* a graph dimension as shape arithmetic sees it: a constant, or c times a base symbol */
+sval dim_sval(const portc_graph *g, dim d);
 void sanitize(const char *in, char *out, size_t len); /* an ONNX name as a portc identifier */
 portc_status unique_name(imp *c, const char *onnx_name, char *out, size_t len);
 
@@ -110,7 +112,7 @@ typedef struct onnx_op {
   const char *name;
   op_fn fn;
 } onnx_op;
-extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[];
+extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[];
 op_fn onnx_op_lookup(const char *op_type);
 
 #endif

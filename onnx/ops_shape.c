@@ -9,7 +9,7 @@
 
 #include "onnx_import.h"
 
-static sval dim_sval(const portc_graph *g, dim d) {
+sval dim_sval(const portc_graph *g, dim d) {
   if (d.sym < 0) return (sval){d.c, -1, false};
   if (g->sym_base[d.sym] >= 0) return (sval){g->sym_scale[d.sym], g->sym_base[d.sym], false};
   return (sval){1, d.sym, false};

@@ -44,6 +44,32 @@ class Pools(torch.nn.Module):
         return torch.cat([torch.flatten(torch.sigmoid(self.avg_excl(h)), 1), torch.flatten(self.avg_incl(h), 1)], 1)
 
 
+class Upsampling(torch.nn.Module):
+    """Resize as the exporter writes it: nearest by a scale and to a size, bilinear with and without
+    align_corners, up and down."""
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv(x)
+        f = torch.nn.functional.interpolate
+        outs = [f(h, scale_factor=2, mode="nearest"), f(h, size=(13, 22), mode="nearest"),
+                f(h, size=(13, 22), mode="bilinear", align_corners=False), f(h, size=(13, 22), mode="bilinear", align_corners=True),
+                f(h, size=(5, 6), mode="bilinear", align_corners=False)]
+        return torch.cat([torch.flatten(o, 1) for o in outs], 1)
+
+
+class SegmentationOut(torch.nn.Module):
+    """torchvision's segmentation models return {"out": ...}: the tensor alone."""
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def randomize_norms(model):
     """Non-trivial running statistics, so that BatchNorm folding is tested with real numbers."""
     g = torch.Generator().manual_seed(1)
@@ -66,6 +92,10 @@ def models():
         "squeezenet": (lambda: torchvision.models.squeezenet1_1(weights=None), (3, 64, 64), {}),
         # HardSwish and HardSigmoid (its squeeze-and-excitation gates)
         "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(weights=None), (3, 64, 64), {}),
+        "upsampling": (Upsampling, (3, 9, 11), {}),
+        # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
+        "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+            weights=None, weights_backbone=None)), (3, 64, 64), {}),
         "transformer": (lambda: torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1),
                         (16, 64), {"seq_first": True}),
     }

@@ -58,6 +58,11 @@ def main(out):
         "short_initializer.onnx": model([helper.make_node("Add", ["x", "b"], ["y"], name="add_b")], [x], [y],
                                         [raw_tensor("b", [4], np.ones(2, np.float32).tobytes())]),
         "old_opset.onnx": model(good.graph.node, [x], [y], [w], opset=9),
+        # Resize in a mode portc lacks, and with a size only known at run time
+        "resize_cubic.onnx": model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="resize_cubic", mode="cubic")],
+                                   [f32("x", [1, 1, 4, 4])], [y], [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")]),
+        "resize_dynamic.onnx": model([helper.make_node("Resize", ["x", "", "", "z"], ["y"], name="resize_dyn")],
+                                     [f32("x", [1, 1, 4, 4]), helper.make_tensor_value_info("z", TensorProto.INT64, [4])], [y]),
         # small valid models that reach deeper into the importer (fuzzing seeds)
         "shape_arith.onnx": model([helper.make_node("Shape", ["x"], ["s"], name="shape"),
                                    helper.make_node("Gather", ["s", "zero"], ["n"], name="batch", axis=0),
