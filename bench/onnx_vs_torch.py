@@ -46,6 +46,16 @@ class MLP(torch.nn.Module):
         return self.net(x)
 
 
+class SegmentationOut(torch.nn.Module):
+    """torchvision's segmentation models return {"out": ...}: the tensor alone."""
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def models():
     """name -> (constructor, input shape without batch, batch dimension, bench batch)"""
     m = {
@@ -58,6 +68,8 @@ def models():
         m["mobilenet_v2"] = (lambda: tv.mobilenet_v2(weights=None), (3, 224, 224), 0, 32)
         m["squeezenet"] = (lambda: tv.squeezenet1_1(weights=None), (3, 224, 224), 0, 32)
         m["resnet50"] = (lambda: tv.resnet50(weights=None), (3, 224, 224), 0, 32)  # the larger model
+        m["lraspp"] = (lambda: SegmentationOut(tv.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)),
+                       (3, 224, 224), 0, 32)  # segmentation
     else:  # the larger model without torchvision: a BERT-base-sized encoder
         m["encoder12"] = (lambda: torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.1), 12,
                                                               enable_nested_tensor=False), (128, 768), 1, 16)
