@@ -347,6 +347,32 @@ static portc_status op_LayerNormalization(imp *c) {
   return out_node(c, 0, portc_layer_norm(c->g, x, w, b, attr_float(c, "epsilon", 1e-5)));
 }
 
+/* (x - mean) / sqrt(var + eps) * scale + B over each sample's and channel's spatial extent
+ * (PyTorch's InstanceNorm and, after a reshape, GroupNorm); scale and B are per channel */
+static portc_status op_InstanceNormalization(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
+  if (!st) st = op_need(c, 2);
+  if (st) return st;
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, op_in(c, 0)), scale = val_node(c, op_in(c, 1)), bias = val_node(c, op_in(c, 2));
+  if (x < 0 || scale < 0 || bias < 0) return out_node(c, 0, x < 0 ? x : scale < 0 ? scale : bias);
+  int rank = portc_node_rank(g, x);
+  if (rank < 3) return fail(c, PORTC_ERR_SHAPE, "the input has rank %d; InstanceNormalization needs [N, C, D1, ...]", rank);
+  int64_t axes[PORTC_MAX_RANK];
+  for (int a = 2; a < rank; a++) axes[a - 2] = a;
+  portc_dim xd[PORTC_MAX_RANK], cd[PORTC_MAX_RANK];
+  portc_node_shape(g, x, xd);
+  cd[0] = xd[1];
+  for (int a = 1; a < rank - 1; a++) cd[a] = (portc_dim){1, NULL};
+  portc_dtype dt = portc_node_dtype(g, x);
+  portc_node mean = portc_mean(g, x, rank - 2, axes, true), centered = portc_sub(g, x, mean);
+  portc_node var = portc_mean(g, portc_mul(g, centered, centered), rank - 2, axes, true);
+  portc_node y = portc_div(g, centered, portc_sqrt(g, portc_add(g, var, portc_scalar(g, dt, attr_float(c, "epsilon", 1e-5)))));
+  y = portc_add(g, portc_mul(g, y, portc_reshape(g, scale, rank - 1, cd)), portc_reshape(g, bias, rank - 1, cd));
+  return out_node(c, 0, y);
+}
+
 /* ---- reductions ---- */
 
 typedef portc_node (*reduce_fn)(portc_graph *, portc_node, int, const int64_t *, bool);
@@ -372,6 +398,7 @@ static portc_status op_ReduceSum(imp *c) { return reduce(c, portc_sum, true); }
 static portc_status op_ReduceMax(imp *c) { return reduce(c, portc_max, c->opset >= 18); }
 static portc_status op_ReduceMin(imp *c) { return reduce(c, portc_min, c->opset >= 18); }
 static portc_status op_ReduceProd(imp *c) { return reduce(c, portc_prod, c->opset >= 18); }
+
 
 /* ---- matrices ---- */
 
@@ -445,7 +472,8 @@ const onnx_op onnx_ops_elementwise[] = {
     {"Less", op_Less}, {"Greater", op_Greater}, {"LessOrEqual", op_LessOrEqual}, {"GreaterOrEqual", op_GreaterOrEqual},
     {"And", op_And}, {"Or", op_Or}, {"Max", op_Max}, {"Min", op_Min}, {"Sum", op_Sum}, {"Mean", op_Mean},
     {"Where", op_Where}, {"Cast", op_Cast}, {"Clip", op_Clip}, {"Softmax", op_Softmax}, {"LogSoftmax", op_LogSoftmax},
-    {"LayerNormalization", op_LayerNormalization}, {"ReduceMean", op_ReduceMean}, {"ReduceSum", op_ReduceSum},
+    {"LayerNormalization", op_LayerNormalization}, {"InstanceNormalization", op_InstanceNormalization},
+    {"ReduceMean", op_ReduceMean}, {"ReduceSum", op_ReduceSum},
     {"ReduceMax", op_ReduceMax}, {"ReduceMin", op_ReduceMin}, {"ReduceProd", op_ReduceProd}, {"MatMul", op_MatMul},
     {"Gemm", op_Gemm}, {NULL, NULL},
 };

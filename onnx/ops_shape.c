@@ -499,9 +499,56 @@ static portc_status op_Pad(imp *c) {
   return out_node(c, 0, portc_pad(c->g, x, 2 * rank, out, value));
 }
 
+/* Tile with known repeats: each repeated axis as a concatenation of copies */
+static portc_status op_Tile(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int rank = portc_node_rank(c->g, x), n;
+  int64_t reps[PORTC_MAX_RANK];
+  if ((st = known_ints(c, 1, "repeats", reps, PORTC_MAX_RANK, &n))) return st;
+  if (n != rank) return fail(c, PORTC_ERR_INVALID, "%d repeats for an input of rank %d", n, rank);
+  for (int a = 0; a < rank; a++) {
+    if (reps[a] < 1 || reps[a] > ONNX_MAX_IO) return fail(c, PORTC_ERR_INVALID, "axis %d repeats %lld times (1 to %d)", a, (long long)reps[a], ONNX_MAX_IO);
+    if (reps[a] == 1) continue;
+    portc_node copies[ONNX_MAX_IO];
+    for (int64_t r = 0; r < reps[a]; r++) copies[r] = x;
+    if ((x = portc_concat(c->g, (int)reps[a], copies, a)) < 0) return out_node(c, 0, x);
+  }
+  return out_node(c, 0, x);
+}
+
+/* Trilu over known last two dimensions: a constant mask, j - i >= k (upper) or <= k (lower) */
+static portc_status op_Trilu(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (st) return st;
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int64_t k = 0;
+  int n = 0;
+  if (c->nin > 1 && op_in(c, 1) && (st = known_ints(c, 1, "k", &k, 1, &n))) return st;
+  bool upper = attr_int(c, "upper", 1) != 0;
+  int rank = portc_node_rank(c->g, x);
+  portc_dim d[PORTC_MAX_RANK];
+  portc_node_shape(c->g, x, d);
+  if (rank < 2) return fail(c, PORTC_ERR_SHAPE, "the input has rank %d; Trilu needs at least 2", rank);
+  if (d[rank - 2].symbol || d[rank - 1].symbol) return fail(c, PORTC_ERR_SHAPE, "the last two dimensions must be known at import");
+  int64_t shape[2] = {d[rank - 2].size, d[rank - 1].size};
+  if (shape[0] * shape[1] > (INT64_C(1) << 26)) return fail(c, PORTC_ERR_SHAPE, "a %lldx%lld mask is too large", (long long)shape[0], (long long)shape[1]);
+  int64_t count = shape[0] * shape[1];
+  double *mask = malloc(sizeof(double) * (size_t)(count > 0 ? count : 1));
+  if (!mask) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t i = 0; i < shape[0]; i++)
+    for (int64_t j = 0; j < shape[1]; j++) mask[i * shape[1] + j] = upper ? j - i >= k : j - i <= k;
+  portc_node m = portc_const(c->g, PORTC_BOOL, 2, shape, mask, count);
+  free(mask);
+  return out_node(c, 0, portc_where(c->g, m, x, portc_scalar(c->g, portc_node_dtype(c->g, x), 0)));
+}
+
 const onnx_op onnx_ops_shape[] = {
     {"Shape", op_Shape}, {"Size", op_Size}, {"Constant", op_Constant}, {"ConstantOfShape", op_ConstantOfShape},
     {"Reshape", op_Reshape}, {"Flatten", op_Flatten}, {"Transpose", op_Transpose}, {"Squeeze", op_Squeeze},
     {"Unsqueeze", op_Unsqueeze}, {"Expand", op_Expand}, {"Concat", op_Concat}, {"Slice", op_Slice},
-    {"Gather", op_Gather}, {"Split", op_Split}, {"Pad", op_Pad}, {NULL, NULL},
+    {"Gather", op_Gather}, {"Split", op_Split}, {"Pad", op_Pad}, {"Tile", op_Tile}, {"Trilu", op_Trilu}, {NULL, NULL},
 };

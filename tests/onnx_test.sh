@@ -120,6 +120,7 @@ check_bad impossible_shape.onnx "node 'reshape_bad' \(Reshape, opset 17\): .*ele
 check_bad absurd_size.onnx "tensor 'big' has more than 2\^34 elements"
 check_bad short_initializer.onnx "tensor 'b' declares 4 elements of float \(16 bytes\) but holds 8 bytes"
 check_bad old_opset.onnx 'opset 9 is not supported: portc imports opsets 13 to 18'
+check_bad tile_dynamic.onnx "node 'tile_dyn' \(Tile, opset 17\): input 'r' \(repeats\) must be known when the model is imported"
 check_bad resize_cubic.onnx "node 'resize_cubic' \(Resize, opset 17\): mode 'cubic': portc resizes in nearest and linear modes"
 check_bad resize_dynamic.onnx "node 'resize_dyn' \(Resize, opset 17\): sizes must be known at import"
 check_bad truncated.onnx 'not an ONNX model: the protobuf message is malformed or truncated'

@@ -60,6 +60,26 @@ class Upsampling(torch.nn.Module):
         return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
 
+class Norms(torch.nn.Module):
+    """GroupNorm and InstanceNorm (InstanceNormalization), triu/tril (Trilu), repeat (Tile)."""
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.group = torch.nn.GroupNorm(2, 8)
+        self.inst = torch.nn.InstanceNorm2d(8, affine=True)
+        with torch.no_grad():
+            for n in (self.group, self.inst):
+                n.weight.uniform_(0.5, 1.5)
+                n.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        h = self.conv(x)  # [N, 8, 6, 12]
+        g, i = self.group(h), self.inst(torch.relu(h))
+        tri = torch.triu(h, diagonal=1) + torch.tril(h, diagonal=-2)
+        tiled = h[:, :2].repeat(1, 2, 1, 3)
+        return torch.cat([torch.flatten(t, 1) for t in (g, i, tri, tiled)], 1)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -93,6 +113,7 @@ def models():
         # HardSwish and HardSigmoid (its squeeze-and-excitation gates)
         "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(weights=None), (3, 64, 64), {}),
         "upsampling": (Upsampling, (3, 9, 11), {}),
+        "norms": (Norms, (4, 6, 12), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),

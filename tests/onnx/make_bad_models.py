@@ -61,6 +61,8 @@ def main(out):
         # Resize in a mode portc lacks, and with a size only known at run time
         "resize_cubic.onnx": model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="resize_cubic", mode="cubic")],
                                    [f32("x", [1, 1, 4, 4])], [y], [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")]),
+        "tile_dynamic.onnx": model([helper.make_node("Tile", ["x", "r"], ["y"], name="tile_dyn")],
+                                   [f32("x", [2, 3]), helper.make_tensor_value_info("r", TensorProto.INT64, [2])], [y]),
         "resize_dynamic.onnx": model([helper.make_node("Resize", ["x", "", "", "z"], ["y"], name="resize_dyn")],
                                      [f32("x", [1, 1, 4, 4]), helper.make_tensor_value_info("z", TensorProto.INT64, [4])], [y]),
         # small valid models that reach deeper into the importer (fuzzing seeds)
