@@ -80,6 +80,21 @@ class Norms(torch.nn.Module):
         return torch.cat([torch.flatten(t, 1) for t in (g, i, tri, tiled)], 1)
 
 
+class DecoderOnly(torch.nn.Module):
+    """A small decoder-only transformer: two causally masked self-attention layers over [N, S, E]
+    and a projection to a vocabulary of 50."""
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.layers = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(32, 50)
+
+    def forward(self, x):
+        s = x.shape[1]
+        causal = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        return self.head(self.layers(x, mask=causal))
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -114,6 +129,7 @@ def models():
         "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(weights=None), (3, 64, 64), {}),
         "upsampling": (Upsampling, (3, 9, 11), {}),
         "norms": (Norms, (4, 6, 12), {}),
+        "decoder_only": (DecoderOnly, (10, 32), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),
