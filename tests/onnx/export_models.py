@@ -8,6 +8,7 @@ python3-torchvision, python3-onnx).
 usage: export_models.py OUT [NAME ...] [--opset N] [--batches 1,3]
 """
 import argparse
+import inspect
 import os
 import sys
 
@@ -153,8 +154,13 @@ def export(name, out, opset, batches):
     axes = {"x": {1 if seq_first else 0: "N"}, "y": {1 if seq_first else 0: "N"}}
     training = torch.onnx.TrainingMode.PRESERVE if opts.get("keep_bn") else torch.onnx.TrainingMode.EVAL
     with torch.no_grad():
+        # the TorchScript-based exporter, which Debian's PyTorch has; a newer PyTorch defaults to
+        # torch.export, and its transformer layers take a fused fast path that exporter cannot write
+        legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+        if hasattr(torch.backends, "mha") and hasattr(torch.backends.mha, "set_fastpath_enabled"):
+            torch.backends.mha.set_fastpath_enabled(False)
         torch.onnx.export(model, (sample(batches[0]),), path, input_names=["x"], output_names=["y"],
-                          dynamic_axes=axes, opset_version=opset, training=training, do_constant_folding=True)
+                          dynamic_axes=axes, opset_version=opset, training=training, do_constant_folding=True, **legacy)
         onnx.checker.check_model(onnx.load(path))
         for n in batches:
             x = sample(n)
