@@ -8,11 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/dtype.h"
 #include "onnx_import.h"
 
 /* ---- folding integer shape arithmetic ---- */
 
-typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_EQ, F_LT, F_GT, F_LE, F_GE, F_MAX, F_MIN, F_AND, F_OR } fold_op;
+typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_EQ, F_LT, F_GT, F_LE, F_GE, F_MAX, F_MIN, F_AND, F_OR, F_MOD, F_FMOD } fold_op;
 
 static bool konst(sval a) { return !a.unknown && a.sym < 0; }
 
@@ -26,6 +27,12 @@ static sval fold2(fold_op op, sval a, sval b) {
     case F_SUB: r = (int64_t)((uint64_t)x - (uint64_t)y); break;
     case F_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
     case F_DIV: if (!y || (x == INT64_MIN && y == -1)) return u; r = x / y; break;
+    case F_MOD: /* the divisor's sign, as Python's % */
+    case F_FMOD: /* the dividend's sign, as C's % */
+      if (!y || (x == INT64_MIN && y == -1)) return u;
+      r = x % y;
+      if (op == F_MOD && r && ((r < 0) != (y < 0))) r += y;
+      break;
     case F_EQ: r = x == y; break;
     case F_LT: r = x < y; break;
     case F_GT: r = x > y; break;
@@ -220,6 +227,24 @@ BINARY_OP(LessOrEqual, portc_le, F_LE, PORTC_BOOL)
 BINARY_OP(GreaterOrEqual, portc_ge, F_GE, PORTC_BOOL)
 BINARY_OP(And, portc_and, F_AND, PORTC_BOOL)
 BINARY_OP(Or, portc_or, F_OR, PORTC_BOOL)
+
+/* Mod: folded where both operands are known integers (shape arithmetic); on float tensors, with
+ * fmod=1 as the standard asks, a - trunc(a / b) b */
+static portc_status op_Mod(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
+  if (st) return st;
+  bool fmod = attr_int(c, "fmod", 0) != 0;
+  if (int_known(op_in(c, 0)) && int_known(op_in(c, 1))) return fold_binary(c, fmod ? F_FMOD : F_MOD, op_in(c, 0)->dt);
+  portc_graph *g = c->g;
+  portc_node a = val_node(c, op_in(c, 0)), b = a < 0 ? a : val_node(c, op_in(c, 1));
+  if (b < 0) return out_node(c, 0, b);
+  if (!dtype_is_float(portc_node_dtype(g, a)))
+    return fail(c, PORTC_ERR_INVALID, "the integer remainder of tensors known only at run time is not supported");
+  if (!fmod) return fail(c, PORTC_ERR_INVALID, "fmod=0 on floating-point operands (the standard requires fmod=1)");
+  portc_node q = portc_div(g, a, b), t = portc_mul(g, portc_sign(g, q), portc_floor(g, portc_abs(g, q)));
+  return out_node(c, 0, portc_sub(g, a, portc_mul(g, t, b)));
+}
 
 /* Max, Min, Sum, Mean: any number of operands, folded pairwise */
 static portc_status variadic(imp *c, binary_fn fn, int fold, bool mean) {
@@ -468,7 +493,7 @@ const onnx_op onnx_ops_elementwise[] = {
     {"Sin", op_Sin}, {"Cos", op_Cos}, {"Sign", op_Sign}, {"Neg", op_Neg}, {"Abs", op_Abs}, {"Not", op_Not},
     {"Identity", op_Identity}, {"Dropout", op_Dropout}, {"Gelu", op_Gelu}, {"LeakyRelu", op_LeakyRelu},
     {"HardSigmoid", op_HardSigmoid}, {"HardSwish", op_HardSwish},
-    {"Add", op_Add}, {"Sub", op_Sub}, {"Mul", op_Mul}, {"Div", op_Div}, {"Pow", op_Pow}, {"Equal", op_Equal},
+    {"Mod", op_Mod}, {"Add", op_Add}, {"Sub", op_Sub}, {"Mul", op_Mul}, {"Div", op_Div}, {"Pow", op_Pow}, {"Equal", op_Equal},
     {"Less", op_Less}, {"Greater", op_Greater}, {"LessOrEqual", op_LessOrEqual}, {"GreaterOrEqual", op_GreaterOrEqual},
     {"And", op_And}, {"Or", op_Or}, {"Max", op_Max}, {"Min", op_Min}, {"Sum", op_Sum}, {"Mean", op_Mean},
     {"Where", op_Where}, {"Cast", op_Cast}, {"Clip", op_Clip}, {"Softmax", op_Softmax}, {"LogSoftmax", op_LogSoftmax},

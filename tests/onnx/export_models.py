@@ -62,7 +62,7 @@ class Upsampling(torch.nn.Module):
 
 
 class Norms(torch.nn.Module):
-    """GroupNorm and InstanceNorm (InstanceNormalization), triu/tril (Trilu), repeat (Tile)."""
+    """GroupNorm and InstanceNorm (InstanceNormalization), triu/tril (Trilu), repeat (Tile), fmod (Mod)."""
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(4, 8, 3, padding=1)
@@ -78,7 +78,7 @@ class Norms(torch.nn.Module):
         g, i = self.group(h), self.inst(torch.relu(h))
         tri = torch.triu(h, diagonal=1) + torch.tril(h, diagonal=-2)
         tiled = h[:, :2].repeat(1, 2, 1, 3)
-        return torch.cat([torch.flatten(t, 1) for t in (g, i, tri, tiled)], 1)
+        return torch.cat([torch.flatten(t, 1) for t in (g, i, tri, tiled, torch.fmod(h, 0.75))], 1)
 
 
 class DecoderOnly(torch.nn.Module):
