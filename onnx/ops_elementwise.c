@@ -424,7 +424,6 @@ static portc_status op_ReduceMax(imp *c) { return reduce(c, portc_max, c->opset 
 static portc_status op_ReduceMin(imp *c) { return reduce(c, portc_min, c->opset >= 18); }
 static portc_status op_ReduceProd(imp *c) { return reduce(c, portc_prod, c->opset >= 18); }
 
-
 /* ---- matrices ---- */
 
 static portc_status op_MatMul(imp *c) { return binary(c, portc_matmul, -1, (portc_dtype)-1); }

@@ -535,7 +535,8 @@ static portc_status op_Trilu(imp *c) {
   if (rank < 2) return fail(c, PORTC_ERR_SHAPE, "the input has rank %d; Trilu needs at least 2", rank);
   if (d[rank - 2].symbol || d[rank - 1].symbol) return fail(c, PORTC_ERR_SHAPE, "the last two dimensions must be known at import");
   int64_t shape[2] = {d[rank - 2].size, d[rank - 1].size};
-  if (shape[0] * shape[1] > (INT64_C(1) << 26)) return fail(c, PORTC_ERR_SHAPE, "a %lldx%lld mask is too large", (long long)shape[0], (long long)shape[1]);
+  if (shape[0] > 0 && shape[1] > (INT64_C(1) << 26) / shape[0])
+    return fail(c, PORTC_ERR_SHAPE, "a %lldx%lld mask is too large (2^26 elements at most)", (long long)shape[0], (long long)shape[1]);
   int64_t count = shape[0] * shape[1];
   double *mask = malloc(sizeof(double) * (size_t)(count > 0 ? count : 1));
   if (!mask) return fail(c, PORTC_ERR_NOMEM, "out of memory");
