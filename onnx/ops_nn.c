@@ -1,8 +1,8 @@
 /*
  * ops_nn.c: ONNX's convolution, batch normalization and pooling operators, as portc's conv2d and
- * pool2d. portc pads symmetrically; ONNX's asymmetric pads, SAME padding and ceil_mode become an
- * explicit Pad in front (with -inf for max pooling, and a count of the real elements for
- * average pooling that leaves padding out).
+ * pool2d (a 1-D one over [N, C, L] as the 2-D one over [N, C, 1, L]). portc pads symmetrically;
+ * ONNX's asymmetric pads, SAME padding and ceil_mode become an explicit Pad in front (with -inf
+ * for max pooling, and a count of the real elements for average pooling that leaves padding out).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -15,24 +15,25 @@ typedef struct window {
   int64_t ex[2];                          /* ceil_mode's extension past the end padding */
 } window;
 
-/* kernel, strides, dilations and pads of a 2-D window op over x of shape [N, C, H, W] */
-static portc_status read_window(imp *c, const dim *xd, const int64_t *kernel, window *w, bool ceil_mode) {
+/* kernel, strides, dilations and pads of a 2-D window op over x of shape [N, C, H, W]; a 1-D
+ * one (sd = 1: its attributes have one value per end) is the 2-D window [1, k] over [N, C, 1, L] */
+static portc_status read_window(imp *c, const dim *xd, const int64_t *kernel, window *w, bool ceil_mode, int sd) {
   int64_t v[8];
-  int n;
+  int n, at = 2 - sd; /* the first window axis the attributes give */
   for (int i = 0; i < 2; i++) w->k[i] = kernel[i], w->s[i] = 1, w->d[i] = 1, w->pb[i] = w->pe[i] = w->ex[i] = 0;
   if ((n = attr_ints(c, "strides", v, 8)) >= 0) {
-    if (n != 2) return fail(c, PORTC_ERR_INVALID, "strides has %d values; portc takes 2-D windows", n);
-    w->s[0] = v[0], w->s[1] = v[1];
+    if (n != sd) return fail(c, PORTC_ERR_INVALID, "strides has %d values for a %d-D window", n, sd);
+    for (int i = 0; i < sd; i++) w->s[at + i] = v[i];
   }
   if ((n = attr_ints(c, "dilations", v, 8)) >= 0) {
-    if (n != 2) return fail(c, PORTC_ERR_INVALID, "dilations has %d values; portc takes 2-D windows", n);
-    w->d[0] = v[0], w->d[1] = v[1];
+    if (n != sd) return fail(c, PORTC_ERR_INVALID, "dilations has %d values for a %d-D window", n, sd);
+    for (int i = 0; i < sd; i++) w->d[at + i] = v[i];
   }
   char buf[32];
   const char *pad = attr_string(c, "auto_pad", "NOTSET", buf, sizeof buf);
   if ((n = attr_ints(c, "pads", v, 8)) >= 0) {
-    if (n != 4) return fail(c, PORTC_ERR_INVALID, "pads has %d values; portc takes 2-D windows (4 pads)", n);
-    w->pb[0] = v[0], w->pb[1] = v[1], w->pe[0] = v[2], w->pe[1] = v[3];
+    if (n != 2 * sd) return fail(c, PORTC_ERR_INVALID, "pads has %d values for a %d-D window (%d pads)", n, sd, 2 * sd);
+    for (int i = 0; i < sd; i++) w->pb[at + i] = v[i], w->pe[at + i] = v[sd + i];
   }
   for (int i = 0; i < 2; i++) {
     if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 || w->k[i] > (1 << 20) || w->s[i] > (1 << 20) ||
@@ -82,27 +83,53 @@ static portc_node pad_spatial(portc_graph *g, portc_node x, window *w, double va
   return x;
 }
 
+/* x of rank 3 [N, C, L] as [N, C, 1, L] (its dims in d, 4 of them), for a 1-D window op */
+static portc_node as_2d(imp *c, const oval *v, portc_node x, dim *d) {
+  portc_dim pd[PORTC_MAX_RANK];
+  portc_node_shape(c->g, x, pd);
+  pd[3] = pd[2], pd[2] = (portc_dim){1, NULL};
+  val_shape(c, v, d);
+  d[3] = d[2], d[2] = (dim){1, -1};
+  return portc_reshape(c->g, x, 4, pd);
+}
+
+/* a 1-D op's result [N, C, 1, L'] as [N, C, L'] */
+static portc_node as_1d(portc_graph *g, portc_node y) {
+  if (y < 0) return y;
+  portc_dim pd[PORTC_MAX_RANK];
+  portc_node_shape(g, y, pd);
+  pd[2] = pd[3];
+  return portc_reshape(g, y, 3, pd);
+}
+
 static portc_status op_Conv(imp *c) {
   if (!op_in(c, 0) || !op_in(c, 1)) return fail(c, PORTC_ERR_INVALID, "needs X and W");
   portc_graph *g = c->g;
   portc_node x = val_node(c, op_in(c, 0)), wt = x < 0 ? x : val_node(c, op_in(c, 1));
   if (wt < 0) return out_node(c, 0, wt);
-  if (portc_node_rank(g, x) != 4 || portc_node_rank(g, wt) != 4)
-    return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 2-D convolutions (rank 4)", portc_node_rank(g, x), portc_node_rank(g, wt));
+  int rank = portc_node_rank(g, x);
+  if ((rank != 4 && rank != 3) || portc_node_rank(g, wt) != rank)
+    return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 1-D and 2-D convolutions (rank 3 or 4)", rank, portc_node_rank(g, wt));
   dim xd[PORTC_MAX_RANK], wd[PORTC_MAX_RANK];
-  val_shape(c, op_in(c, 0), xd);
-  val_shape(c, op_in(c, 1), wd);
+  if (rank == 3) {
+    x = as_2d(c, op_in(c, 0), x, xd);
+    wt = as_2d(c, op_in(c, 1), wt, wd);
+  } else {
+    val_shape(c, op_in(c, 0), xd);
+    val_shape(c, op_in(c, 1), wd);
+  }
   int64_t kernel[8] = {wd[2].c, wd[3].c};
-  int n = attr_ints(c, "kernel_shape", kernel, 8);
-  if (n >= 0 && (n != 2 || kernel[0] != wd[2].c || kernel[1] != wd[3].c)) return fail(c, PORTC_ERR_SHAPE, "kernel_shape does not match W");
+  int n = attr_ints(c, "kernel_shape", kernel + 4 - rank, 2);
+  if (n != -1 && (n != rank - 2 || kernel[0] != wd[2].c || kernel[1] != wd[3].c)) return fail(c, PORTC_ERR_SHAPE, "kernel_shape does not match W");
   window w;
-  portc_status st = read_window(c, xd, kernel, &w, false);
+  portc_status st = read_window(c, xd, kernel, &w, false, rank - 2);
   if (st) return st;
   if (!symmetric(&w)) x = pad_spatial(g, x, &w, 0);
   portc_node bias = op_in(c, 2) ? val_node(c, op_in(c, 2)) : PORTC_NONE;
   if (bias != PORTC_NONE && bias < 0) return out_node(c, 0, bias);
   portc_conv2d_opts o = {.stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}, .dilation = {w.d[0], w.d[1]}, .groups = attr_int(c, "group", 1)};
-  return out_node(c, 0, x < 0 ? x : portc_conv2d(g, x, wt, bias, &o));
+  portc_node y = x < 0 ? x : portc_conv2d(g, x, wt, bias, &o);
+  return out_node(c, 0, rank == 3 ? as_1d(g, y) : y);
 }
 
 /* a BatchNormalization not folded into a Conv: (x - mean) * (scale / sqrt(var + eps)) + bias over
@@ -140,20 +167,23 @@ static portc_status pool(imp *c, bool is_max) {
   portc_graph *g = c->g;
   portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
-  if (portc_node_rank(g, x) != 4) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; portc imports 2-D pooling (rank 4)", portc_node_rank(g, x));
+  int rank = portc_node_rank(g, x);
+  if (rank != 4 && rank != 3) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; portc imports 1-D and 2-D pooling (rank 3 or 4)", rank);
   dim xd[PORTC_MAX_RANK];
-  val_shape(c, op_in(c, 0), xd);
-  int64_t kernel[8];
-  if (attr_ints(c, "kernel_shape", kernel, 8) != 2) return fail(c, PORTC_ERR_INVALID, "kernel_shape must have 2 values");
+  if (rank == 3) x = as_2d(c, op_in(c, 0), x, xd);
+  else val_shape(c, op_in(c, 0), xd);
+  int64_t kernel[8] = {1, 1};
+  if (attr_ints(c, "kernel_shape", kernel + 4 - rank, 2) != rank - 2) return fail(c, PORTC_ERR_INVALID, "kernel_shape must have %d values", rank - 2);
   window w;
-  portc_status st = read_window(c, xd, kernel, &w, attr_int(c, "ceil_mode", 0) != 0);
+  portc_status st = read_window(c, xd, kernel, &w, attr_int(c, "ceil_mode", 0) != 0, rank - 2);
   if (st) return st;
   if (w.d[0] != 1 || w.d[1] != 1) return fail(c, PORTC_ERR_INVALID, "dilated pooling is not supported");
   bool fits = symmetric(&w) && 2 * w.pb[0] <= w.k[0] && 2 * w.pb[1] <= w.k[1];
   if (is_max) {
     if (!fits) x = pad_spatial(g, x, &w, -INFINITY);
     portc_pool2d_opts o = {.kernel = {w.k[0], w.k[1]}, .stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}};
-    return out_node(c, 0, portc_max_pool2d(g, x, &o));
+    portc_node y = portc_max_pool2d(g, x, &o);
+    return out_node(c, 0, rank == 3 ? as_1d(g, y) : y);
   }
   /* average: portc's divides by the whole window; where ONNX leaves padding out of the count, or
    * the ceil_mode extension is not counted, divide by the pooled count of real elements instead */
@@ -173,7 +203,8 @@ static portc_status pool(imp *c, bool is_max) {
   }
   portc_pool2d_opts o = {.kernel = {w.k[0], w.k[1]}, .stride = {w.s[0], w.s[1]}, .padding = {w.pb[0], w.pb[1]}};
   portc_node y = portc_avg_pool2d(g, x, &o);
-  return out_node(c, 0, count == PORTC_NONE ? y : portc_div(g, y, count));
+  if (count != PORTC_NONE) y = portc_div(g, y, count);
+  return out_node(c, 0, rank == 3 ? as_1d(g, y) : y);
 }
 static portc_status op_MaxPool(imp *c) { return pool(c, true); }
 static portc_status op_AveragePool(imp *c) { return pool(c, false); }

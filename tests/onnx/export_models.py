@@ -81,6 +81,25 @@ class Norms(torch.nn.Module):
         return torch.cat([torch.flatten(t, 1) for t in (g, i, tri, tiled, torch.fmod(h, 0.75))], 1)
 
 
+class Audio(torch.nn.Module):
+    """A 1-D convolutional audio classifier: strided, dilated and grouped Conv1d with GroupNorm,
+    BatchNorm1d, max and average pooling over time, and a linear head."""
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(1, 16, 9, stride=4, padding=4)
+        self.n1 = torch.nn.GroupNorm(4, 16)
+        self.c2 = torch.nn.Conv1d(16, 32, 3, dilation=2, padding=2, groups=4)
+        self.n2 = torch.nn.BatchNorm1d(32)
+        self.pool = torch.nn.MaxPool1d(3, stride=2, padding=1)
+        self.avg = torch.nn.AvgPool1d(4, stride=4, ceil_mode=True, count_include_pad=False)
+        self.head = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        h = self.pool(torch.relu(self.n1(self.c1(x))))
+        h = self.avg(torch.relu(self.n2(self.c2(h))))
+        return torch.cat([self.head(h.mean(dim=2)), torch.flatten(h, 1)], 1)  # the features too: a stronger check
+
+
 class DecoderOnly(torch.nn.Module):
     """A small decoder-only transformer: two causally masked self-attention layers over [N, S, E]
     and a projection to a vocabulary of 50."""
@@ -110,7 +129,7 @@ def randomize_norms(model):
     """Non-trivial running statistics, so that BatchNorm folding is tested with real numbers."""
     g = torch.Generator().manual_seed(1)
     for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
+        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
             m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
             m.running_var.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
             m.weight.data.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
@@ -131,6 +150,7 @@ def models():
         "upsampling": (Upsampling, (3, 9, 11), {}),
         "norms": (Norms, (4, 6, 12), {}),
         "decoder_only": (DecoderOnly, (10, 32), {}),
+        "audio": (Audio, (1, 400), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),
