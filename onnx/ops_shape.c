@@ -4,6 +4,7 @@
  * makes) they are evaluated at import, so that the chains PyTorch exports (Shape -> Gather ->
  * Unsqueeze -> Concat -> Reshape) end as a reshape with constants and symbols.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -499,6 +500,42 @@ static portc_status op_Pad(imp *c) {
   return out_node(c, 0, portc_pad(c->g, x, 2 * rank, out, value));
 }
 
+/* Range with known start, limit and delta: folded into a known vector (integers stay shape
+ * arithmetic, as torch.arange over a size exports) */
+static portc_status op_Range(imp *c) {
+  portc_status st = PORTC_OK;
+  double v[3];
+  for (int k = 0; k < 3 && !st; k++) st = op_need(c, k);
+  if (st) return st;
+  for (int k = 0; k < 3; k++)
+    if (!known_scalar(op_in(c, k), &v[k]))
+      return fail(c, PORTC_ERR_INVALID, "start, limit and delta must be known at import (a constant or shape arithmetic)");
+  if (v[2] == 0 || !isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2])) return fail(c, PORTC_ERR_INVALID, "delta 0, or a bound that is not finite");
+  double count = ceil((v[1] - v[0]) / v[2]);
+  if (count > (double)(INT64_C(1) << 24)) return fail(c, PORTC_ERR_SHAPE, "%.0f elements, more than 2^24", count);
+  int64_t n = count > 0 ? (int64_t)count : 0;
+  portc_dtype dt = op_in(c, 0)->dt;
+  if (op_in(c, 0)->i && op_in(c, 2)->i) { /* integers: exact */
+    int64_t start = op_in(c, 0)->i[0].c, delta = op_in(c, 2)->i[0].c;
+    sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
+    if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+      int64_t step, x;
+      if (__builtin_mul_overflow(i, delta, &step) || __builtin_add_overflow(start, step, &x)) {
+        free(r);
+        return fail(c, PORTC_ERR_INVALID, "the range overflows 64-bit integers");
+      }
+      r[i] = (sval){x, -1, false};
+    }
+    return out_ints(c, 0, dt, 1, &n, r);
+  }
+  portc_tensor *t = portc_tensor_new(dt, 1, &n);
+  pdata *d = t ? pdata_new(t) : NULL;
+  if (!d) return portc_tensor_free(t), fail(c, PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t i = 0; i < n; i++) portc_tensor_set(t, i, v[0] + (double)i * v[2]);
+  return out_floats(c, 0, d);
+}
+
 /* Tile with known repeats: each repeated axis as a concatenation of copies */
 static portc_status op_Tile(imp *c) {
   portc_status st = op_need(c, 0);
@@ -551,5 +588,6 @@ const onnx_op onnx_ops_shape[] = {
     {"Shape", op_Shape}, {"Size", op_Size}, {"Constant", op_Constant}, {"ConstantOfShape", op_ConstantOfShape},
     {"Reshape", op_Reshape}, {"Flatten", op_Flatten}, {"Transpose", op_Transpose}, {"Squeeze", op_Squeeze},
     {"Unsqueeze", op_Unsqueeze}, {"Expand", op_Expand}, {"Concat", op_Concat}, {"Slice", op_Slice},
-    {"Gather", op_Gather}, {"Split", op_Split}, {"Pad", op_Pad}, {"Tile", op_Tile}, {"Trilu", op_Trilu}, {NULL, NULL},
+    {"Gather", op_Gather}, {"Split", op_Split}, {"Pad", op_Pad}, {"Tile", op_Tile}, {"Trilu", op_Trilu}, {"Range", op_Range},
+    {NULL, NULL},
 };

@@ -101,18 +101,19 @@ class Audio(torch.nn.Module):
 
 
 class DecoderOnly(torch.nn.Module):
-    """A small decoder-only transformer: two causally masked self-attention layers over [N, S, E]
-    and a projection to a vocabulary of 50."""
+    """A small decoder-only transformer: learned positions, two causally masked self-attention
+    layers over [N, S, E] and a projection to a vocabulary of 50."""
     def __init__(self):
         super().__init__()
         layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
         self.layers = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
         self.head = torch.nn.Linear(32, 50)
+        self.pos = torch.nn.Embedding(16, 32)  # learned positions, looked up by torch.arange (Range)
 
     def forward(self, x):
         s = x.shape[1]
         causal = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
-        return self.head(self.layers(x, mask=causal))
+        return self.head(self.layers(x + self.pos(torch.arange(s)), mask=causal))
 
 
 class SegmentationOut(torch.nn.Module):
