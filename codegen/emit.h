@@ -19,6 +19,11 @@ struct emitter {
   int scope, next_scope;
   int stack[16], depth; /* enclosing scopes, whose values are visible */
   int tmp;             /* counter for index temporaries */
+  /* per buffer of the module: its place among the kernel's own buffers (kernel_buffers order),
+   * or -1. Kernels name buffers b<place>, so that identical kernels anywhere in a graph are the
+   * same text and compile once (regional compilation) */
+  int *slot;
+  int nslot;           /* how many buffers the kernel has */
 };
 
 /* Renders the module's kernels into one source file (free with free()). */
@@ -49,6 +54,8 @@ void emit_hoisted(emitter *e, int v, const char *const *idx);
 const char *compute_type(portc_dtype t);
 /* the body of an OPAQUE kernel: its op's template (opaque.c) */
 void emit_opaque(emitter *e);
+/* the name of buffer b in the current kernel ("b2": its place among the kernel's buffers) */
+const char *emit_buf(emitter *e, int buf);
 /* the compute-type value of buffer b at offset expression `off` */
 void emit_load(emitter *e, int buf, const char *off, char *out, size_t len);
 /* a store statement of value expression `val` to buffer b at offset `off` */
@@ -65,7 +72,7 @@ void row_mark_loop(const kir_kernel *k, int v, int loop, unsigned *used);
 portc_dtype row_phase_type(const kir_module *m, const kir_kernel *k, int p);
 /* attribute `name`'s element i, or 1 when unset (conv2d's stride and dilation) */
 int64_t attr_or_one(const node *n, const char *name, int i);
-/* the buffers kernel i reads or writes, in ascending order (fills max at most, returns them all);
+/* the buffers kernel i reads or writes, in the kernel's own order: operands, loads, stores (fills max at most, returns them all);
  * whether it writes buf; whether it reports faults through a status word: bit STATUS_BAD_INDEX
  * (a gather index out of range), bit STATUS_DIV_ZERO (an integer division by zero) */
 enum { STATUS_BAD_INDEX = 1, STATUS_DIV_ZERO = 2 };

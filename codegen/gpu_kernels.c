@@ -170,7 +170,7 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
       e->indent++;
       emit_offset(e, k->val[v].path, &fs, g, off, sizeof off);
       char buf[16];
-      snprintf(buf, sizeof buf, "b%d", k->val[v].buf);
+      snprintf(buf, sizeof buf, "%s", emit_buf(e, k->val[v].buf));
       char arr[16], idx[] = "it";
       snprintf(arr, sizeof arr, "rr%d", rr->slot[v]);
       emit_line(e, G(e)->vload, buf, off, arr, idx);
@@ -205,7 +205,7 @@ static void row_stores(emitter *e, const row_regs *rr, const shape *xs, const ch
     char off[128], buf[16], arr[16];
     group_names(e, full, g);
     emit_offset(e, k->store[s].path, xs, g, off, sizeof off);
-    snprintf(buf, sizeof buf, "b%d", k->store[s].buf);
+    snprintf(buf, sizeof buf, "%s", emit_buf(e, k->store[s].buf));
     snprintf(arr, sizeof arr, "sv%d", s);
     emit_line(e, G(e)->vstore, buf, off, arr);
     gpu_loop_end(e);

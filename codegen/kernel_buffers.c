@@ -12,16 +12,25 @@ bool kernel_writes(const kir_kernel *k, int buf) {
   return false;
 }
 
+/* adds b to the list unless it is there: n counts every distinct buffer, bufs keeps max */
+static int add_buffer(int b, int *bufs, int n, int max) {
+  for (int j = 0; j < n && j < max; j++)
+    if (bufs[j] == b) return n;
+  if (n < max) bufs[n] = b;
+  return n + 1;
+}
+
+/* the order is the kernel's own (operands, then loads in value order, then stores), not the
+ * module's buffer numbers: identical kernels anywhere in a graph list their buffers alike, and
+ * so name and bind them alike (regional compilation) */
 int kernel_buffers(const kir_module *m, int i, int *bufs, int max) {
   const kir_kernel *k = &m->k[i];
   int n = 0;
-  for (int b = 0; b < m->nbuf; b++) {
-    bool used = kernel_writes(k, b);
-    for (int v = 0; v < k->nval && !used; v++) used = k->val[v].kind == KV_LOAD && k->val[v].buf == b;
-    for (int j = 0; j < k->nin && !used; j++) used = k->in_buf[j] == b;
-    if (used && n < max) bufs[n] = b;
-    n += used;
-  }
+  for (int j = 0; j < k->nin; j++)
+    if (k->in_buf[j] >= 0) n = add_buffer(k->in_buf[j], bufs, n, max);
+  for (int v = 0; v < k->nval; v++)
+    if (k->val[v].kind == KV_LOAD) n = add_buffer(k->val[v].buf, bufs, n, max);
+  for (int s = 0; s < k->nstore; s++) n = add_buffer(k->store[s].buf, bufs, n, max);
   return n;
 }
 

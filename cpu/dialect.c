@@ -16,21 +16,13 @@
 
 static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
 
+/* B holds the kernel's own buffers, in kernel_buffers order */
 static void declare_buffers(emitter *e) {
-  const kir_kernel *k = e->k;
-  bool *used = calloc((size_t)e->m->nbuf + 1, sizeof *used);
-  if (!used) return; /* the compiler will then name the missing buffer */
-  for (int i = 0; i < k->nval; i++)
-    if (k->val[i].kind == KV_LOAD) used[k->val[i].buf] = true;
-  for (int i = 0; i < k->nstore; i++) used[k->store[i].buf] = true;
-  for (int i = 0; i < k->nin; i++)
-    if (k->in_buf[i] >= 0) used[k->in_buf[i]] = true;
   for (int b = 0; b < e->m->nbuf; b++)
-    if (used[b]) {
+    if (e->slot[b] >= 0) {
       const char *t = dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt);
-      emit_line(e, "%s *restrict b%d = (%s *)B[%d];", t, b, t, b);
+      emit_line(e, "%s *restrict b%d = (%s *)B[%d];", t, e->slot[b], t, e->slot[b]);
     }
-  free(used);
 }
 
 static void pointwise(emitter *e) {
@@ -411,8 +403,9 @@ static void conv(emitter *e) {
 
 static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
-  emit_line(e, "/* kernel %d: %s */", index, k->why);
-  emit_line(e, "static int k%d(void *const *restrict B, const int64_t *restrict S) {", index);
+  emit_line(e, "//@kernel %d", index);
+  emit_line(e, "// %s", k->why);
+  emit_line(e, "int portc_kernel(void *const *restrict B, const int64_t *restrict S) {");
   e->indent++;
   emit_line(e, "(void)S;");
   declare_buffers(e);
@@ -434,15 +427,8 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "}\n");
 }
 
-static void module_end(emitter *e) {
-  emit_line(e, "int portc_kernel_count(void) { return %d; }", e->m->nk);
-  emit_line(e, "int portc_kernel_run(int i, void *const *B, const int64_t *S) {");
-  emit_line(e, "  switch (i) {");
-  for (int i = 0; i < e->m->nk; i++) emit_line(e, "  case %d: return k%d(B, S);", i, i);
-  emit_line(e, "  }");
-  emit_line(e, "  return -1;");
-  emit_line(e, "}");
-}
+/* each kernel is built alone (targets/regional.h): its entry point is portc_kernel */
+static void module_end(emitter *e) { (void)e; }
 
 /* %0 %1 %2: operands in compute type (float for f32/f16/bf16, int64_t otherwise) */
 const dialect cpu_dialect = {

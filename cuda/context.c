@@ -44,6 +44,14 @@ static bool init_driver(void) {
   return true;
 }
 
+bool cu_driver_available(char *why, size_t len) {
+  pthread_mutex_lock(&table.lock);
+  bool r = init_driver();
+  if (!r) snprintf(why, len, "%s", init_why);
+  pthread_mutex_unlock(&table.lock);
+  return r;
+}
+
 bool cu_available(char *why, size_t len) {
   pthread_mutex_lock(&table.lock);
   bool r = init_driver();

@@ -34,6 +34,8 @@ extern cu_driver_api CU;
 /* the context of device `index` (-1: $PORTC_CUDA_DEVICE, else 0), made once, current on this thread */
 cu_context *cu_context_get(int index, char *why, size_t len);
 bool cu_available(char *why, size_t len);
+/* the driver alone, without NVRTC: enough to run a module file's cubins */
+bool cu_driver_available(char *why, size_t len);
 const char *cu_default_device_name(void);
 void cu_describe(FILE *out);
 /* a driver error as a portc status naming what failed */

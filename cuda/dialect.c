@@ -1,7 +1,7 @@
 /*
  * dialect.c: how the CUDA target spells kernels: CUDA C, one `extern "C" __global__` function
  * per kernel in one source file, compiled at once by NVRTC. A kernel takes the buffers it uses
- * (ascending buffer order, kernel_buffers()), then the status word where it checks indices, then
+ * (in kernel_buffers() order), then the status word where it checks indices, then
  * the symbol values by value. The skeletons are the GPU dialects' shared ones
  * (codegen/gpu_kernels.c) with CUDA's spellings; block sizes, variants and tiles are the
  * kernel's schedule (schedule.c), which the runtime reads too. Tensor-core matmuls (f16/bf16
@@ -31,7 +31,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   if (first) sb_printf(&p, "%s, ", first);
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
     int b = bufs[i];
-    sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(e->k, b) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt), b);
+    sb_printf(&p, "%s%s *__restrict__ %s, ", kernel_writes(e->k, b) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[b].dt), emit_buf(e, b));
   }
   if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");

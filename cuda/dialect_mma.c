@@ -40,7 +40,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "extern __shared__ __align__(16) unsigned char pc_smem[];");
   emit_line(e, "typedef %s T;", T);
   emit_line(e, "T *const As = (T *)pc_smem, *const Bs = As + %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS);
-  emit_line(e, "const T *const A = b%d, *const B = b%d;", a, b);
+  emit_line(e, "const T *const A = %s, *const B = %s;", emit_buf(e, a), emit_buf(e, b));
   emit_line(e, "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 1, wn = warp >> 1;");
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");

@@ -101,16 +101,31 @@ static portc_status build_cubin(void *ctx, void **data, size_t *bytes) {
   return cu_compile(b->src, b->arch, b->name, data, bytes);
 }
 
-/* the module's cubin, from the kernel cache or compiled and stored there */
-static portc_status cubin_for(cu_context *c, const char *src, const char *name, void **cubin, size_t *bytes, bool *hit) {
+/* the module's cubin: from the module file being loaded (req->from), else from the kernel cache
+ * or compiled and stored there, and then recorded for a module file being written */
+static portc_status cubin_for(cu_context *c, const load_request *req, const char *flavor, const char *src, void **cubin, size_t *bytes,
+                              bool *hit) {
+  char key[33];
+  if (req->from || req->record) prebuilt_key(flavor, src, c->arch, key);
+  if (req->from) {
+    const prebuilt_entry *e = prebuilt_find(req->from, key);
+    if (!e) return prebuilt_missing(flavor, req->graph_name, 0);
+    if (!(*cubin = malloc(e->bytes ? e->bytes : 1))) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", flavor);
+    memcpy(*cubin, e->data, e->bytes);
+    *bytes = e->bytes;
+    *hit = true;
+    return PORTC_OK;
+  }
   char why[512];
   const char *compiler = cu_compiler_id(why, sizeof why);
   if (!compiler) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
   build_args args = {0};
   cu_compile_options(c->arch, &args);
   build_key k = {.target = "cuda", .source = src, .args = &args, .compiler = compiler, .device = c->cache_id};
-  cubin_build b = {src, c->arch, name};
-  return cache_or_build(&k, "cubin", "\177ELF", 4, name, build_cubin, &b, cubin, bytes, hit, NULL, NULL);
+  cubin_build b = {src, c->arch, req->graph_name};
+  portc_status st = cache_or_build(&k, "cubin", "\177ELF", 4, req->graph_name, build_cubin, &b, cubin, bytes, hit, NULL, NULL);
+  if (!st && req->record) st = prebuilt_add(req->record, key, *cubin, *bytes);
+  return st;
 }
 
 static portc_status get_functions(cu_module *m) {
@@ -422,7 +437,7 @@ portc_status cu_load_flavor(const cu_flavor *f, const load_request *req, void **
   void *cubin = NULL;
   size_t bytes = 0;
   CUresult r;
-  st = cubin_for(c, src, req->graph_name, &cubin, &bytes, hit);
+  st = cubin_for(c, req, f->name, src, &cubin, &bytes, hit);
   free(src);
   if (!st && (r = CU.cuModuleLoadData(&m->mod, cubin))) st = cu_fail(r, "cuModuleLoadData");
   free(cubin);
@@ -571,6 +586,8 @@ const target cuda_target = {
     .load = load,
     .launch = cu_launch,
     .unload = cu_unload,
+    .artifacts = true,
+    .runs_prebuilt = cu_driver_available,
     .describe = cu_describe,
     .gpu = &cu_gpu,
     .kernel_note = kernel_note,

@@ -65,6 +65,8 @@ void portc_module_free(portc_module *m) {
   free(m->symvals);
   free(m->ksym);
   free(m->src_node);
+  portc_graph_free(m->owned_graph); /* last: the variants and the lowered graph are done with it */
+  free(m->file);
   free(m);
 }
 
@@ -107,31 +109,61 @@ static portc_status map_module(portc_module *m) {
   return PORTC_OK;
 }
 
-portc_status portc_compile(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_module **out) {
-  portc_compile_options whole;
-  api_struct_in(&whole, sizeof whole, opts, API_FIRST_SIZE(portc_compile_options, dump_after));
-  if (!g || !out) return err_set(PORTC_ERR_INVALID, "compile: NULL argument");
-  *out = NULL;
-  if (whole.mode == PORTC_MODE_MAX_AUTOTUNE) {
+static portc_status compile_module(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
+                                   const module_extra *x, portc_module **out);
+
+portc_status module_options(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_compile_options *whole) {
+  api_struct_in(whole, sizeof *whole, opts, API_FIRST_SIZE(portc_compile_options, dump_after));
+  if (whole->mode == PORTC_MODE_MAX_AUTOTUNE) {
     /* time what the tables do not hold yet, store it in the user's table, then compile as usual */
     portc_tune_options to = PORTC_TUNE_OPTIONS_INIT;
-    to.target = whole.target, to.dynamic = whole.dynamic, to.eager = whole.eager, to.missing_only = true;
+    to.target = whole->target, to.dynamic = whole->dynamic, to.eager = whole->eager, to.missing_only = true;
     portc_status st = portc_tune(g, &to, b, NULL);
     if (st) return st;
-    whole.mode = PORTC_MODE_DEFAULT;
+    whole->mode = PORTC_MODE_DEFAULT;
   }
-  return module_compile(g, &whole, b, NULL, out);
+  return PORTC_OK;
+}
+
+portc_status portc_compile(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_module **out) {
+  if (!g || !out) return err_set(PORTC_ERR_INVALID, "compile: NULL argument");
+  *out = NULL;
+  portc_compile_options whole;
+  portc_status st = module_options(g, opts, b, &whole);
+  return st ? st : module_compile(g, &whole, b, NULL, out);
 }
 
 portc_status module_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
                             portc_module **out) {
+  return compile_module(g, o, b, force, NULL, out);
+}
+
+portc_status module_compile_extra(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const module_extra *x,
+                                  portc_module **out) {
+  return compile_module(g, o, b, NULL, x, out);
+}
+
+/* the schedules a module file's kernels were built with, on kernels lowered the same way */
+static portc_status file_schedules(kir_module *km, const module_extra *x, const char *graph) {
+  if (x->nsched != km->nk)
+    return err_set(PORTC_ERR_INVALID, "module file: graph %s lowers to %d kernels here, and the file holds %d: it was written by a portc that lowers it differently; compile it again",
+                   graph, km->nk, x->nsched);
+  for (int i = 0; i < km->nk; i++) km->k[i].sched = x->sched[i];
+  return PORTC_OK;
+}
+
+static portc_status compile_module(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
+                                   const module_extra *x, portc_module **out) {
   *out = NULL;
   const char *tname = o->target ? o->target : "cpu";
   int device = -1;
   const target *t = target_find(tname, &device);
   if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
   char why[512] = "";
-  if (!t->available(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
+  bool (*can_run)(char *, size_t) = x && x->from && t->runs_prebuilt ? t->runs_prebuilt : t->available;
+  if (!can_run(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
+  if (x && (x->from || x->record) && !t->artifacts)
+    return err_set(PORTC_ERR_INVALID, "compile: target %s cannot write or run module files (.portc) yet", tname);
   if (o->mode != PORTC_MODE_DEFAULT && o->mode != PORTC_MODE_REDUCE_OVERHEAD && o->mode != PORTC_MODE_MAX_AUTOTUNE)
     return err_set(PORTC_ERR_INVALID, "compile: unknown mode %d (default 0, reduce-overhead 1, max-autotune 2)", (int)o->mode);
   if (o->dump_after) {
@@ -191,9 +223,16 @@ portc_status module_compile(const portc_graph *g, const portc_compile_options *o
     portc_module_free(m);
     return st;
   }
-  for (int i = 0; i < m->km->nk && t->schedule; i++) t->schedule(m->km, i, device);
-  if (!o->rules_only) tune_schedules(t, m->km, device, force);
-  for (int i = 0; i < m->km->nk && o->rules_only; i++) snprintf(m->km->k[i].sched.source, sizeof m->km->k[i].sched.source, "rules");
+  if (x && x->sched) {
+    if ((st = file_schedules(m->km, x, g->name))) {
+      portc_module_free(m);
+      return st;
+    }
+  } else {
+    for (int i = 0; i < m->km->nk && t->schedule; i++) t->schedule(m->km, i, device);
+    if (!o->rules_only) tune_schedules(t, m->km, device, force);
+    for (int i = 0; i < m->km->nk && o->rules_only; i++) snprintf(m->km->k[i].sched.source, sizeof m->km->k[i].sched.source, "rules");
+  }
   if (log_enabled("fusion")) kir_print(m->km, stderr);
   char *source = emit_module(t->dialect, m->km);
   if (!source) {
@@ -207,7 +246,8 @@ portc_status module_compile(const portc_graph *g, const portc_compile_options *o
     return st;
   }
   load_request req = {.source = source, .km = m->km, .graph_name = g->name, .device = device,
-                      .reduce_overhead = o->mode == PORTC_MODE_REDUCE_OVERHEAD}; /* a target without launches to record runs as usual */
+                      .reduce_overhead = o->mode == PORTC_MODE_REDUCE_OVERHEAD, /* a target without launches to record runs as usual */
+                      .from = x ? x->from : NULL, .record = x ? x->record : NULL};
   st = t->load(&req, &m->handle, &m->cache_hit);
   free(source);
   if (st) {

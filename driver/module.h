@@ -33,12 +33,27 @@ struct portc_module {
   portc_module *variant[MODULE_MAX_VARIANTS]; /* specialized for other values: the recompiles before dyn */
   int nvariant;
   portc_module *dyn; /* every symbol dynamic: used for every value once it exists (the last recompile) */
+  portc_graph *owned_graph; /* a module loaded from a file: its graph, which g points to */
+  char *file;               /* and that file's path, for messages */
 };
 
 /* portc_compile's work: force (per kernel, or NULL) gives knobs that replace the tune tables
  * (the tuner's candidates) */
 portc_status module_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
                             portc_module **out);
+/* the caller's options, whole (older callers' structs are shorter), with max-autotune done:
+ * the tune table then holds its results, and the mode is the default */
+portc_status module_options(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_compile_options *whole);
+/* what a compile for a module file, or from one, adds (artifact.c) */
+typedef struct module_extra {
+  const kir_schedule *sched; /* per kernel: the schedules the file's kernels were built with,
+                              * instead of the rules and the tables (nsched of them) */
+  int nsched;
+  const prebuilt *from;      /* the file's binaries: the target builds nothing */
+  prebuilt *record;          /* receives every binary the target loads */
+} module_extra;
+portc_status module_compile_extra(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const module_extra *x,
+                                  portc_module **out);
 /* the module that runs these bindings' symbol values: m itself when it was compiled dynamic or
  * for them, else one compiled for them, or dynamic, now or at an earlier miss (recompile.c) */
 portc_status module_for_values(portc_module *m, portc_bindings *b, portc_module **use);

@@ -70,7 +70,12 @@ portc_status module_for_values(portc_module *m, portc_bindings *b, portc_module 
   portc_compile_options o = m->opts;
   o.dynamic = dynamic;
   portc_module *v = NULL;
-  if ((st = module_compile(m->g, &o, b, NULL, &v))) return st;
+  if ((st = module_compile(m->g, &o, b, NULL, &v))) {
+    if (m->file) /* a module file holds its guards' kernels alone: others need the compiler */
+      err_set(st, "module file %s holds kernels for %s=%lld; this run has %s=%lld, and compiling for it failed: %s", m->file, m->g->syms[k],
+              (long long)m->symvals[k], m->g->syms[k], (long long)b->sym[k], portc_last_error());
+    return st;
+  }
   if (dynamic) m->dyn = v;
   else m->variant[m->nvariant++] = v;
   *use = v;

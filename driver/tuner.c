@@ -41,12 +41,12 @@ typedef struct group {
 } group;
 
 /* a round's module, compiled ahead on its own thread (compiles are what tuning mostly waits on) */
-typedef struct prebuilt {
+typedef struct round_build {
   portc_module *m;
   portc_status st;
   char why[512];
   int groups; /* how many groups it was compiled for: only the whole round uses it */
-} prebuilt;
+} round_build;
 
 typedef struct tuner {
   const portc_graph *g;
@@ -61,7 +61,7 @@ typedef struct tuner {
   int *group_of;           /* per kernel */
   portc_tensor **ref;      /* the default round's outputs */
   int nout;
-  prebuilt *pre;           /* per candidate round */
+  round_build *pre;           /* per candidate round */
 } tuner;
 
 void (*tuner_test_hook)(int group, int cand, portc_tensor **outputs, int nout, double *seconds) = NULL;
@@ -119,7 +119,7 @@ static bool attempt(tuner *T, const int *groups, int n, int cand, char *why, siz
       }
   portc_module *m = NULL;
   portc_status st;
-  prebuilt *pb = T->pre && cand ? &T->pre[cand] : NULL;
+  round_build *pb = T->pre && cand ? &T->pre[cand] : NULL;
   if (pb && pb->groups == n && (pb->m || pb->st)) { /* compiled ahead for this whole round */
     m = pb->m, st = pb->st, pb->m = NULL, pb->groups = -1;
     if (st) err_set(st, "%s", pb->why);
@@ -217,7 +217,7 @@ static void *prebuild_worker(void *arg) {
     int c = j->next <= j->last ? j->next++ : -1;
     pthread_mutex_unlock(&j->lock);
     if (c < 0 || !b || !force || left(T) <= 0) break;
-    prebuilt *pb = &T->pre[c];
+    round_build *pb = &T->pre[c];
     pb->groups = 0;
     for (int g = 0; g < T->ngrp; g++) pb->groups += !T->grp[g].skip && T->grp[g].ncand > c;
     for (int k = 0; k < T->nk; k++) {
@@ -244,7 +244,7 @@ static void prebuild(tuner *T, int ncand) {
   for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
 }
 
-static void prebuilt_free(tuner *T, int ncand) {
+static void round_builds_free(tuner *T, int ncand) {
   for (int c = 0; T->pre && c < ncand; c++) portc_module_free(T->pre[c].m);
   free(T->pre);
 }
@@ -321,7 +321,7 @@ portc_status portc_tune(const portc_graph *g, const portc_tune_options *opts, po
   if (!st && report) *report = rep.s, rep.s = NULL;
   free(rep.s);
   free(all);
-  prebuilt_free(&T, ncand);
+  round_builds_free(&T, ncand);
   portc_module_free(m0);
   free_outputs(T.ref, T.nout);
   free(T.ref);

@@ -1,8 +1,8 @@
 /*
  * dialect.c: how the HIP target spells kernels: HIP C++, one `extern "C" __global__` function
  * per kernel in one source file, compiled at once by hiprtc for the device's gfx architecture
- * with PC_WAVE set to its wavefront size. A kernel takes the buffers it uses (ascending buffer
- * order, kernel_buffers()), then the status word where it checks indices, then the symbol values
+ * with PC_WAVE set to its wavefront size. A kernel takes the buffers it uses (kernel_buffers()
+ * order), then the status word where it checks indices, then the symbol values
  * by value. The skeletons are the GPU dialects' shared ones (targets/gpu_kernels.c) with HIP's
  * spellings; reductions are the prelude's, written for wavefronts of 32 or 64. f16 is __half,
  * bf16 an unsigned short converted in software.
@@ -27,7 +27,7 @@ static void kernel(emitter *e, int index) {
   int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS); /* the shared queue refuses more */
   strbuf p = {0};
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++)
-    sb_printf(&p, "%s%s *__restrict__ b%d, ", kernel_writes(k, bufs[i]) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[bufs[i]].dt), bufs[i]);
+    sb_printf(&p, "%s%s *__restrict__ %s, ", kernel_writes(k, bufs[i]) ? "" : "const ", dialect_spelling(e->d, DT_STORAGE, e->m->buf[bufs[i]].dt), emit_buf(e, bufs[i]));
   if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   char *ps = emit_take(e, &p);

@@ -33,5 +33,7 @@ const target hip_on_cuda_target = {
     .load = load,
     .launch = cu_launch,
     .unload = cu_unload,
+    .artifacts = true,
+    .runs_prebuilt = cu_driver_available,
     .gpu = &cu_gpu,
 };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "../codegen/dialect.h"
+#include "prebuilt.h"
 #include "tune.h"
 
 /* what a target's load gets: the module's source in its dialect and the kernel IR it renders
@@ -20,6 +21,11 @@ typedef struct load_request {
   const char *graph_name;
   int device;           /* the index after "name:" in the target's name, or -1 */
   bool reduce_overhead; /* record the launch sequence once and replay it */
+  /* module files (targets with `artifacts`): from, when set, holds every binary the module
+   * needs, and the target builds nothing (a kernel missing there is prebuilt_missing's error);
+   * record, when set, receives a copy of every binary the target loads */
+  const prebuilt *from;
+  prebuilt *record;
 } load_request;
 
 /* A buffer in a target's own memory (GPU targets): the allocation, and the byte range in it. */
@@ -65,6 +71,12 @@ typedef struct target {
    * their own memory, dev_buf pointers */
   portc_status (*launch)(void *handle, int i, void *const *bufs, const int64_t *S);
   void (*unload)(void *handle);
+  /* load honours load_request's from and record: the target's modules can be written to and
+   * run from module files (.portc) */
+  bool artifacts;
+  /* optional: whether a module file's prebuilt kernels can run here, where `available` (which
+   * asks for the compiler too) may say no: the CPU runs them without a C compiler (NULL: available) */
+  bool (*runs_prebuilt)(char *why, size_t len);
   /* optional: whether the target can run an op (NULL: all of them) */
   bool (*supports)(enum op op);
   /* optional: more lines about the devices for `portc devices` */

@@ -47,12 +47,17 @@ typedef struct graph_args {
 int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref);
 /* loads ga->path and binds its arguments; on failure prints why, frees both and returns the exit code */
 int open_graph(const char *verb, const graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b);
+/* a module file (M.portc): loaded for ga->target (NULL or "ref": the first that runs here), with
+ * bindings for its graph; as open_graph otherwise */
+bool is_module_file(const char *path);
+int open_module_file(const char *verb, const graph_args *ga, portc_module **m, portc_bindings **b);
 int cmd_explain(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
 
 /* an SVG chart of kernel rates against the device's peaks (chart.c) */
 typedef struct chart_point {

@@ -13,8 +13,11 @@
 static const char *const help =
     "usage: portc run G.ptg [-t TARGET] [--input NAME=FILE.npy]... [--seed S] [--set SYM=N]...\n"
     "                 [--out DIR] [--f64] [COMPILE OPTIONS]\n"
+    "       portc run M.portc [-t TARGET] [--input NAME=FILE.npy]... [--seed S] [--set SYM=N]... [--out DIR]\n"
     "\n"
-    "Runs the graph and prints, for each output, its shape and min, max, mean and std.\n"
+    "Runs the graph and prints, for each output, its shape and min, max, mean and std. A module file\n"
+    "(portc compile -o M.portc) runs its compiled kernels, for TARGET or the first of its targets that\n"
+    "runs here, with no compiler; its parameters are in the file.\n"
     "\n"
     "  -t TARGET            where to run: ref (the float64 reference evaluator, the default) or a\n"
     "                       compiled target (portc devices lists them)\n"
@@ -101,32 +104,42 @@ int cmd_run(int argc, char **argv) {
   run_opts o = {0};
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? EXIT_OK : rc;
-  portc_graph *g;
+  portc_graph *g = NULL;
+  const portc_graph *rg;
   portc_bindings *b;
-  if ((rc = open_graph("run", &o.g, o.g.seeded, &g, &b))) return rc;
-  int nout = portc_graph_output_count(g);
+  portc_module *file = NULL;
+  if (is_module_file(o.g.path)) {
+    if (o.f64) return usage_error("run", "--f64 is the reference's, and a module file runs its own target");
+    if ((rc = open_module_file("run", &o.g, &file, &b))) return rc;
+    rg = portc_module_graph(file);
+  } else {
+    if ((rc = open_graph("run", &o.g, o.g.seeded, &g, &b))) return rc;
+    rg = g;
+  }
+  int nout = portc_graph_output_count(rg);
   portc_tensor **outs = calloc((size_t)nout + 1, sizeof *outs);
   if (!outs) {
     fprintf(stderr, "portc run: out of memory\n");
     rc = EXIT_FAIL;
   } else {
-    if (run_graph(g, b, &o, outs) != PORTC_OK) {
+    if ((file ? portc_module_run(file, b, outs) : run_graph(g, b, &o, outs)) != PORTC_OK) {
       fprintf(stderr, "portc run: %s: %s\n", o.g.path, portc_last_error());
       if (!o.g.seeded && strstr(portc_last_error(), "has no value")) fprintf(stderr, "(give --input NAME=FILE.npy or --seed S)\n");
       rc = EXIT_FAIL;
     } else {
       for (int k = 0; k < nout; k++) {
-        portc_node n = portc_graph_output(g, k);
+        portc_node n = portc_graph_output(rg, k);
         portc_dim dims[PORTC_MAX_RANK];
-        portc_node_shape(g, n, dims);
-        print_summary(stdout, portc_node_name(g, n), outs[k], portc_node_dtype(g, n), dims);
+        portc_node_shape(rg, n, dims);
+        print_summary(stdout, portc_node_name(rg, n), outs[k], portc_node_dtype(rg, n), dims);
       }
-      if (o.out_dir) rc = write_outputs(g, outs, &o);
+      if (o.out_dir) rc = write_outputs(rg, outs, &o);
     }
   }
   for (int k = 0; outs && k < nout; k++) portc_tensor_free(outs[k]);
   free(outs);
   portc_bindings_free(b);
+  portc_module_free(file);
   portc_graph_free(g);
   return rc;
 }

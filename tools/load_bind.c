@@ -1,6 +1,6 @@
 /*
- * load_bind.c: what run, explain and bench share: load a graph, and bind --set symbols,
- * --input files and --seed.
+ * load_bind.c: what run, explain and bench share: load a graph (or a module file), and bind
+ * --set symbols, --input files and --seed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -66,6 +66,31 @@ int open_graph(const char *verb, const graph_args *ga, bool seeded, portc_graph 
   if (rc) {
     portc_bindings_free(*b);
     portc_graph_free(*g);
+  }
+  return rc;
+}
+
+bool is_module_file(const char *path) {
+  size_t n = strlen(path);
+  return n > 6 && !strcmp(path + n - 6, ".portc");
+}
+
+int open_module_file(const char *verb, const graph_args *ga, portc_module **m, portc_bindings **b) {
+  *b = NULL;
+  const char *t = ga->target && strcmp(ga->target, "ref") ? ga->target : NULL;
+  if (portc_module_load(ga->path, t, m) != PORTC_OK) {
+    fprintf(stderr, "portc %s: %s\n", verb, portc_last_error());
+    return EXIT_FAIL;
+  }
+  if (!(*b = portc_bindings_new(portc_module_graph(*m)))) {
+    fprintf(stderr, "portc %s: %s\n", verb, portc_last_error());
+    portc_module_free(*m);
+    return EXIT_FAIL;
+  }
+  int rc = bind_args(verb, *b, ga->sets, ga->nsets, ga->inputs, ga->ninputs, ga->seeded, ga->seed);
+  if (rc) {
+    portc_bindings_free(*b);
+    portc_module_free(*m);
   }
   return rc;
 }

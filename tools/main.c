@@ -16,6 +16,7 @@ static const char *const usage =
     "  explain G.ptg compile and print the fusion groups, bytes, FLOPs and why each kernel ends\n"
     "  bench G.ptg   time a compiled graph, fused against eager, with compile times and memory\n"
     "  tune G.ptg    time candidate schedules on the device and keep the fastest in the tune table\n"
+    "  compile G.ptg -o M.portc   a module file: compiled kernels, weights and guards, run where no compiler is\n"
     "  cache         where the kernel cache is and its size; --clear empties it\n"
     "  convert M.onnx -o M.ptg   write a model as .ptg text, its weights in an .npz beside it\n"
     "  devices       the targets and whether each can run here\n"
@@ -39,7 +40,8 @@ int usage_error(const char *verb, const char *fmt, ...) {
 int main(int argc, char **argv) {
   static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
       {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}, {"verify", cmd_verify},
-      {"explain", cmd_explain}, {"bench", cmd_bench}, {"devices", cmd_devices}, {"convert", cmd_convert}, {"tune", cmd_tune}, {"cache", cmd_cache}};
+      {"explain", cmd_explain}, {"bench", cmd_bench}, {"devices", cmd_devices}, {"convert", cmd_convert}, {"tune", cmd_tune}, {"cache", cmd_cache},
+      {"compile", cmd_compile}};
   if (argc < 2) {
     fputs(usage, stderr);
     return EXIT_USAGE;

@@ -51,11 +51,11 @@ static void declare_buffers(emitter *e, int index, bool f16) {
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = f16 && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
-    emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", b, written ? "" : "readonly ", b,
-              operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), b);
+    emit_line(e, "layout(std430, binding = %d) restrict %sbuffer B%d { %s b%d[]; };", i, written ? "" : "readonly ", i,
+              operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
   }
   if (kernel_has_status(e->m, index)) {
-    emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", e->m->nbuf);
+    emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", nb);
     emit_line(e, "int64_t pc_idivc(int64_t x, int64_t y) { if (y == 0l) atomicOr(pc_bad, 2u); return pc_idiv(x, y); } /* STATUS_DIV_ZERO */");
   }
   int nsym = e->m->g->nsyms;
@@ -79,8 +79,8 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
   emit_line(e, "for (int kk = 0; kk < K; kk += 16) {");
   emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[2];");
-  emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], b%d, uint((m0 + sm + 16 * i) * K + kk), uint(K), false);", a);
-  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatLoadNV(fb[jj], b%d, uint(kk * N + n0 + sn + 16 * jj), uint(N), false);", b);
+  emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], %s, uint((m0 + sm + 16 * i) * K + kk), uint(K), false);", emit_buf(e, a));
+  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatLoadNV(fb[jj], %s, uint(kk * N + n0 + sn + 16 * jj), uint(N), false);", emit_buf(e, b));
   emit_line(e, "  for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
   emit_line(e, "}");
   emit_line(e, "for (int i = 0; i < 2; i++)");

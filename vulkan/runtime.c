@@ -17,6 +17,7 @@
 #include "../codegen/grid.h"
 #include "../targets/cache.h"
 #include "../targets/gpu_queue.h"
+#include "../targets/regional.h"
 #include "vk.h"
 
 typedef struct vk_kernel {
@@ -24,7 +25,8 @@ typedef struct vk_kernel {
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
   VkPipeline pipe;
-  VkDescriptorSet set;          /* binding b is buffer b; the status word is binding nbuf */
+  int owner;                     /* the kernel whose shader and pipeline these are (identical kernels share them) */
+  VkDescriptorSet set;          /* binding j is the kernel's buffer j; the status word is binding nbind */
   dev_buf bound[GPU_MAX_ARGS];   /* what the descriptor set holds now */
   uint64_t serial[GPU_MAX_ARGS]; /* of the buffers it holds: the pointers alone may be reused */
   bool written;
@@ -55,6 +57,7 @@ static void unload(void *handle) {
   vk_context *c = m->c;
   for (int i = 0; m->k && i < m->nk; i++) {
     vk_kernel *k = &m->k[i];
+    if (k->owner != i) continue; /* another kernel's */
     if (k->pipe) c->d.vkDestroyPipeline(c->dev, k->pipe, NULL);
     if (k->layout) c->d.vkDestroyPipelineLayout(c->dev, k->layout, NULL);
     if (k->dsl) c->d.vkDestroyDescriptorSetLayout(c->dev, k->dsl, NULL);
@@ -75,7 +78,7 @@ static portc_status vk_fail(VkResult r, const char *what, const vk_context *c) {
                  "vulkan: %s failed on %s: %s", what, c->props.deviceName, vk_result_name(r));
 }
 
-/* the features a kernel's "needs" line asks for: an error names the first the device lacks */
+/* the features a kernel's "needs" words ask for: an error names the first the device lacks */
 static portc_status check_needs(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
   /* feature NULL: optional, the kernel has a variant for devices without it */
   const struct { const char *word, *define, *feature; bool have; } table[] = {
@@ -113,9 +116,30 @@ static portc_status build_spirv(void *ctx, void **data, size_t *bytes) {
   return st;
 }
 
-/* SPIR-V of one kernel's shader, from the kernel cache or compiled and stored there */
-static portc_status spirv_for(vk_context *c, const char *glsl, const char *const *defines, const char *name, uint32_t **code, size_t *words,
-                              bool *hit) {
+/* the macros a kernel is built with, as one string: part of its module-file key */
+static void variant_of(const char *const *defines, char *out, size_t len) {
+  size_t at = 0;
+  out[0] = 0;
+  for (int i = 0; defines && defines[i] && at < len; i++) at += (size_t)snprintf(out + at, len - at, "%s ", defines[i]);
+}
+
+/* SPIR-V of one kernel's shader: from the module file being loaded (req->from), else from the
+ * kernel cache or compiled and stored there, and then recorded for a module file being written */
+static portc_status spirv_for(vk_context *c, const load_request *req, const char *glsl, const char *const *defines, const char *name,
+                              int kernel, uint32_t **code, size_t *words, bool *hit) {
+  char variant[256], key[33];
+  variant_of(defines, variant, sizeof variant);
+  if (req->from || req->record) prebuilt_key("vulkan", glsl, variant, key);
+  if (req->from) {
+    const prebuilt_entry *e = prebuilt_find(req->from, key);
+    if (!e) return prebuilt_missing("vulkan", req->graph_name, kernel);
+    if (e->bytes % 4 || !e->bytes) return err_set(PORTC_ERR_INVALID, "vulkan: kernel %d of the module file is not SPIR-V", kernel);
+    if (!(*code = malloc(e->bytes))) return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+    memcpy(*code, e->data, e->bytes);
+    *words = e->bytes / 4;
+    *hit = true;
+    return PORTC_OK;
+  }
   build_args args = {0};
   vk_compile_options(c, defines, &args);
   build_key k = {.target = "vulkan", .source = glsl, .args = &args, .compiler = vk_compiler_id(), .device = c->cache_id};
@@ -124,6 +148,7 @@ static portc_status spirv_for(vk_context *c, const char *glsl, const char *const
   size_t bytes = 0;
   portc_status st = cache_or_build(&k, "spv", &spirv_magic, 4, name, build_spirv, &b, (void **)code, &bytes, hit, NULL, NULL);
   if (!st && bytes % 4) st = err_set(PORTC_ERR_INTERNAL, "vulkan: kernel %s: SPIR-V of %zu bytes is not whole words", name, bytes);
+  if (!st && req->record) st = prebuilt_add(req->record, key, *code, bytes);
   *words = bytes / 4;
   return st;
 }
@@ -138,10 +163,10 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   VkDescriptorSetLayoutBinding b[GPU_MAX_ARGS + 1];
   int nb = 0;
   for (int j = 0; j < a->nbind; j++)
-    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)a->bind[j], .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)j, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
   if (a->status)
-    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)m->km->nbuf, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)a->nbind, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
   VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)nb, .pBindings = b};
   if ((r = c->d.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &k->dsl))) return vk_fail(r, "vkCreateDescriptorSetLayout", c);
@@ -194,6 +219,80 @@ static portc_status make_frame(vk_module *m) {
   return m->q.status ? vk_buffer_new(c, 4, true, &m->status) : PORTC_OK;
 }
 
+/* the kernels of a load: pieces cut from the module, each distinct one built and made once */
+typedef struct vk_load {
+  vk_module *m;
+  kernel_piece *pc;
+  const char *(*defines)[8];
+  const load_request *req;
+  const char *graph_name;
+  int *distinct; /* the kernels whose pieces are distinct, in order */
+  bool *hit;
+} vk_load;
+
+/* distinct kernel j's SPIR-V (cache or shaderc) and pipeline: the jobs run on the host's cores */
+static portc_status build_one(void *ctx, int j) {
+  vk_load *L = ctx;
+  int i = L->distinct[j];
+  char name[160];
+  snprintf(name, sizeof name, "%s.kernel%d", L->graph_name, i);
+  uint32_t *code = NULL;
+  size_t words = 0;
+  portc_status st = spirv_for(L->m->c, L->req, L->pc[i].source, L->defines[i], name, i, &code, &words, &L->hit[i]);
+  if (!st) st = make_pipeline(L->m, i, code, words);
+  free(code);
+  return st;
+}
+
+/* kernel i, whose source is kernel o's: the same pipeline where the work-group size is the same
+ * too (it is a specialization constant, not in the text), else a pipeline of o's SPIR-V */
+static portc_status share_pipeline(vk_load *L, int i, int o) {
+  vk_module *m = L->m;
+  if (m->km->k[i].sched.threads[0] == m->km->k[o].sched.threads[0]) {
+    m->k[i].owner = o;
+    m->k[i].shader = m->k[o].shader, m->k[i].dsl = m->k[o].dsl, m->k[i].layout = m->k[o].layout, m->k[i].pipe = m->k[o].pipe;
+    L->hit[i] = true;
+    return PORTC_OK;
+  }
+  char name[160];
+  snprintf(name, sizeof name, "%s.kernel%d", L->graph_name, i);
+  uint32_t *code = NULL;
+  size_t words = 0;
+  portc_status st = spirv_for(m->c, L->req, L->pc[i].source, L->defines[i], name, i, &code, &words, &L->hit[i]);
+  if (!st) st = make_pipeline(m, i, code, words);
+  free(code);
+  return st;
+}
+
+static portc_status load_kernels(vk_module *m, const load_request *req, bool *all_hit) {
+  vk_load L = {.m = m, .req = req, .graph_name = req->graph_name};
+  int nk = m->nk;
+  portc_status st = kernel_pieces(req->source, nk, "vulkan", &L.pc);
+  if (st) return st;
+  L.defines = calloc((size_t)nk + 1, sizeof *L.defines);
+  L.distinct = calloc((size_t)nk + 1, sizeof *L.distinct);
+  L.hit = calloc((size_t)nk + 1, sizeof *L.hit);
+  if (!L.defines || !L.distinct || !L.hit) st = err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+  int nd = 0;
+  for (int i = 0; i < nk && !st; i++) {
+    int n = 0;
+    st = check_needs(m->c, i, L.pc[i].needs, L.defines[i], &n);
+    if (L.pc[i].same_as == i) L.distinct[nd++] = i;
+    m->k[i].owner = i;
+  }
+  if (!st) st = run_parallel(nd, build_one, &L);
+  for (int i = 0; i < nk && !st; i++)
+    if (L.pc[i].same_as != i) st = share_pipeline(&L, i, L.pc[i].same_as);
+  *all_hit = true;
+  for (int i = 0; i < nk && !st; i++) *all_hit = *all_hit && L.hit[i];
+  if (!st && nd < nk) log_line("cache", "vulkan: graph %s: %d kernels, %d distinct: each built once", req->graph_name, nk, nd);
+  kernel_pieces_free(L.pc, nk);
+  free(L.defines);
+  free(L.distinct);
+  free(L.hit);
+  return st;
+}
+
 static portc_status load(const load_request *req, void **handle, bool *hit) {
   char why[512];
   vk_context *c = vk_context_get(req->device, why, sizeof why);
@@ -209,48 +308,13 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
     unload(m);
     return st ? st : err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   }
-  const char *first = strstr(req->source, "//@kernel ");
-  size_t prelude = first ? (size_t)(first - req->source) : strlen(req->source);
-  bool all_hit = true, built = false;
-  const char *at = first;
-  for (int i = 0; i < km->nk && !st; i++) {
-    if (!at) {
-      st = err_set(PORTC_ERR_INTERNAL, "vulkan: the module source has no kernel %d", i);
-      break;
-    }
-    const char *next = strstr(at + 1, "//@kernel ");
-    size_t klen = next ? (size_t)(next - at) : strlen(at);
-    const char *defines[8];
-    int nd = 0;
-    const char *eol = strchr(at, '\n');
-    char line[128];
-    snprintf(line, sizeof line, "%.*s", eol ? (int)(eol - at) : 0, at);
-    if ((st = check_needs(c, i, line, defines, &nd))) break;
-    char *glsl = malloc(prelude + klen + 1), name[160];
-    if (!glsl) {
-      st = err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
-      break;
-    }
-    memcpy(glsl, req->source, prelude);
-    memcpy(glsl + prelude, at, klen);
-    glsl[prelude + klen] = 0;
-    snprintf(name, sizeof name, "%s.kernel%d", req->graph_name, i);
-    uint32_t *code = NULL;
-    size_t words = 0;
-    bool h = false;
-    if (!(st = spirv_for(c, glsl, defines, name, &code, &words, &h))) st = make_pipeline(m, i, code, words);
-    all_hit = all_hit && h;
-    built = built || !h;
-    free(code);
-    free(glsl);
-    at = next;
-  }
-  if (!st) st = make_frame(m);
+  bool all_hit = true;
+  if (!(st = load_kernels(m, req, &all_hit))) st = make_frame(m);
   if (st) {
     unload(m);
     return st;
   }
-  if (built) vk_pipeline_cache_save(c);
+  if (!all_hit) vk_pipeline_cache_save(c);
   *hit = all_hit;
   *handle = m;
   return PORTC_OK;
@@ -290,7 +354,7 @@ static void update_set(vk_module *m, int i) {
     /* whole 32-bit words, as narrow elements are read through them: allocations round up to 4 */
     VkDeviceSize range = ((VkDeviceSize)l->b[j].bytes + 3) & ~(VkDeviceSize)3;
     info[n] = (VkDescriptorBufferInfo){vb->buf, (VkDeviceSize)l->b[j].offset, range ? range : VK_WHOLE_SIZE};
-    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)a->bind[j],
+    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)j,
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
     n++;
     k->bound[j] = l->b[j];
@@ -298,7 +362,7 @@ static void update_set(vk_module *m, int i) {
   }
   if (a->status) {
     info[n] = (VkDescriptorBufferInfo){m->status->buf, 0, VK_WHOLE_SIZE};
-    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)m->km->nbuf,
+    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)a->nbind,
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
     n++;
   }
@@ -464,6 +528,7 @@ const target vulkan_target = {
     .load = load,
     .launch = launch,
     .unload = unload,
+    .artifacts = true,
     .describe = vk_describe,
     .gpu = &gpu,
     .flushes_denormals = flushes_denormals,

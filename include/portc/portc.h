@@ -359,6 +359,25 @@ PORTC_API portc_status portc_module_run(portc_module *m, portc_bindings *b, port
  * the device's own timer on targets with one (GPUs), else from the host clock. */
 PORTC_API portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
 
+/* ---- module files (.portc): compiled once, run where no compiler is ---------------------------- */
+
+/* Compiles g as portc_compile does, for one target or several ("cpu,vulkan"), and writes one file
+ * holding, for each, the compiled kernels, their schedules, the device they were built for and
+ * the symbol values the module is specialized to (its guards), with the graph and the values of
+ * its parameters (what b binds, or what the graph holds, reads or generates). Parameters left to
+ * be given at run time stay so. The file is written whole or not at all. */
+PORTC_API portc_status portc_compile_file(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const char *path);
+/* Loads a module file for `target` (NULL: the first target in the file whose device is this
+ * machine's) and makes its module, building nothing: no C compiler, shaderc or NVRTC is needed.
+ * A file of another format version, a damaged or truncated one, and one built for another device
+ * are errors that say so. The module holds its graph (portc_module_graph) and parameters: bind
+ * the inputs with portc_bindings_new(portc_module_graph(m)). Run with other symbol values than
+ * its guards, a specialized module compiles again, which needs the target's compiler. */
+PORTC_API portc_status portc_module_load(const char *path, const char *target, portc_module **out);
+/* The graph a module runs: the one it was compiled from, or for a loaded module its own (it lives
+ * as long as the module). */
+PORTC_API const portc_graph *portc_module_graph(const portc_module *m);
+
 /* ---- tuning: measured schedules for the device, kept in the user's tune table ---------------- */
 
 typedef struct portc_tune_options {
