@@ -429,8 +429,10 @@ portc_status portc_module_load(const char *path, const char *target_name, portc_
   }
   if (!st && !found) {
     char *list = sb_take(&seen);
-    st = err_set(PORTC_ERR_INVALID, "module file %s holds no module %s%s that runs on this machine; it holds:%s\n(compile it again here)", path,
-                 target_name ? "for " : "", target_name ? target_name : "", list ? list : "");
+    char what[96] = "";
+    if (target_name) snprintf(what, sizeof what, " for %s", target_name);
+    st = err_set(PORTC_ERR_INVALID, "module file %s holds no module%s that runs on this machine; it holds:%s\n(compile it again here)", path, what,
+                 list ? list : "");
     free(list);
   } else {
     free(sb_take(&seen));

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The CPU benchmarks: softmax and layer_norm over 8192 x 4096 f32 and gelu(x*a+b) over 16M f32,
-# fused against eager; a plain copy for the machine's copy bandwidth as portc reaches it; and f32
-# matmul 1024^3 against numpy in the same run. JSON for each lands in build/bench/.
+# fused against eager; a plain copy for the machine's copy bandwidth as portc reaches it; f32
+# matmul 1024^3 against numpy in the same run; and regional compilation, the cold compile of 1,
+# 6 and 24 stacked transformer layers on cpu and vulkan (bench/regional.py). JSON for each
+# benchmark lands in build/bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -34,3 +36,5 @@ for name in ["softmax", "layer_norm", "gelu_affine"]:
     print(f"{name}: fused {r['fused']['median_s']*1e3:.2f} ms, {r['fused']['gbps']:.1f} GB/s = {100*r['fused']['gbps']/copy:.0f}% of copy "
           f"({copy:.1f} GB/s); eager {r['eager']['median_s']*1e3:.2f} ms; fused/eager {r['speedup']:.2f}x")
 PY
+# regional compilation: 24 identical blocks cost about what one costs, cold (vulkan: lavapipe without a GPU)
+/usr/bin/python3 bench/regional.py build/bin/portc cpu vulkan

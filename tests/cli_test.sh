@@ -187,5 +187,26 @@ PORTC_CC=/nonexistent/cc "$portc" verify -t cpu --filter 'unary/exp/f32/\[1\]' -
 contains "cpu: not available (C compiler '/nonexistent/cc' not found" "verify says why a target is skipped"
 contains "0 passed, 0 failed, 2 skipped" "skips are counted, not passed"
 
+# module files: compiled once, run where the C compiler cannot be found, building nothing; its
+# outputs are the ones the graph's compile gives
+expect 0 "compile a module file" -- "$portc" compile "$src/examples/transformer.ptg" -t cpu -o "$tmp/enc.portc" --set B=2 --set S=8
+contains "wrote $tmp/enc.portc (graph encoder for cpu)" "compile says what it wrote"
+expect 0 "run the graph" -- "$portc" run "$src/examples/transformer.ptg" -t cpu --set B=2 --set S=8 --seed 3 --out "$tmp/from_graph"
+mkdir -p "$tmp/nocache"
+PORTC_CC=/nonexistent/cc PORTC_CACHE_DIR="$tmp/nocache" expect 0 "run a module file without a compiler" -- \
+  "$portc" run "$tmp/enc.portc" --set B=2 --set S=8 --seed 3 --out "$tmp/from_file"
+contains "y: f32[B=2, S=8, 256]" "the module file's output"
+cmp -s "$tmp/from_graph/y.npy" "$tmp/from_file/y.npy" || { echo "FAIL: the module file computes other values than its graph"; fails=$((fails + 1)); }
+[ -z "$(ls "$tmp/nocache" | grep -E '\.so$')" ] || { echo "FAIL: running a module file built kernels"; fails=$((fails + 1)); }
+PORTC_CC=/nonexistent/cc expect 1 "a module file's other sizes need the compiler" -- "$portc" run "$tmp/enc.portc" --set B=3 --set S=8 --seed 3
+contains "holds kernels for B=2; this run has B=3" "the guard that failed is named"
+head -c 200 "$tmp/enc.portc" >"$tmp/cut.portc"
+expect 1 "a truncated module file" -- "$portc" run "$tmp/cut.portc" --set B=2 --set S=8 --seed 3
+contains "cut.portc is truncated or damaged" "truncation is named"
+expect 2 "compile without -o" -- "$portc" compile "$src/examples/transformer.ptg"
+expect 2 "compile to another suffix" -- "$portc" compile "$src/examples/transformer.ptg" -o "$tmp/x.bin"
+expect 0 "compile --help" -- "$portc" compile --help
+contains "usage: portc compile" "compile help text"
+
 if [ "$fails" -ne 0 ]; then echo "$fails CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"
