@@ -59,7 +59,7 @@ portc_status portc_module_info_get(const portc_module *m, portc_bindings *b, por
   portc_module_info whole;
   memset(&whole, 0, sizeof whole);
   module_lock(m, b);
-  portc_status st = info_fill(m, b, &whole);
+  portc_status st = m->parts ? partition_info(m, b, &whole) : info_fill(m, b, &whole);
   module_unlock(m, b);
   api_struct_out(info, &whole, sizeof whole, API_FIRST_SIZE(portc_module_info, flushes_denormals));
   return st;
@@ -168,7 +168,7 @@ char *portc_module_explain(const portc_module *m, portc_bindings *b) {
     return NULL;
   }
   module_lock(m, b);
-  char *text = explain(m, b);
+  char *text = m->parts ? partition_explain(m, b) : explain(m, b);
   module_unlock(m, b);
   return text;
 }

@@ -59,6 +59,7 @@ void portc_module_free(portc_module *m) {
   module_variants_free(m);
   free(m->target_name);
   pthread_mutex_destroy(&m->lock);
+  partition_free(m->parts);
   if (m->km && m->handle) dev_release(m);
   if (m->handle) m->t->unload(m->handle);
   kir_module_free(m->km);
@@ -68,20 +69,6 @@ void portc_module_free(portc_module *m) {
   portc_graph_free(m->owned_graph); /* last: the variants and the lowered graph are done with it */
   free(m->file);
   free(m);
-}
-
-static portc_status check_supported(const target *t, const portc_graph *g, bool fullgraph) {
-  if (!t->supports) return PORTC_OK;
-  for (int i = 0; i < g->n; i++)
-    if (!t->supports(g->nodes[i].op)) {
-      if (fullgraph)
-        return err_set(PORTC_ERR_INVALID, "fullgraph: target %s cannot run node '%s' (%s)", t->name, g->nodes[i].name,
-                       op_get(g->nodes[i].op)->name);
-      log_line("breaks", "node '%s' (%s) would run on the CPU", g->nodes[i].name, op_get(g->nodes[i].op)->name);
-      return err_set(PORTC_ERR_INVALID, "target %s cannot run node '%s' (%s), and graph breaks are not implemented yet",
-                     t->name, g->nodes[i].name, op_get(g->nodes[i].op)->name);
-    }
-  return PORTC_OK;
 }
 
 static portc_status write_dump(const char *dir, const char *name, const char *source) {
@@ -177,8 +164,11 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
     free(report);
     return s;
   }
-  portc_status st = check_supported(t, g, o->fullgraph);
+  portc_status st = PORTC_OK;
+  bool breaks = graph_needs_breaks(t, g, o->fullgraph, &st);
   if (st) return st;
+  if (breaks && x && (x->from || x->record))
+    return err_set(PORTC_ERR_INVALID, "compile: graph %s has nodes target %s cannot run; module files of graphs with breaks are not written yet", g->name, tname);
   double t0 = now();
   portc_module *m = calloc(1, sizeof *m);
   if (!m) return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
@@ -195,6 +185,16 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
     return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
   }
   m->opts.target = m->target_name;
+  if (breaks) { /* the regions' modules keep their own guards */
+    m->dynamic = true;
+    if ((st = partition_compile(g, o, b, t, &m->parts))) {
+      portc_module_free(m);
+      return st;
+    }
+    m->compile_seconds = now() - t0;
+    *out = m;
+    return PORTC_OK;
+  }
   m->dynamic = o->dynamic || g->nsyms == 0;
   if (!m->dynamic) {
     if (!b) {
@@ -437,6 +437,7 @@ portc_status portc_module_profile(portc_module *m, portc_bindings *b, int reps, 
 }
 
 portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, const double *cutoff, double *median) {
+  if (m->parts) return err_set(PORTC_ERR_INVALID, "graph %s has graph breaks: its kernels are not timed one by one yet", m->g->name);
   module_lock(m, b);
   run_state r;
   double whole, *t = malloc(sizeof *t * (size_t)(reps + 1));
@@ -524,8 +525,9 @@ portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor *
   if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
   module_lock(m, b);
   portc_module *use;
-  portc_status st = module_for_values(m, b, &use);
-  if (!st) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
+  portc_status st = m->parts ? PORTC_OK : module_for_values(m, b, &use);
+  if (!st && m->parts) st = partition_run(m, b, outputs);
+  else if (!st) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
   module_unlock(m, b);
   return st;
 }
@@ -534,8 +536,9 @@ portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, do
   if (!m || !seconds) return err_set(PORTC_ERR_INVALID, "time: NULL argument");
   module_lock(m, b);
   portc_module *use;
-  portc_status st = module_for_values(m, b, &use);
-  if (!st) st = use == m ? module_time(m, b, iters, seconds) : portc_module_time(use, b, iters, seconds);
+  portc_status st = m->parts ? PORTC_OK : module_for_values(m, b, &use);
+  if (!st && m->parts) st = partition_time(m, b, iters, seconds);
+  else if (!st) st = use == m ? module_time(m, b, iters, seconds) : portc_module_time(use, b, iters, seconds);
   module_unlock(m, b);
   return st;
 }

@@ -33,6 +33,7 @@ struct portc_module {
   portc_module *variant[MODULE_MAX_VARIANTS]; /* specialized for other values: the recompiles before dyn */
   int nvariant;
   portc_module *dyn; /* every symbol dynamic: used for every value once it exists (the last recompile) */
+  struct partition *parts;  /* a graph with breaks: its regions, each a module (partition.c); km is NULL */
   portc_graph *owned_graph; /* a module loaded from a file: its graph, which g points to */
   char *file;               /* and that file's path, for messages */
 };
@@ -74,6 +75,17 @@ int tune_entry_apply(const target *t, kir_module *km, const tune_entry *e, char 
 
 /* tests only (tuner.c): sees each checked candidate's outputs and time before the tuner judges them */
 extern void (*tuner_test_hook)(int group, int cand, portc_tensor **outputs, int nout, double *seconds);
+
+/* graph breaks (partition.c): whether target t lacks a node of g (with fullgraph, *st is then the
+ * error naming it); the regions' modules; their run, timing on the host clock, info and explain */
+typedef struct partition partition;
+bool graph_needs_breaks(const target *t, const portc_graph *g, bool fullgraph, portc_status *st);
+portc_status partition_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const target *t, partition **out);
+void partition_free(partition *p);
+portc_status partition_run(portc_module *m, portc_bindings *b, portc_tensor **outputs);
+portc_status partition_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
+portc_status partition_info(const portc_module *m, portc_bindings *b, portc_module_info *info);
+char *partition_explain(const portc_module *m, portc_bindings *b);
 
 /* hold and release the module's lock, then b's (b may be NULL) */
 void module_lock(const portc_module *m, portc_bindings *b);

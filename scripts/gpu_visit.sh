@@ -18,6 +18,10 @@
 #             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again
 #   tune      `portc tune` on every graph of bench/gpu/ and the transformer example, per target,
 #             $TUNE_BUDGET seconds each (default 60), into $out/tune_TARGET.txt: measured tables
+#   artifact  module files: the transformer example compiled to a .portc per target, run from it
+#             with NVRTC and the C compiler hidden and an empty kernel cache, its outputs compared
+#             with the graph's own compile; then bench/regional.py's cold compiles of 1, 6 and 24
+#             stacked layers on each target
 #   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
 #             bench/gpu/ and the transformer example, per target, each timed three times by each
 #             build in turn (medians of 30 runs); the table gives the best of each and their ratio
@@ -155,7 +159,25 @@ for step in $steps; do
     tar czf "$out/ab_json.tar.gz" -C "$ab" .
     summary+=("A/B against $base:" "$(cat "$out/ab_table.txt")")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, split, sanitize, racecheck, bench, replay, torch, onnx, tune, ab)"; exit 2 ;;
+  artifact)
+    for t in $targets; do
+      mf=$out/enc_$t.portc empty=$(mktemp -d)
+      "$portc" compile examples/transformer.ptg -t "$t" -o "$mf" --set B=2 --set S=64 >"$out/artifact_$t.txt" 2>&1
+      rc=$?
+      "$portc" run examples/transformer.ptg -t "$t" --set B=2 --set S=64 --seed 5 --out "$out/art_graph_$t" >>"$out/artifact_$t.txt" 2>&1
+      PORTC_NVRTC=/nonexistent/libnvrtc.so PORTC_CC=/nonexistent/cc PORTC_CACHE_DIR=$empty \
+        "$portc" run "$mf" -t "$t" --set B=2 --set S=64 --seed 5 --out "$out/art_file_$t" >>"$out/artifact_$t.txt" 2>&1
+      frc=$?
+      built=$(ls "$empty" | grep -cE '\.(so|spv|cubin|hsaco)$')
+      err=$(python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]); b=n.load(sys.argv[2]); print('%.2e' % (n.linalg.norm(a-b)/n.linalg.norm(a)))" \
+        "$out/art_graph_$t/y.npy" "$out/art_file_$t/y.npy" 2>&1 | tail -1)
+      summary+=("module file $t: compile rc $rc, $(stat -c %s "$mf" 2>/dev/null) bytes; run with no compiler rc $frc, $built kernels built, rel. difference to the graph's run $err")
+      rm -rf "$empty"
+    done
+    python3 bench/regional.py "$portc" $targets >"$out/regional.txt" 2>&1
+    summary+=("$(cat "$out/regional.txt")")
+    ;;
+  *) echo "unknown step $step (tests, verify, matmul, split, sanitize, racecheck, bench, replay, torch, onnx, tune, artifact, ab)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

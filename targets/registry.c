@@ -8,7 +8,7 @@
 
 #include "target.h"
 
-extern const target cpu_target, vulkan_target, cuda_target, hip_target, hip_on_cuda_target;
+extern const target cpu_target, vulkan_target, cuda_target, hip_target, hip_on_cuda_target, cpu_partial_target;
 
 static const target *const targets[] = {
     &cpu_target,
@@ -16,6 +16,7 @@ static const target *const targets[] = {
     &cuda_target,
     &hip_target,
     &hip_on_cuda_target,
+    &cpu_partial_target, /* a test target: with PORTC_TEST_TARGETS=1 only */
 };
 
 int target_count(void) { return (int)(sizeof targets / sizeof *targets); }
@@ -60,7 +61,7 @@ void *device_table_get(device_table *t, const char *target, int index, const cha
 }
 
 /* the topics that log_line is called with; "all" turns each on */
-static const char *const log_topics[] = {"breaks", "cache", "fusion", "kernels", "memory", "recompiles", "tune", NULL};
+static const char *const log_topics[] = {"cache", "fusion", "graph_breaks", "kernels", "memory", "recompiles", "tune", NULL};
 
 /* the first word of PORTC_LOG that is not a topic, into why; false when there is none */
 static bool log_unknown(const char *v, char *why, size_t len) {

@@ -77,8 +77,11 @@ typedef struct target {
   /* optional: whether a module file's prebuilt kernels can run here, where `available` (which
    * asks for the compiler too) may say no: the CPU runs them without a C compiler (NULL: available) */
   bool (*runs_prebuilt)(char *why, size_t len);
-  /* optional: whether the target can run an op (NULL: all of them) */
-  bool (*supports)(enum op op);
+  /* optional: whether the target can run node i of g (its op, dtypes and attributes); when not,
+   * why gets what it lacks, as words after the target's name ("has no softmax"), and the node
+   * runs on the fallback target (driver/partition.c) unless the compile is fullgraph (NULL: the
+   * target runs every node) */
+  bool (*supports)(const portc_graph *g, int i, char *why, size_t len);
   /* optional: more lines about the devices for `portc devices` */
   void (*describe)(FILE *out);
   /* optional: the hooks of a target with a device of its own (NULL: buffers are host memory,
@@ -125,7 +128,7 @@ const target *target_find(const char *name, int *device);
 int target_count(void);
 const target *target_at(int i);
 
-/* PORTC_LOG: comma-separated topics (fusion, kernels, cache, memory, tune, recompile, breaks) */
+/* PORTC_LOG: comma-separated topics (cache, fusion, graph_breaks, kernels, memory, recompiles, tune) */
 bool log_enabled(const char *topic);
 void log_line(const char *topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -16,7 +16,7 @@ expect 0 "top-level help" -- "$portc" --help
 contains "run G.ptg" "help lists run"
 # PORTC_LOG takes known topics only, and says which they are
 PORTC_LOG=cache,kernals expect 2 "unknown log topic" -- "$portc" check "$src/examples/mlp.ptg"
-contains "PORTC_LOG: unknown topic 'kernals' (known: all, breaks, cache, fusion, kernels, memory, recompiles, tune)" "log topics listed"
+contains "PORTC_LOG: unknown topic 'kernals' (known: all, cache, fusion, graph_breaks, kernels, memory, recompiles, tune)" "log topics listed"
 PORTC_LOG=all,cache expect 0 "known log topics" -- "$portc" check "$src/examples/mlp.ptg"
 for verb in run check ops; do
   expect 0 "$verb --help" -- "$portc" "$verb" --help
@@ -61,7 +61,7 @@ contains "symbol 'Q' does not appear" "unknown symbol message"
 expect 1 "run clashing symbol" -- "$portc" run "$src/examples/softmax.ptg" --set N=3 --input "x=$tmp/o/y.npy"
 contains "symbol N is 3, but x has 5" "clash message"
 expect 2 "run unknown target" -- "$portc" run "$src/examples/softmax.ptg" -t metal
-contains "unknown target 'metal' (available: ref, cpu, vulkan, cuda, hip, hip-on-cuda)" "target message"
+contains "unknown target 'metal' (available: ref, cpu, vulkan, cuda, hip, hip-on-cuda, cpu-partial)" "target message"
 expect 2 "run bad seed" -- "$portc" run "$src/examples/softmax.ptg" --seed -4
 expect 2 "run bad set" -- "$portc" run "$src/examples/softmax.ptg" --set N
 expect 2 "run missing value" -- "$portc" run "$src/examples/softmax.ptg" --seed
@@ -207,6 +207,13 @@ expect 2 "compile without -o" -- "$portc" compile "$src/examples/transformer.ptg
 expect 2 "compile to another suffix" -- "$portc" compile "$src/examples/transformer.ptg" -o "$tmp/x.bin"
 expect 0 "compile --help" -- "$portc" compile --help
 contains "usage: portc compile" "compile help text"
+
+# graph breaks: the test target lacks softmax; explain names the break, --fullgraph refuses it
+printf 'input x: f32[N, 16]\nh = tanh(x)\ns = softmax(h, axis=-1)\ny = exp(s)\noutput y\n' >"$tmp/brk.ptg"
+PORTC_TEST_TARGETS=1 expect 0 "explain a graph with a break" -- "$portc" explain "$tmp/brk.ptg" -t cpu-partial --set N=2
+contains "graph break: node 's' (softmax) runs on cpu: target cpu-partial has no softmax" "explain names the break"
+PORTC_TEST_TARGETS=1 expect 1 "fullgraph refuses a break" -- "$portc" run "$tmp/brk.ptg" -t cpu-partial --set N=2 --seed 1 --fullgraph
+contains "fullgraph: target cpu-partial cannot run node 's' (softmax)" "fullgraph names the node"
 
 if [ "$fails" -ne 0 ]; then echo "$fails CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -414,7 +414,7 @@ PORTC_API int portc_tune_check(const char *path, void *out);
 PORTC_API portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes);
 PORTC_API portc_status portc_cache_clear(int64_t *removed);
 /* $PORTC_LOG: comma-separated topics whose decisions go to stderr, each line "[portc TOPIC] ...":
- * breaks, cache, fusion, kernels, memory, recompiles, tune, or all. PORTC_ERR_INVALID, naming the first
+ * cache, fusion, graph_breaks, kernels, memory, recompiles, tune, or all. PORTC_ERR_INVALID, naming the first
  * unknown topic and listing the known ones, when it holds another word (the library then also
  * says so once on stderr, at its first log check, and logs the topics it knows). */
 PORTC_API portc_status portc_log_check(void);
