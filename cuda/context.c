@@ -53,11 +53,7 @@ bool cu_driver_available(char *why, size_t len) {
 }
 
 bool cu_available(char *why, size_t len) {
-  pthread_mutex_lock(&table.lock);
-  bool r = init_driver();
-  if (!r) snprintf(why, len, "%s", init_why);
-  pthread_mutex_unlock(&table.lock);
-  if (!r) return false;
+  if (!cu_driver_available(why, len)) return false;
   /* kernels are compiled here, so NVRTC must be present too */
   return cu_compiler_id(why, len) != NULL;
 }
