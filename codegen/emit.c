@@ -402,8 +402,8 @@ char *emit_module(const dialect *d, const kir_module *m) {
     e.depth = 0;
     e.tmp = 0;
     for (int b = 0; b < m->nbuf; b++) e.slot[b] = -1;
-    e.nslot = kernel_buffers(m, i, bufs, m->nbuf);
-    for (int j = 0; j < e.nslot; j++) e.slot[bufs[j]] = j;
+    int nb = kernel_buffers(m, i, bufs, m->nbuf);
+    for (int j = 0; j < nb; j++) e.slot[bufs[j]] = j;
     d->kernel(&e, i);
     free(e.done);
     e.done = NULL;

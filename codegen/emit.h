@@ -23,7 +23,6 @@ struct emitter {
    * or -1. Kernels name buffers b<place>, so that identical kernels anywhere in a graph are the
    * same text and compile once (regional compilation) */
   int *slot;
-  int nslot;           /* how many buffers the kernel has */
 };
 
 /* Renders the module's kernels into one source file (free with free()). */

@@ -525,9 +525,9 @@ portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor *
   if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
   module_lock(m, b);
   portc_module *use;
-  portc_status st = m->parts ? PORTC_OK : module_for_values(m, b, &use);
-  if (!st && m->parts) st = partition_run(m, b, outputs);
-  else if (!st) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
+  portc_status st;
+  if (m->parts) st = partition_run(m, b, outputs); /* the regions' modules keep their own guards */
+  else if (!(st = module_for_values(m, b, &use))) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
   module_unlock(m, b);
   return st;
 }
@@ -536,9 +536,9 @@ portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, do
   if (!m || !seconds) return err_set(PORTC_ERR_INVALID, "time: NULL argument");
   module_lock(m, b);
   portc_module *use;
-  portc_status st = m->parts ? PORTC_OK : module_for_values(m, b, &use);
-  if (!st && m->parts) st = partition_time(m, b, iters, seconds);
-  else if (!st) st = use == m ? module_time(m, b, iters, seconds) : portc_module_time(use, b, iters, seconds);
+  portc_status st;
+  if (m->parts) st = partition_time(m, b, iters, seconds);
+  else if (!(st = module_for_values(m, b, &use))) st = use == m ? module_time(m, b, iters, seconds) : portc_module_time(use, b, iters, seconds);
   module_unlock(m, b);
   return st;
 }

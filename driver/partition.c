@@ -40,7 +40,7 @@ struct partition {
   char *breaks; /* a line per node that breaks, with the reason (for explain) */
 };
 
-static bool is_source(enum op op) { return op == OP_input || op == OP_param || op == OP_const; }
+static bool is_source(enum op op) { return op_get(op)->kind == K_SOURCE; }
 
 /* whether target t can run node i; why gets the reason when not */
 static bool node_supported(const target *t, const portc_graph *g, int i, char *why, size_t len) {

@@ -66,12 +66,6 @@ void kernel_pieces_free(kernel_piece *p, int nk) {
   free(p);
 }
 
-int kernel_pieces_distinct(const kernel_piece *p, int nk) {
-  int n = 0;
-  for (int i = 0; i < nk; i++) n += p[i].same_as == i;
-  return n;
-}
-
 typedef struct pool {
   portc_status (*job)(void *, int);
   void *ctx;

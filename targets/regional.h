@@ -16,13 +16,12 @@ typedef struct kernel_piece {
   int same_as;     /* the first kernel whose source and header are the same (itself when none is) */
 } kernel_piece;
 
-/* Cuts a module source (its first line "//@module ...", left out) whose kernels each start with a line "//@kernel N ...", optionally
+/* Cuts a module source whose kernels each start with a line "//@kernel N ...", optionally
  * followed by one "// ..." line (why the kernel ends there: it names graph nodes, so it is left
- * out of the source that is built and keyed). *out gets nk pieces; errors name the target. */
+ * out of the source that is built and keyed); the module's first line, "//@module ..." (the
+ * graph's name and kernel count), is left out too. *out gets nk pieces; errors name the target. */
 portc_status kernel_pieces(const char *module_source, int nk, const char *target, kernel_piece **out);
 void kernel_pieces_free(kernel_piece *p, int nk);
-/* how many of the pieces are distinct (same_as == their own index) */
-int kernel_pieces_distinct(const kernel_piece *p, int nk);
 
 /* Runs job(ctx, i) for every i in [0, n) on up to as many threads as the host has cores
  * ($PORTC_COMPILE_THREADS caps them; 1: one at a time, on the calling thread). Returns the status
