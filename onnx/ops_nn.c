@@ -3,6 +3,7 @@
  * pool2d (a 1-D one over [N, C, L] as the 2-D one over [N, C, 1, L]). portc pads symmetrically;
  * ONNX's asymmetric pads, SAME padding and ceil_mode become an explicit Pad in front (with -inf
  * for max pooling, and a count of the real elements for average pooling that leaves padding out).
+ * ConvTranspose is a convolution over the input with zeros inserted, by the flipped kernel.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -222,8 +223,172 @@ static portc_status global_pool(imp *c, bool is_max) {
 static portc_status op_GlobalAveragePool(imp *c) { return global_pool(c, false); }
 static portc_status op_GlobalMaxPool(imp *c) { return global_pool(c, true); }
 
+/* ---- ConvTranspose ----
+ * The transposed convolution as a convolution of stride 1 over the input with s - 1 zeros
+ * inserted between its elements, by the kernel flipped in space with its channel axes swapped:
+ *   y = conv(zero_insert(x, s), W', pad_begin = d(k-1) - pb, pad_end = d(k-1) - pe + op)
+ * where W'[g*Cout_g + o, i, a, b] = W[g*Cin_g + i, o, kH-1-a, kW-1-b]. A negative pad crops the
+ * input instead. This spends s^2 times the multiplies of a direct transposed convolution on the
+ * inserted zeros; the decoders that use it are a small part of a model's work. */
+
+typedef struct tconv {
+  int64_t k[2], s[2], d[2], pb[2], pe[2], op[2];
+} tconv;
+
+/* strides, dilations, pads, output_padding and output_shape / auto_pad of a ConvTranspose over
+ * spatial sizes in[2] (as 2-D: a 1-D one is [1, L]) */
+static portc_status read_tconv(imp *c, const int64_t *in, tconv *t, int sd) {
+  int at = 2 - sd;
+  for (int i = 0; i < 2; i++) t->s[i] = t->d[i] = 1, t->pb[i] = t->pe[i] = t->op[i] = 0;
+  static const char *const names[] = {"strides", "dilations", "output_padding"};
+  int64_t *dst[] = {t->s, t->d, t->op};
+  int64_t v[8];
+  int n;
+  for (int a = 0; a < 3; a++) {
+    if ((n = attr_ints(c, names[a], v, 8)) < 0) continue;
+    if (n != sd) return fail(c, PORTC_ERR_INVALID, "%s has %d values for a %d-D convolution", names[a], n, sd);
+    for (int i = 0; i < sd; i++) dst[a][at + i] = v[i];
+  }
+  if ((n = attr_ints(c, "pads", v, 8)) >= 0) {
+    if (n != 2 * sd) return fail(c, PORTC_ERR_INVALID, "pads has %d values for a %d-D convolution (%d pads)", n, sd, 2 * sd);
+    for (int i = 0; i < sd; i++) t->pb[at + i] = v[i], t->pe[at + i] = v[sd + i];
+  }
+  char buf[32];
+  const char *pad = attr_string(c, "auto_pad", "NOTSET", buf, sizeof buf);
+  bool same = !strcmp(pad, "SAME_UPPER") || !strcmp(pad, "SAME_LOWER");
+  if (!same && strcmp(pad, "NOTSET") && strcmp(pad, "VALID")) return fail(c, PORTC_ERR_INVALID, "auto_pad '%s' is not an ONNX padding mode", pad);
+  int64_t oshape[8];
+  int no = attr_ints(c, "output_shape", oshape, 8);
+  if (no >= 0 && no != sd) return fail(c, PORTC_ERR_INVALID, "output_shape has %d values for a %d-D convolution", no, sd);
+  for (int i = 0; i < 2; i++) {
+    if (t->s[i] < 1 || t->d[i] < 1 || t->pb[i] < 0 || t->pe[i] < 0 || t->op[i] < 0 || t->s[i] > 64 || t->d[i] > (1 << 20) ||
+        t->pb[i] > (1 << 20) || t->pe[i] > (1 << 20))
+      return fail(c, PORTC_ERR_INVALID, "stride %lld (1 to 64), dilation %lld or pads %lld/%lld out of range", (long long)t->s[i],
+                  (long long)t->d[i], (long long)t->pb[i], (long long)t->pe[i]);
+    if (t->op[i] >= t->s[i] && t->op[i] >= t->d[i])
+      return fail(c, PORTC_ERR_INVALID, "output_padding %lld must be less than the stride %lld or the dilation %lld", (long long)t->op[i],
+                  (long long)t->s[i], (long long)t->d[i]);
+    if (!strcmp(pad, "VALID")) t->pb[i] = t->pe[i] = 0;
+    if (no < 0 && !same) continue;
+    /* the output size is given (output_shape, or the input's times the stride for SAME): the
+     * padding is what makes it so */
+    int64_t want = no >= 0 ? (i < at ? 1 : oshape[i - at]) : in[i] * t->s[i];
+    int64_t total = t->s[i] * (in[i] - 1) + t->op[i] + (t->k[i] - 1) * t->d[i] + 1 - want;
+    if (total < 0) return fail(c, PORTC_ERR_SHAPE, "output_shape %lld is larger than the convolution makes", (long long)want);
+    bool upper = !strcmp(pad, "SAME_UPPER");
+    t->pb[i] = upper ? total / 2 : total - total / 2;
+    t->pe[i] = total - t->pb[i];
+  }
+  return PORTC_OK;
+}
+
+/* W [Cin, Cout/g, kH, kW] as the flipped, channel-swapped W' [Cout, Cin/g, kH, kW]: computed at
+ * import for known weights, as graph operations for ones computed at run time */
+static portc_node flip_weights(imp *c, oval *wv, const int64_t *wd, int64_t groups) {
+  portc_graph *g = c->g;
+  int64_t cin = wd[0], cog = wd[1], kh = wd[2], kw = wd[3], cig = cin / groups, sp = kh * kw;
+  if (wv->f) {
+    int64_t shape[4] = {cog * groups, cig, kh, kw};
+    portc_tensor *t = portc_tensor_new(wv->f->t->dtype, 4, shape);
+    pdata *d = pdata_new(t);
+    if (!d) return -(portc_node)fail(c, PORTC_ERR_NOMEM, "out of memory");
+    for (int64_t gi = 0; gi < groups; gi++)
+      for (int64_t o = 0; o < cog; o++)
+        for (int64_t i = 0; i < cig; i++)
+          for (int64_t a = 0; a < sp; a++)
+            portc_tensor_set(t, ((gi * cog + o) * cig + i) * sp + a, portc_tensor_get(wv->f->t, ((gi * cig + i) * cog + o) * sp + sp - 1 - a));
+    char name[160];
+    snprintf(name, sizeof name, "%s.flipped", wv->name);
+    oval w = {.name = name, .node = -1, .known = true, .dt = t->dtype, .rank = 4, .shape = {shape[0], shape[1], kh, kw}, .f = d};
+    portc_node n = val_node(c, &w);
+    pdata_release(d);
+    return n;
+  }
+  portc_node w = val_node(c, wv);
+  portc_dim d5[5] = {{groups, NULL}, {cig, NULL}, {cog, NULL}, {kh, NULL}, {kw, NULL}};
+  portc_dim d4[4] = {{groups * cog, NULL}, {cig, NULL}, {kh, NULL}, {kw, NULL}};
+  w = portc_reshape(g, portc_permute(g, portc_reshape(g, w, 5, d5), 5, (int64_t[]){0, 2, 1, 3, 4}), 4, d4);
+  for (int ax = 2; ax < 4; ax++) {
+    int64_t k = wd[ax];
+    if (k == 1) continue;
+    double vals[64];
+    if (k > 64) return -(portc_node)fail(c, PORTC_ERR_SHAPE, "a kernel of extent %lld computed at run time (64 at most)", (long long)k);
+    for (int64_t j = 0; j < k; j++) vals[j] = (double)(k - 1 - j);
+    w = portc_gather(g, w, portc_const(g, PORTC_I64, 1, &k, vals, k), ax);
+  }
+  return w;
+}
+
+/* x [N, C, H, W] with s - 1 zeros after each element along each spatial axis, the trailing ones
+ * included: [N, C, H*sH, W*sW] */
+static portc_node zero_insert(portc_graph *g, portc_node x, const int64_t *s) {
+  if (s[0] == 1 && s[1] == 1) return x;
+  portc_dim d[PORTC_MAX_RANK];
+  portc_node_shape(g, x, d);
+  portc_dim d6[6] = {d[0], d[1], d[2], {1, NULL}, d[3], {1, NULL}};
+  int64_t pads[12] = {0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, 0, 0, s[1] - 1};
+  portc_dim d4[4] = {d[0], d[1], {d[2].size * s[0], NULL}, {d[3].size * s[1], NULL}};
+  return portc_reshape(g, portc_pad(g, portc_reshape(g, x, 6, d6), 12, pads, 0), 4, d4);
+}
+
+static portc_status op_ConvTranspose(imp *c) {
+  if (!op_in(c, 0) || !op_in(c, 1)) return fail(c, PORTC_ERR_INVALID, "needs X and W");
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int rank = portc_node_rank(g, x);
+  dim xd[PORTC_MAX_RANK], wd[PORTC_MAX_RANK];
+  int wrank = val_shape(c, op_in(c, 1), wd);
+  if ((rank != 4 && rank != 3) || wrank != rank)
+    return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 1-D and 2-D transposed convolutions (rank 3 or 4)", rank, wrank);
+  if (rank == 3) {
+    x = as_2d(c, op_in(c, 0), x, xd);
+    wd[3] = wd[2], wd[2] = (dim){1, -1};
+  } else val_shape(c, op_in(c, 0), xd);
+  int64_t groups = attr_int(c, "group", 1);
+  for (int i = 0; i < 4; i++)
+    if (wd[i].sym >= 0) return fail(c, PORTC_ERR_SHAPE, "W's dimension %d is symbolic", i);
+  if (groups < 1 || wd[0].c % groups || xd[1].sym >= 0 || xd[1].c != wd[0].c)
+    return fail(c, PORTC_ERR_SHAPE, "X has %s channels and W %lld input channels in %lld groups", xd[1].sym >= 0 ? "symbolic" : "", (long long)wd[0].c,
+                (long long)groups);
+  tconv t = {.k = {wd[2].c, wd[3].c}};
+  int64_t kernel[8];
+  int n = attr_ints(c, "kernel_shape", kernel, 8);
+  if (n != -1 && (n != rank - 2 || kernel[n - 1] != wd[3].c || (n == 2 && kernel[0] != wd[2].c))) return fail(c, PORTC_ERR_SHAPE, "kernel_shape does not match W");
+  int64_t in[2] = {xd[2].c, xd[3].c};
+  bool strided_or_cropped = false;
+  portc_status st = read_tconv(c, in, &t, rank - 2);
+  if (st) return st;
+  int64_t pb[2], pe[2];
+  for (int i = 0; i < 2; i++) {
+    int64_t span = t.d[i] * (t.k[i] - 1);
+    pb[i] = span - t.pb[i], pe[i] = span - t.pe[i] + t.op[i] - (t.s[i] - 1); /* after zero insertion */
+    strided_or_cropped |= t.s[i] > 1 || pb[i] < 0 || pe[i] < 0 || pb[i] != pe[i];
+  }
+  if (strided_or_cropped && (xd[2].sym >= 0 || xd[3].sym >= 0))
+    return fail(c, PORTC_ERR_SHAPE, "a strided or asymmetrically padded transposed convolution needs constant spatial sizes");
+  x = zero_insert(g, x, t.s);
+  for (int i = 0; i < 2; i++) { /* negative padding crops */
+    int64_t size = in[i] * t.s[i];
+    if (pb[i] < 0 || pe[i] < 0) x = portc_slice(g, x, 2 + i, pb[i] < 0 ? -pb[i] : 0, pe[i] < 0 ? size + pe[i] : size, 1);
+    if (pb[i] < 0) pb[i] = 0;
+    if (pe[i] < 0) pe[i] = 0;
+  }
+  if (pb[0] != pe[0] || pb[1] != pe[1]) {
+    x = pad_by(g, x, pb, pe, 0);
+    memset(pb, 0, sizeof pb);
+  }
+  portc_node w = flip_weights(c, op_in(c, 1), (int64_t[]){wd[0].c, wd[1].c, wd[2].c, wd[3].c}, groups);
+  portc_node bias = op_in(c, 2) ? val_node(c, op_in(c, 2)) : PORTC_NONE;
+  if (w < 0) return out_node(c, 0, w);
+  if (bias != PORTC_NONE && bias < 0) return out_node(c, 0, bias);
+  portc_conv2d_opts o = {.stride = {1, 1}, .padding = {pb[0], pb[1]}, .dilation = {t.d[0], t.d[1]}, .groups = groups};
+  portc_node y = portc_conv2d(g, x, w, bias, &o);
+  return out_node(c, 0, rank == 3 ? as_1d(g, y) : y);
+}
+
 const onnx_op onnx_ops_nn[] = {
-    {"Conv", op_Conv}, {"BatchNormalization", op_BatchNormalization}, {"MaxPool", op_MaxPool},
+    {"Conv", op_Conv}, {"ConvTranspose", op_ConvTranspose}, {"BatchNormalization", op_BatchNormalization}, {"MaxPool", op_MaxPool},
     {"AveragePool", op_AveragePool}, {"GlobalAveragePool", op_GlobalAveragePool}, {"GlobalMaxPool", op_GlobalMaxPool},
     {NULL, NULL},
 };

@@ -116,6 +116,36 @@ class DecoderOnly(torch.nn.Module):
         return self.head(self.layers(x + self.pos(torch.arange(s)), mask=causal))
 
 
+class UNet(torch.nn.Module):
+    """A U-Net-style encoder-decoder: ConvTranspose upsampling (stride 2 with kernel 2, kernel 3
+    with padding and output_padding, grouped and dilated with weights computed at run time), skip
+    connections joined by Concat, a bilinear Resize, and a 1-D transposed convolution over the rows."""
+    def __init__(self):
+        super().__init__()
+        c = torch.nn.Conv2d
+        self.e1, self.e2, self.e3 = c(3, 8, 3, padding=1), c(8, 16, 3, padding=1), c(16, 32, 3, padding=1)
+        self.up2 = torch.nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.d2 = c(32, 16, 3, padding=1)
+        self.up1 = torch.nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.d1 = c(16, 8, 3, padding=1)
+        self.grouped = torch.nn.ConvTranspose2d(8, 8, 3, stride=1, padding=2, dilation=2, groups=2, bias=False)
+        self.head = c(8, 4, 1)
+        self.rows = torch.nn.ConvTranspose1d(4, 3, 4, stride=3, padding=1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        h1 = torch.relu(self.e1(x))
+        h2 = torch.relu(self.e2(f.max_pool2d(h1, 2)))
+        h3 = torch.relu(self.e3(f.max_pool2d(h2, 2)))
+        u2 = torch.relu(self.d2(torch.cat([self.up2(h3), h2], 1)))
+        u1 = torch.relu(self.d1(torch.cat([self.up1(u2), h1], 1)))
+        w = self.grouped.weight * torch.sigmoid(u1.mean())  # not an initializer: flipped in the graph
+        seg = self.head(f.conv_transpose2d(u1, w, stride=1, padding=2, dilation=2, groups=2) + u1)
+        big = f.interpolate(seg, scale_factor=1.5, mode="bilinear", align_corners=False)
+        rows = self.rows(seg.mean(dim=2))
+        return torch.cat([torch.flatten(big, 1), torch.flatten(rows, 1)], 1)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -152,6 +182,7 @@ def models():
         "norms": (Norms, (4, 6, 12), {}),
         "decoder_only": (DecoderOnly, (10, 32), {}),
         "audio": (Audio, (1, 400), {}),
+        "unet": (UNet, (3, 16, 20), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),
