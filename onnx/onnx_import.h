@@ -112,7 +112,7 @@ typedef struct onnx_op {
   const char *name;
   op_fn fn;
 } onnx_op;
-extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[];
+extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[], onnx_ops_recurrent[];
 op_fn onnx_op_lookup(const char *op_type);
 
 #endif

@@ -24,9 +24,10 @@ if ! $py -c 'import torch, torchvision, onnx, numpy' 2>/dev/null; then
 fi
 $py "$src/tests/onnx/export_models.py" "$work/m17" 2>&1 | grep -v -i warn || fail "export at opset 17"
 $py "$src/tests/onnx/export_models.py" --opset 13 "$work/m13" mlp transformer 2>&1 | grep -v -i warn || fail "export at opset 13"
+$py "$src/tests/onnx/recurrent_models.py" "$work/rec" || fail "recurrent_models.py"
 
 export PORTC_VULKAN_VALIDATION=1
-for dir in "$work"/m17/* "$work"/m13/*; do
+for dir in "$work"/m17/* "$work"/m13/* "$work"/rec/*; do
   for target in cpu vulkan; do
     out=$("$compare" "$dir/model.onnx" "$target" "$dir/x_1.npy" "$dir/y_1.npy" "$dir/x_3.npy" "$dir/y_3.npy" 2>&1)
     rc=$?
@@ -54,6 +55,11 @@ n2=$(grep -c 'y\.mean.*y\.var\|y\.var.*y\.mean' <<<"$fuses")
 [ "$n1" = 1 ] && echo "ok: transformer norm1 is one kernel" || fail "transformer norm1 spans $n1 kernels"
 [ "$n2" = 1 ] && [ "$(grep -c 'y\.' <<<"$fuses")" = 1 ] && echo "ok: transformer norm2 is one kernel" || fail "transformer norm2 spans kernels"
 [ "$(grep -E '^  fuses:' <<<"$tr" | grep -c 'Softmax')" = 1 ] && echo "ok: transformer softmax in one kernel" || fail "transformer softmax spans kernels"
+
+# recurrent ops are unrolled: each step's states are named for the node, the direction and the step
+lstm=$("$portc" explain "$work/m17/lstm/model.onnx" -t cpu --set N=2)
+expect "lstm unrolled forwards" 'LSTM\.t6\.h\(mul\)' "$lstm"
+expect "lstm unrolled backwards" 'LSTM\.reverse\.t0\.c\(add\)' "$lstm"
 
 # verify with a model: against the float64 reference, fused and eager
 out=$("$portc" verify -t cpu --model "$work/m17/mlp/model.onnx" --model "$work/m17/squeezenet/model.onnx" --set N=2 2>&1)
@@ -122,6 +128,9 @@ check_bad short_initializer.onnx "tensor 'b' declares 4 elements of float \(16 b
 check_bad old_opset.onnx 'opset 9 is not supported: portc imports opsets 13 to 18'
 check_bad tile_dynamic.onnx "node 'tile_dyn' \(Tile, opset 17\): input 'r' \(repeats\) must be known when the model is imported"
 check_bad resize_cubic.onnx "node 'resize_cubic' \(Resize, opset 17\): mode 'cubic': portc resizes in nearest and linear modes"
+check_bad lstm_dynamic_steps.onnx "node 'lstm_dyn' \(LSTM, opset 17\): the sequence length is S; it must be known at import"
+check_bad gru_sequence_lens.onnx "node 'gru_lens' \(GRU, opset 17\): sequence_lens is computed at run time"
+check_bad rnn_activation.onnx "node 'rnn_act' \(RNN, opset 17\): activation 'Softsign'"
 check_bad resize_dynamic.onnx "node 'resize_dyn' \(Resize, opset 17\): sizes must be known at import"
 check_bad truncated.onnx 'not an ONNX model: the protobuf message is malformed or truncated'
 check_bad wrong_field_type.onnx 'not an ONNX model'

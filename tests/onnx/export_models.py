@@ -146,6 +146,40 @@ class UNet(torch.nn.Module):
         return torch.cat([torch.flatten(big, 1), torch.flatten(rows, 1)], 1)
 
 
+class Lstm(torch.nn.Module):
+    """A two-layer bidirectional LSTM over [N, S, 8] (batch first), from learned initial states, and
+    a one-layer LSTM over its output (zero initial states); the outputs at every step and the last
+    hidden and cell states."""
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 12, num_layers=2, bidirectional=True, batch_first=True)
+        self.h0 = torch.nn.Parameter(torch.randn(4, 1, 12) * 0.5)
+        self.c0 = torch.nn.Parameter(torch.randn(4, 1, 12) * 0.5)
+        self.top = torch.nn.LSTM(24, 6)
+
+    def forward(self, x):
+        n = x.shape[0]
+        y, (h, c) = self.lstm(x, (self.h0.expand(-1, n, -1).contiguous(), self.c0.expand(-1, n, -1).contiguous()))
+        z, (h2, c2) = self.top(y.transpose(0, 1))
+        return torch.cat([torch.flatten(z.transpose(0, 1), 1), torch.flatten(h.transpose(0, 1), 1),
+                          torch.flatten(c.transpose(0, 1), 1), h2[0], c2[0]], 1)
+
+
+class Gru(torch.nn.Module):
+    """A bidirectional GRU (batch first), then RNNs with tanh and with relu over its output."""
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(8, 10, bidirectional=True, batch_first=True)
+        self.rnn = torch.nn.RNN(20, 9, batch_first=True)
+        self.relu_rnn = torch.nn.RNN(9, 7, nonlinearity="relu", batch_first=True)
+
+    def forward(self, x):
+        y, h = self.gru(x)
+        r, _ = self.rnn(y)
+        q, hq = self.relu_rnn(r)
+        return torch.cat([torch.flatten(y, 1), torch.flatten(h.transpose(0, 1), 1), torch.flatten(q, 1), hq[0]], 1)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -183,6 +217,8 @@ def models():
         "decoder_only": (DecoderOnly, (10, 32), {}),
         "audio": (Audio, (1, 400), {}),
         "unet": (UNet, (3, 16, 20), {}),
+        "lstm": (Lstm, (7, 8), {}),
+        "gru": (Gru, (6, 8), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),

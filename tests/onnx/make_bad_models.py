@@ -65,6 +65,18 @@ def main(out):
                                    [f32("x", [2, 3]), helper.make_tensor_value_info("r", TensorProto.INT64, [2])], [y]),
         "resize_dynamic.onnx": model([helper.make_node("Resize", ["x", "", "", "z"], ["y"], name="resize_dyn")],
                                      [f32("x", [1, 1, 4, 4]), helper.make_tensor_value_info("z", TensorProto.INT64, [4])], [y]),
+        # recurrent ops portc cannot unroll: a sequence length known only at run time, partial
+        # sequences, an activation it lacks
+        "lstm_dynamic_steps.onnx": model([helper.make_node("LSTM", ["x", "lw", "lr"], ["y"], name="lstm_dyn", hidden_size=2)],
+                                         [f32("x", ["S", 1, 4])], [y], [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "lw"),
+                                                                      numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "lr")]),
+        "gru_sequence_lens.onnx": model([helper.make_node("GRU", ["x", "gw", "gr", "", "lens"], ["y"], name="gru_lens", hidden_size=2)],
+                                        [f32("x", [3, 1, 4]), helper.make_tensor_value_info("lens", TensorProto.INT32, [1])], [y],
+                                        [numpy_helper.from_array(np.ones((1, 6, 4), np.float32), "gw"),
+                                         numpy_helper.from_array(np.ones((1, 6, 2), np.float32), "gr")]),
+        "rnn_activation.onnx": model([helper.make_node("RNN", ["x", "rw", "rr"], ["y"], name="rnn_act", hidden_size=2, activations=["Softsign"])],
+                                     [f32("x", [3, 1, 4])], [y], [numpy_helper.from_array(np.ones((1, 2, 4), np.float32), "rw"),
+                                                                  numpy_helper.from_array(np.ones((1, 2, 2), np.float32), "rr")]),
         # small valid models that reach deeper into the importer (fuzzing seeds)
         "shape_arith.onnx": model([helper.make_node("Shape", ["x"], ["s"], name="shape"),
                                    helper.make_node("Gather", ["s", "zero"], ["n"], name="batch", axis=0),

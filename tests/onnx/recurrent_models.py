@@ -1,0 +1,114 @@
+"""Writes ONNX RNN, GRU and LSTM nodes with the attributes PyTorch never exports (peepholes, clip,
+other activations, layout=1, reverse, linear_before_reset=0, initial states as graph inputs), each
+with inputs and the outputs of a numpy implementation of the ONNX operator's equations, into
+OUT/NAME/ as export_models.py does (model.onnx, x_1.npy, y_1.npy, x_3.npy, y_3.npy).
+
+usage: recurrent_models.py OUT
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+S, I, H = 5, 3, 4
+sigmoid = lambda v: 1 / (1 + np.exp(-v))
+ACTS = {"Sigmoid": sigmoid, "Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0),
+        "HardSigmoid": lambda v: np.clip(0.2 * v + 0.5, 0, 1)}
+
+
+def lstm_ref(x, W, R, B, P, h, c, acts, clip, reverse):
+    f, g, hh = (ACTS[a] for a in acts)
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
+    Wi, Wo, Wf, Wc = np.split(W, 4)
+    Ri, Ro, Rf, Rc = np.split(R, 4)
+    b = B[:4 * H] + B[4 * H:]
+    bi, bo, bf, bc = np.split(b, 4)
+    pi, po, pf = np.split(P, 3)
+    ys = [None] * S
+    for t in (reversed(range(S)) if reverse else range(S)):
+        xt = x[t]
+        i = f(cl(xt @ Wi.T + h @ Ri.T + bi + pi * c))
+        fg = f(cl(xt @ Wf.T + h @ Rf.T + bf + pf * c))
+        cc = g(cl(xt @ Wc.T + h @ Rc.T + bc))
+        c = fg * c + i * cc
+        o = f(cl(xt @ Wo.T + h @ Ro.T + bo + po * c))
+        h = o * hh(c)
+        ys[t] = h
+    return np.stack(ys), h, c
+
+
+def gru_ref(x, W, R, B, h, acts, lbr):
+    f, g = (ACTS[a] for a in acts)
+    Wz, Wr, Wh = np.split(W, 3)
+    Rz, Rr, Rh = np.split(R, 3)
+    wbz, wbr, wbh = np.split(B[:3 * H], 3)
+    rbz, rbr, rbh = np.split(B[3 * H:], 3)
+    ys = []
+    for t in range(S):
+        xt = x[t]
+        z = f(xt @ Wz.T + h @ Rz.T + wbz + rbz)
+        r = f(xt @ Wr.T + h @ Rr.T + wbr + rbr)
+        n = g(xt @ Wh.T + (r * (h @ Rh.T + rbh) if lbr else (r * h) @ Rh.T + rbh) + wbh)
+        h = (1 - z) * n + z * h
+        ys.append(h)
+    return np.stack(ys), h
+
+
+def save(out, name, nodes, inputs, inits, run):
+    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    os.makedirs(os.path.join(out, name), exist_ok=True)
+    onnx.save_model(m, os.path.join(out, name, "model.onnx"))
+    for n in (1, 3):
+        x = np.random.default_rng(100 + n).standard_normal((S, n, I)).astype(np.float32)
+        np.save(os.path.join(out, name, f"x_{n}.npy"), x)
+        np.save(os.path.join(out, name, f"y_{n}.npy"), run(x.astype(np.float64)).astype(np.float32))
+
+
+def main(out):
+    rng = np.random.default_rng(7)
+    r = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)
+    W, R, B, P = r(1, 4 * H, I), r(1, 4 * H, H), r(1, 8 * H), r(1, 3 * H)
+    h0, c0 = r(1, 1, H), r(1, 1, H)
+    acts = ["HardSigmoid", "Tanh", "Relu"]
+    inits = [numpy_helper.from_array(a, k) for a, k in ((W, "W"), (R, "R"), (B, "B"), (P, "P"), (h0, "h0"), (c0, "c0"))]
+    # LSTM in reverse with peepholes, clip and other activations, batch first: x [N, S, I]
+    node = helper.make_node("LSTM", ["xt", "W", "R", "B", "", "h0b", "c0b", "P"], ["Y", "Y_h", "Y_c"], name="lstm_peep", hidden_size=H,
+                            direction="reverse", clip=1.5, activations=acts, layout=1)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+             helper.make_node("Shape", ["x"], ["xs"]), helper.make_node("Slice", ["xs", "one", "two"], ["nb"]),
+             helper.make_node("Concat", ["nb", "one", "hsz"], ["hshape"], axis=0),
+             helper.make_node("Transpose", ["h0"], ["h0t"], perm=[1, 0, 2]), helper.make_node("Transpose", ["c0"], ["c0t"], perm=[1, 0, 2]),
+             helper.make_node("Expand", ["h0t", "hshape"], ["h0b"]), helper.make_node("Expand", ["c0t", "hshape"], ["c0b"]),
+             node,
+             helper.make_node("Flatten", ["Y"], ["yf"], axis=1), helper.make_node("Flatten", ["Y_h"], ["hf"], axis=1),
+             helper.make_node("Flatten", ["Y_c"], ["cf"], axis=1), helper.make_node("Concat", ["yf", "hf", "cf"], ["y"], axis=1)]
+    ints = [numpy_helper.from_array(np.array([v], np.int64), k) for k, v in (("one", 1), ("two", 2), ("hsz", H))]
+
+    def run_lstm(x):
+        n = x.shape[1]
+        y, h, c = lstm_ref(x, W[0], R[0], B[0], P[0], np.broadcast_to(h0[0], (n, H)), np.broadcast_to(c0[0], (n, H)), acts, 1.5, True)
+        # Y [N, S, 1, H], Y_h and Y_c [N, 1, H] (layout 1)
+        return np.concatenate([y.transpose(1, 0, 2).reshape(n, -1), h, c], 1)
+    save(out, "lstm_peephole", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits + ints, run_lstm)
+
+    # GRU with linear_before_reset=0 (PyTorch exports 1) and a sigmoid/relu pair
+    Wg, Rg, Bg = r(1, 3 * H, I), r(1, 3 * H, H), r(1, 6 * H)
+    node = helper.make_node("GRU", ["x", "Wg", "Rg", "Bg"], ["Y", "Y_h"], name="gru_lbr0", hidden_size=H, activations=["Sigmoid", "Relu"])
+    nodes = [node, helper.make_node("Transpose", ["Y"], ["Yt"], perm=[2, 0, 1, 3]), helper.make_node("Transpose", ["Y_h"], ["Yht"], perm=[1, 0, 2]),
+             helper.make_node("Flatten", ["Yt"], ["yf"], axis=1), helper.make_node("Flatten", ["Yht"], ["hf"], axis=1),
+             helper.make_node("Concat", ["yf", "hf"], ["y"], axis=1)]
+    inits = [numpy_helper.from_array(a, k) for a, k in ((Wg, "Wg"), (Rg, "Rg"), (Bg, "Bg"))]
+
+    def run_gru(x):
+        y, h = gru_ref(x, Wg[0], Rg[0], Bg[0], np.zeros((x.shape[1], H)), ["Sigmoid", "Relu"], False)
+        return np.concatenate([y.transpose(1, 0, 2).reshape(x.shape[1], -1), h], 1)
+    save(out, "gru_lbr0", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_gru)
+    print("recurrent_models.py: lstm_peephole gru_lbr0")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
