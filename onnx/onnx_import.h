@@ -112,7 +112,8 @@ typedef struct onnx_op {
   const char *name;
   op_fn fn;
 } onnx_op;
-extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[], onnx_ops_recurrent[];
+extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[], onnx_ops_recurrent[],
+    onnx_ops_index[];
 op_fn onnx_op_lookup(const char *op_type);
 
 #endif

@@ -303,6 +303,34 @@ static portc_status op_Expand(imp *c) {
       dims[k] = (portc_dim){-1, NULL}; /* unknown here: the input's own size must be it */
     }
   }
+  if (int_known(op_in(c, 0))) { /* shape arithmetic stays known: broadcast the values */
+    const oval *v = op_in(c, 0);
+    int64_t shape[PORTC_MAX_RANK], n = 1;
+    bool constant = true;
+    for (int k = 0; k < rank && constant; k++) {
+      int xi = k - (rank - xr);
+      shape[k] = dims[k].symbol ? 0 : dims[k].size == -1 ? xd[xi].c : dims[k].size;
+      constant = !dims[k].symbol && (xi < 0 || xd[xi].sym < 0) && (xi < 0 || xd[xi].c == 1 || xd[xi].c == shape[k]);
+      n *= shape[k];
+    }
+    if (constant && n <= 4096) {
+      sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
+      if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+      for (int64_t e = 0; e < n; e++) { /* element e's source: its coordinates, 0 where v broadcasts */
+        int64_t rem = e, src = 0, stride = 1;
+        for (int k = rank - 1; k >= 0; k--) {
+          int64_t coord = rem % shape[k];
+          rem /= shape[k];
+          int xi = k - (rank - xr);
+          if (xi < 0) continue;
+          src += (xd[xi].c == 1 ? 0 : coord) * stride;
+          stride *= xd[xi].c;
+        }
+        r[e] = v->i[src];
+      }
+      return out_ints(c, 0, v->dt, rank, shape, r);
+    }
+  }
   portc_node x = val_node(c, op_in(c, 0));
   if (x >= 0 && xr < rank) {
     portc_dim up[PORTC_MAX_RANK];
@@ -322,16 +350,29 @@ static portc_status op_Concat(imp *c) {
   portc_status st;
   for (int k = 0; k < c->nin; k++) {
     if ((st = op_need(c, k))) return st;
-    known = known && int_known(op_in(c, k)) && op_in(c, k)->rank == 1;
+    known = known && int_known(op_in(c, k)) && op_in(c, k)->rank == op_in(c, 0)->rank;
   }
-  if (known && (axis == 0 || axis == -1)) { /* shape vectors */
-    int64_t n = 0;
-    for (int k = 0; k < c->nin; k++) n += op_in(c, k)->shape[0];
+  int rank = op_in(c, 0)->rank;
+  if (known && axis < 0) axis += rank;
+  if (known && axis >= 0 && axis < rank) { /* shape arithmetic (shape vectors, index grids): stays known */
+    int64_t shape[PORTC_MAX_RANK], outer = 1, inner = 1, n = 1;
+    memcpy(shape, op_in(c, 0)->shape, sizeof(int64_t) * (size_t)rank);
+    shape[axis] = 0;
+    for (int k = 0; k < c->nin; k++) {
+      for (int d = 0; d < rank; d++)
+        if (d != axis && op_in(c, k)->shape[d] != shape[d]) return fail(c, PORTC_ERR_SHAPE, "input %d's dimension %d differs off the concat axis", k, d);
+      shape[axis] += op_in(c, k)->shape[axis];
+    }
+    for (int d = 0; d < rank; d++) n *= shape[d], outer *= d < axis ? shape[d] : 1, inner *= d > axis ? shape[d] : 1;
     sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
     if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
     int64_t at = 0;
-    for (int k = 0; k < c->nin; k++) memcpy(r + at, op_in(c, k)->i, sizeof(sval) * (size_t)op_in(c, k)->shape[0]), at += op_in(c, k)->shape[0];
-    return out_ints(c, 0, op_in(c, 0)->dt, 1, &n, r);
+    for (int64_t o = 0; o < outer; o++)
+      for (int k = 0; k < c->nin; k++) {
+        int64_t run = op_in(c, k)->shape[axis] * inner;
+        memcpy(r + at, op_in(c, k)->i + o * run, sizeof(sval) * (size_t)run), at += run;
+      }
+    return out_ints(c, 0, op_in(c, 0)->dt, rank, shape, r);
   }
   portc_node xs[ONNX_MAX_IO];
   for (int k = 0; k < c->nin; k++)

@@ -1,0 +1,135 @@
+"""torchvision's classification and segmentation zoos against portc: every architecture the local
+torchvision lists, built with random weights (nothing is downloaded), exported to ONNX with a
+dynamic batch at a reduced input size, run by PyTorch for batches 1 and 2, then compiled once per
+target by onnx_compare and run for both batches within the bounds of TOLERANCES.md.
+
+One model at a time, its folder removed after, so that the disk holds one model's files. The
+default set is every model under 30 M parameters; --long adds the rest (VGG, ViT-L/H, the large
+RegNets and ConvNeXts, ...), which take minutes each on a 2-core machine. A model the test cannot
+run is named in SKIP with the reason; an export failure of PyTorch's own is reported as such, not
+as a portc result.
+
+usage: zoo.py ONNX_COMPARE OUT [--targets cpu,vulkan] [--long] [--only NAME,...]
+Exit 0 when every model ran and matched on every target.
+"""
+import argparse
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import torchvision
+from torchvision import models as tvm
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_models import SegmentationOut, randomize_norms  # noqa: E402
+
+LONG_PARAMS = 30e6  # models with more parameters run only with --long
+
+# the input side each architecture needs at least (its fixed pooling or its windows); others: 64
+SIDE = {
+    "alexnet": 224, "maxvit_t": 224, "inception_v3": 75,
+    # VGG's classifier averages its features to 7x7: at 224 that is the identity
+    "vgg11": 224, "vgg11_bn": 224, "vgg13": 224, "vgg13_bn": 224, "vgg16": 224, "vgg16_bn": 224, "vgg19": 224, "vgg19_bn": 224,
+}
+# constructor arguments for a reduced size: ViTs take their image size
+KWARGS = {"vit_b_16": {"image_size": 32}, "vit_b_32": {"image_size": 64}, "vit_l_16": {"image_size": 32},
+          "vit_l_32": {"image_size": 64}, "vit_h_14": {"image_size": 28}}
+# models the test does not run, with why (none today)
+SKIP = {}
+
+
+def zoo():
+    """name -> is it segmentation"""
+    names = {n: False for n in tvm.list_models(module=tvm)}
+    names.update({n: True for n in tvm.list_models(module=tvm.segmentation)})
+    return names
+
+
+def build(name, seg):
+    kw = dict(KWARGS.get(name, {}))
+    if seg:
+        kw["weights_backbone"] = None
+    if name in ("googlenet", "inception_v3"):
+        kw["aux_logits"], kw["init_weights"] = False, True
+    m = tvm.get_model(name, weights=None, **kw)
+    return SegmentationOut(m) if seg else m
+
+
+def export(name, seg, folder):
+    torch.manual_seed(0)
+    model = build(name, seg).eval()
+    randomize_norms(model)
+    side = SIDE.get(name, KWARGS.get(name, {}).get("image_size", 64))
+    sample = lambda n: torch.randn(n, 3, side, side, generator=torch.Generator().manual_seed(100 + n))
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    with torch.no_grad():
+        torch.onnx.export(model, (sample(1),), path, input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                          opset_version=17, do_constant_folding=True, **legacy)
+        pairs = []
+        for n in (1, 2):
+            x = sample(n)
+            np.save(os.path.join(folder, f"x_{n}.npy"), x.numpy())
+            np.save(os.path.join(folder, f"y_{n}.npy"), model(x).numpy())
+            pairs += [os.path.join(folder, f"x_{n}.npy"), os.path.join(folder, f"y_{n}.npy")]
+    params = sum(p.numel() for p in model.parameters())
+    ops = sorted({node.op_type for node in onnx.load(path, load_external_data=False).graph.node})
+    return path, pairs, side, params, ops
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("compare")
+    ap.add_argument("out")
+    ap.add_argument("--targets", default="cpu,vulkan")
+    ap.add_argument("--long", action="store_true")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    names = zoo()
+    if a.only:
+        names = {n: names[n] for n in a.only.split(",")}
+    results, failed = [], 0
+    for name, seg in sorted(names.items()):
+        if name in SKIP:
+            print(f"{name}: not run: {SKIP[name]}", flush=True)
+            continue
+        params = sum(p.numel() for p in build(name, seg).parameters())
+        if params > LONG_PARAMS and not a.long:
+            print(f"{name}: {params / 1e6:.1f} M parameters, in the long suite (--long)", flush=True)
+            continue
+        folder = os.path.join(a.out, name)
+        t0 = time.time()
+        try:
+            path, pairs, side, params, ops = export(name, seg, folder)
+        except Exception as e:  # PyTorch's exporter, not portc
+            print(f"FAIL {name}: PyTorch could not export it: {e}", flush=True)
+            failed += 1
+            continue
+        line = [f"{name} ({'segmentation' if seg else 'classification'}, {params / 1e6:.1f} M, {side}x{side}, export {time.time() - t0:.0f} s)"]
+        for t in a.targets.split(","):
+            t1 = time.time()
+            r = subprocess.run([a.compare, path, t] + pairs, capture_output=True, text=True)
+            ok = r.returncode == 0
+            failed += not ok
+            line.append(f"{t} {'PASS' if ok else 'FAIL'} {time.time() - t1:.0f} s")
+            if not ok:
+                print(f"FAIL {name} on {t}:\n{r.stdout}{r.stderr}", flush=True)
+        print(": ".join(line[:1]) + ": " + ", ".join(line[1:]), flush=True)
+        results.append(name)
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"zoo: {len(results)} models run on {a.targets}, {failed} failure(s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
