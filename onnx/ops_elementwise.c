@@ -424,6 +424,19 @@ static portc_status op_ReduceMax(imp *c) { return reduce(c, portc_max, c->opset 
 static portc_status op_ReduceMin(imp *c) { return reduce(c, portc_min, c->opset >= 18); }
 static portc_status op_ReduceProd(imp *c) { return reduce(c, portc_prod, c->opset >= 18); }
 
+/* ArgMax, and ArgMin as the ArgMax of -x: the first index of the extreme, as i64 */
+static portc_status arg_extreme(imp *c, bool is_max) {
+  portc_status st = op_need(c, 0);
+  if (st) return st;
+  if (attr_int(c, "select_last_index", 0)) return fail(c, PORTC_ERR_INVALID, "select_last_index=1: portc returns the first index of the extreme");
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  if (!is_max) x = portc_neg(c->g, x);
+  return out_node(c, 0, portc_argmax(c->g, x, attr_int(c, "axis", 0), attr_int(c, "keepdims", 1) != 0));
+}
+static portc_status op_ArgMax(imp *c) { return arg_extreme(c, true); }
+static portc_status op_ArgMin(imp *c) { return arg_extreme(c, false); }
+
 /* ---- matrices ---- */
 
 static portc_status op_MatMul(imp *c) { return binary(c, portc_matmul, -1, (portc_dtype)-1); }
@@ -498,6 +511,7 @@ const onnx_op onnx_ops_elementwise[] = {
     {"Where", op_Where}, {"Cast", op_Cast}, {"Clip", op_Clip}, {"Softmax", op_Softmax}, {"LogSoftmax", op_LogSoftmax},
     {"LayerNormalization", op_LayerNormalization}, {"InstanceNormalization", op_InstanceNormalization},
     {"ReduceMean", op_ReduceMean}, {"ReduceSum", op_ReduceSum},
-    {"ReduceMax", op_ReduceMax}, {"ReduceMin", op_ReduceMin}, {"ReduceProd", op_ReduceProd}, {"MatMul", op_MatMul},
+    {"ReduceMax", op_ReduceMax}, {"ReduceMin", op_ReduceMin}, {"ReduceProd", op_ReduceProd}, {"ArgMax", op_ArgMax}, {"ArgMin", op_ArgMin},
+    {"MatMul", op_MatMul},
     {"Gemm", op_Gemm}, {NULL, NULL},
 };

@@ -115,19 +115,56 @@ static portc_status op_ScatterND(imp *c) {
   return out_node(c, 0, upd < 0 ? upd : portc_where(g, mask, gathered, data));
 }
 
+/* GatherElements over data with a symbolic dimension: each output element picks one of the L along
+ * the axis by comparison, out = sum over j of where(idx == j, x[.., j, ..], 0), exact */
+static portc_node gather_by_compare(portc_graph *g, portc_node x, portc_node idx, int rank, int64_t axis) {
+  portc_dim xd[PORTC_MAX_RANK], id[PORTC_MAX_RANK], xu[PORTC_MAX_RANK + 1], iu[PORTC_MAX_RANK + 1], od[PORTC_MAX_RANK + 1];
+  portc_node_shape(g, x, xd);
+  portc_node_shape(g, idx, id);
+  int64_t L = xd[axis].size;
+  for (int d = 0; d <= rank; d++) { /* x as [.., 1, L, ..], idx as [.., K, 1, ..], j as [1, .., L, ..] */
+    xu[d] = d < axis ? xd[d] : d == axis ? (portc_dim){1, NULL} : xd[d - 1];
+    iu[d] = d <= axis ? id[d] : d == axis + 1 ? (portc_dim){1, NULL} : id[d - 1];
+    od[d] = (portc_dim){d == axis + 1 ? L : 1, NULL};
+  }
+  double *iota = malloc(sizeof(double) * (size_t)(L > 0 ? L : 1));
+  if (!iota) return err_node(PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t j = 0; j < L; j++) iota[j] = (double)j;
+  portc_node js = portc_reshape(g, portc_const(g, PORTC_I64, 1, &L, iota, L), rank + 1, od);
+  free(iota);
+  portc_node i = portc_cast(g, idx, PORTC_I64);
+  i = portc_where(g, portc_lt(g, i, portc_scalar(g, PORTC_I64, 0)), portc_add(g, i, portc_scalar(g, PORTC_I64, (double)L)), i);
+  portc_node hit = portc_eq(g, portc_reshape(g, i, rank + 1, iu), js);
+  portc_node picked = portc_where(g, hit, portc_reshape(g, x, rank + 1, xu), portc_scalar(g, portc_node_dtype(g, x), 0));
+  return portc_sum(g, picked, 1, (int64_t[]){axis + 1}, false);
+}
+
 static portc_status op_GatherElements(imp *c) {
   portc_status st;
   for (int k = 0; k < 2; k++)
     if ((st = op_need(c, k))) return st;
-  int xr, ir;
-  int64_t xs[PORTC_MAX_RANK], is[PORTC_MAX_RANK], xn, in;
-  if (!const_shape(c, op_in(c, 0), "data", &xr, xs, &xn) || !const_shape(c, op_in(c, 1), "indices", &ir, is, &in)) return PORTC_ERR_SHAPE;
+  portc_graph *g = c->g;
+  dim xd[PORTC_MAX_RANK], id[PORTC_MAX_RANK];
+  int xr = val_shape(c, op_in(c, 0), xd), ir = val_shape(c, op_in(c, 1), id);
   int64_t axis = attr_int(c, "axis", 0);
   if (axis < 0) axis += xr;
   if (axis < 0 || axis >= xr || ir != xr) return fail(c, PORTC_ERR_SHAPE, "axis %lld and indices of rank %d for data of rank %d", (long long)attr_int(c, "axis", 0), ir, xr);
+  bool constant = true;
+  for (int d = 0; d < xr; d++) {
+    constant = constant && xd[d].sym < 0 && id[d].sym < 0;
+    if (d != axis && (xd[d].c != id[d].c || xd[d].sym != id[d].sym)) return fail(c, PORTC_ERR_SHAPE, "indices differ from the data off the axis (dimension %d)", d);
+  }
+  if (xd[axis].sym >= 0) return fail(c, PORTC_ERR_SHAPE, "the gathered axis is %s; it must be known at import", c->g->syms[xd[axis].sym]);
+  if (!constant) {
+    portc_node x = val_node(c, op_in(c, 0)), i = x < 0 ? x : val_node(c, op_in(c, 1));
+    return out_node(c, 0, i < 0 ? i : gather_by_compare(g, x, i, xr, axis));
+  }
+  int64_t xs[PORTC_MAX_RANK], is[PORTC_MAX_RANK], xn, in;
+  if (!const_shape(c, op_in(c, 0), "data", &xr, xs, &xn) || !const_shape(c, op_in(c, 1), "indices", &ir, is, &in)) return PORTC_ERR_SHAPE;
   int64_t stride[PORTC_MAX_RANK];
   for (int i = xr - 1, s = 1; i >= 0; s *= xs[i], i--) stride[i] = s;
-  /* every element's offset from its coordinates off the axis */
+  /* with constant shapes, one gather from the flattened data: every element's offset from its
+   * coordinates off the axis, plus its index times the axis's stride */
   double *base = malloc(sizeof(double) * (size_t)(in ? in : 1));
   if (!base) return fail(c, PORTC_ERR_NOMEM, "out of memory");
   for (int64_t e = 0; e < in; e++) {
@@ -139,7 +176,6 @@ static portc_status op_GatherElements(imp *c) {
     }
     base[e] = (double)off;
   }
-  portc_graph *g = c->g;
   portc_node x = val_node(c, op_in(c, 0)), offsets;
   oval *iv = op_in(c, 1);
   if (int_known(iv)) { /* all offsets known */

@@ -24,10 +24,10 @@ if ! $py -c 'import torch, torchvision, onnx, numpy' 2>/dev/null; then
 fi
 $py "$src/tests/onnx/export_models.py" "$work/m17" 2>&1 | grep -v -i warn || fail "export at opset 17"
 $py "$src/tests/onnx/export_models.py" --opset 13 "$work/m13" mlp transformer 2>&1 | grep -v -i warn || fail "export at opset 13"
-$py "$src/tests/onnx/recurrent_models.py" "$work/rec" || fail "recurrent_models.py"
+$py "$src/tests/onnx/spec_models.py" "$work/spec" || fail "spec_models.py"
 
 export PORTC_VULKAN_VALIDATION=1
-for dir in "$work"/m17/* "$work"/m13/* "$work"/rec/*; do
+for dir in "$work"/m17/* "$work"/m13/* "$work"/spec/*; do
   for target in cpu vulkan; do
     out=$("$compare" "$dir/model.onnx" "$target" "$dir/x_1.npy" "$dir/y_1.npy" "$dir/x_3.npy" "$dir/y_3.npy" 2>&1)
     rc=$?

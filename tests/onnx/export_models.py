@@ -180,6 +180,13 @@ class Gru(torch.nn.Module):
         return torch.cat([torch.flatten(y, 1), torch.flatten(h.transpose(0, 1), 1), torch.flatten(q, 1), hq[0]], 1)
 
 
+class Indexing(torch.nn.Module):
+    """torch.cumsum (CumSum), argmax (ArgMax) and torch.gather (GatherElements) over [N, 5, 6]."""
+    def forward(self, x):
+        g = torch.gather(x, 2, x.argmin(dim=2, keepdim=True))
+        return torch.cat([torch.flatten(torch.cumsum(x, dim=1), 1), torch.flatten(g, 1), x.argmax(dim=1).float()], 1)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -219,6 +226,7 @@ def models():
         "unet": (UNet, (3, 16, 20), {}),
         "lstm": (Lstm, (7, 8), {}),
         "gru": (Gru, (6, 8), {}),
+        "indexing": (Indexing, (5, 6), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),

@@ -1,9 +1,10 @@
-"""Writes ONNX RNN, GRU and LSTM nodes with the attributes PyTorch never exports (peepholes, clip,
-other activations, layout=1, reverse, linear_before_reset=0, initial states as graph inputs), each
-with inputs and the outputs of a numpy implementation of the ONNX operator's equations, into
-OUT/NAME/ as export_models.py does (model.onnx, x_1.npy, y_1.npy, x_3.npy, y_3.npy).
+"""Writes ONNX nodes with the attributes PyTorch never exports, each with inputs and the outputs of
+a numpy implementation of the operator's definition, into OUT/NAME/ as export_models.py does
+(model.onnx, x_1.npy, y_1.npy, x_3.npy, y_3.npy): LSTM and GRU with peepholes, clip, other
+activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum exclusive and
+reversed; ScatterND and GatherElements with negative indices.
 
-usage: recurrent_models.py OUT
+usage: spec_models.py OUT
 """
 import os
 import sys
@@ -107,7 +108,48 @@ def main(out):
         y, h = gru_ref(x, Wg[0], Rg[0], Bg[0], np.zeros((x.shape[1], H)), ["Sigmoid", "Relu"], False)
         return np.concatenate([y.transpose(1, 0, 2).reshape(x.shape[1], -1), h], 1)
     save(out, "gru_lbr0", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_gru)
-    print("recurrent_models.py: lstm_peephole gru_lbr0")
+
+    # CumSum exclusive and reversed over axis 0, and plain over axis -1; ScatterND of x's channel
+    # means into a constant grid with a negative index, then GatherElements from it with negative
+    # indices (constant shapes: one gather); ArgMax and GatherElements along x's last axis
+    # (symbolic batch: gathered by comparison)
+    sidx = np.array([[1, -1], [0, 0]], np.int64)  # grid[1, 3] and grid[0, 0]
+    gidx = rng.integers(-4, 4, size=(2, 3, I)).astype(np.int64)
+    grid = r(2, 4, I)
+    nodes = [helper.make_node("CumSum", ["x", "ax0"], ["c1"], exclusive=1, reverse=1),
+             helper.make_node("CumSum", ["x", "axm1"], ["c2"]),
+             helper.make_node("ReduceMean", ["x"], ["colmean"], axes=[0, 1], keepdims=0),
+             helper.make_node("Unsqueeze", ["colmean", "zero"], ["upd1"]),
+             helper.make_node("Concat", ["upd1", "upd1"], ["upd"], axis=0),
+             helper.make_node("ScatterND", ["grid", "sidx", "upd"], ["sc"]),
+             helper.make_node("GatherElements", ["sc", "gidx"], ["ge"], axis=1),
+             helper.make_node("ArgMax", ["x"], ["am"], axis=2, keepdims=1),
+             helper.make_node("GatherElements", ["x", "am"], ["gmax"], axis=-1)]
+    for k in ("c1", "c2", "gmax"):
+        nodes += [helper.make_node("Transpose", [k], [k + "t"], perm=[1, 0, 2]), helper.make_node("Flatten", [k + "t"], [k + "f"], axis=1)]
+    nodes += [helper.make_node("Flatten", ["sc"], ["scf"], axis=0), helper.make_node("Flatten", ["ge"], ["gef"], axis=0),
+              helper.make_node("Concat", ["scf", "gef"], ["fixed"], axis=1),
+              helper.make_node("Shape", ["c1f"], ["rows"]), helper.make_node("Slice", ["rows", "zero", "one"], ["nrows"]),
+              helper.make_node("Concat", ["nrows", "one"], ["eshape"], axis=0),
+              helper.make_node("Expand", ["fixed", "eshape"], ["fixed_n"]),
+              helper.make_node("Concat", ["c1f", "c2f", "gmaxf", "fixed_n"], ["y"], axis=1)]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("ax0", 0), ("axm1", -1))]
+    inits += [numpy_helper.from_array(np.array([v], np.int64), k) for k, v in (("zero", 0), ("one", 1))]
+    inits += [numpy_helper.from_array(a, k) for a, k in ((sidx, "sidx"), (gidx, "gidx"), (grid, "grid"))]
+
+    def run_index(x):
+        n = x.shape[1]
+        c1 = np.flip(np.cumsum(np.flip(x, 0), 0), 0) - x  # y[j] = sum of x[k] over k > j
+        c2 = np.cumsum(x, 2)
+        sc = grid.astype(np.float64)
+        sc[1, 3] = sc[0, 0] = x.mean((0, 1))
+        ge = np.take_along_axis(sc, gidx % 4, 1)
+        gmax = x.max(2, keepdims=True)
+        rows = [np.transpose(v, (1, 0, 2)).reshape(n, -1) for v in (c1, c2, gmax)]
+        fixed = np.broadcast_to(np.concatenate([sc.ravel(), ge.ravel()]), (n, sc.size + ge.size))
+        return np.concatenate(rows + [fixed], 1)
+    save(out, "indexing", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_index)
+    print("spec_models.py: lstm_peephole gru_lbr0 indexing")
 
 
 if __name__ == "__main__":
