@@ -296,6 +296,22 @@ static void fusion_cases(conf_cases *cs) {
        "input a: f32[24, 64]\ninput r: f32[6, 4, 64]\nv = reshape(a, shape=[6, 4, 64])\ns = add(r, v)\ny = layer_norm(s)\noutput y\n");
   text(add(cs, "fusion", "fusion/row-kernel-reads-through-permute"),
        "input a: f32[4, 6, 48]\ninput r: f32[6, 4, 48]\nv = permute(a, perm=[1, 0, 2])\ns = mul(r, v)\ny = softmax(s)\noutput y\n");
+  /* wider than a GPU binds per shader stage: a sum of 40 tensors is cut into kernels that read at
+   * most 24 buffers, a concat of 40 into concats of 16 (DenseNet's dense blocks) */
+  char sum40[4096], cat40[4096];
+  int a = 0, b = 0;
+  for (int i = 0; i < 40; i++) {
+    a += snprintf(sum40 + a, sizeof sum40 - (size_t)a, "input x%d: f32[5, 9]\n", i);
+    b += snprintf(cat40 + b, sizeof cat40 - (size_t)b, "input x%d: f32[2, %d, 3]\n", i, 1 + i % 3);
+  }
+  a += snprintf(sum40 + a, sizeof sum40 - (size_t)a, "s1 = add(x0, x1)\n");
+  for (int i = 2; i < 40; i++) a += snprintf(sum40 + a, sizeof sum40 - (size_t)a, "s%d = %s(s%d, x%d)\n", i, i % 2 ? "add" : "sub", i - 1, i);
+  snprintf(sum40 + a, sizeof sum40 - (size_t)a, "output s39\n");
+  b += snprintf(cat40 + b, sizeof cat40 - (size_t)b, "c = concat(");
+  for (int i = 0; i < 40; i++) b += snprintf(cat40 + b, sizeof cat40 - (size_t)b, "%sx%d", i ? ", " : "", i);
+  snprintf(cat40 + b, sizeof cat40 - (size_t)b, ", axis=1)\ny = relu(c)\noutput y\n");
+  text(add(cs, "fusion", "fusion/sum-of-40-inputs"), "%s", sum40);
+  text(add(cs, "fusion", "fusion/concat-of-40-inputs"), "%s", cat40);
 }
 
 static void model_cases(conf_cases *cs, const char *dir) {

@@ -9,7 +9,8 @@
  *     are materialized as they are.
  *  2. Several consumers: an elementwise value used by more than one consumer is recomputed in
  *     each (inlined) when its expression has at most 8 ops, and materialized otherwise. An
- *     inlined expression is at most 64 ops deep: a longer chain is cut into several kernels.
+ *     inlined expression is at most 64 ops deep and reads at most 24 buffers: a longer or wider
+ *     one is cut into several kernels.
  *  3. Matmul and conv2d take their elementwise epilogue: the chain of single-consumer elementwise
  *     ops of the same shape that follows them (bias, activation, residual add).
  *  4. Reductions over the same rows (same input shape, same reduced axes) share one ROW kernel
@@ -29,6 +30,10 @@
 #define RECOMPUTE_LIMIT 8
 #define MAX_EXPR_DEPTH 64
 #define MAX_EXPR_DEPTH_TEXT "64"
+/* distinct buffers one inlined expression may read: Vulkan devices bind 32 storage buffers per
+ * shader stage or fewer (lavapipe 32), and a kernel also writes and binds its status word */
+#define MAX_EXPR_LOADS 24
+#define MAX_EXPR_LOADS_TEXT "24"
 
 nclass node_class(const node *n) {
   switch (op_get(n->op)->kind) {
@@ -90,6 +95,47 @@ static void bound_depth(fctx *c) {
   }
 }
 
+/* the distinct materialized values the inlined expression behind v reads, counted up to limit
+ * (stamp[] marks what this walk has seen) */
+static int count_loads(fctx *c, int v, int *stamp, int mark, int count, int limit) {
+  if (stamp[v] == mark || count > limit) return count;
+  stamp[v] = mark;
+  fplan *p = c->p;
+  if (p->mat[v] || (p->cls[v] != C_PW && p->cls[v] != C_VIEW)) return count + !is_scalar_const(&c->g->nodes[v]);
+  const node *n = &c->g->nodes[v];
+  for (int k = 0; k < n->nin; k++) count = count_loads(c, n->in[k], stamp, mark, count, limit);
+  return count;
+}
+
+/* 2c. An inlined expression reads at most MAX_EXPR_LOADS buffers: where a node's expression would
+ * read more (a sum of 40 tensors), its widest operand is materialized, until it fits. */
+static void bound_loads(fctx *c) {
+  fplan *p = c->p;
+  int n = c->g->n, *stamp = calloc((size_t)n + 1, sizeof *stamp), *loads = calloc((size_t)n + 1, sizeof *loads), mark = 0;
+  if (!stamp || !loads) { /* out of memory: fusion goes on unbounded; the target reports a kernel too wide */
+    free(stamp), free(loads);
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    if (p->mat[i] || (p->cls[i] != C_PW && p->cls[i] != C_VIEW)) continue;
+    const node *x = &c->g->nodes[i];
+    for (;;) {
+      int count = 0, widest = -1;
+      mark++;
+      for (int k = 0; k < x->nin; k++) count = count_loads(c, x->in[k], stamp, mark, count, MAX_EXPR_LOADS);
+      loads[i] = count;
+      if (count <= MAX_EXPR_LOADS) break;
+      for (int k = 0; k < x->nin; k++) {
+        int v = x->in[k];
+        if (!p->mat[v] && (p->cls[v] == C_PW || p->cls[v] == C_VIEW) && (widest < 0 || loads[v] > loads[widest])) widest = v;
+      }
+      if (widest < 0) break; /* every operand is a buffer already */
+      set_mat(c, widest, "the expression it joins would read more than " MAX_EXPR_LOADS_TEXT " buffers");
+    }
+  }
+  free(stamp), free(loads);
+}
+
 static void initial_materialization(fctx *c, bool eager) {
   fplan *p = c->p;
   for (int i = 0; i < c->g->n; i++) {
@@ -113,6 +159,7 @@ static void initial_materialization(fctx *c, bool eager) {
     if (p->cls[i] == C_PW && c->ncons[i] > 1 && expr_cost(c, i) > RECOMPUTE_LIMIT)
       set_mat(c, i, "used by several consumers and too costly to recompute in each");
   bound_depth(c);
+  bound_loads(c);
 }
 
 static int new_plan(fplan *p, kir_kind kind, int anchor) {

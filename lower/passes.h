@@ -15,6 +15,7 @@ portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int3
 portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out);
 
 portc_status decompose(portc_graph **g, bool *changed);
+portc_status split_concat(portc_graph **g, bool *changed);
 portc_status opt_fold(portc_graph *g, bool *changed);
 portc_status opt_cse(portc_graph *g, bool *changed);
 portc_status opt_dce(portc_graph *g, bool *changed);

@@ -53,6 +53,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   portc_status st = graph_copy(src, o->symvals, &g);
   if (st || (st = after(o, "specialize", g))) goto fail;
   RUN(decompose, &g);
+  RUN(split_concat, &g);
   RUN(opt_fold, g);
   RUN(opt_cse, g);
   RUN(opt_dce, g);

@@ -6,6 +6,7 @@
 extern "C" {
 #include "lower/passes.h"
 #include "lower/pipeline.h"
+#include "codegen/emit.h"
 }
 
 static int count_op(const portc_graph *g, enum op op) {
@@ -145,6 +146,26 @@ TEST(Fusion, TransformerLayer) {
   EXPECT_EQ(row, 3); // attention softmax and two layer_norms
   EXPECT_EQ(m->nk, 11);
   kir_module_free(m);
+}
+
+// 40 values summed, and 40 concatenated: no kernel binds more than 25 buffers
+TEST(Fusion, WideExpressionsAndConcatsAreCut) {
+  std::string sum, cat = "c = concat(";
+  for (int i = 0; i < 40; i++) {
+    sum += "input x" + std::to_string(i) + ": f32[8]\n";
+    cat += (i ? ", x" : "x") + std::to_string(i);
+  }
+  sum += "s1 = add(x0, x1)\n";
+  for (int i = 2; i < 40; i++) sum += "s" + std::to_string(i) + " = add(s" + std::to_string(i - 1) + ", x" + std::to_string(i) + ")\n";
+  for (const std::string &text : {sum + "output s39\n", sum + cat + ", axis=0)\noutput c\n"}) {
+    kir_module *m = nullptr;
+    ASSERT_GE(kernels(text, false, nullptr, &m), 2);
+    for (int i = 0; i < m->nk; i++) {
+      int bufs[64];
+      EXPECT_LE(kernel_buffers(m, i, bufs, 64), 25) << "kernel " << i;
+    }
+    kir_module_free(m);
+  }
 }
 
 TEST(MemoryPlan, TempsShareTheArena) {
