@@ -1,5 +1,5 @@
 /*
- * ops_index.c: ONNX's element-indexed operators, ScatterND, GatherElements and CumSum, over data
+ * ops_index.c: ONNX's element-indexed operators, ScatterND, GatherElements, CumSum and TopK, over data
  * whose shape is known at import. portc's graph has no scatter and no scan; each becomes what it
  * has:
  *   ScatterND(data, idx, upd)  where(hit, gather(flat(upd), src), data): with the indices known,
@@ -8,7 +8,10 @@
  *   CumSum(x, a)               x moved to put a last, times a constant triangular matrix of ones
  * Shape arithmetic (known integers) is folded instead. Swin's shifted-window mask is built with
  * ScatterND from constants; GatherElements and CumSum appear in detection and sequence models.
+ * TopK with a known K is K rounds of argmax. NonZero, Unique and the like, whose output sizes
+ * depend on the data, are refused by name.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,6 +238,62 @@ static portc_status op_CumSum(imp *c) {
   return out_node(c, 0, portc_permute(g, y, rank, perm));
 }
 
+/* TopK with K known at import, as K rounds of argmax along the axis: each takes the first index
+ * of the extreme, its value, and masks it out for the next round. (A value that is itself the
+ * mask's infinity may be picked twice.) */
+#define MAX_TOPK 64
+
+static portc_status op_TopK(imp *c) {
+  portc_status st;
+  for (int k = 0; k < 2; k++)
+    if ((st = op_need(c, k))) return st;
+  if (!int_known(op_in(c, 1)))
+    return fail(c, PORTC_ERR_SHAPE, "K ('%s') is computed at run time, so the output's size would depend on the data; portc needs K known at import",
+                op_in(c, 1)->name);
+  int64_t K;
+  int n;
+  if ((st = known_ints(c, 1, "K", &K, 1, &n))) return st;
+  portc_graph *g = c->g;
+  portc_node x = val_node(c, op_in(c, 0));
+  if (x < 0) return out_node(c, 0, x);
+  int rank = portc_node_rank(g, x);
+  int64_t axis = attr_int(c, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return fail(c, PORTC_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)attr_int(c, "axis", -1), rank);
+  portc_dtype dt = portc_node_dtype(g, x);
+  if (dt != PORTC_F32 && dt != PORTC_F16 && dt != PORTC_BF16) return fail(c, PORTC_ERR_DTYPE, "TopK of %s: portc selects from floating tensors", portc_dtype_name(dt));
+  portc_dim d[PORTC_MAX_RANK], one[PORTC_MAX_RANK];
+  portc_node_shape(g, x, d);
+  if (d[axis].symbol) return fail(c, PORTC_ERR_SHAPE, "the axis is %s; it must be known at import", d[axis].symbol);
+  int64_t L = d[axis].size;
+  if (K < 1 || K > L || K > MAX_TOPK) return fail(c, PORTC_ERR_INVALID, "K is %lld; it must be 1 to the axis's %lld (and %d at most)", (long long)K, (long long)L, MAX_TOPK);
+  bool largest = attr_int(c, "largest", 1) != 0;
+  double *iota = malloc(sizeof(double) * (size_t)L);
+  if (!iota) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  for (int64_t j = 0; j < L; j++) iota[j] = (double)j;
+  for (int i = 0; i < rank; i++) one[i] = (portc_dim){i == axis ? L : 1, NULL};
+  portc_node js = portc_reshape(g, portc_const(g, PORTC_I64, 1, &L, iota, L), rank, one);
+  free(iota);
+  portc_node work = largest ? x : portc_neg(g, x), vals[MAX_TOPK], idxs[MAX_TOPK], gone = portc_scalar(g, dt, -INFINITY);
+  for (int64_t r = 0; r < K; r++) {
+    idxs[r] = portc_argmax(g, work, axis, true);
+    portc_node v = portc_max(g, work, 1, &axis, true);
+    vals[r] = largest ? v : portc_neg(g, v);
+    if (r + 1 < K) work = portc_where(g, portc_eq(g, js, idxs[r]), gone, work);
+  }
+  portc_node values = K == 1 ? vals[0] : portc_concat(g, (int)K, vals, axis), indices = K == 1 ? idxs[0] : portc_concat(g, (int)K, idxs, axis);
+  if ((st = out_node(c, 0, values))) return st;
+  return out_node(c, 1, indices);
+}
+
+/* operators whose output's size depends on the values of their input */
+static portc_status op_data_dependent(imp *c) {
+  return fail(c, PORTC_ERR_SHAPE, "the size of its output depends on the values of its input ('%s'); portc compiles graphs whose sizes follow from the input sizes",
+              op_in(c, 0) ? op_in(c, 0)->name : "?");
+}
+
 const onnx_op onnx_ops_index[] = {
-    {"ScatterND", op_ScatterND}, {"GatherElements", op_GatherElements}, {"CumSum", op_CumSum}, {NULL, NULL},
+    {"ScatterND", op_ScatterND}, {"GatherElements", op_GatherElements}, {"CumSum", op_CumSum}, {"TopK", op_TopK},
+    {"NonZero", op_data_dependent}, {"Unique", op_data_dependent}, {"Compress", op_data_dependent},
+    {"NonMaxSuppression", op_data_dependent}, {NULL, NULL},
 };

@@ -181,10 +181,14 @@ class Gru(torch.nn.Module):
 
 
 class Indexing(torch.nn.Module):
-    """torch.cumsum (CumSum), argmax (ArgMax) and torch.gather (GatherElements) over [N, 5, 6]."""
+    """torch.cumsum (CumSum), argmax (ArgMax), torch.gather (GatherElements) and torch.topk (TopK,
+    largest and smallest, values and indices) over [N, 5, 6]."""
     def forward(self, x):
         g = torch.gather(x, 2, x.argmin(dim=2, keepdim=True))
-        return torch.cat([torch.flatten(torch.cumsum(x, dim=1), 1), torch.flatten(g, 1), x.argmax(dim=1).float()], 1)
+        top, at = torch.topk(x, 3, dim=2)
+        low, lat = torch.topk(x, 2, dim=1, largest=False)
+        return torch.cat([torch.flatten(torch.cumsum(x, dim=1), 1), torch.flatten(g, 1), x.argmax(dim=1).float(),
+                          torch.flatten(top, 1), torch.flatten(at.float(), 1), torch.flatten(low, 1), torch.flatten(lat.float(), 1)], 1)
 
 
 class SegmentationOut(torch.nn.Module):
