@@ -16,7 +16,7 @@
 #define MAX_MODEL_BYTES ((size_t)INT32_MAX) /* protobuf's own limit */
 
 op_fn onnx_op_lookup(const char *op_type) {
-  const onnx_op *tables[] = {onnx_ops_elementwise, onnx_ops_nn, onnx_ops_shape, onnx_ops_resize, onnx_ops_recurrent, onnx_ops_index};
+  const onnx_op *tables[] = {onnx_ops_elementwise, onnx_ops_nn, onnx_ops_shape, onnx_ops_resize, onnx_ops_recurrent, onnx_ops_index, onnx_ops_einsum};
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
     for (const onnx_op *o = tables[t]; o->name; o++)
       if (!strcmp(o->name, op_type)) return o->fn;

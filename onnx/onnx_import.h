@@ -113,7 +113,7 @@ typedef struct onnx_op {
   op_fn fn;
 } onnx_op;
 extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[], onnx_ops_recurrent[],
-    onnx_ops_index[];
+    onnx_ops_index[], onnx_ops_einsum[];
 op_fn onnx_op_lookup(const char *op_type);
 
 #endif

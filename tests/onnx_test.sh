@@ -116,7 +116,7 @@ check_bad() { # check_bad FILE PATTERN
 }
 check_bad unsupported.onnx '3 nodes use operators portc does not import'
 check_bad unsupported.onnx "DFT \(node 'dft_1', opset 17\)"
-check_bad unsupported.onnx "Einsum \(node 'einsum_2', opset 17\)"
+check_bad unsupported.onnx "Det \(node 'det_2', opset 17\)"
 check_bad unsupported.onnx "com\.example::FusedGelu \(node 'custom_3', opset 17\)"
 check_bad cycle.onnx "node 'first' \(Add, opset 17\): is part of a cycle"
 check_bad missing_initializer.onnx "reads 'w_missing', which no node, graph input or initializer defines"
@@ -128,6 +128,7 @@ check_bad short_initializer.onnx "tensor 'b' declares 4 elements of float \(16 b
 check_bad old_opset.onnx 'opset 9 is not supported: portc imports opsets 13 to 18'
 check_bad tile_dynamic.onnx "node 'tile_dyn' \(Tile, opset 17\): input 'r' \(repeats\) must be known when the model is imported"
 check_bad resize_cubic.onnx "node 'resize_cubic' \(Resize, opset 17\): mode 'cubic': portc resizes in nearest and linear modes"
+check_bad einsum_ellipsis.onnx "node 'einsum_dots' \(Einsum, opset 17\): equation '\.\.\.i,\.\.\.i->\.\.\.': ellipses are not supported"
 check_bad topk_dynamic.onnx "node 'topk_dyn' \(TopK, opset 17\): K \('k'\) is computed at run time, so the output's size would depend on the data"
 check_bad nonzero.onnx "node 'nonzero_1' \(NonZero, opset 17\): the size of its output depends on the values of its input \('x'\)"
 check_bad lstm_dynamic_steps.onnx "node 'lstm_dyn' \(LSTM, opset 17\): the sequence length is S; it must be known at import"

@@ -191,6 +191,21 @@ class Indexing(torch.nn.Module):
                           torch.flatten(top, 1), torch.flatten(at.float(), 1), torch.flatten(low, 1), torch.flatten(lat.float(), 1)], 1)
 
 
+class Einsums(torch.nn.Module):
+    """torch.einsum (Einsum): attention scores over batch and heads, a permute, a matmul by a
+    weight, a sum, an outer product and row-wise dot products, over x [N, 4, 6]."""
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x):
+        e = torch.einsum
+        q = x.reshape(x.shape[0], 2, 2, 6)
+        outs = [e("bhqd,bhkd->bhqk", q, q), e("bij->bji", x), e("bij,jk->bik", x, self.w), e("bij->b", x).unsqueeze(1),
+                e("bi,bj->bij", x[:, 0], x[:, 1]), e("bij,bij->bi", x, x)]
+        return torch.cat([torch.flatten(o, 1) for o in outs], 1)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -231,6 +246,7 @@ def models():
         "lstm": (Lstm, (7, 8), {}),
         "gru": (Gru, (6, 8), {}),
         "indexing": (Indexing, (5, 6), {}),
+        "einsum": (Einsums, (4, 6), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),

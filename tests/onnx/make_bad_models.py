@@ -41,7 +41,7 @@ def main(out):
         # three unsupported operators, one of them in another domain: all must be listed
         "unsupported.onnx": model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
                                    helper.make_node("DFT", ["h"], ["v"], name="dft_1"),
-                                   helper.make_node("Einsum", ["v", "v"], ["e"], name="einsum_2", equation="ij,ij->ij"),
+                                   helper.make_node("Det", ["v"], ["e"], name="det_2"),
                                    helper.make_node("FusedGelu", ["e"], ["y"], name="custom_3", domain="com.example")],
                                   [x], [y], [w]),
         "cycle.onnx": model([helper.make_node("Add", ["x", "b"], ["a"], name="first"), helper.make_node("Relu", ["a"], ["b"], name="second"),
@@ -65,6 +65,7 @@ def main(out):
                                    [f32("x", [2, 3]), helper.make_tensor_value_info("r", TensorProto.INT64, [2])], [y]),
         "resize_dynamic.onnx": model([helper.make_node("Resize", ["x", "", "", "z"], ["y"], name="resize_dyn")],
                                      [f32("x", [1, 1, 4, 4]), helper.make_tensor_value_info("z", TensorProto.INT64, [4])], [y]),
+        "einsum_ellipsis.onnx": model([helper.make_node("Einsum", ["x", "x"], ["y"], name="einsum_dots", equation="...i,...i->...")], [x], [y]),
         # outputs whose size depends on the data: refused by name
         "topk_dynamic.onnx": model([helper.make_node("TopK", ["x", "k"], ["y", "i"], name="topk_dyn")],
                                    [x, helper.make_tensor_value_info("k", TensorProto.INT64, [1])], [y]),
