@@ -106,6 +106,10 @@ const char *onnx_dtype_name(int32_t t);
 /* a TensorProto (initializer, Constant) as a known value of v */
 portc_status tensor_value(imp *c, const Onnx__TensorProto *t, oval *v);
 
+/* ---- ops_nn3d.c: Conv and pooling over [N, C, D, H, W], called by ops_nn.c's ---- */
+portc_status onnx_conv3d(imp *c, portc_node x, portc_node w, portc_node bias);
+portc_status onnx_pool3d(imp *c, portc_node x, bool is_max);
+
 /* ---- the op translators: ops_*.c, one table each, ended by a NULL name ---- */
 typedef portc_status (*op_fn)(imp *c);
 typedef struct onnx_op {

@@ -3,7 +3,8 @@
  * pool2d (a 1-D one over [N, C, L] as the 2-D one over [N, C, 1, L]). portc pads symmetrically;
  * ONNX's asymmetric pads, SAME padding and ceil_mode become an explicit Pad in front (with -inf
  * for max pooling, and a count of the real elements for average pooling that leaves padding out).
- * ConvTranspose is a convolution over the input with zeros inserted, by the flipped kernel.
+ * ConvTranspose is a convolution over the input with zeros inserted, by the flipped kernel. 3-D
+ * windows are in ops_nn3d.c.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -109,8 +110,12 @@ static portc_status op_Conv(imp *c) {
   portc_node x = val_node(c, op_in(c, 0)), wt = x < 0 ? x : val_node(c, op_in(c, 1));
   if (wt < 0) return out_node(c, 0, wt);
   int rank = portc_node_rank(g, x);
-  if ((rank != 4 && rank != 3) || portc_node_rank(g, wt) != rank)
-    return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 1-D and 2-D convolutions (rank 3 or 4)", rank, portc_node_rank(g, wt));
+  if (rank < 3 || rank > 5 || portc_node_rank(g, wt) != rank)
+    return fail(c, PORTC_ERR_SHAPE, "X has rank %d and W rank %d; portc imports 1-D, 2-D and 3-D convolutions (rank 3 to 5)", rank, portc_node_rank(g, wt));
+  if (rank == 5) {
+    portc_node b3 = op_in(c, 2) ? val_node(c, op_in(c, 2)) : PORTC_NONE;
+    return b3 != PORTC_NONE && b3 < 0 ? out_node(c, 0, b3) : onnx_conv3d(c, x, wt, b3);
+  }
   dim xd[PORTC_MAX_RANK], wd[PORTC_MAX_RANK];
   if (rank == 3) {
     x = as_2d(c, op_in(c, 0), x, xd);
@@ -169,7 +174,8 @@ static portc_status pool(imp *c, bool is_max) {
   portc_node x = val_node(c, op_in(c, 0));
   if (x < 0) return out_node(c, 0, x);
   int rank = portc_node_rank(g, x);
-  if (rank != 4 && rank != 3) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; portc imports 1-D and 2-D pooling (rank 3 or 4)", rank);
+  if (rank == 5) return onnx_pool3d(c, x, is_max);
+  if (rank != 4 && rank != 3) return fail(c, PORTC_ERR_SHAPE, "X has rank %d; portc imports 1-D, 2-D and 3-D pooling (rank 3 to 5)", rank);
   dim xd[PORTC_MAX_RANK];
   if (rank == 3) x = as_2d(c, op_in(c, 0), x, xd);
   else val_shape(c, op_in(c, 0), xd);

@@ -206,6 +206,24 @@ class Einsums(torch.nn.Module):
         return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
 
+class Video3d(torch.nn.Module):
+    """A small 3-D CNN over [N, 3, 6, 16, 16] clips: Conv3d strided, padded, dilated and grouped,
+    BatchNorm3d, MaxPool3d with padding, AvgPool3d and AdaptiveAvgPool3d, as R3D and S3D use."""
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv3d(3, 8, (3, 5, 5), stride=(1, 2, 2), padding=(1, 2, 2))
+        self.bn = torch.nn.BatchNorm3d(8)
+        self.pool = torch.nn.MaxPool3d((2, 3, 3), stride=(2, 2, 2), padding=(0, 1, 1))
+        self.c2 = torch.nn.Conv3d(8, 12, 3, padding=2, dilation=2, groups=4)
+        self.avg = torch.nn.AvgPool3d((3, 2, 2), stride=1)
+        self.head = torch.nn.Linear(12, 4)
+
+    def forward(self, x):
+        h = self.pool(torch.relu(self.bn(self.c1(x))))
+        h = self.avg(torch.relu(self.c2(h)))
+        return torch.cat([self.head(torch.nn.functional.adaptive_avg_pool3d(h, 1).flatten(1)), h.flatten(1)], 1)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -247,6 +265,7 @@ def models():
         "gru": (Gru, (6, 8), {}),
         "indexing": (Indexing, (5, 6), {}),
         "einsum": (Einsums, (4, 6), {}),
+        "video3d": (Video3d, (3, 6, 16, 16), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),
