@@ -23,7 +23,11 @@ typedef struct term {
 static bool parse_term(const char **p, term *t) {
   t->n = 0;
   while (**p == ' ') (*p)++;
-  while ((**p >= 'a' && **p <= 'z') || (**p >= 'A' && **p <= 'Z')) {
+  while ((**p >= 'a' && **p <= 'z') || (**p >= 'A' && **p <= 'Z') || **p == ' ') { /* exporters may space the letters */
+    if (**p == ' ') {
+      (*p)++;
+      continue;
+    }
     if (t->n == PORTC_MAX_RANK) return false;
     for (int i = 0; i < t->n; i++)
       if (t->l[i] == **p) return false; /* a diagonal */

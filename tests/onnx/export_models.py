@@ -193,7 +193,8 @@ class Indexing(torch.nn.Module):
 
 class Einsums(torch.nn.Module):
     """torch.einsum (Einsum): attention scores over batch and heads, a permute, a matmul by a
-    weight, a sum, an outer product and row-wise dot products, over x [N, 4, 6]."""
+    weight (its equation spaced, as MaxViT writes them), a sum, an outer product and row-wise dot
+    products, over x [N, 4, 6]."""
     def __init__(self):
         super().__init__()
         self.w = torch.nn.Parameter(torch.randn(6, 5))
@@ -201,7 +202,7 @@ class Einsums(torch.nn.Module):
     def forward(self, x):
         e = torch.einsum
         q = x.reshape(x.shape[0], 2, 2, 6)
-        outs = [e("bhqd,bhkd->bhqk", q, q), e("bij->bji", x), e("bij,jk->bik", x, self.w), e("bij->b", x).unsqueeze(1),
+        outs = [e("bhqd,bhkd->bhqk", q, q), e("bij->bji", x), e("b i j, j k -> b i k", x, self.w), e("bij->b", x).unsqueeze(1),
                 e("bi,bj->bij", x[:, 0], x[:, 1]), e("bij,bij->bi", x, x)]
         return torch.cat([torch.flatten(o, 1) for o in outs], 1)
 
@@ -238,7 +239,7 @@ def randomize_norms(model):
     """Non-trivial running statistics, so that BatchNorm folding is tested with real numbers."""
     g = torch.Generator().manual_seed(1)
     for m in model.modules():
-        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)):
             m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
             m.running_var.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
             m.weight.data.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)

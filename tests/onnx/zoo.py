@@ -1,5 +1,5 @@
-"""torchvision's classification and segmentation zoos against portc: every architecture the local
-torchvision lists, built with random weights (nothing is downloaded), exported to ONNX with a
+"""torchvision's classification, segmentation and video zoos against portc: every architecture the
+local torchvision lists, built with random weights (nothing is downloaded), exported to ONNX with a
 dynamic batch at a reduced input size, run by PyTorch for batches 1 and 2, then compiled once per
 target by onnx_compare and run for both batches within the bounds of TOLERANCES.md.
 
@@ -42,7 +42,7 @@ LONG_PARAMS = 30e6  # models with more parameters run only with --long
 FAMILY = {"alexnet", "convnext_tiny", "densenet121", "efficientnet_b0", "efficientnet_v2_s", "googlenet", "inception_v3", "maxvit_t",
           "mnasnet0_5", "mobilenet_v3_large", "regnet_x_400mf", "regnet_y_400mf", "resnext50_32x4d", "shufflenet_v2_x0_5",
           "squeezenet1_0", "swin_t", "swin_v2_t", "vgg11_bn", "vit_b_32", "wide_resnet50_2", "deeplabv3_mobilenet_v3_large",
-          "deeplabv3_resnet50", "fcn_resnet50", "lraspp_mobilenet_v3_large"}
+          "deeplabv3_resnet50", "fcn_resnet50", "lraspp_mobilenet_v3_large", "r3d_18"}
 # the input side each architecture needs at least (its fixed pooling or its windows); others: 64
 SIDE = {
     "alexnet": 224, "maxvit_t": 224, "inception_v3": 75,
@@ -59,29 +59,38 @@ WIDE_WEIGHTS = ("its first linear layer's weight (151 MB for AlexNet, 411 MB for
 SKIP_ON = {"vulkan": {n: WIDE_WEIGHTS for n in ("alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn")}}
 
 
+# video models take [N, 3, frames, side, side]; S3D and MViT need 224 (and MViT 16 frames)
+VIDEO = {"s3d": (16, 224), "mvit_v1_b": (16, 224), "mvit_v2_s": (16, 224)}
+
+
 def zoo():
-    """name -> is it segmentation"""
-    names = {n: False for n in tvm.list_models(module=tvm)}
-    names.update({n: True for n in tvm.list_models(module=tvm.segmentation)})
+    """name -> kind: classification, segmentation or video"""
+    names = {n: "classification" for n in tvm.list_models(module=tvm)}
+    names.update({n: "segmentation" for n in tvm.list_models(module=tvm.segmentation)})
+    names.update({n: "video" for n in tvm.list_models(module=tvm.video)})
     return names
 
 
-def build(name, seg):
+def build(name, kind):
     kw = dict(KWARGS.get(name, {}))
-    if seg:
+    if kind == "segmentation":
         kw["weights_backbone"] = None
     if name in ("googlenet", "inception_v3"):
         kw["aux_logits"], kw["init_weights"] = False, True
     m = tvm.get_model(name, weights=None, **kw)
-    return SegmentationOut(m) if seg else m
+    return SegmentationOut(m) if kind == "segmentation" else m
 
 
-def export(name, seg, folder):
+def export(name, kind, folder):
     torch.manual_seed(0)
-    model = build(name, seg).eval()
+    model = build(name, kind).eval()
     randomize_norms(model)
     side = SIDE.get(name, KWARGS.get(name, {}).get("image_size", 64))
-    sample = lambda n: torch.randn(n, 3, side, side, generator=torch.Generator().manual_seed(100 + n))
+    shape = (3, side, side)
+    if kind == "video":
+        frames, side = VIDEO.get(name, (4, 32))
+        shape = (3, frames, side, side)
+    sample = lambda n: torch.randn(n, *shape, generator=torch.Generator().manual_seed(100 + n))
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
     legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
@@ -112,13 +121,13 @@ def main():
     if a.only:
         names = {n: names[n] for n in a.only.split(",")}
     results, failed, runs, skipped = [], 0, 0, 0
-    for name, seg in sorted(names.items()):
+    for name, kind in sorted(names.items()):
         if name in SKIP:
             print(f"{name}: not run: {SKIP[name]}", flush=True)
             continue
         targets = a.targets.split(",")
         if not a.long and name not in FAMILY:
-            params = sum(p.numel() for p in build(name, seg).parameters())
+            params = sum(p.numel() for p in build(name, kind).parameters())
             if params > LONG_PARAMS:
                 print(f"{name}: {params / 1e6:.1f} M parameters, in the long suite (--long)", flush=True)
                 continue
@@ -126,12 +135,12 @@ def main():
         folder = os.path.join(a.out, name)
         t0 = time.time()
         try:
-            path, pairs, side, params, ops = export(name, seg, folder)
+            path, pairs, side, params, ops = export(name, kind, folder)
         except Exception as e:  # PyTorch's exporter, not portc
             print(f"FAIL {name}: PyTorch could not export it: {e}", flush=True)
             failed += 1
             continue
-        line = [f"{name} ({'segmentation' if seg else 'classification'}, {params / 1e6:.1f} M, {side}x{side}, export {time.time() - t0:.0f} s)"]
+        line = [f"{name} ({kind}, {params / 1e6:.1f} M, {side}x{side}, export {time.time() - t0:.0f} s)"]
         for t in targets:
             if name in SKIP_ON.get(t, {}):
                 line.append(f"{t} not run: {SKIP_ON[t][name]}")
