@@ -46,6 +46,21 @@ class MLP(torch.nn.Module):
         return self.net(x)
 
 
+class DecoderOnly(torch.nn.Module):
+    """A GPT-style decoder: learned positions, 4 causally masked layers of width 512 over [N, S, E],
+    and a projection to a vocabulary of 1000."""
+    def __init__(self, seq=128):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True)
+        self.layers = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+        self.pos = torch.nn.Parameter(torch.randn(seq, 512) * 0.02)
+        self.head = torch.nn.Linear(512, 1000)
+        self.register_buffer("causal", torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        return self.head(self.layers(x + self.pos, mask=self.causal))
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -61,6 +76,7 @@ def models():
     m = {
         "mlp": (MLP, (1024,), 0, 256),
         "transformer": (lambda: torch.nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.1), (128, 512), 1, 32),
+        "decoder_only": (DecoderOnly, (128, 512), 0, 16),  # causal self-attention, as language models export
     }
     if torchvision:
         tv = torchvision.models

@@ -16,6 +16,9 @@
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
 #             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile;
 #             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again
+#   models    the CI's ONNX test models (tests/onnx/export_models.py and spec_models.py: recurrent,
+#             audio, U-Net, decoder-only, video, indexing, ...), exported there, checked on each
+#             target against PyTorch's outputs (build/bin/onnx_compare), one module for two batches
 #   tune      `portc tune` on every graph of bench/gpu/ and the transformer example, per target,
 #             $TUNE_BUDGET seconds each (default 60), into $out/tune_TARGET.txt: measured tables
 #   artifact  module files: the transformer example compiled to a .portc per target, run from it
@@ -119,6 +122,22 @@ for step in $steps; do
     PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" >"$out/vs_torch.txt" 2>&1
     summary+=("torch (rc $?):" "$(grep -v Warning "$out/vs_torch.txt" | tail -40)")
     ;;
+  models)
+    mkdir -p "$out/models"
+    python3 tests/onnx/export_models.py "$out/models" >"$out/models_export.txt" 2>&1
+    python3 tests/onnx/spec_models.py "$out/models" >>"$out/models_export.txt" 2>&1
+    : >"$out/models.txt"
+    for dir in "$out"/models/*/; do
+      m=$(basename "$dir")
+      b=$(ls "$dir" | sed -n 's/^x_\([0-9]*\)\.npy$/\1/p' | sort -n | tr '\n' ' ')
+      pairs=()
+      for n in $b; do pairs+=("$dir/x_$n.npy" "$dir/y_$n.npy"); done
+      for t in $targets; do
+        if build/bin/onnx_compare "$dir/model.onnx" "$t" "${pairs[@]}" >>"$out/models.txt" 2>&1; then echo "$m $t PASS"; else echo "$m $t FAIL"; fi
+      done
+    done >"$out/models_table.txt"
+    summary+=("models:" "$(awk '{k=$2" "$3; c[k]++} END {for (k in c) print "  " k ": " c[k]}' "$out/models_table.txt" | sort)" "$(grep FAIL "$out/models_table.txt")")
+    ;;
   onnx)
     PYTHONUNBUFFERED=1 python3 bench/onnx_vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${ONNX_MODELS:+--models "$ONNX_MODELS"} \
       ${TUNE_BUDGET:+--tune "$TUNE_BUDGET"} \
@@ -177,7 +196,7 @@ for step in $steps; do
     python3 bench/regional.py "$portc" $targets >"$out/regional.txt" 2>&1
     summary+=("$(cat "$out/regional.txt")")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, split, sanitize, racecheck, bench, replay, torch, onnx, tune, artifact, ab)"; exit 2 ;;
+  *) echo "unknown step $step (tests, verify, matmul, split, sanitize, racecheck, bench, replay, torch, models, onnx, tune, artifact, ab)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

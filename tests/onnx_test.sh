@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The ONNX importer against PyTorch: Debian's python3-torch exports ResNet-18, MobileNetV2,
-# SqueezeNet, a TransformerEncoderLayer and an MLP with random weights and a dynamic batch (opset
-# 17, and the MLP and transformer again at opset 13), with PyTorch's outputs for batches 1 and 3.
+# The ONNX importer against PyTorch: Debian's python3-torch exports the models of
+# tests/onnx/export_models.py (ResNet-18, MobileNetV2/V3, SqueezeNet, LR-ASPP, a TransformerEncoderLayer,
+# an MLP, and models of Resize, norms, recurrent layers, a U-Net decoder, an audio classifier, a
+# decoder-only transformer, 3-D convolutions, indexing ops and einsum) with random weights and a
+# dynamic batch (opset 17, and the MLP and transformer again at opset 13), with PyTorch's outputs for
+# batches 1 and 3; spec_models.py adds nodes with attributes PyTorch never writes, against numpy.
 # Each model is compiled once per target (CPU, and Vulkan with the validation layer: lavapipe
 # without a GPU) and that module runs both batches, within the bounds of TOLERANCES.md. Then what
 # explain must show, `portc convert` and its .npz, external data, and the malformed and

@@ -54,6 +54,9 @@ KWARGS = {"vit_b_16": {"image_size": 32}, "vit_b_32": {"image_size": 64}, "vit_l
           "vit_l_32": {"image_size": 64}, "vit_h_14": {"image_size": 28}}
 # models the test does not run, with why (none today), and models not run on one target
 SKIP = {}
+# models Debian's PyTorch 1.13 cannot export (its exporter lacks aten::zero_ at opset 17): not run
+# when the export fails, run when a newer PyTorch exports them
+EXPORTER_LACKS = {"swin_v2_t", "swin_v2_s", "swin_v2_b"}
 WIDE_WEIGHTS = ("its first linear layer's weight (151 MB for AlexNet, 411 MB for VGG) passes lavapipe's 128 MiB storage-buffer range; "
                 "binding a buffer through windows is not implemented")
 SKIP_ON = {"vulkan": {n: WIDE_WEIGHTS for n in ("alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn")}}
@@ -94,9 +97,11 @@ def export(name, kind, folder):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
     legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    # exported with gradients on: under no_grad, PyTorch 1.13's nn.MultiheadAttention (ViT) takes a
+    # fused fast path that its exporter cannot write
+    torch.onnx.export(model, (sample(1),), path, input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      opset_version=17, do_constant_folding=True, **legacy)
     with torch.no_grad():
-        torch.onnx.export(model, (sample(1),), path, input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                          opset_version=17, do_constant_folding=True, **legacy)
         pairs = []
         for n in (1, 2):
             x = sample(n)
@@ -137,6 +142,11 @@ def main():
         try:
             path, pairs, side, params, ops = export(name, kind, folder)
         except Exception as e:  # PyTorch's exporter, not portc
+            shutil.rmtree(folder, ignore_errors=True)
+            if name in EXPORTER_LACKS:
+                print(f"{name}: not run: this PyTorch cannot export it ({str(e)[:100]})", flush=True)
+                skipped += 1
+                continue
             print(f"FAIL {name}: PyTorch could not export it: {e}", flush=True)
             failed += 1
             continue
