@@ -136,14 +136,7 @@ portc_status decompose(portc_graph **gp, bool *changed) {
     }
     if (remap[i] < 0) st = err_set(portc_node_status(remap[i]), "decompose %s: %s", x->name, portc_last_error());
   }
-  for (int k = 0; k < g->nout && !st; k++) st = portc_output(out, remap[g->outputs[k]]);
+  st = rebuild_finish(gp, out, remap, st);
   free(remap);
-  if (st) {
-    portc_graph_free(out);
-    return st;
-  }
-  if (g->basedir) out->basedir = strdup(g->basedir);
-  portc_graph_free(g);
-  *gp = out;
-  return PORTC_OK;
+  return st;
 }

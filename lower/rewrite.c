@@ -69,3 +69,16 @@ portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_grap
   *out = c;
   return PORTC_OK;
 }
+
+portc_status rebuild_finish(portc_graph **gp, portc_graph *out, const int32_t *remap, portc_status st) {
+  portc_graph *g = *gp;
+  for (int k = 0; k < g->nout && !st; k++) st = portc_output(out, remap[g->outputs[k]]);
+  if (st) {
+    portc_graph_free(out);
+    return st;
+  }
+  if (g->basedir) out->basedir = strdup(g->basedir);
+  portc_graph_free(g);
+  *gp = out;
+  return PORTC_OK;
+}

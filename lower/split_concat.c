@@ -12,7 +12,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "passes.h"
 
@@ -57,15 +56,8 @@ portc_status split_concat(portc_graph **gp, bool *changed) {
     remap[i] = wide ? split(out, x, remap) : copy_node(out, g, i, remap, NULL);
     if (remap[i] < 0) st = err_set(portc_node_status(remap[i]), "split_concat %s: %s", x->name, portc_last_error());
   }
-  for (int k = 0; k < g->nout && !st; k++) st = portc_output(out, remap[g->outputs[k]]);
+  st = rebuild_finish(gp, out, remap, st);
   free(remap);
-  if (st) {
-    portc_graph_free(out);
-    return st;
-  }
-  if (g->basedir) out->basedir = strdup(g->basedir);
-  portc_graph_free(g);
-  *gp = out;
-  *changed = true;
-  return PORTC_OK;
+  *changed = !st;
+  return st;
 }
