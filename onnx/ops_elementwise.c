@@ -439,7 +439,6 @@ static portc_status op_ArgMin(imp *c) { return arg_extreme(c, false); }
 
 /* ---- matrices ---- */
 
-static portc_status op_MatMul(imp *c) { return binary(c, portc_matmul, -1, (portc_dtype)-1); }
 
 /* nn.Linear exports Gemm(x, W, transB=1) with W [out, in]: transposing a known W here, once,
  * gives the matmul an operand that lies as it is, which the GPU targets' fast paths (cuBLASLt,
@@ -465,6 +464,46 @@ static portc_status transposed_weights(imp *c, const oval *w, oval *out) {
   return PORTC_OK;
 }
 
+/* A known weight matrix larger than every GPU binds as one buffer (2^27 bytes: the Vulkan spec's
+ * least maxStorageBufferRange, lavapipe's, and WebGPU's default binding size; AlexNet's and
+ * VGG's first linear layers pass it) becomes row blocks under that size: a b = sum over blocks
+ * of a[.., k0:k1] b[k0:k1, :]. PORTC_NONE when w needs no split. */
+#define MAX_WEIGHT_BYTES ((int64_t)1 << 27)
+
+static portc_node row_blocks_matmul(imp *c, portc_node a, const oval *w) {
+  if (!w->known || !w->f || w->rank != 2) return PORTC_NONE;
+  const portc_tensor *t = w->f->t;
+  int64_t K = t->shape[0], N = t->shape[1], es = (int64_t)portc_dtype_size(t->dtype);
+  if (K * N * es <= MAX_WEIGHT_BYTES || N * es > MAX_WEIGHT_BYTES) return PORTC_NONE;
+  int64_t rows = MAX_WEIGHT_BYTES / (N * es), axis = portc_node_rank(c->g, a) - 1;
+  rows = (K + (K + rows - 1) / rows - 1) / ((K + rows - 1) / rows); /* as many blocks, of even size */
+  portc_node y = PORTC_NONE;
+  for (int64_t k0 = 0; k0 < K; k0 += rows) {
+    int64_t k1 = k0 + rows < K ? k0 + rows : K, shape[2] = {k1 - k0, N};
+    portc_tensor *part = portc_tensor_new(t->dtype, 2, shape);
+    pdata *d = pdata_new(part);
+    if (!d) return -(portc_node)fail(c, PORTC_ERR_NOMEM, "out of memory splitting '%s'", w->name);
+    memcpy(part->data, (const char *)t->data + k0 * N * es, (size_t)((k1 - k0) * N * es));
+    char name[160];
+    snprintf(name, sizeof name, "%s.rows%lld", w->name, (long long)k0);
+    oval block = {.name = name, .node = -1, .known = true, .dt = t->dtype, .rank = 2, .shape = {k1 - k0, N}, .f = d, .producer = -1};
+    portc_node b = val_node(c, &block);
+    pdata_release(d);
+    portc_node p = portc_matmul(c->g, portc_slice(c->g, a, axis, k0, k1, 1), b);
+    y = y == PORTC_NONE ? p : portc_add(c->g, y, p);
+  }
+  return y;
+}
+
+static portc_status op_MatMul(imp *c) {
+  portc_status st = op_need(c, 0);
+  if (!st) st = op_need(c, 1);
+  if (st) return st;
+  portc_node a = val_node(c, op_in(c, 0));
+  portc_node y = a < 0 ? a : row_blocks_matmul(c, a, op_in(c, 1));
+  return y == PORTC_NONE ? binary(c, portc_matmul, -1, (portc_dtype)-1) : out_node(c, 0, y);
+}
+
 static portc_status op_Gemm(imp *c) {
   portc_status st = op_need(c, 0);
   if (!st) st = op_need(c, 1);
@@ -477,7 +516,9 @@ static portc_status op_Gemm(imp *c) {
     if (st && st != PORTC_ERR_INVALID) return st;
     if (!st) c->in[1] = &bt, tb = false;
   }
-  portc_node a = val_node(c, op_in(c, 0)), b = a < 0 ? a : val_node(c, op_in(c, 1));
+  portc_node a = val_node(c, op_in(c, 0)), y = PORTC_NONE, b = a;
+  if (a >= 0 && !ta) y = row_blocks_matmul(c, a, c->in[1]); /* the whole product, for a weight too large to bind */
+  if (a >= 0 && y == PORTC_NONE) b = val_node(c, op_in(c, 1));
   if (c->in[1] == &bt) {
     c->in[1] = w;
     pdata_release(bt.f);
@@ -485,9 +526,11 @@ static portc_status op_Gemm(imp *c) {
   }
   if (b < 0) return out_node(c, 0, b);
   static const int64_t swap[2] = {1, 0};
-  if (ta) a = portc_permute(g, a, 2, swap);
-  if (tb) b = portc_permute(g, b, 2, swap);
-  portc_node y = portc_matmul(g, a, b);
+  if (y == PORTC_NONE) {
+    if (ta) a = portc_permute(g, a, 2, swap);
+    if (tb) b = portc_permute(g, b, 2, swap);
+    y = portc_matmul(g, a, b);
+  }
   portc_dtype dt = y >= 0 ? portc_node_dtype(g, y) : PORTC_F32;
   double alpha = attr_float(c, "alpha", 1), beta = attr_float(c, "beta", 1);
   if (alpha != 1) y = portc_mul(g, y, portc_scalar(g, dt, alpha));

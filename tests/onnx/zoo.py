@@ -57,9 +57,7 @@ SKIP = {}
 # models Debian's PyTorch 1.13 cannot export (its exporter lacks aten::zero_ at opset 17): not run
 # when the export fails, run when a newer PyTorch exports them
 EXPORTER_LACKS = {"swin_v2_t", "swin_v2_s", "swin_v2_b"}
-WIDE_WEIGHTS = ("its first linear layer's weight (151 MB for AlexNet, 411 MB for VGG) passes lavapipe's 128 MiB storage-buffer range; "
-                "binding a buffer through windows is not implemented")
-SKIP_ON = {"vulkan": {n: WIDE_WEIGHTS for n in ("alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn")}}
+SKIP_ON = {}  # target -> {model: why}
 
 
 # video models take [N, 3, frames, side, side]; S3D and MViT need 224 (and MViT 16 frames)
