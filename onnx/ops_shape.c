@@ -310,10 +310,11 @@ static portc_status op_Expand(imp *c) {
     for (int k = 0; k < rank && constant; k++) {
       int xi = k - (rank - xr);
       shape[k] = dims[k].symbol ? 0 : dims[k].size == -1 ? xd[xi].c : dims[k].size;
-      constant = !dims[k].symbol && (xi < 0 || xd[xi].sym < 0) && (xi < 0 || xd[xi].c == 1 || xd[xi].c == shape[k]);
-      n *= shape[k];
+      constant = !dims[k].symbol && (xi < 0 || xd[xi].sym < 0) && (xi < 0 || xd[xi].c == 1 || xd[xi].c == shape[k]) && shape[k] <= 4096;
+      n *= constant ? shape[k] : 1;
+      constant = constant && n <= 4096; /* larger: a graph node, as before */
     }
-    if (constant && n <= 4096) {
+    if (constant) {
       sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
       if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
       for (int64_t e = 0; e < n; e++) { /* element e's source: its coordinates, 0 where v broadcasts */

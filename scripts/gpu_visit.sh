@@ -133,6 +133,7 @@ for step in $steps; do
       pairs=()
       for n in $b; do pairs+=("$dir/x_$n.npy" "$dir/y_$n.npy"); done
       for t in $targets; do
+        if ! "$portc" devices 2>/dev/null | grep -Eq "^$t +available"; then echo "$m $t unavailable"; continue; fi
         if build/bin/onnx_compare "$dir/model.onnx" "$t" "${pairs[@]}" >>"$out/models.txt" 2>&1; then echo "$m $t PASS"; else echo "$m $t FAIL"; fi
       done
     done >"$out/models_table.txt"

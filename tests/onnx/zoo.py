@@ -60,6 +60,8 @@ EXPORTER_LACKS = {"swin_v2_t", "swin_v2_s", "swin_v2_b"}
 SKIP_ON = {}  # target -> {model: why}
 
 
+# run only with --long, whatever their size: S3D needs 16-frame 224x224 clips (a minute on 2 cores)
+LONG_ONLY = {"s3d"}
 # video models take [N, 3, frames, side, side]; S3D and MViT need 224 (and MViT 16 frames)
 VIDEO = {"s3d": (16, 224), "mvit_v1_b": (16, 224), "mvit_v2_s": (16, 224)}
 
@@ -129,6 +131,9 @@ def main():
             print(f"{name}: not run: {SKIP[name]}", flush=True)
             continue
         targets = a.targets.split(",")
+        if not a.long and name in LONG_ONLY:
+            print(f"{name}: in the long suite (--long)", flush=True)
+            continue
         if not a.long and name not in FAMILY:
             params = sum(p.numel() for p in build(name, kind).parameters())
             if params > LONG_PARAMS:
