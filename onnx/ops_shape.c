@@ -353,12 +353,12 @@ static portc_status op_Concat(imp *c) {
     if ((st = op_need(c, k))) return st;
     known = known && int_known(op_in(c, k)) && op_in(c, k)->rank == op_in(c, 0)->rank;
   }
-  int rank = op_in(c, 0)->rank;
+  const oval *first = c->in[0];
+  int rank = first->rank;
   if (known && axis < 0) axis += rank;
   if (known && axis >= 0 && axis < rank) { /* shape arithmetic (shape vectors, index grids): stays known */
     int64_t shape[PORTC_MAX_RANK], outer = 1, inner = 1, n = 1;
-    memcpy(shape, op_in(c, 0)->shape, sizeof(int64_t) * (size_t)rank);
-    shape[axis] = 0;
+    for (int d = 0; d < rank; d++) shape[d] = d == axis ? 0 : first->shape[d];
     for (int k = 0; k < c->nin; k++) {
       for (int d = 0; d < rank; d++)
         if (d != axis && op_in(c, k)->shape[d] != shape[d]) return fail(c, PORTC_ERR_SHAPE, "input %d's dimension %d differs off the concat axis", k, d);
@@ -373,7 +373,7 @@ static portc_status op_Concat(imp *c) {
         int64_t run = op_in(c, k)->shape[axis] * inner;
         memcpy(r + at, op_in(c, k)->i + o * run, sizeof(sval) * (size_t)run), at += run;
       }
-    return out_ints(c, 0, op_in(c, 0)->dt, rank, shape, r);
+    return out_ints(c, 0, first->dt, rank, shape, r);
   }
   portc_node xs[ONNX_MAX_IO];
   for (int k = 0; k < c->nin; k++)
