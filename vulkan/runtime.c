@@ -158,11 +158,11 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   vk_kernel *k = &m->k[i];
   const gpu_args *a = &m->q.args[i];
   VkResult r;
-  VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = words * 4, .pCode = code};
-  if ((r = c->d.vkCreateShaderModule(c->dev, &si, NULL, &k->shader))) return vk_fail(r, "vkCreateShaderModule", c);
   if ((uint32_t)(a->nbind + a->status) > c->props.limits.maxPerStageDescriptorStorageBuffers)
     return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d binds %d storage buffers; %s allows %u per shader stage", i, a->nbind + a->status,
                    c->props.deviceName, c->props.limits.maxPerStageDescriptorStorageBuffers);
+  VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = words * 4, .pCode = code};
+  if ((r = c->d.vkCreateShaderModule(c->dev, &si, NULL, &k->shader))) return vk_fail(r, "vkCreateShaderModule", c);
   VkDescriptorSetLayoutBinding b[GPU_MAX_ARGS + 1];
   int nb = 0;
   for (int j = 0; j < a->nbind; j++)
