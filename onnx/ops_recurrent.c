@@ -135,7 +135,8 @@ static void name_step(imp *c, portc_node n, int reverse, int64_t t, const char *
   portc_set_name(c->g, n, name);
 }
 
-/* one direction over all steps: hs[t] (and cs[t]) the states after step t; *h and *cst the last */
+/* one direction over all steps: hs[t] the hidden state after step t, hs[S] the last cell state
+ * (LSTM); h and cst the initial states, PORTC_NONE for zeros */
 static portc_status run_direction(imp *c, const cell *k, int d, bool reverse, portc_node xs, portc_node W, portc_node R, portc_node B,
                                   portc_node h, portc_node cst, portc_node P, portc_node *hs) {
   portc_graph *g = c->g;

@@ -7,8 +7,8 @@ One model at a time, its folder removed after, so that the disk holds one model'
 runs where, by default (the test command):
   - one member of every architecture family (FAMILY below) on every target given;
   - every other model under 30 M parameters on the first target (the CPU): most of a model's
-    time on lavapipe goes to compiling its pipelines, which a 2-core machine cannot afford for
-    all 86;
+    time on lavapipe goes to compiling its shaders, which a 2-core machine cannot afford for all
+    92 in the test command;
   - the rest (VGG-19, ViT-H, the large RegNets, ConvNeXts and EfficientNets, ...) with --long,
     which runs every model on every target.
 A model the test cannot run is named in SKIP with the reason; an export failure of PyTorch's own
@@ -52,13 +52,11 @@ SIDE = {
 # constructor arguments for a reduced size: ViTs take their image size
 KWARGS = {"vit_b_16": {"image_size": 32}, "vit_b_32": {"image_size": 64}, "vit_l_16": {"image_size": 32},
           "vit_l_32": {"image_size": 64}, "vit_h_14": {"image_size": 28}}
-# models the test does not run, with why (none today), and models not run on one target
+# models the test does not run, with why (none today)
 SKIP = {}
 # models Debian's PyTorch 1.13 cannot export (its exporter lacks aten::zero_ at opset 17): not run
 # when the export fails, run when a newer PyTorch exports them
 EXPORTER_LACKS = {"swin_v2_t", "swin_v2_s", "swin_v2_b"}
-SKIP_ON = {}  # target -> {model: why}
-
 
 # run only with --long, whatever their size: S3D needs 16-frame 224x224 clips (a minute on 2 cores)
 LONG_ONLY = {"s3d"}
@@ -155,10 +153,6 @@ def main():
             continue
         line = [f"{name} ({kind}, {params / 1e6:.1f} M, {side}x{side}, export {time.time() - t0:.0f} s)"]
         for t in targets:
-            if name in SKIP_ON.get(t, {}):
-                line.append(f"{t} not run: {SKIP_ON[t][name]}")
-                skipped += 1
-                continue
             t1 = time.time()
             r = subprocess.run([a.compare, path, t] + pairs, capture_output=True, text=True)
             ok = r.returncode == 0
