@@ -424,6 +424,21 @@ static portc_status op_ReduceMax(imp *c) { return reduce(c, portc_max, c->opset 
 static portc_status op_ReduceMin(imp *c) { return reduce(c, portc_min, c->opset >= 18); }
 static portc_status op_ReduceProd(imp *c) { return reduce(c, portc_prod, c->opset >= 18); }
 
+/* the reductions that are a sum or a max with an expression around them */
+static portc_node sum_square(portc_graph *g, portc_node x, int n, const int64_t *axes, bool keep) { return portc_sum(g, portc_mul(g, x, x), n, axes, keep); }
+static portc_node l2(portc_graph *g, portc_node x, int n, const int64_t *axes, bool keep) { return portc_sqrt(g, sum_square(g, x, n, axes, keep)); }
+static portc_node l1(portc_graph *g, portc_node x, int n, const int64_t *axes, bool keep) { return portc_sum(g, portc_abs(g, x), n, axes, keep); }
+static portc_node log_sum(portc_graph *g, portc_node x, int n, const int64_t *axes, bool keep) { return portc_log(g, portc_sum(g, x, n, axes, keep)); }
+static portc_node log_sum_exp(portc_graph *g, portc_node x, int n, const int64_t *axes, bool keep) { /* m + log sum exp(x - m) */
+  portc_node m = portc_max(g, x, n, axes, true), s = portc_sum(g, portc_exp(g, portc_sub(g, x, m)), n, axes, keep);
+  return portc_add(g, portc_log(g, s), keep ? m : portc_max(g, x, n, axes, false));
+}
+static portc_status op_ReduceSumSquare(imp *c) { return reduce(c, sum_square, c->opset >= 18); }
+static portc_status op_ReduceL2(imp *c) { return reduce(c, l2, c->opset >= 18); }
+static portc_status op_ReduceL1(imp *c) { return reduce(c, l1, c->opset >= 18); }
+static portc_status op_ReduceLogSum(imp *c) { return reduce(c, log_sum, c->opset >= 18); }
+static portc_status op_ReduceLogSumExp(imp *c) { return reduce(c, log_sum_exp, c->opset >= 18); }
+
 /* ArgMax, and ArgMin as the ArgMax of -x: the first index of the extreme, as i64 */
 static portc_status arg_extreme(imp *c, bool is_max) {
   portc_status st = op_need(c, 0);
@@ -554,7 +569,9 @@ const onnx_op onnx_ops_elementwise[] = {
     {"Where", op_Where}, {"Cast", op_Cast}, {"Clip", op_Clip}, {"Softmax", op_Softmax}, {"LogSoftmax", op_LogSoftmax},
     {"LayerNormalization", op_LayerNormalization}, {"InstanceNormalization", op_InstanceNormalization},
     {"ReduceMean", op_ReduceMean}, {"ReduceSum", op_ReduceSum},
-    {"ReduceMax", op_ReduceMax}, {"ReduceMin", op_ReduceMin}, {"ReduceProd", op_ReduceProd}, {"ArgMax", op_ArgMax}, {"ArgMin", op_ArgMin},
+    {"ReduceMax", op_ReduceMax}, {"ReduceMin", op_ReduceMin}, {"ReduceProd", op_ReduceProd}, {"ReduceSumSquare", op_ReduceSumSquare},
+    {"ReduceL2", op_ReduceL2}, {"ReduceL1", op_ReduceL1}, {"ReduceLogSum", op_ReduceLogSum}, {"ReduceLogSumExp", op_ReduceLogSumExp},
+    {"ArgMax", op_ArgMax}, {"ArgMin", op_ArgMin},
     {"MatMul", op_MatMul},
     {"Gemm", op_Gemm}, {NULL, NULL},
 };

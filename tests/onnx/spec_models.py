@@ -2,7 +2,8 @@
 a numpy implementation of the operator's definition, into OUT/NAME/ as export_models.py does
 (model.onnx, x_1.npy, y_1.npy, x_3.npy, y_3.npy): LSTM and GRU with peepholes, clip, other
 activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum exclusive and
-reversed; ScatterND and GatherElements with negative indices.
+reversed; ScatterND and GatherElements with negative indices; ReduceL2, ReduceL1,
+ReduceSumSquare, ReduceLogSum and ReduceLogSumExp.
 
 usage: spec_models.py OUT
 """
@@ -149,7 +150,25 @@ def main(out):
         fixed = np.broadcast_to(np.concatenate([sc.ravel(), ge.ravel()]), (n, sc.size + ge.size))
         return np.concatenate(rows + [fixed], 1)
     save(out, "indexing", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_index)
-    print("spec_models.py: lstm_peephole gru_lbr0 indexing")
+
+    # the reductions with an expression around them: L2, L1, sum of squares, log-sum, log-sum-exp
+    nodes = [helper.make_node("ReduceL2", ["x"], ["l2"], axes=[0, 2], keepdims=0),
+             helper.make_node("Unsqueeze", ["l2", "one"], ["l2u"]),
+             helper.make_node("ReduceL1", ["x"], ["l1"], axes=[0], keepdims=0),
+             helper.make_node("ReduceSumSquare", ["x"], ["ss"], axes=[2], keepdims=1),
+             helper.make_node("Transpose", ["ss"], ["sst"], perm=[1, 0, 2]), helper.make_node("Flatten", ["sst"], ["ssf"], axis=1),
+             helper.make_node("Exp", ["x"], ["ex"]), helper.make_node("ReduceLogSum", ["ex"], ["ls"], axes=[0], keepdims=0),
+             helper.make_node("ReduceLogSumExp", ["x"], ["lse"], axes=[0, 2], keepdims=1),
+             helper.make_node("Squeeze", ["lse", "zero"], ["lses"]),
+             helper.make_node("Concat", ["l2u", "l1", "ssf", "ls", "lses"], ["y"], axis=1)]
+    inits = [numpy_helper.from_array(np.array([v], np.int64), k) for k, v in (("zero", 0), ("one", 1))]
+
+    def run_reduce(x):
+        lse = np.log(np.exp(x).sum((0, 2)))
+        return np.concatenate([np.sqrt((x * x).sum((0, 2)))[:, None], np.abs(x).sum(0), (x * x).sum(2).T, np.log(np.exp(x).sum(0)),
+                               lse[:, None]], 1)
+    save(out, "reductions", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_reduce)
+    print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions")
 
 
 if __name__ == "__main__":
