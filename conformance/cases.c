@@ -12,8 +12,7 @@
 
 #include "conformance.h"
 
-static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) {
+static conf_case *vadd(conf_cases *cs, const char *suite, const char *fmt, va_list ap) {
   if (cs->n == cs->cap) {
     int cap = cs->cap ? cs->cap * 2 : 256;
     conf_case *c = realloc(cs->c, sizeof *c * (size_t)cap);
@@ -25,19 +24,43 @@ static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) {
   memset(c, 0, sizeof *c);
   c->suite = suite;
   c->nruns = 1;
+  vsnprintf(c->name, sizeof c->name, fmt, ap);
+  return c;
+}
+
+static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static conf_case *add(conf_cases *cs, const char *suite, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->name, sizeof c->name, fmt, ap);
+  conf_case *c = vadd(cs, suite, fmt, ap);
   va_end(ap);
   return c;
 }
 
+static void vtext(conf_case *c, const char *fmt, va_list ap) {
+  if (c && vasprintf(&c->text, fmt, ap) < 0) c->text = NULL;
+}
+
 static void text(conf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void text(conf_case *c, const char *fmt, ...) {
-  if (!c) return;
   va_list ap;
   va_start(ap, fmt);
-  if (vasprintf(&c->text, fmt, ap) < 0) c->text = NULL;
+  vtext(c, fmt, ap);
+  va_end(ap);
+}
+
+conf_case *conf_case_new(conf_cases *cs, const char *suite, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  conf_case *c = vadd(cs, suite, fmt, ap);
+  va_end(ap);
+  return c;
+}
+
+void conf_case_text(conf_case *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vtext(c, fmt, ap);
   va_end(ap);
 }
 
@@ -375,6 +398,7 @@ void conf_generate(conf_cases *cs, const char *examples_dir) {
   fusion_cases(cs);
   model_cases(cs, examples_dir);
   dynamic_cases(cs);
+  conf_generate_grad(cs);
 }
 
 void conf_generate_models(conf_cases *cs, int n, const char *const *paths, int nsets, const char *const *sets) {

@@ -10,7 +10,7 @@
 
 typedef struct conf_case {
   char name[128];
-  const char *suite;     /* ops, special, fusion, models, dynamic */
+  const char *suite;     /* ops, special, fusion, models, dynamic, grad */
   char *text;            /* .ptg source (NULL when path is set) */
   char *path;            /* a .ptg file (the example models) */
   int nsyms;
@@ -30,6 +30,12 @@ void conf_generate(conf_cases *out, const char *examples_dir);
  * SYM=N values of sets, else 2 */
 void conf_generate_models(conf_cases *out, int n, const char *const *paths, int nsets, const char *const *sets);
 void conf_free(conf_cases *cs);
+/* one more case of a suite, named by fmt, and its .ptg text (cases.c) */
+conf_case *conf_case_new(conf_cases *cs, const char *suite, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void conf_case_text(conf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the gradient suite (cases_grad.c): every differentiable op's backward, the losses, and
+ * training steps with optimizers, each checked like a forward graph */
+void conf_generate_grad(conf_cases *cs);
 
 /* bounds for one graph, derived from its ops (TOLERANCES.md) */
 typedef struct tolerance {

@@ -69,6 +69,8 @@ static portc_tensor *to_tensor(const rval *v) {
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs) {
   bindings_lock(b);
   portc_status st = conf_reference_run(g, b, false, outputs);
+  if (!st && (st = bindings_apply_updates(g, b, outputs)))
+    for (int k = 0; k < g->nout; k++) portc_tensor_free(outputs[k]), outputs[k] = NULL;
   bindings_unlock(b);
   return st;
 }

@@ -143,6 +143,14 @@ static bool matches_flushed(const portc_graph *g, portc_module *m, portc_binding
   return ok;
 }
 
+/* the bindings of one run of a case: its seed and symbol values */
+static portc_bindings *case_bindings(const portc_graph *g, const job *j, const conf_case *c, int run) {
+  portc_bindings *b = portc_bindings_new(g);
+  portc_bindings_set_seed(b, j->seed + (uint64_t)run);
+  for (int k = 0; k < c->nsyms; k++) portc_bindings_set_symbol(b, c->sym[k], c->symval[run][k]);
+  return b;
+}
+
 static void run_case(job *j, const conf_case *c, const column *col, result *r) {
   if (!col->available) {
     set_result(r, R_SKIP, "target not available: %s", col->why);
@@ -161,21 +169,21 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
   char msg[1024] = "";
   r->status = R_PASS;
   for (int run = 0; run < c->nruns && r->status == R_PASS; run++) {
-    portc_bindings *b = portc_bindings_new(g);
-    portc_bindings_set_seed(b, j->seed + (uint64_t)run);
-    for (int k = 0; k < c->nsyms; k++) portc_bindings_set_symbol(b, c->sym[k], c->symval[run][k]);
+    /* the reference has bindings of its own: a run of a training step updates the parameters
+     * in the bindings it is given (portc_update), and the reference starts where the target did */
+    portc_bindings *b = case_bindings(g, j, c, run), *rb = case_bindings(g, j, c, run);
     if (!m && portc_compile(g, &co, b, &m) != PORTC_OK) {
       set_result(r, R_FAIL, "compile failed: %s", portc_last_error());
     } else if (portc_module_run(m, b, outs) != PORTC_OK) {
       set_result(r, R_FAIL, "run%s failed: %s", c->nruns > 1 ? " (dynamic)" : "", portc_last_error());
-    } else if (portc_reference_run(g, b, refs) != PORTC_OK) {
+    } else if (portc_reference_run(g, rb, refs) != PORTC_OK) {
       set_result(r, R_FAIL, "reference failed: %s", portc_last_error());
     } else {
       tolerance t;
       conf_tolerance(g, b, col->target, col->eager, &t);
       double scale = conf_input_scale(g, b);
       for (int k = 0; k < nout && r->status == R_PASS; k++)
-        if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, m, b, k, outs[k], &t, scale))
+        if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, m, rb, k, outs[k], &t, scale))
           set_result(r, R_FAIL, "output %s%s: %s", portc_node_name(g, portc_graph_output(g, k)),
                      c->nruns > 1 ? (run == 0 ? " (first size)" : " (a later size)") : "", msg);
     }
@@ -185,6 +193,7 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
       outs[k] = refs[k] = NULL;
     }
     portc_bindings_free(b);
+    portc_bindings_free(rb);
   }
   free(outs);
   free(refs);
@@ -288,7 +297,7 @@ static bool write_reports(const job *j) {
 }
 
 static void print_table(const job *j, FILE *out) {
-  static const char *const suites[] = {"ops", "special", "fusion", "models", "dynamic"};
+  static const char *const suites[] = {"ops", "special", "fusion", "models", "dynamic", "grad"};
   fprintf(out, "%-10s", "suite");
   for (int col = 0; col < j->ncols; col++) fprintf(out, "  %-22s", j->cols[col].name);
   fprintf(out, "\n");

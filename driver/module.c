@@ -524,10 +524,13 @@ void module_unlock(const portc_module *m, portc_bindings *b) {
 portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
   if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
   module_lock(m, b);
-  portc_module *use;
+  portc_module *use = NULL;
   portc_status st;
   if (m->parts) st = partition_run(m, b, outputs); /* the regions' modules keep their own guards */
   else if (!(st = module_for_values(m, b, &use))) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
+  /* a training step: the parameters it updates take their new values (the variant run did it) */
+  if (!st && (m->parts || use == m) && (st = bindings_apply_updates(m->g, b, outputs)))
+    for (int k = 0; k < m->g->nout; k++) portc_tensor_free(outputs[k]), outputs[k] = NULL;
   module_unlock(m, b);
   return st;
 }

@@ -34,6 +34,9 @@ portc_status bindings_shape(const portc_graph *g, const portc_bindings *b, const
 /* The value of source node id, as a new tensor of its dtype. */
 portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, portc_tensor **out);
 
+/* after a run: each parameter the graph updates takes its value among the run's outputs (checkpoint.c) */
+portc_status bindings_apply_updates(const portc_graph *g, portc_bindings *b, portc_tensor *const *outputs);
+
 uint64_t rng_next(uint64_t *state);
 double rng_uniform(uint64_t *state); /* [0, 1) */
 double rng_normal(uint64_t *state);

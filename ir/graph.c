@@ -69,6 +69,8 @@ void portc_graph_free(portc_graph *g) {
   free(g->sym_base);
   free(g->sym_scale);
   free(g->outputs);
+  free(g->upd_param);
+  free(g->upd_value);
   free(g->name);
   free(g->basedir);
   free(g->name_slot);

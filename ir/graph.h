@@ -118,6 +118,10 @@ struct portc_graph {
   int64_t *sym_scale;
   int32_t *outputs;
   int nout;
+  /* training state (portc_update): after a run, parameter upd_param[k] takes the value of node
+   * upd_value[k], which is also an output */
+  int32_t *upd_param, *upd_value;
+  int nupd;
   int next_auto; /* for t0, t1, ... */
   /* node names to indices (graph_find): open addressing over name_cap slots (a power of two, -1
    * empty, name_used taken), an entry added as a node is added or renamed, checked against the
@@ -208,6 +212,10 @@ int64_t clamp_index(int64_t i, int64_t n);  /* python slice bound: negative from
 bool shape_fits(const portc_graph *g, const shape *sh);
 /* fills out with numpy broadcasting of a and b; false when they do not broadcast */
 bool broadcast(const shape *a, const shape *b, shape *out);
+
+/* removes the nodes from n0 on and the outputs and updates past nout0 and nupd0: a build that
+ * failed halfway leaves the graph as it was (train.c) */
+void graph_truncate(portc_graph *g, int n0, int nout0, int nupd0);
 
 /* ---- other graph services ---- */
 void graph_print_node(const portc_graph *g, const node *n, strbuf *b); /* one .ptg line, no \n */

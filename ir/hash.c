@@ -76,5 +76,7 @@ uint64_t portc_graph_hash(const portc_graph *g) {
     mix_i(&h, g->outputs[k]);
     if (g->outputs[k] >= 0 && g->outputs[k] < g->n) mix_s(&h, g->nodes[g->outputs[k]].name);
   }
+  mix_i(&h, g->nupd);
+  for (int k = 0; k < g->nupd; k++) mix_i(&h, g->upd_param[k]), mix_i(&h, g->upd_value[k]);
   return h;
 }

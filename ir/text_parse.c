@@ -537,6 +537,135 @@ static void stmt_output(parser *ps) {
   end_of_statement(ps);
 }
 
+/* update PARAM = VALUE */
+static void stmt_update(parser *ps) {
+  tok at = ps->t;
+  int32_t p = use(ps);
+  if (p < 0 || !expect(ps, '=', "'=' and the value the parameter takes")) return;
+  int32_t v = use(ps);
+  if (v < 0 || !end_of_statement(ps)) return;
+  portc_status st = portc_update(ps->g, p, v);
+  if (st) errorf_at(ps, at.line, at.col, st, "%s", portc_last_error());
+}
+
+/* NAME, NAME... = grad(LOSS, WRT, WRT...): one gradient per name, in order */
+static void stmt_grad(parser *ps, char (*names)[128], int nnames, tok op_at) {
+  int32_t args[64];
+  int n = 0;
+  if (!expect(ps, '(', "'(' after grad")) return;
+  do {
+    if (n == 64) {
+      errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 63 values to differentiate for");
+      return;
+    }
+    if ((args[n++] = use(ps)) < 0) return;
+  } while (accept(ps, ','));
+  if (!expect(ps, ')', "',' or ')'") || !end_of_statement(ps)) return;
+  if (n - 1 != nnames) {
+    errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "grad names %d result%s for %d value%s to differentiate for", nnames, nnames == 1 ? "" : "s", n - 1,
+              n == 2 ? "" : "s");
+    return;
+  }
+  portc_node grads[64];
+  if (portc_graph_grad(ps->g, args[0], n - 1, args + 1, grads) != PORTC_OK) {
+    errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
+    return;
+  }
+  for (int k = 0; k < nnames; k++)
+    if (portc_set_name(ps->g, grads[k], names[k]) != PORTC_OK) {
+      /* the same gradient twice (a value listed twice): a view of it takes the second name */
+      shape s = ps->g->nodes[grads[k]].sh;
+      portc_dim d[PORTC_MAX_RANK];
+      for (int i = 0; i < s.rank; i++) d[i] = (portc_dim){s.d[i].c, s.d[i].sym >= 0 ? ps->g->syms[s.d[i].sym] : NULL};
+      portc_node r = portc_reshape(ps->g, grads[k], s.rank, d);
+      if (r < 0 || portc_set_name(ps->g, r, names[k]) != PORTC_OK) errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
+    }
+}
+
+/* KEY=NUMBER, ... up to ')' for the training statements; keys[i] sets v[i] */
+static bool number_args(parser *ps, const char *const *keys, int nkeys, double *v) {
+  if (accept(ps, ')')) return true;
+  do {
+    tok at = ps->t;
+    char key[32];
+    if (!ident(ps, key, sizeof key, "a setting (NAME=NUMBER)") || !expect(ps, '=', "'='")) return false;
+    int k = 0;
+    while (k < nkeys && strcmp(keys[k], key) != 0) k++;
+    if (k == nkeys) {
+      strbuf b = {0};
+      for (int i = 0; i < nkeys; i++) sb_printf(&b, "%s%s", i ? ", " : "", keys[i]);
+      errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is not a setting here; there are %s", key, b.s ? b.s : "none");
+      free(b.s);
+      return false;
+    }
+    if (!float_value(ps, &v[k])) return false;
+  } while (accept(ps, ','));
+  return expect(ps, ')', "',' or ')'");
+}
+
+/* NAME = cross_entropy(LOGITS, LABELS[, label_smoothing=F]) or mse_loss(PRED, TARGET): losses
+ * built from ops (train.c), not ops of their own */
+static void stmt_loss(parser *ps, const char *name, const char *kind, tok op_at) {
+  bool ce = strcmp(kind, "cross_entropy") == 0;
+  int32_t a, b;
+  double smooth = 0;
+  static const char *const keys[] = {"label_smoothing"};
+  if (!expect(ps, '(', "'(' after the loss") || (a = use(ps)) < 0 || !expect(ps, ',', "',' and the second operand") || (b = use(ps)) < 0) return;
+  if (accept(ps, ',') ? !number_args(ps, keys, ce ? 1 : 0, &smooth) : !expect(ps, ')', "')'")) return;
+  if (!end_of_statement(ps)) return;
+  portc_node n = ce ? portc_cross_entropy(ps->g, a, b, smooth) : portc_mse_loss(ps->g, a, b);
+  if (n < 0 || portc_set_name(ps->g, n, name) != PORTC_OK) report_build_error(ps, op_at, name, n < 0 ? n : -(portc_node)PORTC_ERR_INVALID);
+}
+
+/* step KIND(SETTINGS): PARAM, PARAM... by LOSS: the gradients of the loss for the parameters and
+ * one optimizer step of them (sgd, adam, adamw; torch.optim's settings and defaults) */
+static void stmt_step(parser *ps, tok at) {
+  static const char *const kinds[] = {"sgd", "adam", "adamw"};
+  static const char *const keys[] = {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps"};
+  char kind[16];
+  tok kind_at = ps->t;
+  if (!ident(ps, kind, sizeof kind, "an optimizer (sgd, adam or adamw)")) return;
+  int k = 0;
+  while (k < 3 && strcmp(kinds[k], kind) != 0) k++;
+  if (k == 3) {
+    errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "'%s' is not an optimizer; there are sgd, adam and adamw", kind);
+    return;
+  }
+  double v[6] = {0, 0, 0, 0.9, 0.999, 1e-8};
+  int32_t params[64];
+  int n = 0;
+  if (!expect(ps, '(', "'(' and the optimizer's settings") || !number_args(ps, keys, k == 0 ? 3 : 6, v) || !expect(ps, ':', "':' and the parameters")) return;
+  if (k && v[1] != 0) {
+    errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "%s has no momentum (it has beta1)", kind);
+    return;
+  }
+  do {
+    if (n == 64) {
+      errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 parameters in one step");
+      return;
+    }
+    if ((params[n++] = use(ps)) < 0) return;
+  } while (accept(ps, ','));
+  if (!is_word(ps, "by")) {
+    expected(ps, "',' or 'by' and the loss");
+    return;
+  }
+  next(ps);
+  int32_t loss = use(ps);
+  if (loss < 0 || !end_of_statement(ps)) return;
+  portc_node grads[64];
+  portc_optimizer o = {sizeof o, (portc_optimizer_kind)k, v[0], v[1], v[2], v[3], v[4], v[5]};
+  if (portc_graph_grad(ps->g, loss, n, params, grads) != PORTC_OK || portc_optimizer_step(ps->g, &o, n, params, grads) != PORTC_OK)
+    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
+}
+
+/* after a statement word: a name follows (the statement), not '=' or ':' (a value named so) */
+static bool word_statement(const parser *ps) {
+  const char *q = ps->p;
+  while (*q == ' ' || *q == '\t') q++;
+  return isalpha((unsigned char)*q) || *q == '_';
+}
+
 static bool same_type(portc_dtype a, const shape *sa, portc_dtype b, const shape *sb) { return a == b && shape_eq(sa, sb); }
 
 /* the current token is a NAME followed by '=': an attribute, not an operand */
@@ -546,10 +675,37 @@ static bool attribute_ahead(const parser *ps) {
   return ps->t.k == T_IDENT && *q == '=';
 }
 
-/* NAME [: TYPE] = OP(ARGS) */
+/* NAME [: TYPE] = OP(ARGS), or NAME, NAME... = grad(...) */
 static void stmt_op(parser *ps) {
   char name[128];
   if (!new_name(ps, name, sizeof name)) return;
+  if (is_punct(ps, ',')) {
+    char names[64][128];
+    int nn = 1;
+    snprintf(names[0], sizeof names[0], "%s", name);
+    while (accept(ps, ',')) {
+      if (nn == 64) {
+        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 names");
+        return;
+      }
+      if (!new_name(ps, names[nn], sizeof names[nn])) return;
+      for (int k = 0; k < nn; k++)
+        if (strcmp(names[k], names[nn]) == 0) {
+          errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "'%s' is named twice", names[nn]);
+          return;
+        }
+      nn++;
+    }
+    if (!expect(ps, '=', "'=' and grad(...)")) return;
+    tok at = ps->t;
+    if (!is_word(ps, "grad")) {
+      expected(ps, "grad(...): only grad gives several values");
+      return;
+    }
+    next(ps);
+    stmt_grad(ps, names, nn, at);
+    return;
+  }
   portc_dtype dt = PORTC_F32;
   shape sh = {0};
   bool typed = false;
@@ -563,6 +719,20 @@ static void stmt_op(parser *ps) {
   tok op_at = ps->t;
   char opname[64];
   if (!ident(ps, opname, sizeof opname, "an op name")) return;
+  if (strcmp(opname, "grad") == 0) {
+    if (typed) {
+      errorf_at(ps, type_at.line, type_at.col, PORTC_ERR_INVALID, "a gradient takes the type of what it is for: no type here");
+      return;
+    }
+    char one[1][128];
+    snprintf(one[0], sizeof one[0], "%s", name);
+    stmt_grad(ps, one, 1, op_at);
+    return;
+  }
+  if (strcmp(opname, "cross_entropy") == 0 || strcmp(opname, "mse_loss") == 0) {
+    stmt_loss(ps, name, opname, op_at);
+    return;
+  }
   enum op op;
   if (!op_lookup(opname, &op) || op_get(op)->kind == K_SOURCE) {
     errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "'%s' is not an op", opname);
@@ -611,8 +781,10 @@ static void statement(parser *ps) {
   else if (is_word(ps, "param")) next(ps), stmt_param(ps, at);
   else if (is_word(ps, "const")) next(ps), stmt_const(ps, at);
   else if (is_word(ps, "output")) next(ps), stmt_output(ps);
+  else if (is_word(ps, "update") && word_statement(ps)) next(ps), stmt_update(ps);
+  else if (is_word(ps, "step") && word_statement(ps)) next(ps), stmt_step(ps, at);
   else if (ps->t.k == T_IDENT) stmt_op(ps);
-  else expected(ps, "a statement (graph, input, param, const, output, or NAME = op(...))");
+  else expected(ps, "a statement (graph, input, param, const, output, update, step, or NAME = op(...))");
 }
 
 static void skip_line(parser *ps) {

@@ -173,6 +173,7 @@ static void print_outputs(const portc_graph *g, strbuf *b) {
     sb_printf(b, "%s%s", i ? ", " : "", o >= 0 && o < g->n ? g->nodes[o].name : "?");
   }
   sb_printf(b, "\n");
+  for (int k = 0; k < g->nupd; k++) sb_printf(b, "update %s = %s\n", g->nodes[g->upd_param[k]].name, g->nodes[g->upd_value[k]].name);
 }
 
 char *portc_graph_print(const portc_graph *g) {

@@ -288,6 +288,43 @@ PORTC_API portc_node portc_attention(portc_graph *g, portc_node q, portc_node k,
 /* y[..., i, j] = j > i ? -inf : x[..., i, j] over the last two dimensions. */
 PORTC_API portc_node portc_causal_mask(portc_graph *g, portc_node x);
 
+/* ---- training -------------------------------------------------------------------------------- */
+
+/* Reverse-mode differentiation (what AOTAutograd does for torch.compile): appends to g the nodes
+ * that compute d loss / d wrt[i] for i < n, each of wrt[i]'s dtype and shape, into grads[i] (named
+ * WRT.grad where that name is free). loss holds one element of a floating dtype. Forward and
+ * backward are then one graph: they fuse, share memory plans and run on every target alike. On
+ * failure g is as it was, and the message names what stops the gradient: a node on the way with
+ * no derivative (argmax, a comparison, a cast to an integer), or a wrt the loss does not use. */
+PORTC_API portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const portc_node *wrt, portc_node *grads);
+
+/* Losses, as the mean over the batch. Cross-entropy of logits [N, C] against class indices [N]
+ * (i32 or i64), label smoothing in [0, 1) as torch.nn.CrossEntropyLoss's; mean squared error of
+ * two values of one shape. */
+PORTC_API portc_node portc_cross_entropy(portc_graph *g, portc_node logits, portc_node labels, double label_smoothing);
+PORTC_API portc_node portc_mse_loss(portc_graph *g, portc_node pred, portc_node target);
+
+/* After each portc_module_run (and portc_reference_run) with bindings b, parameter param of g
+ * takes the value value computed in that run: b then holds it, for the next run and for
+ * portc_bindings_get. value (same dtype and shape) becomes an output of g. A parameter has at most
+ * one update. */
+PORTC_API portc_status portc_update(portc_graph *g, portc_node param, portc_node value);
+
+typedef enum portc_optimizer_kind { PORTC_OPT_SGD = 0, PORTC_OPT_ADAM = 1, PORTC_OPT_ADAMW = 2 } portc_optimizer_kind;
+typedef struct portc_optimizer {
+  size_t size; /* sizeof(portc_optimizer), or 0 */
+  portc_optimizer_kind kind;
+  double lr;
+  double momentum;     /* SGD; 0: none */
+  double weight_decay; /* SGD and Adam: added to the gradient; AdamW: decoupled */
+  double beta1, beta2, eps; /* Adam and AdamW; all 0: 0.9, 0.999, 1e-8 */
+} portc_optimizer;
+/* Appends one optimizer step for params (parameters of g) given their gradients, as updates: the
+ * parameters' new values, and the optimizer's state, which are parameters too, zero at first:
+ * PARAM.momentum (SGD with momentum), PARAM.exp_avg and PARAM.exp_avg_sq and one step count
+ * optimizer.step (Adam, AdamW). The formulas are torch.optim.SGD's, Adam's and AdamW's. */
+PORTC_API portc_status portc_optimizer_step(portc_graph *g, const portc_optimizer *o, int n, const portc_node *params, const portc_node *grads);
+
 /* Any op by its .ptg name, attributes in .ptg syntax: portc_op(g, "sum", 1, &x, "axes=[1], keepdim=true"). */
 PORTC_API portc_node portc_op(portc_graph *g, const char *op, int ninputs, const portc_node *inputs, const char *attrs);
 
@@ -320,6 +357,14 @@ PORTC_API void portc_bindings_set_seed(portc_bindings *b, uint64_t seed);
 PORTC_API portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs);
 /* The tensor an input or parameter had in the last run (after seeding and rounding), or NULL. */
 PORTC_API const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
+
+/* The parameters of g as b holds them (the values bound, updated, or initialized by the last run),
+ * to and from an .npz file: a checkpoint of a training run, optimizer state included. Loading binds
+ * every parameter of g the file holds and leaves the others as they are; a file that holds none
+ * is an error. */
+PORTC_API portc_status portc_bindings_save_npz(portc_bindings *b, const char *path);
+PORTC_API portc_status portc_bindings_load_npz(portc_bindings *b, const char *path);
+
 
 /* ---- compiling for a target ----------------------------------------------------------------- */
 
