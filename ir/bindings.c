@@ -148,7 +148,10 @@ static void bindings_set_seed_unlocked(portc_bindings *b, uint64_t seed) {
 static const portc_tensor *bindings_get_unlocked(const portc_bindings *b, const char *name) {
   if (!b || !name) return NULL;
   portc_node n = graph_find(b->g, name);
-  return n >= 0 && n < b->n ? b->used[n] : NULL;
+  if (n < 0 || n >= b->n) return NULL;
+  for (int k = 0; k < b->g->nupd; k++) /* a parameter a run updates: its value for the next run */
+    if (b->g->upd_param[k] == n && b->given[n]) return b->given[n];
+  return b->used[n];
 }
 
 /* ---- random numbers: splitmix64, one stream per (seed, name) ---- */
