@@ -56,7 +56,9 @@ static bool matmul_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) 
       /* a weight shared by a batch: one matmul over the flattened rows instead of a sum of many */
       portc_dim ra[2] = {{-1, NULL}, {0, NULL}}, ry[2] = {{-1, NULL}, {0, NULL}};
       ra[1].size = a2.d[a2.rank - 1].c, ry[1].size = y2.d[y2.rank - 1].c;
-      bool known = a2.d[a2.rank - 1].sym < 0 && y2.d[y2.rank - 1].sym < 0;
+      int syms = 0; /* the flattened rows are a constant or a multiple of one symbol */
+      for (int d = 0; d < a2.rank - 1; d++) syms += a2.d[d].sym >= 0;
+      bool known = a2.d[a2.rank - 1].sym < 0 && y2.d[y2.rank - 1].sym < 0 && syms <= 1;
       if (known) {
         portc_node af = gk(c, portc_reshape(G, A, 2, ra)), yf = gk(c, portc_reshape(G, GY, 2, ry));
         gin[1] = g_reshape(c, mm(c, g_transpose(c, af), yf), &sb);

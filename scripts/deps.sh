@@ -13,12 +13,13 @@
 #   the ONNX importer: protoc-c and libprotobuf-c (its parser is generated from libonnx-dev's
 #   onnx.proto at build time); its tests export models with Debian's PyTorch (python3-torch,
 #   python3-torchvision, python3-onnx) and fuzz the importer with clang's libFuzzer
+#   the training example's test: the digits data set of python3-sklearn
 set -euo pipefail
 need=()
 for pkg in gcc g++ make cmake libgtest-dev \
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
   hipcc rocm-device-libs libamdhip64-dev \
-  protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-torchvision python3-onnx python3-numpy \
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn \
   clang-14 libclang-rt-14-dev libvulkan-volk-dev libxxhash-dev pkg-config; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done

@@ -19,6 +19,10 @@
 #   models    the CI's ONNX test models (tests/onnx/export_models.py and spec_models.py: recurrent,
 #             audio, U-Net, decoder-only, video, indexing, ...), exported there, checked on each
 #             target against PyTorch's outputs (build/bin/onnx_compare), one module for two batches
+#   train     training steps (bench/train_vs_torch.py: an MLP and the transformer layer, forward,
+#             backward and AdamW) checked against the reference on each target (portc verify
+#             --model, small sizes), then timed by `portc bench` and against torch eager and
+#             torch.compile; the conformance suite's grad cases are part of `verify`
 #   tune      `portc tune` on every graph of bench/gpu/ and the transformer example, per target,
 #             $TUNE_BUDGET seconds each (default 60), into $out/tune_TARGET.txt: measured tables
 #   artifact  module files: the transformer example compiled to a .portc per target, run from it
@@ -117,6 +121,21 @@ for step in $steps; do
         >"$out/replay_$mode.txt" 2>&1
       summary+=("transformer B=1 S=32 on cuda, mode $mode: $(grep -E '^fused' "$out/replay_$mode.txt" | head -1)")
     done
+    ;;
+  train)
+    python3 bench/train_vs_torch.py --write "$out/train"
+    for t in $targets; do
+      mkdir -p "$out/$t"
+      "$portc" verify -t "$t" --model "$out/train/train_transformer.ptg" --set B=2 --set S=16 >"$out/train_verify_$t.txt" 2>&1
+      summary+=("train verify $t (rc $?): $(tail -1 "$out/train_verify_$t.txt")")
+      "$portc" bench "$out/train/train_mlp.ptg" -t "$t" --iters 20 --warmup 3 --no-eager --json "$out/$t/train_mlp.json" >>"$out/train_bench_$t.txt" 2>&1 ||
+        echo "bench $t train_mlp failed: $(tail -1 "$out/train_bench_$t.txt")"
+      "$portc" bench "$out/train/train_transformer.ptg" --set B=16 --set S=512 -t "$t" --iters 20 --warmup 3 --no-eager \
+        --json "$out/$t/train_transformer.json" >>"$out/train_bench_$t.txt" 2>&1 ||
+        echo "bench $t train_transformer failed: $(tail -1 "$out/train_bench_$t.txt")"
+    done
+    PYTHONUNBUFFERED=1 python3 bench/train_vs_torch.py "$out" --iters 20 --targets "${targets// /,}" >"$out/train_vs_torch.txt" 2>&1
+    summary+=("train vs torch (rc $?):" "$(grep -v Warning "$out/train_vs_torch.txt" | tail -12)")
     ;;
   torch)
     PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" >"$out/vs_torch.txt" 2>&1
