@@ -67,24 +67,25 @@ void conf_case_text(conf_case *c, const char *fmt, ...) {
 static const char *const FLOATS[] = {"f32", "f16", "bf16"};
 static const char *const SHAPES1[] = {"1", "7", "33", "1000", "4097", "3, 5, 7"};
 
-/* unary ops and how their input is mapped into their domain */
-static const struct { const char *op, *prep; } UNARY[] = {
+/* unary ops and how their input is mapped into their domain (the gradient suite's too) */
+const conf_unary CONF_UNARY[] = {
     {"neg", NULL}, {"abs", NULL}, {"exp", "mul(x, four)"}, {"log", "add(ax, tenth)"}, {"sqrt", "add(ax, tenth)"},
     {"rsqrt", "add(ax, tenth)"}, {"reciprocal", "add(ax, tenth)"}, {"tanh", "mul(x, four)"}, {"sigmoid", "mul(x, four)"},
     {"relu", NULL}, {"gelu", "mul(x, four)"}, {"gelu_tanh", "mul(x, four)"}, {"silu", "mul(x, four)"}, {"erf", "mul(x, four)"},
     {"sin", "mul(x, four)"}, {"cos", "mul(x, four)"}, {"floor", "mul(x, four)"}, {"ceil", "mul(x, four)"}, {"sign", NULL},
 };
+const int CONF_NUNARY = sizeof CONF_UNARY / sizeof *CONF_UNARY;
 
 static void unary_cases(conf_cases *cs) {
-  for (unsigned o = 0; o < sizeof UNARY / sizeof *UNARY; o++)
+  for (int o = 0; o < CONF_NUNARY; o++)
     for (int d = 0; d < 3; d++)
       for (int s = 0; s < 6; s++) {
         const char *dt = FLOATS[d];
-        conf_case *c = add(cs, "ops", "unary/%s/%s/[%s]", UNARY[o].op, dt, SHAPES1[s]);
-        if (!UNARY[o].prep) text(c, "input x: %s[%s]\ny = %s(x)\noutput y\n", dt, SHAPES1[s], UNARY[o].op);
+        conf_case *c = add(cs, "ops", "unary/%s/%s/[%s]", CONF_UNARY[o].op, dt, SHAPES1[s]);
+        if (!CONF_UNARY[o].prep) text(c, "input x: %s[%s]\ny = %s(x)\noutput y\n", dt, SHAPES1[s], CONF_UNARY[o].op);
         else
           text(c, "input x: %s[%s]\nconst four: %s[] = 4\nconst tenth: %s[] = 0.1\nax = abs(x)\np = %s\ny = %s(p)\noutput y\n", dt,
-               SHAPES1[s], dt, dt, UNARY[o].prep, UNARY[o].op);
+               SHAPES1[s], dt, dt, CONF_UNARY[o].prep, CONF_UNARY[o].op);
       }
   static const char *const iops[] = {"neg", "abs", "relu", "sign"};
   static const char *const ints[] = {"i32", "i64"};
@@ -98,10 +99,10 @@ static void unary_cases(conf_cases *cs) {
 
 static void special_cases(conf_cases *cs) {
   static const char *const vals = "[0, -0, inf, -inf, nan, 1e-40, 3e-39, 80, -100, 0.5, -0.5, 1, -1, 65504, 1e30]";
-  for (unsigned o = 0; o < sizeof UNARY / sizeof *UNARY; o++)
+  for (int o = 0; o < CONF_NUNARY; o++)
     for (int d = 0; d < 2; d++)
-      text(add(cs, "special", "special/%s/%s", UNARY[o].op, FLOATS[d]), "const x: %s[15] = %s\ny = %s(x)\noutput y\n", FLOATS[d], vals,
-           UNARY[o].op);
+      text(add(cs, "special", "special/%s/%s", CONF_UNARY[o].op, FLOATS[d]), "const x: %s[15] = %s\ny = %s(x)\noutput y\n", FLOATS[d], vals,
+           CONF_UNARY[o].op);
   /* padding with -inf: what max pooling with asymmetric or ceil-mode padding imports as */
   for (int d = 0; d < 2; d++)
     text(add(cs, "special", "special/pad-with-infinity/%s", FLOATS[d]),

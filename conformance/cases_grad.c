@@ -26,27 +26,18 @@ static void grad_case(conf_cases *cs, const char *name, const char *body, const 
                  names, list, names);
 }
 
-/* unary ops, their input mapped into their domain as the forward cases do */
-static const struct { const char *op, *prep; } UNARY[] = {
-    {"neg", NULL}, {"abs", NULL}, {"exp", "mul(x, four)"}, {"log", "add(ax, tenth)"}, {"sqrt", "add(ax, tenth)"},
-    {"rsqrt", "add(ax, tenth)"}, {"reciprocal", "add(ax, tenth)"}, {"tanh", "mul(x, four)"}, {"sigmoid", "mul(x, four)"},
-    {"relu", NULL}, {"gelu", "mul(x, four)"}, {"gelu_tanh", "mul(x, four)"}, {"silu", "mul(x, four)"}, {"erf", "mul(x, four)"},
-    {"sin", "mul(x, four)"}, {"cos", "mul(x, four)"}, {"floor", "mul(x, four)"}, {"ceil", "mul(x, four)"}, {"sign", NULL},
-};
-
 static void elementwise(conf_cases *cs) {
   char body[1024], name[128];
   static const char *const dts[] = {"f32", "f16", "bf16"};
-  for (unsigned o = 0; o < sizeof UNARY / sizeof *UNARY; o++)
+  for (int o = 0; o < CONF_NUNARY; o++)
     for (int d = 0; d < 3; d++) {
-      if (d && strcmp(UNARY[o].op, "exp") && strcmp(UNARY[o].op, "tanh") && strcmp(UNARY[o].op, "gelu")) continue; /* f16, bf16: a few */
+      if (d && strcmp(CONF_UNARY[o].op, "exp") && strcmp(CONF_UNARY[o].op, "tanh") && strcmp(CONF_UNARY[o].op, "gelu")) continue; /* f16, bf16: a few */
       const char *t = dts[d];
-      if (!UNARY[o].prep) snprintf(body, sizeof body, "input x: %s[7, 33]\ny = %s(x)\n", t, UNARY[o].op);
+      if (!CONF_UNARY[o].prep) snprintf(body, sizeof body, "input x: %s[7, 33]\ny = %s(x)\n", t, CONF_UNARY[o].op);
       else
         snprintf(body, sizeof body, "input x: %s[7, 33]\nconst four: %s[] = 4\nconst tenth: %s[] = 0.1\nax = abs(x)\np = %s\ny = %s(p)\n", t, t, t,
-                 UNARY[o].prep, UNARY[o].op);
-      snprintf(name, sizeof name, "%s/%s", UNARY[o].op, t);
-      snprintf(body + strlen(body), sizeof body - strlen(body), "%s", "");
+                 CONF_UNARY[o].prep, CONF_UNARY[o].op);
+      snprintf(name, sizeof name, "%s/%s", CONF_UNARY[o].op, t);
       char yt[32];
       snprintf(yt, sizeof yt, "%s[7, 33]", t);
       grad_case(cs, name, body, yt, "x");

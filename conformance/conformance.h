@@ -30,6 +30,12 @@ void conf_generate(conf_cases *out, const char *examples_dir);
  * SYM=N values of sets, else 2 */
 void conf_generate_models(conf_cases *out, int n, const char *const *paths, int nsets, const char *const *sets);
 void conf_free(conf_cases *cs);
+/* the unary ops of the suite, and how each one's input is mapped into its domain (cases.c) */
+typedef struct conf_unary {
+  const char *op, *prep;
+} conf_unary;
+extern const conf_unary CONF_UNARY[];
+extern const int CONF_NUNARY;
 /* one more case of a suite, named by fmt, and its .ptg text (cases.c) */
 conf_case *conf_case_new(conf_cases *cs, const char *suite, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void conf_case_text(conf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -40,10 +40,6 @@ portc_node gfail(gctx *c, portc_status st, const char *fmt, ...) {
 
 shape g_shape(gctx *c, portc_node i) { return i >= 0 && i < c->g->n ? c->g->nodes[i].sh : (shape){0}; }
 
-static void dims_of(const portc_graph *g, const shape *sh, portc_dim *d) {
-  for (int i = 0; i < sh->rank; i++) d[i] = (portc_dim){sh->d[i].c, sh->d[i].sym >= 0 ? g->syms[sh->d[i].sym] : NULL};
-}
-
 portc_node g_scalar(gctx *c, portc_dtype t, double v) { return gk(c, portc_scalar(c->g, t, v)); }
 
 portc_node g_reshape(gctx *c, portc_node x, const shape *to) {
@@ -51,7 +47,7 @@ portc_node g_reshape(gctx *c, portc_node x, const shape *to) {
   shape s = g_shape(c, x);
   if (shape_eq(&s, to)) return x;
   portc_dim d[PORTC_MAX_RANK];
-  dims_of(c->g, to, d);
+  shape_dims(c->g, to, d);
   return gk(c, portc_reshape(c->g, x, to->rank, d));
 }
 
@@ -60,7 +56,7 @@ portc_node g_expand(gctx *c, portc_node x, const shape *to) {
   shape s = g_shape(c, x);
   if (shape_eq(&s, to)) return x;
   portc_dim d[PORTC_MAX_RANK];
-  dims_of(c->g, to, d);
+  shape_dims(c->g, to, d);
   return gk(c, portc_expand(c->g, x, to->rank, d));
 }
 
@@ -207,7 +203,7 @@ portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const port
     if (r < n0 || claimed[r - n0]) {
       shape s = g_shape(&c, r);
       portc_dim d[PORTC_MAX_RANK];
-      dims_of(g, &s, d);
+      shape_dims(g, &s, d);
       r = gk(&c, portc_reshape(g, r, s.rank, d));
       if (r < 0) break;
     }

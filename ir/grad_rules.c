@@ -220,9 +220,9 @@ static portc_node gather_grad(gctx *c, const node *x, portc_node gy) {
   shape sy = g_shape(c, gy), m = {.rank = axis + 1 + post};
   for (int d = 0; d < axis; d++) m.d[d] = sy.d[d];
   for (int d = 0; d < post; d++) m.d[axis + 1 + d] = sy.d[axis + si.rank + d];
-  m.d[axis] = (dim){-1, -1}; /* the indices' dimensions, merged: inferred */
+  m.d[axis] = (dim){-1, -1}; /* the indices' dimensions, merged: inferred (-1) */
   portc_dim dm[PORTC_MAX_RANK];
-  for (int d = 0; d < m.rank; d++) dm[d] = (portc_dim){m.d[d].c, m.d[d].sym >= 0 ? G->syms[m.d[d].sym] : NULL};
+  shape_dims(G, &m, dm);
   dm[axis] = (portc_dim){-1, NULL};
   portc_node r = gk(c, portc_reshape(G, gy, m.rank, dm));
   int64_t perm[PORTC_MAX_RANK], back[PORTC_MAX_RANK];

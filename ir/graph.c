@@ -151,6 +151,10 @@ void shape_str(const portc_graph *g, const shape *s, char *buf, size_t len) {
   if (at < len) snprintf(buf + at, len - at, "]");
 }
 
+void shape_dims(const portc_graph *g, const shape *s, portc_dim *out) {
+  for (int i = 0; i < s->rank; i++) out[i] = (portc_dim){s->d[i].c, s->d[i].sym >= 0 ? g->syms[s->d[i].sym] : NULL};
+}
+
 int64_t shape_numel_const(const shape *s) {
   int64_t n = 1;
   for (int i = 0; i < s->rank; i++) {

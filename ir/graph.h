@@ -176,6 +176,8 @@ bool valid_ident(const char *s);
 bool is_reserved(const char *s); /* the .ptg statement words */
 void shape_str(const portc_graph *g, const shape *s, char *buf, size_t len); /* "[N, 4]" */
 int64_t shape_numel_const(const shape *s); /* -1 when a dimension is symbolic */
+/* the shape as the public API's dimensions (symbols by name), for building through it */
+void shape_dims(const portc_graph *g, const shape *s, portc_dim *out);
 portc_node graph_find(const portc_graph *g, const char *name);
 
 /* A node under construction: op, inputs and attributes, before shape inference. */

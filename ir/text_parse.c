@@ -576,7 +576,7 @@ static void stmt_grad(parser *ps, char (*names)[128], int nnames, tok op_at) {
       /* the same gradient twice (a value listed twice): a view of it takes the second name */
       shape s = ps->g->nodes[grads[k]].sh;
       portc_dim d[PORTC_MAX_RANK];
-      for (int i = 0; i < s.rank; i++) d[i] = (portc_dim){s.d[i].c, s.d[i].sym >= 0 ? ps->g->syms[s.d[i].sym] : NULL};
+      shape_dims(ps->g, &s, d);
       portc_node r = portc_reshape(ps->g, grads[k], s.rank, d);
       if (r < 0 || portc_set_name(ps->g, r, names[k]) != PORTC_OK) errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
     }

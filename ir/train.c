@@ -111,7 +111,7 @@ static portc_node state_like(optx *c, portc_node p, const char *suffix) {
   char name[256];
   snprintf(name, sizeof name, "%s.%s", x->name, suffix);
   portc_dim d[PORTC_MAX_RANK];
-  for (int i = 0; i < x->sh.rank; i++) d[i] = (portc_dim){x->sh.d[i].c, x->sh.d[i].sym >= 0 ? c->g->syms[x->sh.d[i].sym] : NULL};
+  shape_dims(c->g, &x->sh, d);
   return ok(c, portc_param_init(c->g, name, x->dt, x->sh.rank, d, PORTC_INIT_ZEROS, 0, 0, 0));
 }
 
