@@ -84,6 +84,9 @@ bool kernel_has_status(const kir_module *m, int i);
 bool path_is_identity(const kir_kernel *k, int path);
 /* matmul operand `slot` is a 2-D buffer read as it lies (row-major, no view in between) */
 bool matmul_plain_operand(const kir_module *m, const kir_kernel *k, int slot);
+/* ... or a 2-D buffer read transposed (its one view a swap of the two dimensions): a vendor
+ * library reads it so as it lies */
+bool matmul_transposed_operand(const kir_module *m, const kir_kernel *k, int slot);
 /* the source with line numbers, for the messages of compilers that reject it (free with free()) */
 char *emit_numbered(const char *src);
 /* a transcendental function: worth keeping a computed value rather than computing it again */

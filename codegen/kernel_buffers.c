@@ -71,3 +71,18 @@ bool path_is_identity(const kir_kernel *k, int path) {
 bool matmul_plain_operand(const kir_module *m, const kir_kernel *k, int slot) {
   return m->buf[k->in_buf[slot]].sh.rank == 2 && path_is_identity(k, k->in_path[slot]);
 }
+
+bool matmul_transposed_operand(const kir_module *m, const kir_kernel *k, int slot) {
+  if (m->buf[k->in_buf[slot]].sh.rank != 2 || k->in_path[slot] < 0) return false;
+  const kir_path *p = &k->path[k->in_path[slot]];
+  int swaps = 0;
+  for (int s = 0; s < p->n; s++) {
+    const kir_step *st = &p->s[s];
+    kir_path one = {.n = 1, .s = {*st}};
+    kir_kernel probe = {.path = &one, .npath = 1};
+    if (path_is_identity(&probe, 0)) continue;
+    if (st->kind != ST_PERMUTE || st->from.rank != 2 || st->a[0] != 1 || st->a[1] != 0) return false;
+    swaps++;
+  }
+  return swaps == 1;
+}

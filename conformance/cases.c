@@ -335,6 +335,10 @@ static void fusion_cases(conf_cases *cs) {
   for (int i = 0; i < 40; i++) b += snprintf(cat40 + b, sizeof cat40 - (size_t)b, "%sx%d", i ? ", " : "", i);
   snprintf(cat40 + b, sizeof cat40 - (size_t)b, ", axis=1)\ny = relu(c)\noutput y\n");
   text(add(cs, "fusion", "fusion/sum-of-40-inputs"), "%s", sum40);
+  /* whole-tensor reductions large enough to run in two stages (lower/split_reduce.c) */
+  text(add(cs, "fusion", "fusion/full-mean-split"), "input x: f32[300, 1000]\nm = mul(x, x)\ny = mean(m)\noutput y\n");
+  text(add(cs, "fusion", "fusion/full-sum-split-keepdim"), "input x: f32[8, 128, 77]\ny = sum(x, axes=[0, 1, 2], keepdim=true)\noutput y\n");
+  text(add(cs, "fusion", "fusion/full-max-split"), "input x: f16[65536, 3]\ny = max(x)\noutput y\n");
   text(add(cs, "fusion", "fusion/concat-of-40-inputs"), "%s", cat40);
 }
 

@@ -3,7 +3,8 @@
  * kernel that the runtime times against it per shape (as inductor does with cuBLAS). cuBLASLt
  * is column-major; a row-major C = A B is the column-major C^T = B^T A^T, so the operands are
  * passed swapped and nothing is transposed (and a bias over the output's columns is cuBLASLt's
- * bias over D^T's rows). Sums are f32 (CUBLAS_COMPUTE_32F: no TF32). The library is opened on
+ * bias over D^T's rows); an operand stored transposed is cuBLASLt's op T over its layout as it
+ * lies. Sums are f32 (CUBLAS_COMPUTE_32F: no TF32). The library is opened on
  * first use; descriptors and the heuristic's algorithm are kept per shape and choice: the
  * schedule's library_algo picks among the heuristic's first CU_BLASLT_ALGOS (a tuning knob).
  */
@@ -17,7 +18,7 @@ enum { PLANS = 32 };
 
 typedef struct plan {
   portc_dtype t, dt;
-  bool bias;
+  bool bias, ta, tb;
   int64_t M, N, K;
   int algo; /* the heuristic's choice it runs: 0 its first */
   cublasLtMatmulDesc_t op;
@@ -79,13 +80,19 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t r[CU_BLASLT_ALGOS];
   int found = 0;
-  /* column-major: D^T [N x M] = B^T [N x K] A^T [K x M] */
+  /* column-major: D^T [N x M] = B^T [N x K] A^T [K x M]; B stored [N x K] (tb) is, column-major,
+   * a [K x N] matrix taken with op T, and A stored [K x M] (ta) an [M x K] one */
   int epilogue = CUBLASLT_EPILOGUE_BIAS, bias_type = cuda_type(p->dt);
+  int32_t opa = p->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = p->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  uint64_t ar = (uint64_t)(p->tb ? p->K : p->N), ac = (uint64_t)(p->tb ? p->N : p->K);
+  uint64_t br = (uint64_t)(p->ta ? p->M : p->K), bc = (uint64_t)(p->ta ? p->K : p->M);
   if ((s = L->cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
       (p->bias && ((s = L->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue)) ||
                    (s = L->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)))) ||
-      (s = L->cublasLtMatrixLayoutCreate(&p->a, cuda_type(p->t), (uint64_t)p->N, (uint64_t)p->K, p->N)) ||
-      (s = L->cublasLtMatrixLayoutCreate(&p->b, cuda_type(p->t), (uint64_t)p->K, (uint64_t)p->M, p->K)) ||
+      (s = L->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa)) ||
+      (s = L->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb)) ||
+      (s = L->cublasLtMatrixLayoutCreate(&p->a, cuda_type(p->t), ar, ac, (int64_t)ar)) ||
+      (s = L->cublasLtMatrixLayoutCreate(&p->b, cuda_type(p->t), br, bc, (int64_t)br)) ||
       (s = L->cublasLtMatrixLayoutCreate(&p->d, cuda_type(p->dt), (uint64_t)p->N, (uint64_t)p->M, p->N)) ||
       (s = L->cublasLtMatmulPreferenceCreate(&pref)) ||
       (s = L->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)) ||
@@ -104,13 +111,14 @@ static portc_status make_plan(cu_blaslt *b, plan *p) {
 }
 
 portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, CUdeviceptr ws, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K,
-                              int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
+                              bool ta, bool tb, int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D) {
   if (algo < 0 || algo >= CU_BLASLT_ALGOS) return err_set(PORTC_ERR_INVALID, "cuda: cuBLASLt algorithm %d: 0 to %d", algo, CU_BLASLT_ALGOS - 1);
   pthread_mutex_lock(&b->lock);
   plan *p = NULL;
   for (int i = 0; i < b->nplans && !p; i++) {
     plan *q = &b->plans[i];
-    if (q->t == t && q->dt == dt && q->bias == (bias != 0) && q->M == M && q->N == N && q->K == K && q->algo == algo) p = q;
+    if (q->t == t && q->dt == dt && q->bias == (bias != 0) && q->M == M && q->N == N && q->K == K && q->ta == ta && q->tb == tb && q->algo == algo)
+      p = q;
   }
   portc_status st = PORTC_OK;
   if (!p) {
@@ -120,7 +128,7 @@ portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, CUdeviceptr ws, portc_dt
       b->nplans--;
     }
     p = &b->plans[b->nplans];
-    *p = (plan){.t = t, .dt = dt, .bias = bias != 0, .M = M, .N = N, .K = K, .algo = algo};
+    *p = (plan){.t = t, .dt = dt, .bias = bias != 0, .ta = ta, .tb = tb, .M = M, .N = N, .K = K, .algo = algo};
     if ((st = make_plan(b, p))) goto done;
     b->nplans++;
   }

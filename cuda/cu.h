@@ -72,18 +72,22 @@ void cu_device_key(int index, const char *api, tune_device *d);
 /* matmul kernel k is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
  * fold into M rows), B is a matrix read as it lies */
 bool cu_gemm_view(const kir_module *m, int k);
+/* ... or one that cuBLASLt runs as it lies: cu_gemm_view's, or a 2-D GEMM whose operands are
+ * matrices read as they lie or transposed (*ta, *tb: the backward pass's x^T gy and gy w^T) */
+bool cu_blaslt_view(const kir_module *m, int k, bool *ta, bool *tb);
 
 /* ---- cuBLASLt (blaslt.c) ---- */
 typedef struct cu_blaslt cu_blaslt;
 /* the context's cuBLASLt, made on first use; NULL with the reason in why */
 cu_blaslt *cu_blaslt_get(cu_context *c, char *why, size_t len);
 void cu_blaslt_free(cu_blaslt *b);
-/* D[M x N] = A[M x K] B[K x N] (+ bias[N] when bias is not 0), row-major, A and B of dtype t,
+/* D[M x N] = A[M x K] B[K x N] (+ bias[N] when bias is not 0), row-major, A and B of dtype t
+ * (ta: A is stored as its transpose [K x M]; tb: B as [N x K]),
  * D and bias of dtype dt (f32 sums), by cuBLASLt's algo-th choice of algorithm (0: its first),
  * on stream s with the workspace ws of CU_BLASLT_WORKSPACE bytes, which nothing running at the
  * same time may share (split-K and stream-K algorithms keep partial sums and counters there) */
 portc_status cu_blaslt_matmul(cu_blaslt *b, CUstream s, CUdeviceptr ws, portc_dtype t, portc_dtype dt, int64_t M, int64_t N, int64_t K,
-                              int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D);
+                              bool ta, bool tb, int algo, CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr D);
 
 extern const dialect cuda_dialect;
 

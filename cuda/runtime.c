@@ -200,8 +200,10 @@ static portc_status run_blaslt(cu_module *m, int i, const gpu_launch *l) {
   portc_dtype dt = direct ? m->km->buf[kk->store[0].buf].dt : PORTC_F32;
   CUdeviceptr D = direct ? buf_ptr(m, i, l, kk->store[0].buf) : m->scratch;
   if (!m->blas_ws) return err_set(PORTC_ERR_INTERNAL, "cuda: kernel %d runs cuBLASLt before its workspace was made", i);
+  bool ta, tb;
+  cu_blaslt_view(m->km, i, &ta, &tb);
   portc_status st = cu_blaslt_matmul(b, m->stream, m->blas_ws, t, dt, gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S),
-                                     dim_value(kk->mnk[2], S), sc->library_algo,
+                                     dim_value(kk->mnk[2], S), ta, tb, sc->library_algo,
                                      buf_ptr(m, i, l, kk->in_buf[0]), buf_ptr(m, i, l, kk->in_buf[1]),
                                      sc->library_bias >= 0 ? buf_ptr(m, i, l, sc->library_bias) : 0, D);
   return st || direct ? st : launch_fn(m, i, l, m->k[i].epi, true);

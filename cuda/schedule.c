@@ -50,6 +50,15 @@ bool cu_gemm_view(const kir_module *m, int i) {
   return a->sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && b->sh.rank == 2 && same_matrix_per_batch(k, k->in_path[1]);
 }
 
+bool cu_blaslt_view(const kir_module *m, int i, bool *ta, bool *tb) {
+  const kir_kernel *k = &m->k[i];
+  *ta = *tb = false;
+  if (cu_gemm_view(m, i)) return true;
+  if (k->kind != KK_MATMUL || k->dom.rank != 2) return false;
+  *ta = matmul_transposed_operand(m, k, 0), *tb = matmul_transposed_operand(m, k, 1);
+  return (*ta || matmul_plain_operand(m, k, 0)) && (*tb || matmul_plain_operand(m, k, 1));
+}
+
 static bool mma_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   if (!cu_gemm_view(m, i)) return false;
@@ -72,7 +81,8 @@ static bool bias_load(const kir_module *m, const kir_kernel *k, const kir_val *v
 static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias) {
   const kir_kernel *k = &m->k[i];
   *direct = false, *bias = -1;
-  if (!cu_gemm_view(m, i) || k->nstore != 1) return false;
+  bool ta, tb;
+  if (!cu_blaslt_view(m, i, &ta, &tb) || k->nstore != 1) return false;
   portc_dtype a = m->buf[k->in_buf[0]].dt, b = m->buf[k->in_buf[1]].dt, o = m->buf[k->store[0].buf].dt;
   if (a != b || !dtype_is_float(a)) return false;
   const kir_val *v = &k->val[k->store[0].val];

@@ -19,6 +19,7 @@ portc_status rebuild_finish(portc_graph **g, portc_graph *out, const int32_t *re
 
 portc_status decompose(portc_graph **g, bool *changed);
 portc_status split_concat(portc_graph **g, bool *changed);
+portc_status split_reduce(portc_graph **g, bool *changed);
 portc_status opt_fold(portc_graph *g, bool *changed);
 portc_status opt_cse(portc_graph *g, bool *changed);
 portc_status opt_dce(portc_graph *g, bool *changed);

@@ -54,6 +54,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   if (st || (st = after(o, "specialize", g))) goto fail;
   RUN(decompose, &g);
   RUN(split_concat, &g);
+  RUN(split_reduce, &g);
   RUN(opt_fold, g);
   RUN(opt_cse, g);
   RUN(opt_dce, g);

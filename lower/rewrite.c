@@ -47,6 +47,20 @@ portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int3
   return n;
 }
 
+/* a number past every automatic name (t12, c3) of g, even ones read back from text, so that the
+ * passes' new nodes never take a name a later copied node has */
+static int past_auto_names(const portc_graph *g) {
+  int next = g->next_auto;
+  for (int i = 0; i < g->n; i++) {
+    const char *s = g->nodes[i].name;
+    if (!s || (s[0] != 't' && s[0] != 'c') || !s[1]) continue;
+    char *end;
+    long v = strtol(s + 1, &end, 10);
+    if (!*end && s[1] >= '0' && s[1] <= '9' && v >= next && v < (1L << 30)) next = (int)v + 1;
+  }
+  return next;
+}
+
 portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out) {
   portc_graph *c = portc_graph_new(g->name);
   int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
@@ -56,6 +70,7 @@ portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_grap
     return err_set(PORTC_ERR_NOMEM, "out of memory copying graph %s", g->name);
   }
   portc_status st = PORTC_OK;
+  c->next_auto = past_auto_names(g);
   for (int i = 0; i < g->n && !st; i++) {
     remap[i] = copy_node(c, g, i, remap, symvals);
     if (remap[i] < 0) st = portc_node_status(remap[i]);

@@ -69,7 +69,7 @@ for step in $steps; do
     ;;
   matmul)
     for how in cublaslt own; do
-      PORTC_CUDA_MATMUL=$how "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic' \
+      PORTC_CUDA_MATMUL=$how "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad' \
         >"$out/verify_cuda_$how.txt" 2>&1
       rc=$?
       grep -E '^FAIL' "$out/verify_cuda_$how.txt" | head -10
