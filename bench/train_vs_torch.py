@@ -41,7 +41,7 @@ def write(d):
     os.makedirs(d, exist_ok=True)
     open(os.path.join(d, "train_mlp.ptg"), "w").write(MLP)
     lines = [l for l in open(os.path.join(HERE, "..", "examples", "transformer.ptg")).read().splitlines() if not l.startswith("output")]
-    lines = [l.replace("graph transformer", "graph train_transformer") for l in lines]
+    lines = ["graph train_transformer" if l.startswith("graph ") else l for l in lines]
     lines += ["input t: f32[B, S, 256]", "loss = mse_loss(y, t)", f"step adamw(lr=0.001, weight_decay=0.01): {TRANSFORMER_PARAMS} by loss",
               "output loss", ""]
     open(os.path.join(d, "train_transformer.ptg"), "w").write("\n".join(lines))
