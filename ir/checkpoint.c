@@ -17,7 +17,14 @@ portc_status bindings_apply_updates(const portc_graph *g, portc_bindings *b, por
     for (int o = 0; o < g->nout && out < 0; o++)
       if (g->outputs[o] == g->upd_value[k]) out = o;
     if (out < 0 || !outputs[out]) return err_set(PORTC_ERR_INTERNAL, "update of %s: its value is not among the outputs", g->nodes[g->upd_param[k]].name);
-    portc_status st = portc_bindings_set(b, g->nodes[g->upd_param[k]].name, outputs[out]);
+    /* in the parameter's own dtype (the reference's results are float64): rounded as a run would */
+    const node *p = &g->nodes[g->upd_param[k]];
+    const portc_tensor *v = outputs[out];
+    portc_tensor *r = v->dtype == p->dt ? NULL : portc_tensor_new(p->dt, v->rank, v->shape);
+    if (v->dtype != p->dt && !r) return err_set(PORTC_ERR_NOMEM, "update of %s: out of memory", p->name);
+    for (int64_t e = 0; r && e < portc_tensor_numel(v); e++) portc_tensor_set(r, e, portc_tensor_get(v, e));
+    portc_status st = portc_bindings_set(b, p->name, r ? r : v);
+    portc_tensor_free(r);
     if (st) return st;
   }
   return PORTC_OK;

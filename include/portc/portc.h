@@ -355,7 +355,8 @@ PORTC_API void portc_bindings_set_seed(portc_bindings *b, uint64_t seed);
 /* Evaluates the graph in float64 (integers exactly). outputs[i] receives a new tensor for graph
  * output i: F64 for floating outputs, the output's own dtype otherwise. Free each one. */
 PORTC_API portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs);
-/* The tensor an input or parameter had in the last run (after seeding and rounding), or NULL. */
+/* The tensor an input or parameter had in the last run (after seeding and rounding), or NULL;
+ * for a parameter the graph updates (portc_update), the value the next run starts from. */
 PORTC_API const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
 
 /* The parameters of g as b holds them (the values bound, updated, or initialized by the last run),
