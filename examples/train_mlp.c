@@ -1,15 +1,17 @@
 /*
- * train_mlp.c: trains a two-layer MLP classifier with portc on any target: the forward graph,
+ * train_mlp.c: trains a two-layer MLP classifier (or, with --model cnn, a small convolutional
+ * one) with portc on any target: the forward graph,
  * its gradients (portc_graph_grad) and an optimizer step (portc_optimizer_step) compiled once
  * into one module, then one portc_module_run per batch; the parameters and optimizer state stay
  * in the bindings from step to step. A second graph, the same model without the step, measures
  * the test accuracy with the trained parameters.
  *
- *   train_mlp DATA [-t TARGET] [--opt sgd|adamw] [--steps N] [--hidden H] [--losses FILE]
+ *   train_mlp DATA [-t TARGET] [--model mlp|cnn] [--opt sgd|adamw] [--steps N] [--hidden H] [--losses FILE]
  *
  * DATA holds x_train.npy (f32 [N, F]), y_train.npy (i64 [N]), x_test.npy, y_test.npy (the
  * handwritten digits of scikit-learn, exported by tests/train/digits.py), and optionally the
- * initial weights w1.npy [F, H], b1.npy [H], w2.npy [H, C], b2.npy [C]. Batches of 64 are taken
+ * initial weights w1.npy [F, H], b1.npy [H], w2.npy [H, C], b2.npy [C] (the CNN's: cw.npy
+ * [8, 1, 3, 3], cb.npy [8], fw.npy [128, C], fb.npy [C]; its images are 8 x 8). Batches of 64 are taken
  * in order, wrapping around; --losses writes each step's loss, one per line.
  */
 #include <stdio.h>
@@ -46,38 +48,61 @@ static portc_node model(portc_graph *g, int64_t n, int64_t f, int64_t h, int64_t
   return portc_add(g, portc_matmul(g, a, w2), b2);
 }
 
-static const char *const PARAMS[] = {"w1", "b1", "w2", "b2"};
+/* the CNN: conv 3x3 (8 channels, padding 1), relu, 2x2 max pool, linear; x holds 8 x 8 images */
+static portc_node cnn(portc_graph *g, int64_t n, int64_t f, int64_t c) {
+  portc_dim xd[] = {{n, NULL}, {f, NULL}}, img[] = {{n, NULL}, {1, NULL}, {8, NULL}, {8, NULL}};
+  portc_dim cwd[] = {{8, NULL}, {1, NULL}, {3, NULL}, {3, NULL}}, cbd[] = {{8, NULL}}, fwd[] = {{128, NULL}, {c, NULL}}, fbd[] = {{c, NULL}};
+  portc_dim flat[] = {{n, NULL}, {128, NULL}};
+  portc_node x = portc_reshape(g, portc_input(g, "x", PORTC_F32, 2, xd), 4, img);
+  portc_node cw = portc_param_init(g, "cw", PORTC_F32, 4, cwd, PORTC_INIT_UNIFORM, 1, -1.0 / 3, 1.0 / 3);
+  portc_node cb = portc_param_init(g, "cb", PORTC_F32, 1, cbd, PORTC_INIT_ZEROS, 0, 0, 0);
+  portc_node fw = portc_param_init(g, "fw", PORTC_F32, 2, fwd, PORTC_INIT_UNIFORM, 2, -0.088, 0.088);
+  portc_node fb = portc_param_init(g, "fb", PORTC_F32, 1, fbd, PORTC_INIT_ZEROS, 0, 0, 0);
+  portc_conv2d_opts co = {sizeof co, {1, 1}, {1, 1}, {1, 1}, 1};
+  portc_pool2d_opts po = {sizeof po, {2, 2}, {2, 2}, {0, 0}};
+  portc_node h = portc_max_pool2d(g, portc_relu(g, portc_conv2d(g, x, cw, cb, &co)), &po);
+  return portc_add(g, portc_matmul(g, portc_reshape(g, h, 2, flat), fw), fb);
+}
+
+static const char *const MLP_PARAMS[] = {"w1", "b1", "w2", "b2"}, *const CNN_PARAMS[] = {"cw", "cb", "fw", "fb"};
 
 int main(int argc, char **argv) {
-  const char *dir = NULL, *target = "cpu", *opt = "adamw", *loss_file = NULL;
+  const char *dir = NULL, *target = "cpu", *opt = "adamw", *loss_file = NULL, *kind = "mlp";
   int steps = 300;
   int64_t hidden = 64;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-t") && i + 1 < argc) target = argv[++i];
     else if (!strcmp(argv[i], "--opt") && i + 1 < argc) opt = argv[++i];
+    else if (!strcmp(argv[i], "--model") && i + 1 < argc) kind = argv[++i];
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--hidden") && i + 1 < argc) hidden = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--losses") && i + 1 < argc) loss_file = argv[++i];
     else if (argv[i][0] != '-' && !dir) dir = argv[i];
     else {
-      fprintf(stderr, "usage: train_mlp DATA [-t TARGET] [--opt sgd|adamw] [--steps N] [--hidden H] [--losses FILE]\n");
-      return 2;
+      dir = NULL;
+      break;
     }
   }
-  if (!dir || steps < 1 || hidden < 1 || (strcmp(opt, "sgd") && strcmp(opt, "adamw"))) {
-    fprintf(stderr, "usage: train_mlp DATA [-t TARGET] [--opt sgd|adamw] [--steps N] [--hidden H] [--losses FILE]\n");
+  if (!dir || steps < 1 || hidden < 1 || (strcmp(opt, "sgd") && strcmp(opt, "adamw")) || (strcmp(kind, "mlp") && strcmp(kind, "cnn"))) {
+    fprintf(stderr, "usage: train_mlp DATA [-t TARGET] [--model mlp|cnn] [--opt sgd|adamw] [--steps N] [--hidden H] [--losses FILE]\n");
     return 2;
   }
+  bool conv = !strcmp(kind, "cnn");
+  const char *const *PARAMS = conv ? CNN_PARAMS : MLP_PARAMS;
   portc_tensor *xtr = load(dir, "x_train", true), *ytr = load(dir, "y_train", true), *xte = load(dir, "x_test", true), *yte = load(dir, "y_test", true);
   if (!xtr || !ytr || !xte || !yte) return 1;
   int64_t ntr = xtr->shape[0], f = xtr->shape[1], nte = xte->shape[0], classes = 0;
+  if (conv && f != 64) {
+    fprintf(stderr, "train_mlp: the CNN takes 8 x 8 images (64 features); %s has %lld\n", dir, (long long)f);
+    return 1;
+  }
   for (int64_t i = 0; i < ntr; i++)
     if ((int64_t)portc_tensor_get(ytr, i) + 1 > classes) classes = (int64_t)portc_tensor_get(ytr, i) + 1;
 
   /* the training step: forward, loss, gradients and the optimizer, one graph */
   portc_graph *g = portc_graph_new("train_mlp");
   portc_dim yd[] = {{BATCH, NULL}};
-  portc_node logits = model(g, BATCH, f, hidden, classes);
+  portc_node logits = conv ? cnn(g, BATCH, f, classes) : model(g, BATCH, f, hidden, classes);
   portc_node labels = portc_input(g, "y", PORTC_I64, 1, yd);
   portc_node loss = portc_cross_entropy(g, logits, labels, 0);
   if (loss < 0 || portc_set_name(g, loss, "loss") || portc_output(g, loss)) return fail("build");
@@ -107,7 +132,8 @@ int main(int argc, char **argv) {
     perror(loss_file);
     return 1;
   }
-  printf("training %lld-%lld-%lld on %s with %s, %d steps of %d\n", (long long)f, (long long)hidden, (long long)classes, target, opt, steps, BATCH);
+  if (conv) printf("training a CNN (conv 3x3 x8, relu, max pool, linear to %lld) on %s with %s, %d steps of %d\n", (long long)classes, target, opt, steps, BATCH);
+  else printf("training %lld-%lld-%lld on %s with %s, %d steps of %d\n", (long long)f, (long long)hidden, (long long)classes, target, opt, steps, BATCH);
   for (int s = 0; s < steps; s++) {
     for (int r = 0; r < BATCH; r++) {
       int64_t row = ((int64_t)s * BATCH + r) % ntr;
@@ -124,7 +150,7 @@ int main(int argc, char **argv) {
 
   /* test accuracy: the model alone over the whole test set, with the trained parameters */
   portc_graph *e = portc_graph_new("eval_mlp");
-  portc_node pred = portc_argmax(e, model(e, nte, f, hidden, classes), -1, false);
+  portc_node pred = portc_argmax(e, conv ? cnn(e, nte, f, classes) : model(e, nte, f, hidden, classes), -1, false);
   if (pred < 0 || portc_output(e, pred)) return fail("build eval");
   portc_bindings *eb = portc_bindings_new(e);
   for (int k = 0; k < 4; k++)
