@@ -403,7 +403,7 @@ void conf_generate(conf_cases *cs, const char *examples_dir) {
   fusion_cases(cs);
   model_cases(cs, examples_dir);
   dynamic_cases(cs);
-  conf_generate_grad(cs);
+  conf_generate_grad(cs, examples_dir);
 }
 
 void conf_generate_models(conf_cases *cs, int n, const char *const *paths, int nsets, const char *const *sets) {

@@ -4,7 +4,8 @@
  * graph that portc_graph_grad appends is then run on every target against the float64 reference,
  * within bounds derived from its ops like any other graph. The reference's own gradients are
  * checked against central finite differences by the unit tests (test_grad.cpp), over these cases.
- * Training steps (a loss, its gradients and an optimizer's updates) close the suite.
+ * Training steps (a loss, its gradients and an optimizer's updates), of small graphs and of the
+ * example models, close the suite.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,11 +186,75 @@ static void steps(conf_cases *cs) {
                  "output loss\n");
 }
 
-void conf_generate_grad(conf_cases *cs) {
+/* the example models as training steps: each one's graph, an MSE loss against a random target
+ * and an SGD step of all its parameters; a symbol given a value here is written as that
+ * constant (a convolution's weight gradient needs its batch known), the others stay symbolic */
+static void model_steps(conf_cases *cs, const char *dir) {
+  static const struct { const char *file, *y, *fixed; int64_t n; const char *sym[2]; int64_t v[2]; } M[] = {
+      {"mlp", "f32[N, 1024]", "N", 4, {NULL, NULL}, {0, 0}},
+      {"cnn", "f32[N, 10]", "N", 2, {NULL, NULL}, {0, 0}},
+      {"transformer", "f32[B, S, 256]", NULL, 0, {"B", "S"}, {2, 9}},
+  };
+  for (unsigned m = 0; m < sizeof M / sizeof *M; m++) {
+    char path[4096], line[1024], num[32];
+    snprintf(path, sizeof path, "%s/%s.ptg", dir, M[m].file);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* the forward models' cases report the missing file */
+    size_t cap = 1 << 16, len = 0;
+    char *text = calloc(cap, 1), params[1024] = "";
+    snprintf(num, sizeof num, "%lld", (long long)M[m].n);
+    while (text && fgets(line, sizeof line, f)) {
+      if (strncmp(line, "output", 6) == 0) continue;
+      char pname[128];
+      if (sscanf(line, "param %127[^:]:", pname) == 1) {
+        size_t at = strlen(params);
+        snprintf(params + at, sizeof params - at, "%s%s", at ? ", " : "", pname);
+      }
+      /* SYM as a whole word, in dimensions and shapes, becomes its value */
+      for (char *p = line; M[m].fixed && line[0] != '#' && (p = strstr(p, M[m].fixed));) {
+        size_t k = strlen(M[m].fixed);
+        bool word = (p == line || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'))) &&
+                    !(p[k] == '_' || (p[k] >= 'a' && p[k] <= 'z') || (p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= '0' && p[k] <= '9'));
+        if (!word) {
+          p += k;
+          continue;
+        }
+        memmove(p + strlen(num), p + k, strlen(p + k) + 1);
+        memcpy(p, num, strlen(num));
+        p += strlen(num);
+      }
+      size_t n = strlen(line);
+      if (len + n + 1 > cap) break;
+      memcpy(text + len, line, n + 1);
+      len += n;
+    }
+    fclose(f);
+    char ytype[64];
+    snprintf(ytype, sizeof ytype, "%s", M[m].y);
+    if (M[m].fixed) {
+      char *p = strstr(ytype, M[m].fixed);
+      if (p) {
+        memmove(p + strlen(num), p + 1, strlen(p + 1) + 1);
+        memcpy(p, num, strlen(num));
+      }
+    }
+    conf_case *c = conf_case_new(cs, "grad", "grad/step/model-%s", M[m].file);
+    if (c && text) conf_case_text(c, "%sinput t: %s\nloss = mse_loss(y, t)\nstep sgd(lr=0.01): %s by loss\noutput loss\n", text, ytype, params);
+    for (int k = 0; c && k < 2 && M[m].sym[k]; k++) {
+      snprintf(c->sym[k], sizeof c->sym[k], "%s", M[m].sym[k]);
+      c->symval[0][k] = M[m].v[k];
+      c->nsyms = k + 1;
+    }
+    free(text);
+  }
+}
+
+void conf_generate_grad(conf_cases *cs, const char *examples_dir) {
   elementwise(cs);
   reductions(cs);
   views(cs);
   contractions(cs);
   composites(cs);
   steps(cs);
+  if (examples_dir) model_steps(cs, examples_dir);
 }

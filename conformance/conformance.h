@@ -40,8 +40,9 @@ extern const int CONF_NUNARY;
 conf_case *conf_case_new(conf_cases *cs, const char *suite, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void conf_case_text(conf_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* the gradient suite (cases_grad.c): every differentiable op's backward, the losses, and
- * training steps with optimizers, each checked like a forward graph */
-void conf_generate_grad(conf_cases *cs);
+ * training steps with optimizers (of the example models under examples_dir too, unless NULL),
+ * each checked like a forward graph */
+void conf_generate_grad(conf_cases *cs, const char *examples_dir);
 
 /* bounds for one graph, derived from its ops (TOLERANCES.md) */
 typedef struct tolerance {

@@ -53,7 +53,7 @@ double loss_with(const portc_graph *g, uint64_t seed, const char *name, const po
 TEST(Grad, ReferenceMatchesFiniteDifferences) {
   conf_cases cs;
   memset(&cs, 0, sizeof cs);
-  conf_generate_grad(&cs);
+  conf_generate_grad(&cs, NULL);
   int checked = 0;
   const uint64_t seed = 11;
   for (int i = 0; i < cs.n; i++) {
