@@ -179,6 +179,15 @@ static void steps(conf_cases *cs) {
   for (int k = 0; k < 4; k++)
     conf_case_text(conf_case_new(cs, "grad", "grad/step/mlp-%s", oname[k]),
                    "%sloss = cross_entropy(logits, y)\nstep %s: w1, b1, w2, b2 by loss\noutput loss\n", mlp, opt[k]);
+  /* mixed precision: the matmuls in f16 and bf16, master weights and the optimizer in f32 */
+  static const char *const amp[] = {"f16", "bf16"};
+  for (int k = 0; k < 2; k++)
+    conf_case_text(conf_case_new(cs, "grad", "grad/step/mlp-autocast-%s", amp[k]),
+                   "autocast %s\n%sloss = cross_entropy(logits, y)\nstep adamw(lr=0.01): w1, b1, w2, b2 by loss\noutput loss\n", amp[k], mlp);
+  conf_case_text(conf_case_new(cs, "grad", "grad/autocast-f16/conv-attention"),
+                 "autocast f16\ninput x: f32[2, 4, 9, 9]\ninput w: f32[6, 4, 3, 3]\ninput q: f32[2, 5, 8]\ninput k: f32[2, 7, 8]\ninput v: f32[2, 7, 4]\n"
+                 "c = conv2d(x, w, padding=[1, 1])\na = attention(q, k, v)\ncs = sum(c)\nas = sum(a)\nloss = add(cs, as)\n"
+                 "d_x, d_w, d_q, d_k, d_v = grad(loss, x, w, q, k, v)\noutput loss, d_x, d_w, d_q, d_k, d_v\n");
   conf_case_text(conf_case_new(cs, "grad", "grad/step/cnn-sgd"),
                  "input x: f32[4, 1, 8, 8]\ninput y: i64[4]\nparam cw: f32[4, 1, 3, 3] = normal(std=0.3, seed=1)\nparam cb: f32[4] = zeros\n"
                  "param fw: f32[64, 3] = normal(std=0.2, seed=2)\nc = conv2d(x, cw, cb, padding=[1, 1])\nr = relu(c)\np = max_pool2d(r, kernel=[2, 2])\n"

@@ -255,7 +255,11 @@ void spec_init(node_spec *s, enum op op, int nin, const int32_t *in) {
   s->in = in;
 }
 
+static portc_node graph_add_autocast(portc_graph *g, node_spec *s);
+
 portc_node graph_add(portc_graph *g, node_spec *s) {
+  if (g->autocast != PORTC_F32 && !g->in_autocast && (s->op == OP_matmul || s->op == OP_conv2d || s->op == OP_attention))
+    return graph_add_autocast(g, s);
   const op_info *info = op_get(s->op);
   if (!info || info->kind == K_SOURCE)
     return err_node(PORTC_ERR_INVALID, "graph_add: not a computing op");
@@ -298,6 +302,51 @@ portc_node graph_add(portc_graph *g, node_spec *s) {
   g->n++;
   names_put(g, g->n - 1);
   return g->n - 1;
+}
+
+/* autocast (torch.autocast's rule for these ops): f32 operands cast to the autocast dtype, the op
+ * there (its sums in f32 on every target), the result cast back to f32 under the node's name;
+ * anything else (an operand of another dtype, a failed or foreign input) is built as it is */
+static portc_node graph_add_autocast(portc_graph *g, node_spec *s) {
+  bool all_f32 = s->nin > 0 && s->nin <= 8 && (!s->name || (valid_ident(s->name) && !is_reserved(s->name) && !node_name_taken(g, s->name)));
+  for (int i = 0; i < s->nin && all_f32; i++)
+    all_f32 = s->in[i] == PORTC_NONE || (s->in[i] >= 0 && s->in[i] < g->n && g->nodes[s->in[i]].dt == PORTC_F32);
+  g->in_autocast = true;
+  portc_node r;
+  if (!all_f32) {
+    r = graph_add(g, s);
+  } else {
+    int32_t in[8];
+    portc_dtype t = g->autocast;
+    r = 0;
+    for (int i = 0; i < s->nin && r >= 0; i++) {
+      in[i] = s->in[i];
+      if (in[i] == PORTC_NONE) continue;
+      r = in[i] = portc_cast(g, s->in[i], t);
+    }
+    node_spec low = *s;
+    low.in = in;
+    low.name = NULL;
+    if (r >= 0) r = graph_add(g, &low);
+    if (r >= 0) {
+      node_spec back;
+      int32_t one = r;
+      spec_init(&back, OP_cast, 1, &one);
+      back.a[attr_index(OP_cast, "to")] = (attr){.set = true, .v = {PORTC_F32}};
+      back.name = s->name;
+      r = graph_add(g, &back);
+    }
+  }
+  g->in_autocast = false;
+  return r;
+}
+
+portc_status portc_graph_autocast(portc_graph *g, portc_dtype t) {
+  if (!g) return err_set(PORTC_ERR_INVALID, "autocast: graph is NULL");
+  if (t != PORTC_F16 && t != PORTC_BF16 && t != PORTC_F32)
+    return err_set(PORTC_ERR_DTYPE, "autocast: %s is not f16, bf16 or f32 (off)", portc_dtype_name(t));
+  g->autocast = t;
+  return PORTC_OK;
 }
 
 portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_dtype t, const shape *sh) {

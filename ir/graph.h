@@ -122,6 +122,10 @@ struct portc_graph {
    * upd_value[k], which is also an output */
   int32_t *upd_param, *upd_value;
   int nupd;
+  /* portc_graph_autocast: matmul, conv2d and attention of f32 operands added from now on compute
+   * in this dtype (F32: off); in_autocast while graph_add builds one so */
+  portc_dtype autocast;
+  bool in_autocast;
   int next_auto; /* for t0, t1, ... */
   /* node names to indices (graph_find): open addressing over name_cap slots (a power of two, -1
    * empty, name_used taken), an entry added as a node is added or renamed, checked against the

@@ -659,6 +659,19 @@ static void stmt_step(parser *ps, tok at) {
     errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
 }
 
+/* autocast f16 | bf16 | off: the mixed-precision mode of the ops that follow (portc_graph_autocast) */
+static void stmt_autocast(parser *ps) {
+  tok at = ps->t;
+  char word[16];
+  if (!ident(ps, word, sizeof word, "f16, bf16 or off") || !end_of_statement(ps)) return;
+  portc_dtype t = PORTC_F32;
+  if (strcmp(word, "off") != 0 && (!portc_dtype_parse(word, &t) || (t != PORTC_F16 && t != PORTC_BF16))) {
+    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "autocast takes f16, bf16 or off, not '%s'", word);
+    return;
+  }
+  portc_graph_autocast(ps->g, t);
+}
+
 /* after a statement word: a name follows (the statement), not '=' or ':' (a value named so) */
 static bool word_statement(const parser *ps) {
   const char *q = ps->p;
@@ -783,8 +796,9 @@ static void statement(parser *ps) {
   else if (is_word(ps, "output")) next(ps), stmt_output(ps);
   else if (is_word(ps, "update") && word_statement(ps)) next(ps), stmt_update(ps);
   else if (is_word(ps, "step") && word_statement(ps)) next(ps), stmt_step(ps, at);
+  else if (is_word(ps, "autocast") && word_statement(ps)) next(ps), stmt_autocast(ps);
   else if (ps->t.k == T_IDENT) stmt_op(ps);
-  else expected(ps, "a statement (graph, input, param, const, output, update, step, or NAME = op(...))");
+  else expected(ps, "a statement (graph, input, param, const, output, update, step, autocast, or NAME = op(...))");
 }
 
 static void skip_line(parser *ps) {

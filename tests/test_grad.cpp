@@ -200,3 +200,25 @@ TEST(Grad, TrainingStateAcrossRuns) {
   remove(path.c_str());
   portc_module_free(m);
 }
+
+// Mixed precision: under autocast the matmul computes in f16 between casts, the parameter and its
+// gradient stay f32, and the result is close to the f32 graph's.
+TEST(Grad, AutocastComputesInHalfWithF32MasterWeights) {
+  const char *body = "input x: f32[8, 16]\nparam w: f32[16, 4] = normal(std=0.5, seed=1)\ny = matmul(x, w)\nl = sum(y)\ndw = grad(l, w)\noutput l, dw\n";
+  Graph half = parse(std::string("autocast f16\n") + body), full = parse(body);
+  ASSERT_TRUE(half && full);
+  EXPECT_STREQ(portc_dtype_name(portc_node_dtype(half.get(), portc_graph_find(half.get(), "y"))), "f32");
+  EXPECT_STREQ(portc_dtype_name(portc_node_dtype(half.get(), portc_graph_find(half.get(), "dw"))), "f32");
+  char *text = portc_graph_print(half.get());
+  EXPECT_NE(std::string(text).find("f16[8, 4] = matmul("), std::string::npos) << text;
+  free(text);
+  RunResult a = run(half.get(), 3), b = run(full.get(), 3);
+  ASSERT_EQ(a.status, PORTC_OK) << a.error;
+  for (size_t e = 0; e < b.outputs[1].size(); e++) EXPECT_NEAR(a.outputs[1][e], b.outputs[1][e], 2e-2 * (1 + std::fabs(b.outputs[1][e])));
+  portc_graph *g = portc_graph_new("t");
+  EXPECT_EQ(portc_graph_autocast(g, PORTC_I32), PORTC_ERR_DTYPE);
+  portc_graph_free(g);
+  portc_graph *bad = nullptr;
+  EXPECT_NE(portc_graph_parse("autocast f64\n", "t.ptg", &bad), PORTC_OK);
+  EXPECT_NE(std::string(portc_last_error()).find("autocast takes f16, bf16 or off"), std::string::npos) << portc_last_error();
+}

@@ -50,7 +50,7 @@ static const Bad cases[] = {
     {"input x: f32[4]\noutput x, x\n", "m.ptg:2:11: output: 'x' is already an output"},
     {"input x: f32[4]\noutput x y\n", "m.ptg:2:10: expected end of line, found 'y'"},
     {"graph\n", "m.ptg:1:6: expected a graph name, found end of line"},
-    {"= exp(x)\n", "m.ptg:1:1: expected a statement (graph, input, param, const, output, update, step, or NAME = op(...)), found '='"},
+    {"= exp(x)\n", "m.ptg:1:1: expected a statement (graph, input, param, const, output, update, step, autocast, or NAME = op(...)), found '='"},
     {"input input: f32[4]\n", "m.ptg:1:7: 'input' is a reserved word and cannot name a value"},
     {"input x: f32[4]\ny exp(x)\n", "m.ptg:2:3: expected ':' and a type, or '=' and an op, found 'exp'"},
     {"input x: f32[4]\ny = exp(x) @\n", "m.ptg:2:12: expected end of line, found invalid text '@'"},

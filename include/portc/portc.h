@@ -298,6 +298,13 @@ PORTC_API portc_node portc_causal_mask(portc_graph *g, portc_node x);
  * no derivative (argmax, a comparison, a cast to an integer), or a wrt the loss does not use. */
 PORTC_API portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const portc_node *wrt, portc_node *grads);
 
+/* Mixed precision, as torch.autocast: from this call on, matmul, conv2d and attention nodes added
+ * to g with f32 operands compute in t (f16 or bf16; PORTC_F32 turns it off): their operands are
+ * cast to t, their sums stay f32 on every target, their result is cast back to f32. Parameters
+ * stay f32 (the master weights); the gradients flow back through the casts, so the backward
+ * pass's matmuls run in t too. Call it before building the forward pass. */
+PORTC_API portc_status portc_graph_autocast(portc_graph *g, portc_dtype t);
+
 /* Losses, as the mean over the batch. Cross-entropy of logits [N, C] against class indices [N]
  * (i32 or i64), label smoothing in [0, 1) as torch.nn.CrossEntropyLoss's; mean squared error of
  * two values of one shape. */
