@@ -184,6 +184,8 @@ static void steps(conf_cases *cs) {
   for (int k = 0; k < 2; k++)
     conf_case_text(conf_case_new(cs, "grad", "grad/step/mlp-autocast-%s", amp[k]),
                    "autocast %s\n%sloss = cross_entropy(logits, y)\nstep adamw(lr=0.01): w1, b1, w2, b2 by loss\noutput loss\n", amp[k], mlp);
+  conf_case_text(conf_case_new(cs, "grad", "grad/step/mlp-autocast-f16-loss-scale"),
+                 "autocast f16\n%sloss = cross_entropy(logits, y)\nstep adamw(lr=0.01, loss_scale=1024): w1, b1, w2, b2 by loss\noutput loss\n", mlp);
   conf_case_text(conf_case_new(cs, "grad", "grad/autocast-f16/conv-attention"),
                  "autocast f16\ninput x: f32[2, 4, 9, 9]\ninput w: f32[6, 4, 3, 3]\ninput q: f32[2, 5, 8]\ninput k: f32[2, 7, 8]\ninput v: f32[2, 7, 4]\n"
                  "c = conv2d(x, w, padding=[1, 1])\na = attention(q, k, v)\ncs = sum(c)\nas = sum(a)\nloss = add(cs, as)\n"

@@ -141,12 +141,19 @@ static portc_status check_args(const portc_graph *g, portc_node loss, int n, con
   return PORTC_OK;
 }
 
-/* the first node on a path from a wrt to the loss whose result carries no gradient (an integer
- * or bool result: argmax, a comparison, a cast to an integer), to name in the error */
-static int blocker(const portc_graph *g, const bool *dep, int loss) {
-  for (int i = 0; i <= loss; i++)
-    if (dep[i] && !carries_grad(&g->nodes[i])) return i;
-  return -1;
+/* the first node that depends on w and whose result carries no gradient (an integer or bool
+ * result: argmax, a comparison, a cast to an integer), to name in the error; -1 when none */
+static int blocker(const portc_graph *g, int w, int loss) {
+  bool *on = calloc((size_t)loss + 1, sizeof *on);
+  int b = -1;
+  if (!on) return -1;
+  on[w] = true;
+  for (int i = w + 1; i <= loss && b < 0; i++) {
+    for (int j = 0; j < g->nodes[i].nin && !on[i]; j++) on[i] = g->nodes[i].in[j] >= 0 && on[g->nodes[i].in[j]];
+    if (on[i] && !carries_grad(&g->nodes[i])) b = i;
+  }
+  free(on);
+  return b;
 }
 
 portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const portc_node *wrt, portc_node *grads) {
@@ -188,7 +195,7 @@ portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const port
   }
   for (int k = 0; k < n && !c.st; k++) {
     if (adj[wrt[k]] != PORTC_NONE) continue;
-    int b = blocker(g, dep, loss);
+    int b = blocker(g, wrt[k], loss);
     const node *w = &g->nodes[wrt[k]], *l = &g->nodes[loss];
     if (b >= 0)
       gfail(&c, PORTC_ERR_INVALID, "loss %s depends on %s only through %s (%s), which is not differentiable: its result is %s", l->name, w->name,

@@ -621,7 +621,7 @@ static void stmt_loss(parser *ps, const char *name, const char *kind, tok op_at)
  * one optimizer step of them (sgd, adam, adamw; torch.optim's settings and defaults) */
 static void stmt_step(parser *ps, tok at) {
   static const char *const kinds[] = {"sgd", "adam", "adamw"};
-  static const char *const keys[] = {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps"};
+  static const char *const keys[] = {"lr", "loss_scale", "momentum", "weight_decay", "beta1", "beta2", "eps"};
   char kind[16];
   tok kind_at = ps->t;
   if (!ident(ps, kind, sizeof kind, "an optimizer (sgd, adam or adamw)")) return;
@@ -631,11 +631,11 @@ static void stmt_step(parser *ps, tok at) {
     errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "'%s' is not an optimizer; there are sgd, adam and adamw", kind);
     return;
   }
-  double v[6] = {0, 0, 0, 0.9, 0.999, 1e-8};
+  double v[7] = {0, 0, 0, 0, 0.9, 0.999, 1e-8};
   int32_t params[64];
   int n = 0;
-  if (!expect(ps, '(', "'(' and the optimizer's settings") || !number_args(ps, keys, k == 0 ? 3 : 6, v) || !expect(ps, ':', "':' and the parameters")) return;
-  if (k && v[1] != 0) {
+  if (!expect(ps, '(', "'(' and the optimizer's settings") || !number_args(ps, keys, k == 0 ? 4 : 7, v) || !expect(ps, ':', "':' and the parameters")) return;
+  if (k && v[2] != 0) {
     errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "%s has no momentum (it has beta1)", kind);
     return;
   }
@@ -653,10 +653,8 @@ static void stmt_step(parser *ps, tok at) {
   next(ps);
   int32_t loss = use(ps);
   if (loss < 0 || !end_of_statement(ps)) return;
-  portc_node grads[64];
-  portc_optimizer o = {sizeof o, (portc_optimizer_kind)k, v[0], v[1], v[2], v[3], v[4], v[5]};
-  if (portc_graph_grad(ps->g, loss, n, params, grads) != PORTC_OK || portc_optimizer_step(ps->g, &o, n, params, grads) != PORTC_OK)
-    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
+  portc_optimizer o = {sizeof o, (portc_optimizer_kind)k, v[0], v[2], v[3], v[4], v[5], v[6]};
+  if (portc_train_step(ps->g, loss, n, params, &o, v[1]) != PORTC_OK) errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
 }
 
 /* autocast f16 | bf16 | off: the mixed-precision mode of the ops that follow (portc_graph_autocast) */

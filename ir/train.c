@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "graph.h"
+#include "train.h"
 
 void graph_truncate(portc_graph *g, int n0, int nout0, int nupd0) {
   for (int i = n0; i < g->n; i++) node_free_data(&g->nodes[i]);
@@ -95,6 +95,7 @@ typedef struct optx {
   portc_graph *g;
   portc_status st;
   char why[512];
+  portc_node skip; /* a bool scalar: when true, every update keeps the old value (PORTC_NONE: none) */
 } optx;
 
 static portc_node ok(optx *c, portc_node n) {
@@ -117,6 +118,7 @@ static portc_node state_like(optx *c, portc_node p, const char *suffix) {
 
 static void updated(optx *c, portc_node state, portc_node value) {
   if (c->st || state < 0 || value < 0) return;
+  if (c->skip != PORTC_NONE && (value = ok(c, portc_where(c->g, c->skip, state, value))) < 0) return;
   char name[256];
   snprintf(name, sizeof name, "%s.next", c->g->nodes[state].name);
   if (!node_name_taken(c->g, name) && valid_ident(name)) portc_set_name(c->g, value, name);
@@ -142,10 +144,14 @@ static portc_status check_step(const portc_graph *g, const portc_optimizer *o, i
 }
 
 portc_status portc_optimizer_step(portc_graph *g, const portc_optimizer *o, int n, const portc_node *params, const portc_node *grads) {
+  return optimizer_step_unless(g, o, n, params, grads, PORTC_NONE);
+}
+
+portc_status optimizer_step_unless(portc_graph *g, const portc_optimizer *o, int n, const portc_node *params, const portc_node *grads, portc_node skip) {
   portc_status st = check_step(g, o, n, params, grads);
   if (st) return st;
   const int n0 = g->n, nout0 = g->nout, nupd0 = g->nupd;
-  optx c = {.g = g};
+  optx c = {.g = g, .skip = skip};
   double lr = o->lr, wd = o->weight_decay, b1 = o->beta1, b2 = o->beta2, eps = o->eps;
   if (b1 == 0 && b2 == 0 && eps == 0) b1 = 0.9, b2 = 0.999, eps = 1e-8;
   bool adam = o->kind != PORTC_OPT_SGD;

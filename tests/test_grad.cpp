@@ -222,3 +222,50 @@ TEST(Grad, AutocastComputesInHalfWithF32MasterWeights) {
   EXPECT_NE(portc_graph_parse("autocast f64\n", "t.ptg", &bad), PORTC_OK);
   EXPECT_NE(std::string(portc_last_error()).find("autocast takes f16, bf16 or off"), std::string::npos) << portc_last_error();
 }
+
+// Dynamic loss scaling: a step whose gradients are not finite changes nothing and halves the
+// scale (an inf among the inputs makes them so on every target and on the float64 reference,
+// where f16 overflow alone would only happen on the targets); good steps move the parameters and
+// count towards growing the scale, on the reference and a compiled module alike.
+TEST(Grad, LossScalingSkipsStepsWithInfOrNaN) {
+  const char *text =
+      "autocast f16\ninput x: f32[4, 8]\nparam w: f32[8, 2] = normal(std=0.5, seed=1)\ny = matmul(x, w)\nloss = mean(y)\n"
+      "step sgd(lr=0.01, loss_scale=1024): w by loss\noutput loss\n";
+  Graph g = parse(text);
+  ASSERT_TRUE(g);
+  portc_compile_options co = {};
+  co.target = "cpu";
+  Bindings ref(g.get(), 1), dev(g.get(), 1);
+  portc_module *m = nullptr;
+  ASSERT_EQ(portc_compile(g.get(), &co, dev.b, &m), PORTC_OK) << portc_last_error();
+  int64_t xs[2] = {4, 8};
+  portc_tensor *x = portc_tensor_new(PORTC_F32, 2, xs);
+  for (int step = 0; step < 4; step++) {
+    for (int64_t e = 0; e < 32; e++) portc_tensor_set(x, e, step < 2 && e == 5 ? INFINITY : 0.25);
+    double w_before = portc_tensor_get(portc_bindings_get(ref.b, "w") ? portc_bindings_get(ref.b, "w") : x, 0);
+    for (Bindings *b : {&ref, &dev}) {
+      ASSERT_EQ(portc_bindings_set(b->b, "x", x), PORTC_OK);
+      Outputs o(g.get());
+      portc_status st = b == &ref ? portc_reference_run(g.get(), b->b, o.t.data()) : portc_module_run(m, b->b, o.t.data());
+      ASSERT_EQ(st, PORTC_OK) << portc_last_error();
+    }
+    double scale = portc_tensor_get(portc_bindings_get(ref.b, "amp.scale"), 0), growth = portc_tensor_get(portc_bindings_get(ref.b, "amp.growth"), 0);
+    EXPECT_EQ(portc_tensor_get(portc_bindings_get(dev.b, "amp.scale"), 0), scale) << "step " << step;
+    EXPECT_EQ(portc_tensor_get(portc_bindings_get(dev.b, "amp.growth"), 0), growth) << "step " << step;
+    double w_after = portc_tensor_get(portc_bindings_get(ref.b, "w"), 0);
+    EXPECT_NEAR(portc_tensor_get(portc_bindings_get(dev.b, "w"), 0), w_after, 1e-6) << "step " << step;
+    if (step < 2) { // skipped: the scale halves, w stays
+      EXPECT_EQ(scale, 1024.0 / (2 << step)) << "step " << step;
+      EXPECT_EQ(growth, 0);
+      if (step) {
+        EXPECT_EQ(w_after, w_before);
+      }
+    } else { // taken: w moves by lr * x^T gy (0.25 / 8 per element of x), the count grows
+      EXPECT_EQ(scale, 256);
+      EXPECT_EQ(growth, step - 1);
+      EXPECT_NEAR(w_after - w_before, -0.01 * 4 * 0.25 / 8, 1e-5) << "step " << step;
+    }
+  }
+  portc_tensor_free(x);
+  portc_module_free(m);
+}

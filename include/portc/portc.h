@@ -366,6 +366,14 @@ PORTC_API portc_status portc_reference_run(const portc_graph *g, portc_bindings 
  * for a parameter the graph updates (portc_update), the value the next run starts from. */
 PORTC_API const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name);
 
+/* One training step: the gradients of loss for params (portc_graph_grad) and o's step of them
+ * (portc_optimizer_step), with dynamic loss scaling when loss_scale > 0 (for f16 autocast, as
+ * torch.amp.GradScaler): the loss is multiplied by a scale before differentiating and the
+ * gradients divided by it in f32; a step whose gradients hold an inf or NaN changes no parameter
+ * or optimizer state and halves the scale, and 2000 good steps in a row double it. The scale and
+ * that count are parameters too: amp.scale (loss_scale at first) and amp.growth. */
+PORTC_API portc_status portc_train_step(portc_graph *g, portc_node loss, int n, const portc_node *params, const portc_optimizer *o, double loss_scale);
+
 /* The parameters of g as b holds them (the values bound, updated, or initialized by the last run),
  * to and from an .npz file: a checkpoint of a training run, optimizer state included. Loading binds
  * every parameter of g the file holds and leaves the others as they are; a file that holds none
