@@ -192,6 +192,7 @@ static portc_node max_pool_grad(gctx *c, int i, const node *x, portc_node gy) {
   pool_params(x, &q);
   int64_t pads[8] = {0, 0, 0, 0, q.p[0], q.p[0], q.p[1], q.p[1]};
   int64_t hp = sx.d[2].c + 2 * q.p[0], wp = sx.d[3].c + 2 * q.p[1], oh = sy.d[2].c, ow = sy.d[3].c;
+  if (q.k[0] * q.k[1] > 64) return gfail(c, PORTC_ERR_SHAPE, "a window of %lld elements; the gradient spreads at most 64", (long long)(q.k[0] * q.k[1]));
   portc_node xp = q.p[0] || q.p[1] ? gk(c, portc_pad(G, in, 8, pads, -INFINITY)) : in;
   portc_node zero = g_scalar(c, x->dt, 0), taken = PORTC_NONE, acc = PORTC_NONE;
   for (int64_t a = 0; a < q.k[0] && !c->st; a++)

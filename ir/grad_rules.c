@@ -204,6 +204,7 @@ static portc_node gather_grad(gctx *c, const node *x, portc_node gy) {
   int axis = (int)norm_axis(attr_i(x, "axis"), sx.rank), post = sx.rank - axis - 1;
   if (sx.d[axis].sym >= 0) return gfail(c, PORTC_ERR_SHAPE, "the gathered dimension is symbolic; its gradient needs it known");
   int64_t V = sx.d[axis].c;
+  if (V > (1 << 24)) return gfail(c, PORTC_ERR_SHAPE, "the gathered dimension (%lld) is past 2^24, the one-hot matrix its gradient uses", (long long)V);
   portc_dtype it = G->nodes[idx].dt;
   double *iota = malloc(sizeof *iota * (size_t)(V + 1));
   if (!iota) return gfail(c, PORTC_ERR_NOMEM, "out of memory");

@@ -14,35 +14,10 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "graph.h"
+#include "text_parse.h"
 
 #define MAX_ERRORS 50
 
-typedef enum { T_END, T_EOL, T_IDENT, T_INT, T_FLOAT, T_STRING, T_PUNCT, T_BAD } tkind;
-
-typedef struct tok {
-  tkind k;
-  const char *s;
-  int len;
-  int line, col;
-} tok;
-
-typedef struct parser {
-  const char *src;  /* source name for messages */
-  const char *p;    /* cursor */
-  const char *bol;  /* beginning of the current line */
-  int line;
-  tok t;            /* current token */
-  portc_graph *g;
-  strbuf errs;
-  int nerr;
-  portc_status first; /* status of the first error */
-  char **poisoned;    /* names whose definition failed */
-  int npoisoned;
-  bool stmt_failed;   /* the current statement already reported */
-  bool quiet_fail;    /* the current statement uses a poisoned value */
-  char defining[128]; /* the name the current statement defines */
-} parser;
 
 /* ---- lexer ---- */
 
@@ -101,7 +76,7 @@ static void lex(parser *ps) {
   ps->p = p + t.len;
 }
 
-static void next(parser *ps) {
+void ps_next(parser *ps) {
   if (ps->t.k == T_EOL) {
     ps->line++;
     ps->bol = ps->p;
@@ -120,8 +95,7 @@ static const char *describe(const tok *t, char *buf, size_t len) {
 
 /* ---- errors ---- */
 
-static void errorf_at(parser *ps, int line, int col, portc_status s, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void errorf_at(parser *ps, int line, int col, portc_status s, const char *fmt, ...) {
+void ps_errorf_at(parser *ps, int line, int col, portc_status s, const char *fmt, ...) {
   if (ps->stmt_failed) return;
   ps->stmt_failed = true;
   if (!ps->nerr) ps->first = s;
@@ -135,139 +109,139 @@ static void errorf_at(parser *ps, int line, int col, portc_status s, const char 
 }
 
 /* "expected X, found Y" at the current token */
-static bool expected(parser *ps, const char *what) {
+bool ps_expected(parser *ps, const char *what) {
   char buf[80];
-  errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "expected %s, found %s", what, describe(&ps->t, buf, sizeof buf));
+  ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "expected %s, found %s", what, describe(&ps->t, buf, sizeof buf));
   return false;
 }
 
-static bool is_punct(const parser *ps, char c) { return ps->t.k == T_PUNCT && *ps->t.s == c; }
-static bool is_word(const parser *ps, const char *w) {
+bool ps_is_punct(const parser *ps, char c) { return ps->t.k == T_PUNCT && *ps->t.s == c; }
+bool ps_is_word(const parser *ps, const char *w) {
   return ps->t.k == T_IDENT && (size_t)ps->t.len == strlen(w) && strncmp(ps->t.s, w, (size_t)ps->t.len) == 0;
 }
 
-static bool accept(parser *ps, char c) {
-  if (!is_punct(ps, c)) return false;
-  next(ps);
+bool ps_accept(parser *ps, char c) {
+  if (!ps_is_punct(ps, c)) return false;
+  ps_next(ps);
   return true;
 }
 
-static bool expect(parser *ps, char c, const char *what) {
-  if (accept(ps, c)) return true;
-  return expected(ps, what);
+bool ps_expect(parser *ps, char c, const char *what) {
+  if (ps_accept(ps, c)) return true;
+  return ps_expected(ps, what);
 }
 
-static bool ident(parser *ps, char *out, size_t len, const char *what) {
-  if (ps->t.k != T_IDENT) return expected(ps, what);
+bool ps_ident(parser *ps, char *out, size_t len, const char *what) {
+  if (ps->t.k != T_IDENT) return ps_expected(ps, what);
   if ((size_t)ps->t.len >= len) {
-    errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "name is longer than %zu characters", len - 1);
+    ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "name is longer than %zu characters", len - 1);
     return false;
   }
   memcpy(out, ps->t.s, (size_t)ps->t.len);
   out[ps->t.len] = 0;
-  next(ps);
+  ps_next(ps);
   return true;
 }
 
 /* ---- values ---- */
 
 static bool int_value(parser *ps, int64_t *out) {
-  if (ps->t.k != T_INT) return expected(ps, "an integer");
+  if (ps->t.k != T_INT) return ps_expected(ps, "an integer");
   char buf[64];
   snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
   errno = 0;
   long long v = strtoll(buf, NULL, 10);
   if (errno == ERANGE) {
-    errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "integer %s is out of range", buf);
+    ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "integer %s is out of range", buf);
     return false;
   }
   *out = v;
-  next(ps);
+  ps_next(ps);
   return true;
 }
 
 /* a seed: any 64-bit pattern, written unsigned (as printed) or negative (two's complement) */
 static bool seed_value(parser *ps, uint64_t *out) {
-  if (ps->t.k != T_INT) return expected(ps, "an integer");
+  if (ps->t.k != T_INT) return ps_expected(ps, "an integer");
   char buf[64];
   snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
   errno = 0;
   uint64_t v = buf[0] == '-' ? (uint64_t)strtoll(buf, NULL, 10) : strtoull(buf, NULL, 10);
   if (errno == ERANGE || buf[0] == '+') {
-    errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "seed %s is out of range", buf);
+    ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "seed %s is out of range", buf);
     return false;
   }
   *out = v;
-  next(ps);
+  ps_next(ps);
   return true;
 }
 
-static bool float_value(parser *ps, double *out) {
-  if (ps->t.k != T_INT && ps->t.k != T_FLOAT && !is_word(ps, "inf") && !is_word(ps, "nan")) return expected(ps, "a number");
+bool ps_float_value(parser *ps, double *out) {
+  if (ps->t.k != T_INT && ps->t.k != T_FLOAT && !ps_is_word(ps, "inf") && !ps_is_word(ps, "nan")) return ps_expected(ps, "a number");
   char buf[64];
   snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
   *out = strtod(buf, NULL); /* overflow gives inf, as written */
-  next(ps);
+  ps_next(ps);
   return true;
 }
 
 static bool bool_value(parser *ps, int64_t *out) {
-  if (is_word(ps, "true")) *out = 1;
-  else if (is_word(ps, "false")) *out = 0;
-  else return expected(ps, "true or false");
-  next(ps);
+  if (ps_is_word(ps, "true")) *out = 1;
+  else if (ps_is_word(ps, "false")) *out = 0;
+  else return ps_expected(ps, "true or false");
+  ps_next(ps);
   return true;
 }
 
 static bool dtype_value(parser *ps, portc_dtype *out) {
   char buf[16] = "";
   if (ps->t.k == T_IDENT && ps->t.len < 16) snprintf(buf, sizeof buf, "%.*s", ps->t.len, ps->t.s);
-  if (!portc_dtype_parse(buf, out) || !dtype_valid_in_graph(*out)) return expected(ps, "a dtype (f32, f16, bf16, i32, i64, bool)");
-  next(ps);
+  if (!portc_dtype_parse(buf, out) || !dtype_valid_in_graph(*out)) return ps_expected(ps, "a dtype (f32, f16, bf16, i32, i64, bool)");
+  ps_next(ps);
   return true;
 }
 
 /* [a, b, ...] of ints, or of ints and symbols when syms is set */
 static bool list_value(parser *ps, attr *a, bool syms) {
-  if (!expect(ps, '[', "'['")) return false;
+  if (!ps_expect(ps, '[', "'['")) return false;
   a->n = 0;
-  if (accept(ps, ']')) return true;
+  if (ps_accept(ps, ']')) return true;
   do {
     if (a->n == MAX_LIST) {
-      errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "list is longer than %d", MAX_LIST);
+      ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_PARSE, "list is longer than %d", MAX_LIST);
       return false;
     }
     a->sym[a->n] = -1;
     a->v[a->n] = 0;
     if (syms && ps->t.k == T_IDENT) {
       char name[64];
-      if (!ident(ps, name, sizeof name, "a symbol")) return false;
+      if (!ps_ident(ps, name, sizeof name, "a symbol")) return false;
       if ((a->sym[a->n] = graph_symbol(ps->g, name)) < 0) {
-        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_NOMEM, "out of memory");
+        ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_NOMEM, "out of memory");
         return false;
       }
     } else if (!int_value(ps, &a->v[a->n])) {
       return false;
-    } else if (syms && accept(ps, '*')) { /* 8*N: a multiple of a symbol */
+    } else if (syms && ps_accept(ps, '*')) { /* 8*N: a multiple of a symbol */
       char name[64], scaled[96];
-      if (!ident(ps, name, sizeof name, "a symbol after '*'")) return false;
+      if (!ps_ident(ps, name, sizeof name, "a symbol after '*'")) return false;
       snprintf(scaled, sizeof scaled, "%lld*%s", (long long)a->v[a->n], name);
       if ((a->sym[a->n] = graph_symbol(ps->g, scaled)) < 0) {
-        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "'%s' is not a valid multiple of a symbol (a factor of 2 or more)", scaled);
+        ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "'%s' is not a valid multiple of a symbol (a factor of 2 or more)", scaled);
         return false;
       }
       a->v[a->n] = 0;
     }
     a->n++;
-  } while (accept(ps, ','));
-  return expect(ps, ']', "',' or ']'");
+  } while (ps_accept(ps, ','));
+  return ps_expect(ps, ']', "',' or ']'");
 }
 
 static bool attr_value(parser *ps, const attr_spec *sp, attr *a) {
   a->set = true;
   switch (sp->kind) {
   case A_INT: return int_value(ps, &a->v[0]);
-  case A_FLOAT: return float_value(ps, &a->f);
+  case A_FLOAT: return ps_float_value(ps, &a->f);
   case A_BOOL: return bool_value(ps, &a->v[0]);
   case A_DTYPE: {
     portc_dtype t;
@@ -286,22 +260,22 @@ static bool attribute(parser *ps, enum op op, attr *attrs) {
   const op_info *info = op_get(op);
   tok at = ps->t;
   char name[64];
-  if (!ident(ps, name, sizeof name, "an attribute name")) return false;
+  if (!ps_ident(ps, name, sizeof name, "an attribute name")) return false;
   int i = attr_index(op, name);
   if (i < 0) {
     strbuf b = {0};
     for (int k = 0; k < info->nattrs; k++) sb_printf(&b, "%s%s", k ? ", " : "", info->attrs[k].name);
     char *list = sb_take(&b);
-    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s has no attribute '%s' (it has: %s)", info->name, name,
+    ps_errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s has no attribute '%s' (it has: %s)", info->name, name,
               list && *list ? list : "none");
     free(list);
     return false;
   }
   if (attrs[i].set) {
-    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "attribute '%s' is given twice", name);
+    ps_errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "attribute '%s' is given twice", name);
     return false;
   }
-  if (!expect(ps, '=', "'=' after the attribute name")) return false;
+  if (!ps_expect(ps, '=', "'=' after the attribute name")) return false;
   return attr_value(ps, &info->attrs[i], &attrs[i]);
 }
 
@@ -312,13 +286,13 @@ static bool type(parser *ps, portc_dtype *dt, shape *sh) {
   tok at = ps->t;
   if (!list_value(ps, &a, true)) return false;
   if (a.n > PORTC_MAX_RANK) {
-    errorf_at(ps, at.line, at.col, PORTC_ERR_SHAPE, "rank %d is more than %d", a.n, PORTC_MAX_RANK);
+    ps_errorf_at(ps, at.line, at.col, PORTC_ERR_SHAPE, "rank %d is more than %d", a.n, PORTC_MAX_RANK);
     return false;
   }
   sh->rank = a.n;
   for (int i = 0; i < a.n; i++) {
     if (a.sym[i] < 0 && a.v[i] < 0) {
-      errorf_at(ps, at.line, at.col, PORTC_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)a.v[i]);
+      ps_errorf_at(ps, at.line, at.col, PORTC_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)a.v[i]);
       return false;
     }
     sh->d[i] = (dim){a.v[i], a.sym[i]};
@@ -326,9 +300,9 @@ static bool type(parser *ps, portc_dtype *dt, shape *sh) {
   return true;
 }
 
-static bool end_of_statement(parser *ps) {
+bool ps_end_of_statement(parser *ps) {
   if (ps->t.k == T_EOL || ps->t.k == T_END) return true;
-  return expected(ps, "end of line");
+  return ps_expected(ps, "end of line");
 }
 
 /* ---- names ---- */
@@ -349,13 +323,13 @@ static void poison(parser *ps, const char *name) {
 /* a name about to be defined */
 static bool new_name(parser *ps, char *out, size_t len) {
   tok at = ps->t;
-  if (!ident(ps, out, len, "a name")) return false;
+  if (!ps_ident(ps, out, len, "a name")) return false;
   if (is_reserved(out)) {
-    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is a reserved word and cannot name a value", out);
+    ps_errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is a reserved word and cannot name a value", out);
     return false;
   }
   if (node_name_taken(ps->g, out) || is_poisoned(ps, out)) {
-    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is already defined", out);
+    ps_errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is already defined", out);
     return false;
   }
   snprintf(ps->defining, sizeof ps->defining, "%s", out);
@@ -363,27 +337,27 @@ static bool new_name(parser *ps, char *out, size_t len) {
 }
 
 /* a use of an earlier value; -1 with quiet_fail set when it was poisoned */
-static int32_t use(parser *ps) {
+int32_t ps_use(parser *ps) {
   tok at = ps->t;
   char name[128];
-  if (!ident(ps, name, sizeof name, "a value name")) return -1;
+  if (!ps_ident(ps, name, sizeof name, "a value name")) return -1;
   portc_node n = graph_find(ps->g, name);
   if (n >= 0) return n;
   if (is_poisoned(ps, name)) ps->quiet_fail = true;
-  else errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is not defined", name);
+  else ps_errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is not defined", name);
   return -1;
 }
 
 /* reports the builder's last error at a position, prefixed with the value being defined */
-static void report_build_error(parser *ps, tok at, const char *name, portc_node n) {
-  errorf_at(ps, at.line, at.col, portc_node_status(n), "%s: %s", name, portc_last_error());
+void ps_report_build_error(parser *ps, tok at, const char *name, portc_node n) {
+  ps_errorf_at(ps, at.line, at.col, portc_node_status(n), "%s: %s", name, portc_last_error());
 }
 
 /* ---- statements ---- */
 
 static void stmt_graph(parser *ps) {
   char name[128];
-  if (!ident(ps, name, sizeof name, "a graph name") || !end_of_statement(ps)) return;
+  if (!ps_ident(ps, name, sizeof name, "a graph name") || !ps_end_of_statement(ps)) return;
   char *copy = strdup(name);
   if (!copy) return;
   free(ps->g->name);
@@ -402,59 +376,59 @@ static char *string_value(parser *ps) {
 
 static bool param_init(parser *ps, node *n) {
   static const char *const inits[] = {"zeros", "ones", "normal", "uniform"};
-  if (is_word(ps, "file")) {
-    next(ps);
-    if (!expect(ps, '(', "'(' after file")) return false;
-    if (ps->t.k != T_STRING) return expected(ps, "a quoted path");
+  if (ps_is_word(ps, "file")) {
+    ps_next(ps);
+    if (!ps_expect(ps, '(', "'(' after file")) return false;
+    if (ps->t.k != T_STRING) return ps_expected(ps, "a quoted path");
     n->file = string_value(ps);
-    next(ps);
-    if (accept(ps, ',')) {
-      if (!is_word(ps, "key")) return expected(ps, "key=\"MEMBER\" (the array's name in an .npz file)");
-      next(ps);
-      if (!expect(ps, '=', "'='")) return false;
-      if (ps->t.k != T_STRING) return expected(ps, "a quoted member name");
+    ps_next(ps);
+    if (ps_accept(ps, ',')) {
+      if (!ps_is_word(ps, "key")) return ps_expected(ps, "key=\"MEMBER\" (the array's name in an .npz file)");
+      ps_next(ps);
+      if (!ps_expect(ps, '=', "'='")) return false;
+      if (ps->t.k != T_STRING) return ps_expected(ps, "a quoted member name");
       n->file_key = string_value(ps);
-      next(ps);
+      ps_next(ps);
     }
-    return expect(ps, ')', "')'");
+    return ps_expect(ps, ')', "')'");
   }
   for (int k = 0; k < 4; k++) {
-    if (!is_word(ps, inits[k])) continue;
-    next(ps);
+    if (!ps_is_word(ps, inits[k])) continue;
+    ps_next(ps);
     n->has_init = true;
     n->init = (portc_init)k;
     n->p1 = k == PORTC_INIT_NORMAL || k == PORTC_INIT_UNIFORM ? 1 : 0;
     if (k < PORTC_INIT_NORMAL) return true;
-    if (!expect(ps, '(', "'(' and the generator's settings")) return false;
-    if (accept(ps, ')')) return true;
+    if (!ps_expect(ps, '(', "'(' and the generator's settings")) return false;
+    if (ps_accept(ps, ')')) return true;
     do {
       tok at = ps->t;
       char key[16];
-      if (!ident(ps, key, sizeof key, "mean, std, low, high or seed") || !expect(ps, '=', "'='")) return false;
+      if (!ps_ident(ps, key, sizeof key, "mean, std, low, high or seed") || !ps_expect(ps, '=', "'='")) return false;
       bool normal = k == PORTC_INIT_NORMAL;
       if (strcmp(key, "seed") == 0) {
         if (!seed_value(ps, &n->seed)) return false;
       } else if (strcmp(key, normal ? "mean" : "low") == 0) {
-        if (!float_value(ps, &n->p0)) return false;
+        if (!ps_float_value(ps, &n->p0)) return false;
       } else if (strcmp(key, normal ? "std" : "high") == 0) {
-        if (!float_value(ps, &n->p1)) return false;
+        if (!ps_float_value(ps, &n->p1)) return false;
       } else {
-        errorf_at(ps, at.line, at.col, PORTC_ERR_PARSE, "%s takes %s, not '%s'", inits[k], normal ? "mean, std and seed" : "low, high and seed", key);
+        ps_errorf_at(ps, at.line, at.col, PORTC_ERR_PARSE, "%s takes %s, not '%s'", inits[k], normal ? "mean, std and seed" : "low, high and seed", key);
         return false;
       }
-    } while (accept(ps, ','));
-    return expect(ps, ')', "',' or ')'");
+    } while (ps_accept(ps, ','));
+    return ps_expect(ps, ')', "',' or ')'");
   }
-  return expected(ps, "zeros, ones, normal(...), uniform(...) or file(\"...\")");
+  return ps_expected(ps, "zeros, ones, normal(...), uniform(...) or file(\"...\")");
 }
 
 static void stmt_param(parser *ps, tok at) {
   char name[128];
   portc_dtype dt;
   shape sh;
-  if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh)) return;
+  if (!new_name(ps, name, sizeof name) || !ps_expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh)) return;
   node tmp = {0};
-  if ((accept(ps, '=') && !param_init(ps, &tmp)) || !end_of_statement(ps)) {
+  if ((ps_accept(ps, '=') && !param_init(ps, &tmp)) || !ps_end_of_statement(ps)) {
     free(tmp.file);
     free(tmp.file_key);
     return;
@@ -468,20 +442,20 @@ static void stmt_param(parser *ps, tok at) {
   else n = portc_param(ps->g, name, dt, sh.rank, dims);
   free(tmp.file);
   free(tmp.file_key);
-  if (n < 0) report_build_error(ps, at, name, n);
+  if (n < 0) ps_report_build_error(ps, at, name, n);
 }
 
 static void stmt_input(parser *ps, tok at) {
   char name[128];
   portc_dtype dt;
   shape sh;
-  if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh) || !end_of_statement(ps)) return;
+  if (!new_name(ps, name, sizeof name) || !ps_expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh) || !ps_end_of_statement(ps)) return;
   portc_node n = graph_add_source(ps->g, OP_input, name, dt, &sh);
-  if (n < 0) report_build_error(ps, at, name, n);
+  if (n < 0) ps_report_build_error(ps, at, name, n);
 }
 
 static bool const_scalar(parser *ps, portc_dtype dt, cdata *v, int64_t i) {
-  if (dtype_is_float(dt)) return float_value(ps, &v->f[i]);
+  if (dtype_is_float(dt)) return ps_float_value(ps, &v->f[i]);
   if (dt == PORTC_BOOL) return bool_value(ps, &v->i[i]);
   return int_value(ps, &v->i[i]);
 }
@@ -490,7 +464,7 @@ static void stmt_const(parser *ps, tok at) {
   char name[128];
   portc_dtype dt;
   shape sh;
-  if (!new_name(ps, name, sizeof name) || !expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh) || !expect(ps, '=', "'=' and the value")) return;
+  if (!new_name(ps, name, sizeof name) || !ps_expect(ps, ':', "':' and a type") || !type(ps, &dt, &sh) || !ps_expect(ps, '=', "'=' and the value")) return;
   int64_t cap = 16;
   cdata v = {0};
   bool isf = dtype_is_float(dt), ok = true;
@@ -498,8 +472,8 @@ static void stmt_const(parser *ps, tok at) {
   int64_t *iv = NULL;
   if (!(isf ? (f = malloc((size_t)cap * 8)) != NULL : (iv = malloc((size_t)cap * 8)) != NULL)) return;
   v.f = f, v.i = iv;
-  if (accept(ps, '[')) {
-    if (!accept(ps, ']')) {
+  if (ps_accept(ps, '[')) {
+    if (!ps_accept(ps, ']')) {
       do {
         if (v.n == cap) {
           cap *= 2;
@@ -509,16 +483,16 @@ static void stmt_const(parser *ps, tok at) {
         }
         if (!(ok = const_scalar(ps, dt, &v, v.n))) break;
         v.n++;
-      } while (accept(ps, ','));
-      ok = ok && expect(ps, ']', "',' or ']'");
+      } while (ps_accept(ps, ','));
+      ok = ok && ps_expect(ps, ']', "',' or ']'");
     }
   } else {
     ok = const_scalar(ps, dt, &v, 0);
     v.n = 1;
   }
-  if (ok && end_of_statement(ps)) {
+  if (ok && ps_end_of_statement(ps)) {
     portc_node n = graph_add_const(ps->g, name, dt, &sh, &v);
-    if (n < 0) report_build_error(ps, at, name, n);
+    if (n < 0) ps_report_build_error(ps, at, name, n);
   }
   free(v.f);
   free(v.i);
@@ -527,147 +501,14 @@ static void stmt_const(parser *ps, tok at) {
 static void stmt_output(parser *ps) {
   do {
     tok at = ps->t;
-    int32_t n = use(ps);
+    int32_t n = ps_use(ps);
     if (n < 0) return;
     if (portc_output(ps->g, n) != PORTC_OK) {
-      errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
+      ps_errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
       return;
     }
-  } while (accept(ps, ','));
-  end_of_statement(ps);
-}
-
-/* update PARAM = VALUE */
-static void stmt_update(parser *ps) {
-  tok at = ps->t;
-  int32_t p = use(ps);
-  if (p < 0 || !expect(ps, '=', "'=' and the value the parameter takes")) return;
-  int32_t v = use(ps);
-  if (v < 0 || !end_of_statement(ps)) return;
-  portc_status st = portc_update(ps->g, p, v);
-  if (st) errorf_at(ps, at.line, at.col, st, "%s", portc_last_error());
-}
-
-/* NAME, NAME... = grad(LOSS, WRT, WRT...): one gradient per name, in order */
-static void stmt_grad(parser *ps, char (*names)[128], int nnames, tok op_at) {
-  int32_t args[64];
-  int n = 0;
-  if (!expect(ps, '(', "'(' after grad")) return;
-  do {
-    if (n == 64) {
-      errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 63 values to differentiate for");
-      return;
-    }
-    if ((args[n++] = use(ps)) < 0) return;
-  } while (accept(ps, ','));
-  if (!expect(ps, ')', "',' or ')'") || !end_of_statement(ps)) return;
-  if (n - 1 != nnames) {
-    errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "grad names %d result%s for %d value%s to differentiate for", nnames, nnames == 1 ? "" : "s", n - 1,
-              n == 2 ? "" : "s");
-    return;
-  }
-  portc_node grads[64];
-  if (portc_graph_grad(ps->g, args[0], n - 1, args + 1, grads) != PORTC_OK) {
-    errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
-    return;
-  }
-  for (int k = 0; k < nnames; k++)
-    if (portc_set_name(ps->g, grads[k], names[k]) != PORTC_OK) {
-      /* the same gradient twice (a value listed twice): a view of it takes the second name */
-      shape s = ps->g->nodes[grads[k]].sh;
-      portc_dim d[PORTC_MAX_RANK];
-      shape_dims(ps->g, &s, d);
-      portc_node r = portc_reshape(ps->g, grads[k], s.rank, d);
-      if (r < 0 || portc_set_name(ps->g, r, names[k]) != PORTC_OK) errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
-    }
-}
-
-/* KEY=NUMBER, ... up to ')' for the training statements; keys[i] sets v[i] */
-static bool number_args(parser *ps, const char *const *keys, int nkeys, double *v) {
-  if (accept(ps, ')')) return true;
-  do {
-    tok at = ps->t;
-    char key[32];
-    if (!ident(ps, key, sizeof key, "a setting (NAME=NUMBER)") || !expect(ps, '=', "'='")) return false;
-    int k = 0;
-    while (k < nkeys && strcmp(keys[k], key) != 0) k++;
-    if (k == nkeys) {
-      strbuf b = {0};
-      for (int i = 0; i < nkeys; i++) sb_printf(&b, "%s%s", i ? ", " : "", keys[i]);
-      errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "'%s' is not a setting here; there are %s", key, b.s ? b.s : "none");
-      free(b.s);
-      return false;
-    }
-    if (!float_value(ps, &v[k])) return false;
-  } while (accept(ps, ','));
-  return expect(ps, ')', "',' or ')'");
-}
-
-/* NAME = cross_entropy(LOGITS, LABELS[, label_smoothing=F]) or mse_loss(PRED, TARGET): losses
- * built from ops (train.c), not ops of their own */
-static void stmt_loss(parser *ps, const char *name, const char *kind, tok op_at) {
-  bool ce = strcmp(kind, "cross_entropy") == 0;
-  int32_t a, b;
-  double smooth = 0;
-  static const char *const keys[] = {"label_smoothing"};
-  if (!expect(ps, '(', "'(' after the loss") || (a = use(ps)) < 0 || !expect(ps, ',', "',' and the second operand") || (b = use(ps)) < 0) return;
-  if (accept(ps, ',') ? !number_args(ps, keys, ce ? 1 : 0, &smooth) : !expect(ps, ')', "')'")) return;
-  if (!end_of_statement(ps)) return;
-  portc_node n = ce ? portc_cross_entropy(ps->g, a, b, smooth) : portc_mse_loss(ps->g, a, b);
-  if (n < 0 || portc_set_name(ps->g, n, name) != PORTC_OK) report_build_error(ps, op_at, name, n < 0 ? n : -(portc_node)PORTC_ERR_INVALID);
-}
-
-/* step KIND(SETTINGS): PARAM, PARAM... by LOSS: the gradients of the loss for the parameters and
- * one optimizer step of them (sgd, adam, adamw; torch.optim's settings and defaults) */
-static void stmt_step(parser *ps, tok at) {
-  static const char *const kinds[] = {"sgd", "adam", "adamw"};
-  static const char *const keys[] = {"lr", "loss_scale", "momentum", "weight_decay", "beta1", "beta2", "eps"};
-  char kind[16];
-  tok kind_at = ps->t;
-  if (!ident(ps, kind, sizeof kind, "an optimizer (sgd, adam or adamw)")) return;
-  int k = 0;
-  while (k < 3 && strcmp(kinds[k], kind) != 0) k++;
-  if (k == 3) {
-    errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "'%s' is not an optimizer; there are sgd, adam and adamw", kind);
-    return;
-  }
-  double v[7] = {0, 0, 0, 0, 0.9, 0.999, 1e-8};
-  int32_t params[64];
-  int n = 0;
-  if (!expect(ps, '(', "'(' and the optimizer's settings") || !number_args(ps, keys, k == 0 ? 4 : 7, v) || !expect(ps, ':', "':' and the parameters")) return;
-  if (k && v[2] != 0) {
-    errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "%s has no momentum (it has beta1)", kind);
-    return;
-  }
-  do {
-    if (n == 64) {
-      errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 parameters in one step");
-      return;
-    }
-    if ((params[n++] = use(ps)) < 0) return;
-  } while (accept(ps, ','));
-  if (!is_word(ps, "by")) {
-    expected(ps, "',' or 'by' and the loss");
-    return;
-  }
-  next(ps);
-  int32_t loss = use(ps);
-  if (loss < 0 || !end_of_statement(ps)) return;
-  portc_optimizer o = {sizeof o, (portc_optimizer_kind)k, v[0], v[2], v[3], v[4], v[5], v[6]};
-  if (portc_train_step(ps->g, loss, n, params, &o, v[1]) != PORTC_OK) errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
-}
-
-/* autocast f16 | bf16 | off: the mixed-precision mode of the ops that follow (portc_graph_autocast) */
-static void stmt_autocast(parser *ps) {
-  tok at = ps->t;
-  char word[16];
-  if (!ident(ps, word, sizeof word, "f16, bf16 or off") || !end_of_statement(ps)) return;
-  portc_dtype t = PORTC_F32;
-  if (strcmp(word, "off") != 0 && (!portc_dtype_parse(word, &t) || (t != PORTC_F16 && t != PORTC_BF16))) {
-    errorf_at(ps, at.line, at.col, PORTC_ERR_INVALID, "autocast takes f16, bf16 or off, not '%s'", word);
-    return;
-  }
-  portc_graph_autocast(ps->g, t);
+  } while (ps_accept(ps, ','));
+  ps_end_of_statement(ps);
 }
 
 /* after a statement word: a name follows (the statement), not '=' or ':' (a value named so) */
@@ -690,89 +531,89 @@ static bool attribute_ahead(const parser *ps) {
 static void stmt_op(parser *ps) {
   char name[128];
   if (!new_name(ps, name, sizeof name)) return;
-  if (is_punct(ps, ',')) {
+  if (ps_is_punct(ps, ',')) {
     char names[64][128];
     int nn = 1;
     snprintf(names[0], sizeof names[0], "%s", name);
-    while (accept(ps, ',')) {
+    while (ps_accept(ps, ',')) {
       if (nn == 64) {
-        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 names");
+        ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 names");
         return;
       }
       if (!new_name(ps, names[nn], sizeof names[nn])) return;
       for (int k = 0; k < nn; k++)
         if (strcmp(names[k], names[nn]) == 0) {
-          errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "'%s' is named twice", names[nn]);
+          ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "'%s' is named twice", names[nn]);
           return;
         }
       nn++;
     }
-    if (!expect(ps, '=', "'=' and grad(...)")) return;
+    if (!ps_expect(ps, '=', "'=' and grad(...)")) return;
     tok at = ps->t;
-    if (!is_word(ps, "grad")) {
-      expected(ps, "grad(...): only grad gives several values");
+    if (!ps_is_word(ps, "grad")) {
+      ps_expected(ps, "grad(...): only grad gives several values");
       return;
     }
-    next(ps);
-    stmt_grad(ps, names, nn, at);
+    ps_next(ps);
+    ptg_grad(ps, names, nn, at);
     return;
   }
   portc_dtype dt = PORTC_F32;
   shape sh = {0};
   bool typed = false;
   tok type_at = ps->t;
-  if (accept(ps, ':')) {
+  if (ps_accept(ps, ':')) {
     type_at = ps->t;
     if (!type(ps, &dt, &sh)) return;
     typed = true;
   }
-  if (!expect(ps, '=', typed ? "'=' and an op" : "':' and a type, or '=' and an op")) return;
+  if (!ps_expect(ps, '=', typed ? "'=' and an op" : "':' and a type, or '=' and an op")) return;
   tok op_at = ps->t;
   char opname[64];
-  if (!ident(ps, opname, sizeof opname, "an op name")) return;
+  if (!ps_ident(ps, opname, sizeof opname, "an op name")) return;
   if (strcmp(opname, "grad") == 0) {
     if (typed) {
-      errorf_at(ps, type_at.line, type_at.col, PORTC_ERR_INVALID, "a gradient takes the type of what it is for: no type here");
+      ps_errorf_at(ps, type_at.line, type_at.col, PORTC_ERR_INVALID, "a gradient takes the type of what it is for: no type here");
       return;
     }
     char one[1][128];
     snprintf(one[0], sizeof one[0], "%s", name);
-    stmt_grad(ps, one, 1, op_at);
+    ptg_grad(ps, one, 1, op_at);
     return;
   }
   if (strcmp(opname, "cross_entropy") == 0 || strcmp(opname, "mse_loss") == 0) {
-    stmt_loss(ps, name, opname, op_at);
+    ptg_loss(ps, name, opname, op_at);
     return;
   }
   enum op op;
   if (!op_lookup(opname, &op) || op_get(op)->kind == K_SOURCE) {
-    errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "'%s' is not an op", opname);
+    ps_errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "'%s' is not an op", opname);
     return;
   }
-  if (!expect(ps, '(', "'(' after the op name")) return;
+  if (!ps_expect(ps, '(', "'(' after the op name")) return;
   int32_t in[64];
   node_spec s;
   spec_init(&s, op, 0, in);
-  if (!is_punct(ps, ')')) {
+  if (!ps_is_punct(ps, ')')) {
     do {
       if (attribute_ahead(ps)) {
         if (!attribute(ps, op, s.a)) return;
         continue;
       }
       if (s.nin == 64) {
-        errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 inputs");
+        ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 inputs");
         return;
       }
-      int32_t v = use(ps);
+      int32_t v = ps_use(ps);
       if (v < 0) return;
       in[s.nin++] = v;
-    } while (accept(ps, ','));
+    } while (ps_accept(ps, ','));
   }
-  if (!expect(ps, ')', "',' or ')'") || !end_of_statement(ps)) return;
+  if (!ps_expect(ps, ')', "',' or ')'") || !ps_end_of_statement(ps)) return;
   s.name = name;
   portc_node n = graph_add(ps->g, &s);
   if (n < 0) {
-    report_build_error(ps, op_at, name, n);
+    ps_report_build_error(ps, op_at, name, n);
     return;
   }
   const node *x = &ps->g->nodes[n];
@@ -780,27 +621,27 @@ static void stmt_op(parser *ps) {
     char want[256], got[256];
     shape_str(ps->g, &sh, want, sizeof want);
     shape_str(ps->g, &x->sh, got, sizeof got);
-    errorf_at(ps, type_at.line, type_at.col, PORTC_ERR_SHAPE, "%s is declared %s%s but %s gives %s%s", name,
+    ps_errorf_at(ps, type_at.line, type_at.col, PORTC_ERR_SHAPE, "%s is declared %s%s but %s gives %s%s", name,
               portc_dtype_name(dt), want, opname, portc_dtype_name(x->dt), got);
   }
 }
 
 static void statement(parser *ps) {
   tok at = ps->t;
-  if (is_word(ps, "graph")) next(ps), stmt_graph(ps);
-  else if (is_word(ps, "input")) next(ps), stmt_input(ps, at);
-  else if (is_word(ps, "param")) next(ps), stmt_param(ps, at);
-  else if (is_word(ps, "const")) next(ps), stmt_const(ps, at);
-  else if (is_word(ps, "output")) next(ps), stmt_output(ps);
-  else if (is_word(ps, "update") && word_statement(ps)) next(ps), stmt_update(ps);
-  else if (is_word(ps, "step") && word_statement(ps)) next(ps), stmt_step(ps, at);
-  else if (is_word(ps, "autocast") && word_statement(ps)) next(ps), stmt_autocast(ps);
+  if (ps_is_word(ps, "graph")) ps_next(ps), stmt_graph(ps);
+  else if (ps_is_word(ps, "input")) ps_next(ps), stmt_input(ps, at);
+  else if (ps_is_word(ps, "param")) ps_next(ps), stmt_param(ps, at);
+  else if (ps_is_word(ps, "const")) ps_next(ps), stmt_const(ps, at);
+  else if (ps_is_word(ps, "output")) ps_next(ps), stmt_output(ps);
+  else if (ps_is_word(ps, "update") && word_statement(ps)) ps_next(ps), ptg_update(ps);
+  else if (ps_is_word(ps, "step") && word_statement(ps)) ps_next(ps), ptg_step(ps, at);
+  else if (ps_is_word(ps, "autocast") && word_statement(ps)) ps_next(ps), ptg_autocast(ps);
   else if (ps->t.k == T_IDENT) stmt_op(ps);
-  else expected(ps, "a statement (graph, input, param, const, output, update, step, autocast, or NAME = op(...))");
+  else ps_expected(ps, "a statement (graph, input, param, const, output, update, step, autocast, or NAME = op(...))");
 }
 
 static void skip_line(parser *ps) {
-  while (ps->t.k != T_EOL && ps->t.k != T_END) next(ps);
+  while (ps->t.k != T_EOL && ps->t.k != T_END) ps_next(ps);
 }
 
 static void parser_free(parser *ps) {
@@ -829,7 +670,7 @@ portc_status portc_graph_parse(const char *text, const char *source_name, portc_
         skip_line(&ps);
       }
     }
-    if (ps.t.k == T_EOL) next(&ps);
+    if (ps.t.k == T_EOL) ps_next(&ps);
   }
   if (ps.nerr) {
     if (ps.nerr > MAX_ERRORS) sb_printf(&ps.errs, "... and %d more errors\n", ps.nerr - MAX_ERRORS);
@@ -850,9 +691,9 @@ portc_status graph_parse_attrs(portc_graph *g, enum op op, const char *text, att
   lex(&ps);
   while (ps.t.k != T_END && ps.t.k != T_EOL && !ps.stmt_failed) {
     if (!attribute(&ps, op, out)) break;
-    if (!accept(&ps, ',') && ps.t.k != T_END) expected(&ps, "',' or the end of the attributes");
+    if (!ps_accept(&ps, ',') && ps.t.k != T_END) ps_expected(&ps, "',' or the end of the attributes");
   }
-  if (ps.t.k == T_EOL && !ps.stmt_failed) expected(&ps, "an attribute");
+  if (ps.t.k == T_EOL && !ps.stmt_failed) ps_expected(&ps, "an attribute");
   portc_status s = PORTC_OK;
   if (ps.nerr) {
     if (ps.errs.len) ps.errs.s[--ps.errs.len] = 0;

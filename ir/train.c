@@ -40,6 +40,7 @@ portc_node portc_cross_entropy(portc_graph *g, portc_node logits, portc_node lab
   if (!(smoothing >= 0 && smoothing < 1)) return err_node(PORTC_ERR_INVALID, "cross_entropy: label smoothing %g is outside [0, 1)", smoothing);
   portc_dtype t = x->dt, it = y->dt;
   int64_t C = x->sh.d[1].c, row[2] = {1, C};
+  if (C < 1 || C > (1 << 24)) return err_node(PORTC_ERR_SHAPE, "cross_entropy: %lld classes; 1 to 2^24 are supported", (long long)C);
   double *iota = malloc(sizeof *iota * (size_t)(C + 1));
   if (!iota) return err_node(PORTC_ERR_NOMEM, "cross_entropy: out of memory");
   for (int64_t k = 0; k < C; k++) iota[k] = (double)k;
