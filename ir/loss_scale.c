@@ -20,28 +20,16 @@
 
 enum { GROWTH_INTERVAL = 2000 }; /* torch.amp.GradScaler's default, with factors 2 and 0.5 */
 
-typedef struct sctx {
-  portc_graph *g;
-  portc_status st;
-  char why[512];
-} sctx;
+static portc_node ok(build_ctx *c, portc_node n) { return build_ok(c, n); }
 
-static portc_node ok(sctx *c, portc_node n) {
-  if (n < 0 && !c->st) {
-    c->st = portc_node_status(n);
-    snprintf(c->why, sizeof c->why, "%s", portc_last_error());
-  }
-  return n;
-}
+static portc_node num(build_ctx *c, double v) { return ok(c, portc_scalar(c->g, PORTC_F32, v)); }
 
-static portc_node num(sctx *c, double v) { return ok(c, portc_scalar(c->g, PORTC_F32, v)); }
-
-static portc_node state(sctx *c, const char *name, double start) {
+static portc_node state(build_ctx *c, const char *name, double start) {
   if (node_name_taken(c->g, name)) return ok(c, err_node(PORTC_ERR_INVALID, "graph %s already has %s: one loss-scaled step per graph", c->g->name, name));
   return ok(c, portc_param_init(c->g, name, PORTC_F32, 0, NULL, PORTC_INIT_NORMAL, 0, start, 0)); /* exactly start */
 }
 
-static void named(sctx *c, portc_node n, const char *name) {
+static void named(build_ctx *c, portc_node n, const char *name) {
   if (n >= 0 && !node_name_taken(c->g, name)) portc_set_name(c->g, n, name);
 }
 
@@ -61,7 +49,7 @@ portc_status portc_train_step(portc_graph *g, portc_node loss, int n, const port
     return err_set(PORTC_ERR_INVALID, "train_step: the loss is not a floating node of this graph");
   }
   const int n0 = g->n, nout0 = g->nout, nupd0 = g->nupd;
-  sctx c = {.g = g};
+  build_ctx c = {.g = g};
   portc_node scale = state(&c, "amp.scale", loss_scale), growth = state(&c, "amp.growth", 0);
   portc_node scaled = ok(&c, portc_mul(g, loss, ok(&c, portc_cast(g, scale, g->nodes[loss < 0 ? 0 : loss].dt))));
   named(&c, scaled, "loss.scaled");

@@ -92,20 +92,21 @@ portc_status portc_update(portc_graph *g, portc_node param, portc_node value) {
 
 /* ---- optimizers ---- */
 
-typedef struct optx {
-  portc_graph *g;
-  portc_status st;
-  char why[512];
-  portc_node skip; /* a bool scalar: when true, every update keeps the old value (PORTC_NONE: none) */
-} optx;
-
-static portc_node ok(optx *c, portc_node n) {
+portc_node build_ok(build_ctx *c, portc_node n) {
   if (n < 0 && !c->st) {
     c->st = portc_node_status(n);
     snprintf(c->why, sizeof c->why, "%s", portc_last_error());
   }
   return n;
 }
+
+typedef struct optx {
+  build_ctx b;
+  portc_graph *g;
+  portc_node skip; /* a bool scalar: when true, every update keeps the old value (PORTC_NONE: none) */
+} optx;
+
+static portc_node ok(optx *c, portc_node n) { return build_ok(&c->b, n); }
 
 /* a zero-initialized parameter like p, named after it */
 static portc_node state_like(optx *c, portc_node p, const char *suffix) {
@@ -118,7 +119,7 @@ static portc_node state_like(optx *c, portc_node p, const char *suffix) {
 }
 
 static void updated(optx *c, portc_node state, portc_node value) {
-  if (c->st || state < 0 || value < 0) return;
+  if (c->b.st || state < 0 || value < 0) return;
   if (c->skip != PORTC_NONE && (value = ok(c, portc_where(c->g, c->skip, state, value))) < 0) return;
   char name[256];
   snprintf(name, sizeof name, "%s.next", c->g->nodes[state].name);
@@ -152,7 +153,7 @@ portc_status optimizer_step_unless(portc_graph *g, const portc_optimizer *o, int
   portc_status st = check_step(g, o, n, params, grads);
   if (st) return st;
   const int n0 = g->n, nout0 = g->nout, nupd0 = g->nupd;
-  optx c = {.g = g, .skip = skip};
+  optx c = {.b = {.g = g}, .g = g, .skip = skip};
   double lr = o->lr, wd = o->weight_decay, b1 = o->beta1, b2 = o->beta2, eps = o->eps;
   if (b1 == 0 && b2 == 0 && eps == 0) b1 = 0.9, b2 = 0.999, eps = 1e-8;
   bool adam = o->kind != PORTC_OPT_SGD;
@@ -167,7 +168,7 @@ portc_status optimizer_step_unless(portc_graph *g, const portc_optimizer *o, int
     bc1 = ok(&c, portc_sub(g, S(&c, t0, 1), ok(&c, portc_pow(g, S(&c, t0, b1), t))));
     bc2s = ok(&c, portc_sqrt(g, ok(&c, portc_sub(g, S(&c, t0, 1), ok(&c, portc_pow(g, S(&c, t0, b2), t))))));
   }
-  for (int k = 0; k < n && !c.st; k++) {
+  for (int k = 0; k < n && !c.b.st; k++) {
     portc_node p = params[k], d = grads[k];
     portc_dtype t = g->nodes[p].dt;
     if (wd > 0 && o->kind != PORTC_OPT_ADAMW) d = ok(&c, portc_add(g, d, ok(&c, portc_mul(g, p, S(&c, t, wd)))));
@@ -193,9 +194,9 @@ portc_status optimizer_step_unless(portc_graph *g, const portc_optimizer *o, int
     }
     updated(&c, p, next);
   }
-  if (c.st) {
+  if (c.b.st) {
     graph_truncate(g, n0, nout0, nupd0);
-    return err_set(c.st, "optimizer_step: %s", c.why);
+    return err_set(c.b.st, "optimizer_step: %s", c.b.why);
   }
   return PORTC_OK;
 }

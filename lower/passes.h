@@ -17,6 +17,12 @@ portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_grap
  * folder and replaces *g. On failure (st, or an output) out is freed and *g left as it was. */
 portc_status rebuild_finish(portc_graph **g, portc_graph *out, const int32_t *remap, portc_status st);
 
+/* A pass that rebuilds *g replacing some nodes: node i is replace(out, g, i, remap) where
+ * replaces(g, i), else copied; nothing is rebuilt when no node qualifies (*changed false). */
+typedef bool (*node_test)(const portc_graph *g, int i);
+typedef portc_node (*node_rewrite)(portc_graph *out, const portc_graph *g, int i, const int32_t *remap);
+portc_status rebuild_replacing(portc_graph **g, const char *pass, node_test replaces, node_rewrite replace, bool *changed);
+
 portc_status decompose(portc_graph **g, bool *changed);
 portc_status split_concat(portc_graph **g, bool *changed);
 portc_status split_reduce(portc_graph **g, bool *changed);

@@ -97,3 +97,28 @@ portc_status rebuild_finish(portc_graph **gp, portc_graph *out, const int32_t *r
   *gp = out;
   return PORTC_OK;
 }
+
+portc_status rebuild_replacing(portc_graph **gp, const char *pass, node_test replaces, node_rewrite replace, bool *changed) {
+  portc_graph *g = *gp;
+  *changed = false;
+  bool any = false;
+  for (int i = 0; i < g->n && !any; i++) any = replaces(g, i);
+  if (!any) return PORTC_OK;
+  portc_graph *out = portc_graph_new(g->name);
+  int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
+  if (!out || !remap) {
+    portc_graph_free(out);
+    free(remap);
+    return err_set(PORTC_ERR_NOMEM, "%s: out of memory", pass);
+  }
+  out->next_auto = g->next_auto;
+  portc_status st = PORTC_OK;
+  for (int i = 0; i < g->n && !st; i++) {
+    remap[i] = replaces(g, i) ? replace(out, g, i, remap) : copy_node(out, g, i, remap, NULL);
+    if (remap[i] < 0) st = err_set(portc_node_status(remap[i]), "%s %s: %s", pass, g->nodes[i].name, portc_last_error());
+  }
+  st = rebuild_finish(gp, out, remap, st);
+  free(remap);
+  *changed = !st;
+  return st;
+}

@@ -17,7 +17,10 @@
 
 #define MAX_CONCAT_INPUTS 16
 
-static portc_node split(portc_graph *out, const node *x, const int32_t *remap) {
+static bool wide(const portc_graph *g, int i) { return g->nodes[i].op == OP_concat && g->nodes[i].nin > MAX_CONCAT_INPUTS; }
+
+static portc_node split(portc_graph *out, const portc_graph *g, int i, const int32_t *remap) {
+  const node *x = &g->nodes[i];
   portc_node parts[MAX_CONCAT_INPUTS], in[MAX_CONCAT_INPUTS];
   int64_t axis = attr_i(x, "axis");
   int np = 0;
@@ -35,29 +38,4 @@ static portc_node split(portc_graph *out, const node *x, const int32_t *remap) {
   return y;
 }
 
-portc_status split_concat(portc_graph **gp, bool *changed) {
-  portc_graph *g = *gp;
-  *changed = false;
-  bool any = false;
-  for (int i = 0; i < g->n && !any; i++) any = g->nodes[i].op == OP_concat && g->nodes[i].nin > MAX_CONCAT_INPUTS;
-  if (!any) return PORTC_OK;
-  portc_graph *out = portc_graph_new(g->name);
-  int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
-  if (!out || !remap) {
-    portc_graph_free(out);
-    free(remap);
-    return err_set(PORTC_ERR_NOMEM, "split_concat: out of memory");
-  }
-  out->next_auto = g->next_auto;
-  portc_status st = PORTC_OK;
-  for (int i = 0; i < g->n && !st; i++) {
-    const node *x = &g->nodes[i];
-    bool wide = x->op == OP_concat && x->nin > MAX_CONCAT_INPUTS;
-    remap[i] = wide ? split(out, x, remap) : copy_node(out, g, i, remap, NULL);
-    if (remap[i] < 0) st = err_set(portc_node_status(remap[i]), "split_concat %s: %s", x->name, portc_last_error());
-  }
-  st = rebuild_finish(gp, out, remap, st);
-  free(remap);
-  *changed = !st;
-  return st;
-}
+portc_status split_concat(portc_graph **gp, bool *changed) { return rebuild_replacing(gp, "split_concat", wide, split, changed); }

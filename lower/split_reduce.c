@@ -34,7 +34,10 @@ static void name(portc_graph *out, portc_node n, const char *base, const char *p
   if (n >= 0 && !node_name_taken(out, s)) portc_set_name(out, n, s);
 }
 
-static portc_node split(portc_graph *out, const portc_graph *g, const node *x, const int32_t *remap) {
+static bool large(const portc_graph *g, int i) { return row_length(g, &g->nodes[i]) > 0; }
+
+static portc_node split(portc_graph *out, const portc_graph *g, int i, const int32_t *remap) {
+  const node *x = &g->nodes[i];
   int64_t c = row_length(g, x), n = shape_numel_const(&g->nodes[x->in[0]].sh);
   portc_dim rows[2] = {{n / c, NULL}, {c, NULL}};
   portc_node r = portc_reshape(out, remap[x->in[0]], 2, rows);
@@ -53,28 +56,4 @@ static portc_node split(portc_graph *out, const portc_graph *g, const node *x, c
   return y;
 }
 
-portc_status split_reduce(portc_graph **gp, bool *changed) {
-  portc_graph *g = *gp;
-  *changed = false;
-  bool any = false;
-  for (int i = 0; i < g->n && !any; i++) any = row_length(g, &g->nodes[i]) > 0;
-  if (!any) return PORTC_OK;
-  portc_graph *out = portc_graph_new(g->name);
-  int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
-  if (!out || !remap) {
-    portc_graph_free(out);
-    free(remap);
-    return err_set(PORTC_ERR_NOMEM, "split_reduce: out of memory");
-  }
-  out->next_auto = g->next_auto;
-  portc_status st = PORTC_OK;
-  for (int i = 0; i < g->n && !st; i++) {
-    const node *x = &g->nodes[i];
-    remap[i] = row_length(g, x) ? split(out, g, x, remap) : copy_node(out, g, i, remap, NULL);
-    if (remap[i] < 0) st = err_set(portc_node_status(remap[i]), "split_reduce %s: %s", x->name, portc_last_error());
-  }
-  st = rebuild_finish(gp, out, remap, st);
-  free(remap);
-  *changed = !st;
-  return st;
-}
+portc_status split_reduce(portc_graph **gp, bool *changed) { return rebuild_replacing(gp, "split_reduce", large, split, changed); }
