@@ -158,8 +158,10 @@ static bool reduce_rule(gctx *c, int i, const node *x, portc_node gy, portc_node
       if (sa.d[axes[k]].sym >= 0) known = false;
       else count *= (double)sa.d[axes[k]].c;
     }
-    portc_node n = known ? g_scalar(c, t, count) : gk(c, portc_sum(G, g_expand(c, g_reshape(c, g_scalar(c, t, 1), &(shape){0}), &sa), na, axes, true));
-    gin[0] = g_expand(c, dvd(c, gk_, n), &sa);
+    /* a known count as its reciprocal: an f16 count past 65504 would be inf, its reciprocal is not */
+    portc_node scaled = known ? muls(c, gk_, 1.0 / count)
+                              : dvd(c, gk_, gk(c, portc_sum(G, g_expand(c, g_reshape(c, g_scalar(c, t, 1), &(shape){0}), &sa), na, axes, true)));
+    gin[0] = g_expand(c, scaled, &sa);
     break;
   }
   case OP_max:
