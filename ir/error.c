@@ -87,3 +87,11 @@ char *sb_take(strbuf *b) {
   *b = (strbuf){0};
   return s;
 }
+
+portc_node build_ok(build_ctx *c, portc_node n) {
+  if (n < 0 && !c->st) {
+    c->st = portc_node_status(n);
+    snprintf(c->why, sizeof c->why, "%s", portc_last_error());
+  }
+  return n;
+}

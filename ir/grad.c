@@ -19,36 +19,30 @@
 #include "dtype.h"
 #include "grad.h"
 
-portc_node gk(gctx *c, portc_node n) {
-  if (n < 0 && c->st == PORTC_OK) {
-    c->st = portc_node_status(n);
-    snprintf(c->why, sizeof c->why, "%s", portc_last_error());
-  }
-  return n;
-}
+portc_node gk(gctx *c, portc_node n) { return build_ok(&c->b, n); }
 
 portc_node gfail(gctx *c, portc_status st, const char *fmt, ...) {
-  if (c->st == PORTC_OK) {
+  if (c->b.st == PORTC_OK) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    vsnprintf(c->b.why, sizeof c->b.why, fmt, ap);
     va_end(ap);
-    c->st = st;
+    c->b.st = st;
   }
   return -(portc_node)st;
 }
 
-shape g_shape(gctx *c, portc_node i) { return i >= 0 && i < c->g->n ? c->g->nodes[i].sh : (shape){0}; }
+shape g_shape(gctx *c, portc_node i) { return i >= 0 && i < c->b.g->n ? c->b.g->nodes[i].sh : (shape){0}; }
 
-portc_node g_scalar(gctx *c, portc_dtype t, double v) { return gk(c, portc_scalar(c->g, t, v)); }
+portc_node g_scalar(gctx *c, portc_dtype t, double v) { return gk(c, portc_scalar(c->b.g, t, v)); }
 
 portc_node g_reshape(gctx *c, portc_node x, const shape *to) {
   if (x < 0) return x;
   shape s = g_shape(c, x);
   if (shape_eq(&s, to)) return x;
   portc_dim d[PORTC_MAX_RANK];
-  shape_dims(c->g, to, d);
-  return gk(c, portc_reshape(c->g, x, to->rank, d));
+  shape_dims(c->b.g, to, d);
+  return gk(c, portc_reshape(c->b.g, x, to->rank, d));
 }
 
 portc_node g_expand(gctx *c, portc_node x, const shape *to) {
@@ -56,8 +50,8 @@ portc_node g_expand(gctx *c, portc_node x, const shape *to) {
   shape s = g_shape(c, x);
   if (shape_eq(&s, to)) return x;
   portc_dim d[PORTC_MAX_RANK];
-  shape_dims(c->g, to, d);
-  return gk(c, portc_expand(c->g, x, to->rank, d));
+  shape_dims(c->b.g, to, d);
+  return gk(c, portc_expand(c->b.g, x, to->rank, d));
 }
 
 static bool is_one(dim d) { return d.sym < 0 && d.c == 1; }
@@ -69,7 +63,7 @@ portc_node g_unbroadcast(gctx *c, portc_node gy, const shape *to) {
   int64_t axes[PORTC_MAX_RANK];
   for (int i = 0; i < from.rank; i++)
     if (i < lead || (is_one(to->d[i - lead]) && !is_one(from.d[i]))) axes[n++] = i;
-  portc_node s = n ? gk(c, portc_sum(c->g, gy, n, axes, true)) : gy;
+  portc_node s = n ? gk(c, portc_sum(c->b.g, gy, n, axes, true)) : gy;
   return g_reshape(c, s, to);
 }
 
@@ -79,13 +73,13 @@ portc_node g_transpose(gctx *c, portc_node x) {
   int64_t perm[PORTC_MAX_RANK];
   for (int i = 0; i < r; i++) perm[i] = i;
   perm[r - 2] = r - 1, perm[r - 1] = r - 2;
-  return gk(c, portc_permute(c->g, x, r, perm));
+  return gk(c, portc_permute(c->b.g, x, r, perm));
 }
 
 portc_node g_sum_keep(gctx *c, portc_node x, int naxes, const int64_t *axes) {
   if (x < 0) return x;
   shape s = g_shape(c, x);
-  return g_expand(c, gk(c, portc_sum(c->g, x, naxes, axes, true)), &s);
+  return g_expand(c, gk(c, portc_sum(c->b.g, x, naxes, axes, true)), &s);
 }
 
 portc_node g_zeros(gctx *c, portc_dtype t, const shape *sh) { return g_expand(c, g_reshape(c, g_scalar(c, t, 0), &(shape){.rank = 0}), sh); }
@@ -101,10 +95,10 @@ portc_node g_zero_insert(gctx *c, portc_node y, int axis, int64_t step) {
   }
   int64_t pads[2 * PORTC_MAX_RANK] = {0};
   pads[2 * (axis + 1) + 1] = step - 1;
-  portc_node p = gk(c, portc_pad(c->g, g_reshape(c, y, &w), 2 * w.rank, pads, 0));
+  portc_node p = gk(c, portc_pad(c->b.g, g_reshape(c, y, &w), 2 * w.rank, pads, 0));
   shape flat = s;
   flat.d[axis].c = m * step;
-  return gk(c, portc_slice(c->g, g_reshape(c, p, &flat), axis, 0, (m - 1) * step + 1, 1));
+  return gk(c, portc_slice(c->b.g, g_reshape(c, p, &flat), axis, 0, (m - 1) * step + 1, 1));
 }
 
 /* y placed at [start, start + len) of a zero tensor of length n along axis */
@@ -115,7 +109,7 @@ portc_node g_place(gctx *c, portc_node y, int axis, int64_t start, int64_t n) {
   pads[2 * axis] = start;
   pads[2 * axis + 1] = n - start - s.d[axis].c;
   if (!pads[2 * axis] && !pads[2 * axis + 1]) return y;
-  return gk(c, portc_pad(c->g, y, 2 * s.rank, pads, 0));
+  return gk(c, portc_pad(c->b.g, y, 2 * s.rank, pads, 0));
 }
 
 /* a forward node whose inputs all exist and whose result a gradient can flow through */
@@ -170,30 +164,30 @@ portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const port
   for (int k = 0; k < n; k++) dep[wrt[k]] = true;
   for (int i = 0; i < n0; i++)
     for (int j = 0; j < g->nodes[i].nin && !dep[i]; j++) dep[i] = g->nodes[i].in[j] >= 0 && dep[g->nodes[i].in[j]];
-  gctx c = {.g = g, .need = dep};
+  gctx c = {.b = {.g = g}, .need = dep};
   shape lsh = g->nodes[loss].sh;
   adj[loss] = g_expand(&c, g_scalar(&c, g->nodes[loss].dt, 1.0), &lsh);
   if (adj[loss] >= 0) portc_set_name(g, adj[loss], node_name_taken(g, "loss.seed") ? NULL : "loss.seed");
-  for (int i = loss; i >= 0 && !c.st; i--) {
+  for (int i = loss; i >= 0 && !c.b.st; i--) {
     const node *x = &g->nodes[i];
     if (adj[i] == PORTC_NONE || !dep[i] || op_get(x->op)->kind == K_SOURCE) continue;
     portc_node gin[64];
     int nin = x->nin;
     for (int j = 0; j < nin; j++) gin[j] = PORTC_NONE;
-    if (!grad_rule(&c, i, adj[i], gin) || c.st) {
-      char why[sizeof c.why];
-      memcpy(why, c.why, sizeof why);
-      int at = snprintf(c.why, sizeof c.why, "the gradient of %.100s (%s): ", g->nodes[i].name, op_get(g->nodes[i].op)->name);
-      if (at > 0 && at < (int)sizeof c.why) str_cut(c.why + at, sizeof c.why - (size_t)at, "%s", why);
+    if (!grad_rule(&c, i, adj[i], gin) || c.b.st) {
+      char why[sizeof c.b.why];
+      memcpy(why, c.b.why, sizeof why);
+      int at = snprintf(c.b.why, sizeof c.b.why, "the gradient of %.100s (%s): ", g->nodes[i].name, op_get(g->nodes[i].op)->name);
+      if (at > 0 && at < (int)sizeof c.b.why) str_cut(c.b.why + at, sizeof c.b.why - (size_t)at, "%s", why);
       break;
     }
-    for (int j = 0; j < nin && !c.st; j++) {
+    for (int j = 0; j < nin && !c.b.st; j++) {
       int in = g->nodes[i].in[j];
       if (gin[j] == PORTC_NONE || in < 0 || !dep[in] || !carries_grad(&g->nodes[in])) continue;
       adj[in] = adj[in] == PORTC_NONE ? gin[j] : gk(&c, portc_add(g, adj[in], gin[j]));
     }
   }
-  for (int k = 0; k < n && !c.st; k++) {
+  for (int k = 0; k < n && !c.b.st; k++) {
     if (adj[wrt[k]] != PORTC_NONE) continue;
     int b = blocker(g, wrt[k], loss);
     const node *w = &g->nodes[wrt[k]], *l = &g->nodes[loss];
@@ -203,9 +197,9 @@ portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const port
     else gfail(&c, PORTC_ERR_INVALID, "loss %s does not depend on %s", l->name, w->name);
   }
   /* each result its own node, named WRT.grad where that name is free */
-  bool *claimed = c.st ? NULL : calloc((size_t)(g->n - n0 + 2 * n + 1), sizeof *claimed);
-  if (!c.st && !claimed) gfail(&c, PORTC_ERR_NOMEM, "out of memory");
-  for (int k = 0; k < n && !c.st; k++) {
+  bool *claimed = c.b.st ? NULL : calloc((size_t)(g->n - n0 + 2 * n + 1), sizeof *claimed);
+  if (!c.b.st && !claimed) gfail(&c, PORTC_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < n && !c.b.st; k++) {
     portc_node r = adj[wrt[k]];
     if (r < n0 || claimed[r - n0]) {
       shape s = g_shape(&c, r);
@@ -223,10 +217,10 @@ portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, const port
   free(claimed);
   free(adj);
   free(dep);
-  if (c.st) {
+  if (c.b.st) {
     graph_truncate(g, n0, g->nout, g->nupd);
-    for (int k = 0; k < n; k++) grads[k] = -(portc_node)c.st;
-    return err_set(c.st, "grad: %s", c.why);
+    for (int k = 0; k < n; k++) grads[k] = -(portc_node)c.b.st;
+    return err_set(c.b.st, "grad: %s", c.b.why);
   }
   return PORTC_OK;
 }

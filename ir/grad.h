@@ -14,9 +14,7 @@
 #include "graph.h"
 
 typedef struct gctx {
-  portc_graph *g;
-  portc_status st; /* the first failure, PORTC_OK while none */
-  char why[512];
+  build_ctx b; /* the graph, and the first failure (PORTC_OK while none) */
   const bool *need; /* per forward node: its gradient is wanted (it depends on a wrt) */
 } gctx;
 

@@ -17,7 +17,7 @@
 
 #include "grad.h"
 
-#define G c->g
+#define G c->b.g
 static portc_node add(gctx *c, portc_node a, portc_node b) { return gk(c, portc_add(G, a, b)); }
 static portc_node sub(gctx *c, portc_node a, portc_node b) { return gk(c, portc_sub(G, a, b)); }
 static portc_node mul(gctx *c, portc_node a, portc_node b) { return gk(c, portc_mul(G, a, b)); }
@@ -62,12 +62,12 @@ static bool matmul_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) 
       if (known) {
         portc_node af = gk(c, portc_reshape(G, A, 2, ra)), yf = gk(c, portc_reshape(G, GY, 2, ry));
         gin[1] = g_reshape(c, mm(c, g_transpose(c, af), yf), &sb);
-        return !c->st;
+        return !c->b.st;
       }
     }
     gin[1] = g_reshape(c, g_unbroadcast(c, mm(c, g_transpose(c, A), GY), &b2), &sb);
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 /* ---- convolution ---- */
@@ -155,7 +155,7 @@ static bool conv_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
       if (r >= 0 && g_shape(c, r).d[2 + i].c != q.k[i]) r = gk(c, portc_slice(G, r, 2 + i, 0, q.k[i], 1));
     gin[1] = gk(c, portc_permute(G, r, 4, (int64_t[]){1, 0, 2, 3}));
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 /* ---- pooling ---- */
@@ -195,8 +195,8 @@ static portc_node max_pool_grad(gctx *c, int i, const node *x, portc_node gy) {
   if (q.k[0] * q.k[1] > 64) return gfail(c, PORTC_ERR_SHAPE, "a window of %lld elements; the gradient spreads at most 64", (long long)(q.k[0] * q.k[1]));
   portc_node xp = q.p[0] || q.p[1] ? gk(c, portc_pad(G, in, 8, pads, -INFINITY)) : in;
   portc_node zero = g_scalar(c, x->dt, 0), taken = PORTC_NONE, acc = PORTC_NONE;
-  for (int64_t a = 0; a < q.k[0] && !c->st; a++)
-    for (int64_t b = 0; b < q.k[1] && !c->st; b++) {
+  for (int64_t a = 0; a < q.k[0] && !c->b.st; a++)
+    for (int64_t b = 0; b < q.k[1] && !c->b.st; b++) {
       portc_node xs = gk(c, portc_slice(G, xp, 2, a, a + (oh - 1) * q.s[0] + 1, q.s[0]));
       xs = gk(c, portc_slice(G, xs, 3, b, b + (ow - 1) * q.s[1] + 1, q.s[1]));
       portc_node hit = gk(c, portc_eq(G, xs, i));
@@ -236,7 +236,7 @@ static bool norm_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
   }
   if (needs(c, x, 1)) gin[1] = g_unbroadcast(c, mul(c, gy, xhat), (shape[]){g_shape(c, x->in[1])});
   if (needs(c, x, 2)) gin[2] = g_unbroadcast(c, gy, (shape[]){g_shape(c, x->in[2])});
-  return !c->st;
+  return !c->b.st;
 }
 
 static bool attention_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
@@ -257,21 +257,21 @@ static bool attention_rule(gctx *c, const node *x, portc_node gy, portc_node *gi
     if (needs(c, x, 0)) gin[0] = g_unbroadcast(c, mm(c, gs, k), &sq);
     if (needs(c, x, 1)) gin[1] = g_unbroadcast(c, mm(c, g_transpose(c, gs), q), &sk);
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 bool grad_rule_nn(gctx *c, int i, portc_node gy, portc_node *gin) {
-  node x = c->g->nodes[i];
+  node x = c->b.g->nodes[i];
   switch (x.op) {
   case OP_matmul: return matmul_rule(c, &x, gy, gin);
   case OP_conv2d: return conv_rule(c, &x, gy, gin);
-  case OP_avg_pool2d: gin[0] = avg_pool_grad(c, &x, gy); return !c->st;
-  case OP_max_pool2d: gin[0] = max_pool_grad(c, i, &x, gy); return !c->st;
-  case OP_softmax: gin[0] = softmax_grad(c, i, gy, attr_i(&x, "axis")); return !c->st;
+  case OP_avg_pool2d: gin[0] = avg_pool_grad(c, &x, gy); return !c->b.st;
+  case OP_max_pool2d: gin[0] = max_pool_grad(c, i, &x, gy); return !c->b.st;
+  case OP_softmax: gin[0] = softmax_grad(c, i, gy, attr_i(&x, "axis")); return !c->b.st;
   case OP_log_softmax: {
     int64_t axis = attr_i(&x, "axis");
     gin[0] = sub(c, gy, mul(c, gk(c, portc_exp(G, i)), sum_axis(c, gy, axis)));
-    return !c->st;
+    return !c->b.st;
   }
   case OP_layer_norm:
   case OP_rms_norm: return norm_rule(c, &x, gy, gin);

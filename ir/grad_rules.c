@@ -15,7 +15,7 @@
 #include "grad.h"
 
 /* the builder calls, failures recorded in c */
-#define G c->g
+#define G c->b.g
 static portc_node add(gctx *c, portc_node a, portc_node b) { return gk(c, portc_add(G, a, b)); }
 static portc_node sub(gctx *c, portc_node a, portc_node b) { return gk(c, portc_sub(G, a, b)); }
 static portc_node mul(gctx *c, portc_node a, portc_node b) { return gk(c, portc_mul(G, a, b)); }
@@ -72,7 +72,7 @@ static bool unary(gctx *c, int i, const node *x, portc_node gy, portc_node *gin)
   case OP_floor: case OP_ceil: case OP_sign: gin[0] = g_zeros(c, x->dt, &sa); break; /* zero almost everywhere */
   default: gin[0] = mul(c, gy, unary_factor(c, x->op, a, i, x->dt)); break;
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 /* ties of maximum/minimum share the gradient: where(a wins, gy, where(a == b, gy/2, 0)) */
@@ -117,7 +117,7 @@ static bool binary(gctx *c, int i, const node *x, portc_node gy, portc_node *gin
   }
   if (na && ga != PORTC_NONE) gin[0] = g_unbroadcast(c, ga, &sa);
   if (nb && gb != PORTC_NONE) gin[1] = g_unbroadcast(c, gb, &sb);
-  return !c->st;
+  return !c->b.st;
 }
 
 static bool where_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
@@ -127,7 +127,7 @@ static bool where_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
     shape s = g_shape(c, x->in[j]);
     gin[j] = g_unbroadcast(c, j == 1 ? sel(c, x->in[0], gy, zero) : sel(c, x->in[0], zero, gy), &s);
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 /* the reduced axes of a reduction over rank r, as flags */
@@ -185,7 +185,7 @@ static bool reduce_rule(gctx *c, int i, const node *x, portc_node gy, portc_node
   }
   default: return gfail(c, PORTC_ERR_INVALID, "%s has no gradient", op_get(x->op)->name), false;
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 static portc_node slice_grad(gctx *c, const node *x, portc_node gy) {
@@ -273,16 +273,16 @@ static bool view_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
   case OP_gather: gin[0] = gather_grad(c, x, gy); break;
   default: return gfail(c, PORTC_ERR_INVALID, "%s has no gradient", op_get(x->op)->name), false;
   }
-  return !c->st;
+  return !c->b.st;
 }
 
 bool grad_rule(gctx *c, int i, portc_node gy, portc_node *gin) {
-  node x = c->g->nodes[i]; /* a copy: building moves the node array */
+  node x = c->b.g->nodes[i]; /* a copy: building moves the node array */
   switch (op_get(x.op)->kind) {
   case K_UNARY: return unary(c, i, &x, gy, gin);
   case K_BINARY: return binary(c, i, &x, gy, gin);
   case K_WHERE: return where_rule(c, &x, gy, gin);
-  case K_CAST: gin[0] = needs(c, &x, 0) ? gk(c, portc_cast(G, gy, c->g->nodes[x.in[0]].dt)) : PORTC_NONE; return !c->st;
+  case K_CAST: gin[0] = needs(c, &x, 0) ? gk(c, portc_cast(G, gy, c->b.g->nodes[x.in[0]].dt)) : PORTC_NONE; return !c->b.st;
   case K_REDUCE: return reduce_rule(c, i, &x, gy, gin);
   case K_VIEW: return view_rule(c, &x, gy, gin);
   case K_MASK: {
@@ -290,7 +290,7 @@ bool grad_rule(gctx *c, int i, portc_node gy, portc_node *gin) {
     portc_node zero = g_scalar(c, x.dt, 0);
     portc_node kept = gk(c, portc_eq(G, gk(c, portc_causal_mask(G, g_zeros(c, x.dt, &s))), zero));
     gin[0] = sel(c, kept, gy, zero);
-    return !c->st;
+    return !c->b.st;
   }
   case K_MATMUL: case K_CONV: case K_POOL: case K_COMPOSITE: return grad_rule_nn(c, i, gy, gin);
   default: return gfail(c, PORTC_ERR_INVALID, "%s has no gradient", op_get(x.op)->name), false;

@@ -219,6 +219,16 @@ bool shape_fits(const portc_graph *g, const shape *sh);
 /* fills out with numpy broadcasting of a and b; false when they do not broadcast */
 bool broadcast(const shape *a, const shape *b, shape *out);
 
+/* a build of many builder calls (the gradients, the optimizer steps): the first failure kept with
+ * its message, since later calls on failed nodes fail too and would only repeat it (error.c) */
+typedef struct build_ctx {
+  portc_graph *g;
+  portc_status st;
+  char why[512];
+} build_ctx;
+/* n, recorded when it is the first failure */
+portc_node build_ok(build_ctx *c, portc_node n);
+
 /* removes the nodes from n0 on and the outputs and updates past nout0 and nupd0: a build that
  * failed halfway leaves the graph as it was (train.c) */
 void graph_truncate(portc_graph *g, int n0, int nout0, int nupd0);

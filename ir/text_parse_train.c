@@ -20,18 +20,24 @@ void ptg_update(parser *ps) {
   if (st) ps_errorf_at(ps, at.line, at.col, st, "%s", portc_last_error());
 }
 
+/* VALUE, VALUE...: at most 64 earlier values into out; their count, or -1 after reporting */
+static int value_list(parser *ps, int32_t *out, const char *too_many) {
+  int n = 0;
+  do {
+    if (n == 64) {
+      ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "%s", too_many);
+      return -1;
+    }
+    if ((out[n++] = ps_use(ps)) < 0) return -1;
+  } while (ps_accept(ps, ','));
+  return n;
+}
+
 /* NAME, NAME... = grad(LOSS, WRT, WRT...): one gradient per name, in order */
 void ptg_grad(parser *ps, char (*names)[128], int nnames, tok op_at) {
   int32_t args[64];
-  int n = 0;
-  if (!ps_expect(ps, '(', "'(' after grad")) return;
-  do {
-    if (n == 64) {
-      ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 63 values to differentiate for");
-      return;
-    }
-    if ((args[n++] = ps_use(ps)) < 0) return;
-  } while (ps_accept(ps, ','));
+  int n;
+  if (!ps_expect(ps, '(', "'(' after grad") || (n = value_list(ps, args, "more than 63 values to differentiate for")) < 0) return;
   if (!ps_expect(ps, ')', "',' or ')'") || !ps_end_of_statement(ps)) return;
   if (n - 1 != nnames) {
     ps_errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "grad names %d result%s for %d value%s to differentiate for", nnames, nnames == 1 ? "" : "s", n - 1,
@@ -43,15 +49,10 @@ void ptg_grad(parser *ps, char (*names)[128], int nnames, tok op_at) {
     ps_errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
     return;
   }
+  /* each result is a node of its own (portc_graph_grad makes a value listed twice two), and each
+   * name is new: naming them cannot clash */
   for (int k = 0; k < nnames; k++)
-    if (portc_set_name(ps->g, grads[k], names[k]) != PORTC_OK) {
-      /* the same gradient twice (a value listed twice): a view of it takes the second name */
-      shape s = ps->g->nodes[grads[k]].sh;
-      portc_dim d[PORTC_MAX_RANK];
-      shape_dims(ps->g, &s, d);
-      portc_node r = portc_reshape(ps->g, grads[k], s.rank, d);
-      if (r < 0 || portc_set_name(ps->g, r, names[k]) != PORTC_OK) ps_errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
-    }
+    if (portc_set_name(ps->g, grads[k], names[k]) != PORTC_OK) ps_errorf_at(ps, op_at.line, op_at.col, PORTC_ERR_INVALID, "%s", portc_last_error());
 }
 
 /* KEY=NUMBER, ... up to ')' for the training statements; keys[i] sets v[i] */
@@ -105,19 +106,13 @@ void ptg_step(parser *ps, tok at) {
   }
   double v[7] = {0, 0, 0, 0, 0.9, 0.999, 1e-8};
   int32_t params[64];
-  int n = 0;
+  int n;
   if (!ps_expect(ps, '(', "'(' and the optimizer's settings") || !number_args(ps, keys, k == 0 ? 4 : 7, v) || !ps_expect(ps, ':', "':' and the parameters")) return;
   if (k && v[2] != 0) {
     ps_errorf_at(ps, kind_at.line, kind_at.col, PORTC_ERR_INVALID, "%s has no momentum (it has beta1)", kind);
     return;
   }
-  do {
-    if (n == 64) {
-      ps_errorf_at(ps, ps->t.line, ps->t.col, PORTC_ERR_INVALID, "more than 64 parameters in one step");
-      return;
-    }
-    if ((params[n++] = ps_use(ps)) < 0) return;
-  } while (ps_accept(ps, ','));
+  if ((n = value_list(ps, params, "more than 64 parameters in one step")) < 0) return;
   if (!ps_is_word(ps, "by")) {
     ps_expected(ps, "',' or 'by' and the loss");
     return;

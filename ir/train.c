@@ -92,17 +92,8 @@ portc_status portc_update(portc_graph *g, portc_node param, portc_node value) {
 
 /* ---- optimizers ---- */
 
-portc_node build_ok(build_ctx *c, portc_node n) {
-  if (n < 0 && !c->st) {
-    c->st = portc_node_status(n);
-    snprintf(c->why, sizeof c->why, "%s", portc_last_error());
-  }
-  return n;
-}
-
 typedef struct optx {
   build_ctx b;
-  portc_graph *g;
   portc_node skip; /* a bool scalar: when true, every update keeps the old value (PORTC_NONE: none) */
 } optx;
 
@@ -110,25 +101,25 @@ static portc_node ok(optx *c, portc_node n) { return build_ok(&c->b, n); }
 
 /* a zero-initialized parameter like p, named after it */
 static portc_node state_like(optx *c, portc_node p, const char *suffix) {
-  const node *x = &c->g->nodes[p];
+  const node *x = &c->b.g->nodes[p];
   char name[256];
   snprintf(name, sizeof name, "%s.%s", x->name, suffix);
   portc_dim d[PORTC_MAX_RANK];
-  shape_dims(c->g, &x->sh, d);
-  return ok(c, portc_param_init(c->g, name, x->dt, x->sh.rank, d, PORTC_INIT_ZEROS, 0, 0, 0));
+  shape_dims(c->b.g, &x->sh, d);
+  return ok(c, portc_param_init(c->b.g, name, x->dt, x->sh.rank, d, PORTC_INIT_ZEROS, 0, 0, 0));
 }
 
 static void updated(optx *c, portc_node state, portc_node value) {
   if (c->b.st || state < 0 || value < 0) return;
-  if (c->skip != PORTC_NONE && (value = ok(c, portc_where(c->g, c->skip, state, value))) < 0) return;
+  if (c->skip != PORTC_NONE && (value = ok(c, portc_where(c->b.g, c->skip, state, value))) < 0) return;
   char name[256];
-  snprintf(name, sizeof name, "%s.next", c->g->nodes[state].name);
-  if (!node_name_taken(c->g, name) && valid_ident(name)) portc_set_name(c->g, value, name);
-  portc_status st = portc_update(c->g, state, value);
+  snprintf(name, sizeof name, "%s.next", c->b.g->nodes[state].name);
+  if (!node_name_taken(c->b.g, name) && valid_ident(name)) portc_set_name(c->b.g, value, name);
+  portc_status st = portc_update(c->b.g, state, value);
   if (st) ok(c, -(portc_node)st);
 }
 
-static portc_node S(optx *c, portc_dtype t, double v) { return ok(c, portc_scalar(c->g, t, v)); }
+static portc_node S(optx *c, portc_dtype t, double v) { return ok(c, portc_scalar(c->b.g, t, v)); }
 
 static portc_status check_step(const portc_graph *g, const portc_optimizer *o, int n, const portc_node *params, const portc_node *grads) {
   if (!g || !o || n < 1 || !params || !grads) return err_set(PORTC_ERR_INVALID, "optimizer_step: NULL argument or no parameters");
@@ -153,7 +144,7 @@ portc_status optimizer_step_unless(portc_graph *g, const portc_optimizer *o, int
   portc_status st = check_step(g, o, n, params, grads);
   if (st) return st;
   const int n0 = g->n, nout0 = g->nout, nupd0 = g->nupd;
-  optx c = {.b = {.g = g}, .g = g, .skip = skip};
+  optx c = {.b = {.g = g}, .skip = skip};
   double lr = o->lr, wd = o->weight_decay, b1 = o->beta1, b2 = o->beta2, eps = o->eps;
   if (b1 == 0 && b2 == 0 && eps == 0) b1 = 0.9, b2 = 0.999, eps = 1e-8;
   bool adam = o->kind != PORTC_OPT_SGD;
