@@ -67,6 +67,8 @@ static portc_tensor *to_tensor(const rval *v) {
 }
 
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs) {
+  portc_status pulled = b ? bindings_pull(b, NULL, -1) : PORTC_OK; /* values kept on a device */
+  if (pulled) return pulled;
   bindings_lock(b);
   portc_status st = conf_reference_run(g, b, false, outputs);
   if (!st && (st = bindings_apply_updates(g, b, outputs)))

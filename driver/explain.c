@@ -35,6 +35,7 @@ static portc_status info_fill(const portc_module *m, portc_bindings *b, portc_mo
   info->timer = m->t->gpu ? m->t->gpu->timer(m->handle) : "host clock";
   info->flushes_denormals = m->t->flushes_denormals && m->t->flushes_denormals(m->handle);
   for (int i = 0; i < m->km->nk; i++) info->tuned_kernels += strcmp(m->km->k[i].sched.source, "rules") != 0;
+  info->uploaded_bytes = m->uploaded, info->downloaded_bytes = m->downloaded;
   int64_t S[64] = {0};
   if (m->km->g->nsyms > 64 || !symbols(m, b, S)) return err_set(PORTC_ERR_SHAPE, "info: symbol values are needed for sizes");
   for (int i = 0; i < m->km->nk; i++) {

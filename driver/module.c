@@ -57,6 +57,7 @@ static void dev_release(portc_module *m) {
 void portc_module_free(portc_module *m) {
   if (!m) return;
   module_variants_free(m);
+  if (m->km && m->handle) resident_release(m); /* values kept on the device go back to their bindings */
   free(m->target_name);
   pthread_mutex_destroy(&m->lock);
   partition_free(m->parts);
@@ -279,6 +280,7 @@ typedef struct run_state {
   portc_tensor **owned; /* per buffer: a tensor we allocated (sources and outputs) */
   void *arena;
   dev_buf *dev;         /* targets with their own memory: per buffer, what bufs point to */
+  bool *on_device;      /* per buffer: a parameter the device holds already, or an update's value that stays there */
   int64_t S[64];
 } run_state;
 
@@ -288,6 +290,7 @@ static void run_state_free(portc_module *m, run_state *r) {
   free(r->bufs);
   free(r->arena);
   free(r->dev);
+  free(r->on_device);
 }
 
 /* the module's device allocation in slot b, of at least `bytes` (kept between runs) */
@@ -319,6 +322,7 @@ static portc_status dev_slot(portc_module *m, int b, int64_t bytes, void **obj) 
 static portc_status prepare_device(portc_module *m, run_state *r, const mem_plan *plan, const int64_t *offsets) {
   kir_module *km = m->km;
   if (!(r->dev = calloc((size_t)km->nbuf + 1, sizeof *r->dev))) return err_set(PORTC_ERR_NOMEM, "run: out of memory");
+  m->uploaded = m->downloaded = 0;
   void *arena = NULL;
   portc_status st = plan->arena_bytes ? dev_slot(m, km->nbuf, plan->arena_bytes, &arena) : PORTC_OK;
   for (int i = 0; i < km->nbuf && !st; i++) {
@@ -328,7 +332,8 @@ static portc_status prepare_device(portc_module *m, run_state *r, const mem_plan
       r->dev[i] = (dev_buf){arena, offsets[i], bytes};
     } else if (!(st = dev_slot(m, i, bytes, &r->dev[i].obj))) {
       r->dev[i].bytes = bytes;
-      if (bytes) st = m->t->gpu->write(m->handle, r->dev[i].obj, 0, r->owned[i]->data, bytes);
+      if (bytes && !r->on_device[i]) st = m->t->gpu->write(m->handle, r->dev[i].obj, 0, r->owned[i]->data, bytes);
+      if (bytes && !r->on_device[i]) m->uploaded += bytes;
     }
     r->bufs[i] = &r->dev[i];
   }
@@ -347,12 +352,15 @@ static portc_status const_tensor(const node *n, const int64_t *shape, portc_tens
   return PORTC_OK;
 }
 
-static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
+/* keep: the updates' values that can stay on the device (resident.c) are neither poisoned nor
+ * read back */
+static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r, bool keep) {
   kir_module *km = m->km;
   memset(r, 0, sizeof *r);
   if (!b || b->g != m->g) return err_set(PORTC_ERR_INVALID, "run: the bindings were made for another graph");
   if (km->g->nsyms > 64) return err_set(PORTC_ERR_INVALID, "run: more than 64 symbols");
   portc_status st = symbols_for_run(m, b, r->S);
+  if (!st && resident_capable(m)) st = resident_handover(m, b);
   if (st) return st;
   mem_plan plan;
   int64_t *offsets = calloc((size_t)km->nbuf + 1, sizeof *offsets);
@@ -363,9 +371,14 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
   }
   r->bufs = calloc((size_t)km->nbuf + 1, sizeof *r->bufs);
   r->owned = calloc((size_t)km->nbuf + 1, sizeof *r->owned);
+  r->on_device = calloc((size_t)km->nbuf + 1, sizeof *r->on_device);
   bool device = m->t->gpu != NULL;
   r->arena = plan.arena_bytes && !device ? aligned_alloc(64, (size_t)plan.arena_bytes) : NULL;
-  if (!r->bufs || !r->owned || (plan.arena_bytes && !device && !r->arena)) {
+  for (int k = 0; keep && r->on_device && k < m->g->nupd; k++) {
+    int bp, bv;
+    if (resident_update(m, k, &bp, &bv)) r->on_device[bv] = true;
+  }
+  if (!r->bufs || !r->owned || !r->on_device || (plan.arena_bytes && !device && !r->arena)) {
     free(offsets);
     return err_set(PORTC_ERR_NOMEM, "run: out of memory for %lld bytes of intermediates", (long long)plan.arena_bytes);
   }
@@ -373,11 +386,19 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r) {
     const kir_buf *kb = &km->buf[i];
     int64_t shape[PORTC_MAX_RANK];
     for (int d = 0; d < kb->sh.rank; d++) shape[d] = dim_value(kb->sh.d[d], r->S);
+    int64_t bytes = shape_count(&kb->sh, r->S) * (int64_t)portc_dtype_size(kb->dt);
     switch (kb->role) {
+    case BUF_PARAM:
     case BUF_INPUT:
-    case BUF_PARAM: st = bindings_source(m->g, b, m->src_node[i], &r->owned[i]); break;
-    case BUF_CONST: st = const_tensor(&km->g->nodes[kb->node], shape, &r->owned[i]); break;
+      if (device && resident_current(m, i, b, bytes)) r->on_device[i] = true; /* uploaded by an earlier run, unchanged since */
+      else st = bindings_source(m->g, b, m->src_node[i], &r->owned[i]);
+      break;
+    case BUF_CONST:
+      if (device && resident_current(m, i, b, bytes)) r->on_device[i] = true;
+      else st = const_tensor(&km->g->nodes[kb->node], shape, &r->owned[i]);
+      break;
     case BUF_OUTPUT:
+      if (r->on_device[i]) break; /* written by the run, read by the next one, never by the host */
       if (!(r->owned[i] = portc_tensor_new(kb->dt, kb->sh.rank, shape))) st = PORTC_ERR_NOMEM;
       else memset(r->owned[i]->data, 0xff, (size_t)portc_tensor_numel(r->owned[i]) * portc_dtype_size(kb->dt)); /* poison: NaN */
       break;
@@ -441,7 +462,7 @@ portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, c
   module_lock(m, b);
   run_state r;
   double whole, *t = malloc(sizeof *t * (size_t)(reps + 1));
-  portc_status st = t ? prepare(m, b, &r) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
+  portc_status st = t ? prepare(m, b, &r, false) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
   if (!st) st = execute(m, &r, &whole);
   for (int i = 0; i < m->km->nk && !st; i++) {
     int n = 0;
@@ -467,26 +488,30 @@ portc_status module_time_kernels(portc_module *m, portc_bindings *b, int reps, c
 static portc_status fetch_outputs(portc_module *m, run_state *r) {
   for (int k = 0; r->dev && k < m->km->g->nout; k++) {
     int b = m->km->out_buf[k];
-    if (m->km->buf[b].role != BUF_OUTPUT || !r->dev[b].bytes) continue;
+    if (m->km->buf[b].role != BUF_OUTPUT || !r->dev[b].bytes || r->on_device[b]) continue;
     portc_status st = m->t->gpu->read(m->handle, r->dev[b].obj, r->dev[b].offset, r->owned[b]->data, r->dev[b].bytes);
     if (st) return st;
+    m->downloaded += r->dev[b].bytes;
   }
   return PORTC_OK;
 }
 
-static portc_status module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
+static portc_status module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs, bool keep) {
   const portc_graph *lg = m->km->g;
   for (int k = 0; k < lg->nout; k++) outputs[k] = NULL;
   run_state r;
   double seconds;
-  portc_status st = prepare(m, b, &r);
+  portc_status st = prepare(m, b, &r, keep);
   if (!st) st = execute(m, &r, &seconds);
   if (!st) st = fetch_outputs(m, &r);
+  if (!st && keep) st = resident_adopt(m, b, true); /* the kept values are the parameters' now */
   /* outputs are distinct nodes: a computed one is handed over, one that is a source is copied */
   for (int k = 0; k < lg->nout && !st; k++) {
     int buf = m->km->out_buf[k];
     portc_tensor *src = r.owned[buf];
-    if (m->km->buf[buf].role == BUF_OUTPUT) {
+    if (r.on_device[buf] && m->km->buf[buf].role == BUF_OUTPUT) {
+      outputs[k] = NULL; /* kept on the device */
+    } else if (m->km->buf[buf].role == BUF_OUTPUT) {
       outputs[k] = src;
       r.owned[buf] = NULL;
     } else if ((outputs[k] = portc_tensor_new(src->dtype, src->rank, src->shape))) {
@@ -503,7 +528,7 @@ static portc_status module_run(portc_module *m, portc_bindings *b, portc_tensor 
 
 static portc_status module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
   run_state r;
-  portc_status st = prepare(m, b, &r);
+  portc_status st = prepare(m, b, &r, false);
   for (int i = 0; i < iters && !st; i++) st = execute(m, &r, &seconds[i]);
   run_state_free(m, &r);
   return st;
@@ -521,19 +546,34 @@ void module_unlock(const portc_module *m, portc_bindings *b) {
   pthread_mutex_unlock(&((portc_module *)m)->lock);
 }
 
-portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) {
-  if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "run: NULL argument");
+/* portc_module_run, and with keep portc_module_step */
+static portc_status run_module(portc_module *m, portc_bindings *b, portc_tensor **outputs, bool keep) {
+  if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "%s: NULL argument", keep ? "step" : "run");
+  for (int k = 0; k < m->g->nout; k++) outputs[k] = NULL;
+  if (!b) return err_set(PORTC_ERR_INVALID, "%s: the bindings are NULL", keep ? "step" : "run");
+  portc_status st = bindings_pull(b, m, -1); /* values another module keeps on its device */
+  if (st) return st;
   module_lock(m, b);
   portc_module *use = NULL;
-  portc_status st;
   if (m->parts) st = partition_run(m, b, outputs); /* the regions' modules keep their own guards */
-  else if (!(st = module_for_values(m, b, &use))) st = use == m ? module_run(m, b, outputs) : portc_module_run(use, b, outputs);
+  else if (!(st = module_for_values(m, b, &use))) st = use == m ? module_run(m, b, outputs, keep) : run_module(use, b, outputs, keep);
   /* a training step: the parameters it updates take their new values (the variant run did it) */
-  if (!st && (m->parts || use == m) && (st = bindings_apply_updates(m->g, b, outputs)))
+  if (!st && (m->parts || use == m)) {
+    st = bindings_apply_updates(m->g, b, outputs);
+    if (!st && !keep && use == m) st = resident_adopt(m, b, false);
+    for (int k = 0; !st && keep && k < m->g->nupd; k++) /* a step gives no update's value: b holds it */
+      for (int o = 0; o < m->g->nout; o++)
+        if (m->g->outputs[o] == m->g->upd_value[k]) portc_tensor_free(outputs[o]), outputs[o] = NULL;
+  }
+  if (st)
     for (int k = 0; k < m->g->nout; k++) portc_tensor_free(outputs[k]), outputs[k] = NULL;
   module_unlock(m, b);
   return st;
 }
+
+portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) { return run_module(m, b, outputs, false); }
+
+portc_status portc_module_step(portc_module *m, portc_bindings *b, portc_tensor **outputs) { return run_module(m, b, outputs, true); }
 
 portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
   if (!m || !seconds) return err_set(PORTC_ERR_INVALID, "time: NULL argument");

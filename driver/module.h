@@ -26,6 +26,12 @@ struct portc_module {
   /* targets with their own memory: allocations kept from run to run (per buffer, and the arena) */
   void **dev_obj;
   int64_t *dev_bytes;
+  /* parameters kept on the device (resident.c): per buffer, the bindings (id) and stamp of the
+   * value its allocation holds; the bindings it holds newest values for (guarded by lock) */
+  uint64_t *res_bid, *res_stamp;
+  portc_bindings **held;
+  int nheld;
+  int64_t uploaded, downloaded; /* the last run's host-device copies (portc_module_info) */
   /* recompiles (recompile.c): a specialized module run with other symbol values compiles again,
    * with the options it was compiled with (target copied), keeping what it compiled */
   portc_compile_options opts;
@@ -86,6 +92,20 @@ portc_status partition_run(portc_module *m, portc_bindings *b, portc_tensor **ou
 portc_status partition_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
 portc_status partition_info(const portc_module *m, portc_bindings *b, portc_module_info *info);
 char *partition_explain(const portc_module *m, portc_bindings *b);
+
+/* resident.c: parameters kept on a GPU module's device between runs. Whether the module can;
+ * whether update k's parameter and value have device buffers of their own (bp, bv) to swap;
+ * whether parameter (input, constant) buffer i already holds b's value (of `bytes`); after a successful run, the
+ * swaps and the record of what each parameter buffer holds (keep: the new values stay on the
+ * device and b is told so; else call it after b took them); the values held handed back before
+ * the module is freed. */
+bool resident_capable(const portc_module *m);
+bool resident_update(const portc_module *m, int k, int *bp, int *bv);
+bool resident_current(const portc_module *m, int i, const portc_bindings *b, int64_t bytes);
+portc_status resident_adopt(portc_module *m, portc_bindings *b, bool keep);
+/* before a run with b overwrites the buffers: values held for other bindings go back to them */
+portc_status resident_handover(portc_module *m, const portc_bindings *b);
+void resident_release(portc_module *m);
 
 /* hold and release the module's lock, then b's (b may be NULL) */
 void module_lock(const portc_module *m, portc_bindings *b);

@@ -302,6 +302,7 @@ portc_status partition_info(const portc_module *m, portc_bindings *b, portc_modu
     info->kernels += ri.kernels, info->tuned_kernels += ri.tuned_kernels;
     info->cache_hit = info->cache_hit && ri.cache_hit;
     info->bytes += ri.bytes, info->flops += ri.flops, info->io_bytes += ri.io_bytes;
+    info->uploaded_bytes += ri.uploaded_bytes, info->downloaded_bytes += ri.downloaded_bytes;
     info->intermediate_bytes += ri.intermediate_bytes;
     if (ri.arena_bytes > info->arena_bytes) info->arena_bytes = ri.arena_bytes;
     info->flushes_denormals = info->flushes_denormals || ri.flushes_denormals;

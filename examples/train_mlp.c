@@ -2,8 +2,9 @@
  * train_mlp.c: trains a two-layer MLP classifier (or, with --model cnn, a small convolutional
  * one) with portc on any target: the forward graph,
  * its gradients (portc_graph_grad) and an optimizer step (portc_optimizer_step) compiled once
- * into one module, then one portc_module_run per batch; the parameters and optimizer state stay
- * in the bindings from step to step. A second graph, the same model without the step, measures
+ * into one module, then one portc_module_step per batch: the parameters and optimizer state stay
+ * on the target's device from step to step (only the batch goes up and the loss comes back), and
+ * portc_bindings_get reads the trained parameters back at the end. A second graph, the same model without the step, measures
  * the test accuracy with the trained parameters.
  *
  *   train_mlp DATA [-t TARGET] [--model mlp|cnn] [--opt sgd|adamw] [--steps N] [--hidden H] [--losses FILE]
@@ -140,7 +141,7 @@ int main(int argc, char **argv) {
       memcpy((float *)xb->data + r * f, (float *)xtr->data + row * f, sizeof(float) * (size_t)f);
       ((int64_t *)yb->data)[r] = (int64_t)portc_tensor_get(ytr, row);
     }
-    if (portc_bindings_set(b, "x", xb) || portc_bindings_set(b, "y", yb) || portc_module_run(m, b, out)) return fail("step");
+    if (portc_bindings_set(b, "x", xb) || portc_bindings_set(b, "y", yb) || portc_module_step(m, b, out)) return fail("step");
     double l = portc_tensor_get(out[li], 0);
     if (lf) fprintf(lf, "%.9g\n", l);
     if (s % 50 == 0 || s == steps - 1) printf("step %4d  loss %.6f\n", s, l);

@@ -5,6 +5,7 @@
  * tensor of the node's dtype, so that every executor starts from the same rounded values.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -33,7 +34,11 @@ portc_bindings *portc_bindings_new(const portc_graph *g) {
   b->sym_set = calloc((size_t)g->nsyms + 1, sizeof *b->sym_set);
   b->given = calloc((size_t)g->n + 1, sizeof *b->given);
   b->used = calloc((size_t)g->n + 1, sizeof *b->used);
-  if (b->sym && b->sym_set && b->given && b->used) return b;
+  b->stamp = calloc((size_t)g->n + 1, sizeof *b->stamp);
+  b->remote = calloc((size_t)g->n + 1, sizeof *b->remote);
+  static atomic_uint_fast64_t next_id = 1;
+  b->id = atomic_fetch_add(&next_id, 1);
+  if (b->sym && b->sym_set && b->given && b->used && b->stamp && b->remote) return b;
   portc_bindings_free(b);
 oom:
   err_set(PORTC_ERR_NOMEM, "bindings: out of memory");
@@ -50,6 +55,10 @@ void bindings_unlock(portc_bindings *b) {
 
 void portc_bindings_free(portc_bindings *b) {
   if (!b) return;
+  for (int h = 0; h < b->nholders; h++) b->remote_ops->forget(b->holders[h], b);
+  free(b->holders);
+  free(b->stamp);
+  free(b->remote);
   pthread_mutex_destroy(&b->lock);
   for (int i = 0; i < b->n; i++) {
     if (b->given) portc_tensor_free(b->given[i]);
@@ -82,6 +91,12 @@ static portc_status derive_symbols(portc_bindings *b) {
   return PORTC_OK;
 }
 
+void bindings_touch(portc_bindings *b, int n) { b->stamp[n] = ++b->clock; }
+
+static void touch_all(portc_bindings *b) {
+  for (int n = 0; n < b->n; n++) bindings_touch(b, n);
+}
+
 static portc_status bindings_set_symbol_unlocked(portc_bindings *b, const char *name, int64_t value) {
   if (!b || !name) return err_set(PORTC_ERR_INVALID, "bindings_set_symbol: NULL %s", b ? "name" : "bindings");
   int s = graph_find_symbol(b->g, name);
@@ -91,6 +106,7 @@ static portc_status bindings_set_symbol_unlocked(portc_bindings *b, const char *
     if (b->g->sym_base[k] == s) b->sym_set[k] = false;
   b->sym[s] = value;
   b->sym_set[s] = true;
+  touch_all(b); /* shapes, and so seeded and initialized values, may change with it */
   return derive_symbols(b);
 }
 
@@ -136,6 +152,8 @@ static portc_status bindings_set_unlocked(portc_bindings *b, const char *name, c
   memcpy(copy->data, t->data, (size_t)portc_tensor_numel(t) * portc_dtype_size(t->dtype));
   portc_tensor_free(b->given[n]);
   b->given[n] = copy;
+  b->remote[n] = NULL; /* a value held on a device is replaced */
+  bindings_touch(b, n);
   return PORTC_OK;
 }
 
@@ -143,6 +161,7 @@ static void bindings_set_seed_unlocked(portc_bindings *b, uint64_t seed) {
   if (!b) return;
   b->seeded = true;
   b->seed = seed;
+  touch_all(b);
 }
 
 static const portc_tensor *bindings_get_unlocked(const portc_bindings *b, const char *name) {
@@ -276,11 +295,84 @@ portc_status bindings_shape(const portc_graph *g, const portc_bindings *b, const
   return PORTC_OK;
 }
 
+/* ---- values held on a module's device (driver/resident.c) ---- */
+
+/* node n's value from its owner into given[n] (b locked; the owner locked, or by wait, waited for) */
+static portc_status fetch_remote(portc_bindings *b, int n, bool wait) {
+  void *owner = b->remote[n];
+  const bindings_remote *ops = b->remote_ops;
+  if (!wait && !ops->trylock(owner))
+    return err_set(PORTC_ERR_INVALID, "%s: its newest value is on the device of a module another thread is running with these bindings; "
+                   "run the modules of one bindings object from one thread at a time", b->g->nodes[n].name);
+  if (wait) ops->lock(owner);
+  portc_tensor *t = NULL;
+  portc_status st = ops->fetch(owner, b, n, &t);
+  ops->unlock(owner);
+  if (st) return st;
+  portc_tensor_free(b->given[n]);
+  b->given[n] = t;
+  b->remote[n] = NULL; /* the device still holds the same value: the stamp stays */
+  return PORTC_OK;
+}
+
+portc_status bindings_set_remote(portc_bindings *b, int n, void *owner, const bindings_remote *ops) {
+  bool known = false;
+  for (int h = 0; h < b->nholders; h++) known = known || b->holders[h] == owner;
+  if (!known) {
+    void **hs = realloc(b->holders, sizeof *hs * (size_t)(b->nholders + 1));
+    if (!hs) return err_set(PORTC_ERR_NOMEM, "bindings: out of memory");
+    b->holders = hs;
+    b->holders[b->nholders++] = owner;
+  }
+  b->remote_ops = ops;
+  b->remote[n] = owner;
+  bindings_touch(b, n);
+  return PORTC_OK;
+}
+
+portc_status bindings_pull(portc_bindings *b, const void *except, int node) {
+  for (;;) {
+    bindings_lock(b);
+    void *owner = NULL;
+    for (int n = node < 0 ? 0 : node; n < (node < 0 ? b->n : node + 1) && !owner; n++)
+      if (b->remote[n] && b->remote[n] != except) owner = b->remote[n];
+    bindings_unlock(b);
+    if (!owner) return PORTC_OK;
+    /* the owner's lock before b's, as its runs take them */
+    b->remote_ops->lock(owner);
+    bindings_lock(b);
+    portc_status st = PORTC_OK;
+    for (int n = node < 0 ? 0 : node; n < (node < 0 ? b->n : node + 1) && !st; n++)
+      if (b->remote[n] == owner) st = fetch_remote(b, n, true);
+    bindings_unlock(b);
+    b->remote_ops->unlock(owner);
+    if (st) return st;
+  }
+}
+
+portc_status bindings_release_owner(portc_bindings *b, void *owner) {
+  bindings_lock(b);
+  portc_status st = PORTC_OK;
+  for (int n = 0; n < b->n; n++) {
+    if (b->remote[n] != owner) continue;
+    portc_status s = fetch_remote(b, n, true);
+    if (s && !st) st = s;
+    b->remote[n] = NULL; /* lost only if the device could not be read: the error says so */
+  }
+  int k = 0;
+  for (int h = 0; h < b->nholders; h++)
+    if (b->holders[h] != owner) b->holders[k++] = b->holders[h];
+  b->nholders = k;
+  bindings_unlock(b);
+  return st;
+}
+
 portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, portc_tensor **out) {
   const node *x = &g->nodes[id];
   int64_t shape[PORTC_MAX_RANK];
   portc_status st = bindings_shape(g, b, x, shape);
   if (st) return st;
+  if (b->remote[id] && (st = fetch_remote(b, id, false))) return st; /* the newest value is on a device */
   portc_tensor *t = portc_tensor_new(x->dt, x->sh.rank, shape);
   if (!t) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", x->name);
   if (x->op == OP_const) {
@@ -339,6 +431,8 @@ void portc_bindings_set_seed(portc_bindings *b, uint64_t seed) {
 }
 
 const portc_tensor *portc_bindings_get(const portc_bindings *b, const char *name) {
+  portc_node n = b && name ? graph_find(b->g, name) : -1;
+  if (n >= 0 && n < b->n && bindings_pull((portc_bindings *)b, NULL, n)) return NULL;
   bindings_lock((portc_bindings *)b);
   const portc_tensor *r = bindings_get_unlocked(b, name);
   bindings_unlock((portc_bindings *)b);

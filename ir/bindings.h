@@ -9,6 +9,18 @@
 
 #include "graph.h"
 
+/* Where a parameter's newest value lives when it is not in the bindings but on a compiled module's
+ * device (driver/resident.c): the module keeps it there between runs, and the host tensor is made
+ * when somebody asks for it. The owner is locked (its own lock, recursive) around fetch; forget
+ * tells an owner that the bindings are being freed. */
+typedef struct bindings_remote {
+  void (*lock)(void *owner);
+  bool (*trylock)(void *owner);
+  void (*unlock)(void *owner);
+  portc_status (*fetch)(void *owner, portc_bindings *b, int node, portc_tensor **out);
+  void (*forget)(void *owner, portc_bindings *b);
+} bindings_remote;
+
 struct portc_bindings {
   pthread_mutex_t lock; /* recursive: every public call on the object holds it (portc.h's threading contract) */
   const portc_graph *g;
@@ -20,6 +32,14 @@ struct portc_bindings {
   int n;
   bool seeded;
   uint64_t seed;
+  /* versions: id is unique in the process; stamp[n] changes whenever node n's value may have
+   * (bound, updated, reseeded, a symbol set), so that a module can tell that its device copy is
+   * still the value */
+  uint64_t id, clock, *stamp;
+  void **remote;                  /* per node: the owner holding the newest value, or NULL */
+  const bindings_remote *remote_ops;
+  void **holders;                 /* owners that know these bindings (told on free) */
+  int nholders;
 };
 
 /* hold and release b's lock (b may be NULL): calls that use b from another folder (running a
@@ -33,6 +53,19 @@ portc_status bindings_bind_symbols(const portc_graph *g, portc_bindings *b);
 portc_status bindings_shape(const portc_graph *g, const portc_bindings *b, const node *x, int64_t *shape);
 /* The value of source node id, as a new tensor of its dtype. */
 portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, portc_tensor **out);
+
+/* node n's value changed: a new stamp */
+void bindings_touch(portc_bindings *b, int n);
+/* node n's newest value is now on owner's device (b locked): a new stamp, and owner is told when
+ * b is freed */
+portc_status bindings_set_remote(portc_bindings *b, int n, void *owner, const bindings_remote *ops);
+/* brings the values other owners than `except` hold for b into it (node: that one, -1: all);
+ * called with no module's lock held and b's lock not held, or held by the caller's own run
+ * (the owners are then locked under it, which a run of one of them from another thread does
+ * not wait on) */
+portc_status bindings_pull(portc_bindings *b, const void *except, int node);
+/* an owner is being freed: every value it holds for b is fetched into b first */
+portc_status bindings_release_owner(portc_bindings *b, void *owner);
 
 /* after a run: each parameter the graph updates takes its value among the run's outputs (checkpoint.c) */
 portc_status bindings_apply_updates(const portc_graph *g, portc_bindings *b, portc_tensor *const *outputs);

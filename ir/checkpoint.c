@@ -16,6 +16,7 @@ portc_status bindings_apply_updates(const portc_graph *g, portc_bindings *b, por
     int out = -1;
     for (int o = 0; o < g->nout && out < 0; o++)
       if (g->outputs[o] == g->upd_value[k]) out = o;
+    if (out >= 0 && !outputs[out] && b->remote[g->upd_param[k]]) continue; /* kept on the device (driver/resident.c) */
     if (out < 0 || !outputs[out]) return err_set(PORTC_ERR_INTERNAL, "update of %s: its value is not among the outputs", g->nodes[g->upd_param[k]].name);
     /* in the parameter's own dtype (the reference's results are float64): rounded as a run would */
     const node *p = &g->nodes[g->upd_param[k]];
@@ -32,6 +33,8 @@ portc_status bindings_apply_updates(const portc_graph *g, portc_bindings *b, por
 
 portc_status portc_bindings_save_npz(portc_bindings *b, const char *path) {
   if (!b || !path) return err_set(PORTC_ERR_INVALID, "bindings_save_npz: NULL argument");
+  portc_status pulled = bindings_pull(b, NULL, -1); /* values kept on a device */
+  if (pulled) return pulled;
   bindings_lock(b);
   npz_writer *w = NULL;
   portc_status st = npz_create(path, &w);

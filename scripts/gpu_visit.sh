@@ -19,10 +19,11 @@
 #   models    the CI's ONNX test models (tests/onnx/export_models.py and spec_models.py: recurrent,
 #             audio, U-Net, decoder-only, video, indexing, ...), exported there, checked on each
 #             target against PyTorch's outputs (build/bin/onnx_compare), one module for two batches
-#   train     training steps (bench/train_vs_torch.py: an MLP and the transformer layer, forward,
-#             backward and AdamW) checked against the reference on each target (portc verify
-#             --model, small sizes), then timed by `portc bench` and against torch eager and
-#             torch.compile; the conformance suite's grad cases are part of `verify`
+#   train     training steps (bench/train_vs_torch.py: an MLP, the transformer layer and ResNet-18 at
+#             batch 32, forward, backward and AdamW, in f32 and under bf16 autocast) checked against
+#             the reference on each target (portc verify --model, the transformer at small sizes),
+#             then timed by `portc bench` and against torch eager and torch.compile; $TRAIN_ONLY
+#             (names, comma-separated) limits it; the suite's grad cases are part of `verify`
 #   tune      `portc tune` on every graph of bench/gpu/ and the transformer example, per target,
 #             $TUNE_BUDGET seconds each (default 60), into $out/tune_TARGET.txt: measured tables
 #   artifact  module files: the transformer example compiled to a .portc per target, run from it
@@ -128,13 +129,17 @@ for step in $steps; do
       mkdir -p "$out/$t"
       "$portc" verify -t "$t" --model "$out/train/train_transformer.ptg" --set B=2 --set S=16 >"$out/train_verify_$t.txt" 2>&1
       summary+=("train verify $t (rc $?): $(tail -1 "$out/train_verify_$t.txt")")
-      "$portc" bench "$out/train/train_mlp.ptg" -t "$t" --iters 20 --warmup 3 --no-eager --json "$out/$t/train_mlp.json" >>"$out/train_bench_$t.txt" 2>&1 ||
-        echo "bench $t train_mlp failed: $(tail -1 "$out/train_bench_$t.txt")"
-      "$portc" bench "$out/train/train_transformer.ptg" --set B=16 --set S=512 -t "$t" --iters 20 --warmup 3 --no-eager \
-        --json "$out/$t/train_transformer.json" >>"$out/train_bench_$t.txt" 2>&1 ||
-        echo "bench $t train_transformer failed: $(tail -1 "$out/train_bench_$t.txt")"
+      for name in train_mlp train_mlp_bf16 train_transformer train_transformer_bf16 train_resnet18 train_resnet18_bf16; do
+        [[ -n "${TRAIN_ONLY:-}" && ",$TRAIN_ONLY," != *",$name,"* ]] && continue
+        sets=()
+        [[ $name == train_transformer* ]] && sets=(--set B=16 --set S=512)
+        timeout 300 "$portc" bench "$out/train/$name.ptg" "${sets[@]}" -t "$t" --iters 20 --warmup 3 --no-eager --steps 5 \
+          --json "$out/$t/$name.json" >>"$out/train_bench_$t.txt" 2>&1 ||
+          summary+=("bench $t $name failed (rc $?): $(tail -1 "$out/train_bench_$t.txt")")
+      done
     done
-    PYTHONUNBUFFERED=1 python3 bench/train_vs_torch.py "$out" --iters 20 --targets "${targets// /,}" >"$out/train_vs_torch.txt" 2>&1
+    PYTHONUNBUFFERED=1 python3 bench/train_vs_torch.py "$out" --iters 20 --targets "${targets// /,}" ${TRAIN_ONLY:+--only "$TRAIN_ONLY"} \
+      >"$out/train_vs_torch.txt" 2>&1
     summary+=("train vs torch (rc $?):" "$(grep -v Warning "$out/train_vs_torch.txt" | tail -12)")
     ;;
   torch)

@@ -205,6 +205,113 @@ TEST_P(Gpu, UnknownDeviceIndexSaysWhichExist) {
 // epilogue after it, agree with the CPU; `portc explain` says which one runs
 class Cuda : public Gpu {};
 
+// A training step keeps the parameters and the optimizer state on the device: portc_module_step
+// uploads them once, reads back only the loss, and computes exactly what portc_module_run
+// computes; the bindings read the newest values back when asked (get, a checkpoint, a run of
+// another module), and a module freed first hands them over.
+TEST_P(Gpu, TrainingStepKeepsParametersOnTheDevice) {
+  const char *text =
+      "input x: f32[16, 6]\ninput y: i64[16]\nparam w: f32[6, 4] = normal(std=0.5, seed=1)\nparam b: f32[4] = zeros\n"
+      "h = matmul(x, w)\nlogits = add(h, b)\nloss = cross_entropy(logits, y)\nstep adamw(lr=0.05, weight_decay=0.01): w, b by loss\noutput loss\n";
+  portc_graph *g = nullptr;
+  ASSERT_EQ(portc_graph_parse(text, "train.ptg", &g), PORTC_OK) << portc_last_error();
+  const int nout = portc_graph_output_count(g);
+  int li = 0;
+  while (strcmp(portc_node_name(g, portc_graph_output(g, li)), "loss") != 0) li++;
+  portc_bindings *ran = portc_bindings_new(g), *stepped = portc_bindings_new(g);
+  portc_bindings_set_seed(ran, 5), portc_bindings_set_seed(stepped, 5);
+  portc_module *mr = compile_on(target, g, ran), *ms = compile_on(target, g, stepped);
+  ASSERT_TRUE(mr && ms);
+  std::vector<portc_tensor *> a(nout), c(nout);
+  auto loss_of = [&](std::vector<portc_tensor *> &o) {
+    double l = portc_tensor_get(o[li], 0);
+    for (auto *&t : o) portc_tensor_free(t), t = nullptr;
+    return l;
+  };
+  portc_module_info first = {}, later = {}, ran_first = {}, ran_later = {};
+  for (portc_module_info *i : {&first, &later, &ran_first, &ran_later}) i->size = sizeof *i;
+  for (int step = 0; step < 4; step++) {
+    ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK) << portc_last_error();
+    ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK) << portc_last_error();
+    int given = 0;
+    for (auto *t : c) given += t != nullptr;
+    EXPECT_EQ(given, 1) << "a step gives the loss alone";
+    ASSERT_EQ(portc_module_info_get(ms, stepped, step ? &later : &first), PORTC_OK);
+    ASSERT_EQ(portc_module_info_get(mr, ran, step ? &ran_later : &ran_first), PORTC_OK);
+    EXPECT_EQ(loss_of(a), loss_of(c)) << "step " << step;
+  }
+  const int64_t params = (6 * 4 + 4) * 4 * 3; // w, b and two moments each, f32
+  EXPECT_GE(first.uploaded_bytes, params);
+  EXPECT_EQ(later.uploaded_bytes, 4) << "after the first step only the loss's poison goes up (x and y did not change)";
+  EXPECT_EQ(later.downloaded_bytes, 4) << "a step reads back its loss alone";
+  EXPECT_LE(ran_later.uploaded_bytes, ran_first.uploaded_bytes - params) << "a run uploads no unchanged parameter";
+  EXPECT_GE(ran_later.downloaded_bytes, params) << "a run reads every output";
+  for (const char *p : {"w", "b", "w.exp_avg", "optimizer.step"}) EXPECT_EQ(values(portc_bindings_get(stepped, p)), values(portc_bindings_get(ran, p))) << p;
+  EXPECT_EQ(portc_tensor_get(portc_bindings_get(stepped, "optimizer.step"), 0), 4);
+  // a new batch goes up, and nothing else
+  for (portc_bindings *bb : {ran, stepped}) {
+    const portc_tensor *x = portc_bindings_get(bb, "x");
+    ASSERT_TRUE(x);
+    portc_tensor *nx = portc_tensor_new(x->dtype, x->rank, x->shape);
+    for (int64_t e = 0; e < portc_tensor_numel(nx); e++) portc_tensor_set(nx, e, 0.5 - portc_tensor_get(x, e));
+    ASSERT_EQ(portc_bindings_set(bb, "x", nx), PORTC_OK);
+    portc_tensor_free(nx);
+  }
+  ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK);
+  ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
+  EXPECT_EQ(loss_of(a), loss_of(c));
+  ASSERT_EQ(portc_module_info_get(ms, stepped, &later), PORTC_OK);
+  EXPECT_EQ(later.uploaded_bytes, 16 * 6 * 4 + 4);
+  // a checkpoint of the stepped bindings holds the newest values
+  std::string path = dir + "-ckpt.npz";
+  ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK);
+  ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
+  loss_of(a), loss_of(c);
+  ASSERT_EQ(portc_bindings_save_npz(stepped, path.c_str()), PORTC_OK) << portc_last_error();
+  portc_bindings *restored = portc_bindings_new(g);
+  ASSERT_EQ(portc_bindings_load_npz(restored, path.c_str()), PORTC_OK) << portc_last_error();
+  EXPECT_EQ(values(portc_bindings_get(restored, "w.exp_avg_sq")), values(portc_bindings_get(ran, "w.exp_avg_sq")));
+  portc_bindings_free(restored);
+  remove(path.c_str());
+  // a CPU module steps the same bindings from the device's newest values, and the GPU step after
+  // it starts from the CPU's (uploaded again, since they changed)
+  portc_module *cpu = compile_on("cpu", g, stepped);
+  ASSERT_TRUE(cpu);
+  ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK);
+  ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
+  loss_of(a), loss_of(c);
+  ASSERT_EQ(portc_module_step(cpu, stepped, c.data()), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
+  double lr = loss_of(a), lc = loss_of(c);
+  EXPECT_NEAR(lc, lr, 1e-5 * std::fabs(lr));
+  ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK);
+  ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
+  lr = loss_of(a), lc = loss_of(c);
+  EXPECT_NEAR(lc, lr, 1e-5 * std::fabs(lr));
+  ASSERT_EQ(portc_module_info_get(ms, stepped, &later), PORTC_OK);
+  EXPECT_GE(later.uploaded_bytes, params) << "the CPU changed them: uploaded again";
+  // bindings freed while the module holds their values, then a module freed first: both safe,
+  // and the second hands the values back
+  portc_bindings *brief = portc_bindings_new(g);
+  portc_bindings_set_seed(brief, 5);
+  ASSERT_EQ(portc_module_step(ms, brief, c.data()), PORTC_OK);
+  loss_of(c);
+  portc_bindings_free(brief);
+  ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK);
+  ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
+  loss_of(a), loss_of(c);
+  portc_module_free(ms);
+  portc_module_free(cpu);
+  std::vector<double> w = values(portc_bindings_get(stepped, "w")), wr = values(portc_bindings_get(ran, "w"));
+  ASSERT_EQ(w.size(), wr.size());
+  for (size_t e = 0; e < w.size(); e++) EXPECT_NEAR(w[e], wr[e], 1e-5) << e;
+  EXPECT_EQ(portc_tensor_get(portc_bindings_get(stepped, "optimizer.step"), 0), 10);
+  portc_module_free(mr);
+  portc_bindings_free(ran);
+  portc_bindings_free(stepped);
+  portc_graph_free(g);
+}
+
 TEST_P(Cuda, MatmulBothPathsMatchTheCpu) {
   /* an epilogue cuBLASLt cannot do (bias + gelu: an epilogue kernel after it), and one it can (a bias) */
   const struct { const char *tail, *blaslt; } cases[] = {{"z = add(h, c)\ny = gelu(z)\n", "cuBLASLt + epilogue kernel"},

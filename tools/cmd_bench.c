@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -15,7 +16,7 @@
 static const char *const help =
     "usage: portc bench G.ptg [-t TARGET[,TARGET...]] [--set SYM=N]... [--input NAME=FILE.npy]... [--seed S]\n"
     "                   [--iters N] [--warmup N] [--json FILE] [--csv FILE] [--chart FILE.svg] [--trace FILE.json]\n"
-    "                   [--no-eager]\n"
+    "                   [--no-eager] [--steps N]\n"
     "                   [COMPILE OPTIONS]\n"
     "\n"
     "Compiles G.ptg twice (cold: an empty kernel cache; warm: a cache hit), runs --warmup runs, then\n"
@@ -30,7 +31,10 @@ static const char *const help =
     "measures first (a 64 MiB copy and a 2048 f32 matmul), fused, eager and untuned (one file per\n"
     "target when there are several: FILE-TARGET.svg); --trace the fused run's kernels as a Chrome\n"
     "trace (chrome://tracing, Perfetto), named as explain names them, each lasting its median time\n"
-    "alone (one file per target when there are several: FILE-TARGET.json).\n"
+    "alone (one file per target when there are several: FILE-TARGET.json). --steps N also times N\n"
+    "whole calls on the host clock, as a training loop makes them: portc_module_step (parameters and\n"
+    "optimizer state kept on the device) and portc_module_run (every output read back), each with the\n"
+    "bytes its last call copied up and down.\n"
     "%s";
 
 typedef struct measure {
@@ -38,6 +42,9 @@ typedef struct measure {
   double *samples; /* every timed run, in order */
   int n;
   portc_module_info info;
+  /* --steps: host-clock medians of whole calls, and the last call's copies */
+  double step_wall, run_wall;
+  int64_t step_up, step_down, run_up, run_down;
   double *ks;        /* --chart, --trace: per kernel, its median time alone */
   int64_t *kb, *kf;  /* and its bytes and FLOPs */
   char *explain;     /* and the module's explain text */
@@ -54,7 +61,37 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* compile cold and warm, then time (and with `profile` reps, each kernel alone); fills m */
-static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, int iters, int profile, measure *m) {
+static double wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* the median of n whole calls (after one more), and the last one's copies */
+static portc_status time_calls(portc_module *mod, portc_bindings *b, const portc_graph *g, bool step, int n, double *med, int64_t *up, int64_t *down) {
+  int nout = portc_graph_output_count(g);
+  portc_tensor **out = calloc((size_t)nout + 1, sizeof *out);
+  double *t = malloc(sizeof *t * (size_t)(n + 1));
+  portc_status st = out && t ? PORTC_OK : PORTC_ERR_NOMEM;
+  for (int i = 0; i <= n && !st; i++) {
+    double t0 = wall();
+    st = step ? portc_module_step(mod, b, out) : portc_module_run(mod, b, out);
+    t[i] = wall() - t0;
+    for (int k = 0; k < nout; k++) portc_tensor_free(out[k]), out[k] = NULL;
+  }
+  portc_module_info info = PORTC_MODULE_INFO_INIT;
+  if (!st) st = portc_module_info_get(mod, b, &info);
+  if (!st) {
+    qsort(t + 1, (size_t)n, sizeof *t, cmp_double);
+    *med = t[1 + n / 2], *up = info.uploaded_bytes, *down = info.downloaded_bytes;
+  }
+  free(t);
+  free(out);
+  return st;
+}
+
+static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, int iters, int profile, int steps,
+                       measure *m) {
   char cold_dir[] = "/tmp/portc-bench-XXXXXX";
   if (!mkdtemp(cold_dir)) {
     fprintf(stderr, "portc bench: cannot make a temporary kernel cache\n");
@@ -93,6 +130,12 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
     return EXIT_FAIL;
   }
   m->warm = m->info.compile_seconds;
+  if (steps > 0 && (time_calls(mod, b, g, true, steps, &m->step_wall, &m->step_up, &m->step_down) ||
+                    time_calls(mod, b, g, false, steps, &m->run_wall, &m->run_up, &m->run_down))) {
+    fprintf(stderr, "portc bench: --steps: %s\n", portc_last_error());
+    portc_module_free(mod);
+    return EXIT_FAIL;
+  }
   if (!m->info.cache_hit) fprintf(stderr, "portc bench: warning: the second compile missed the kernel cache\n");
   memcpy(m->samples, t + warmup, sizeof *t * (size_t)iters);
   m->n = iters;
@@ -119,6 +162,10 @@ static void print_measure(const char *what, const measure *m) {
   printf("%-6s %3d kernels  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GB/s  %8.2f GFLOP/s  compile cold %.3f s, warm %.4f s\n", what,
          m->info.kernels, m->med * 1e3, m->min * 1e3, m->max * 1e3, (double)m->info.bytes / m->med / 1e9,
          (double)m->info.flops / m->med / 1e9, m->cold, m->warm);
+  if (m->step_wall > 0)
+    printf("steps  portc_module_step %9.3f ms (up %.2f MB, down %.2f MB)  portc_module_run %9.3f ms (up %.2f MB, down %.2f MB), host clock\n",
+           m->step_wall * 1e3, (double)m->step_up / 1e6, (double)m->step_down / 1e6, m->run_wall * 1e3, (double)m->run_up / 1e6,
+           (double)m->run_down / 1e6);
   if (m->spread > 0.10)
     printf("warning: %s runs spread %.0f%% around the median (10th to 90th percentile): the machine was noisy\n", what, m->spread * 100);
 }
@@ -143,6 +190,10 @@ static void json_measure(FILE *f, const char *what, const measure *m) {
           (long long)m->info.arena_bytes, (long long)m->info.intermediate_bytes, (long long)m->info.io_bytes, m->info.tuned_kernels);
   for (int i = 0; i < m->n; i++) fprintf(f, "%s%.9g", i ? ", " : "", m->samples[i]);
   fprintf(f, "]");
+  if (m->step_wall > 0)
+    fprintf(f, ", \"step_wall_s\": %.9g, \"step_uploaded_bytes\": %lld, \"step_downloaded_bytes\": %lld, \"run_wall_s\": %.9g, "
+            "\"run_uploaded_bytes\": %lld, \"run_downloaded_bytes\": %lld",
+            m->step_wall, (long long)m->step_up, (long long)m->step_down, m->run_wall, (long long)m->run_up, (long long)m->run_down);
   if (m->ks) {
     fprintf(f, ", \"kernel_median_s\": [");
     for (int i = 0; i < m->info.kernels; i++) fprintf(f, "%s%.9g", i ? ", " : "", m->ks[i]);
@@ -170,7 +221,7 @@ static void measure_peaks(const char *target, double *gbps, double *gflops) {
     portc_compile_options co = PORTC_COMPILE_OPTIONS_INIT;
     co.target = target;
     measure m = {0};
-    if (measure_one(g, b, co, 1, 3, 0, &m) == EXIT_OK) {
+    if (measure_one(g, b, co, 1, 3, 0, 0, &m) == EXIT_OK) {
       if (k == 0) *gbps = (double)m.info.bytes / m.min / 1e9;
       else *gflops = (double)m.info.flops / m.min / 1e9;
     }
@@ -258,7 +309,7 @@ static void target_file(const char *file, const char *ext, const char *target, c
 int cmd_bench(int argc, char **argv) {
   graph_args ga = {.seed = 1, .seeded = true, .several = true};
   const char *json = NULL, *csv = NULL, *svg = NULL, *tracef = NULL;
-  int iters = 20, warmup = 3;
+  int iters = 20, warmup = 3, steps = 0;
   bool eager = true;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -270,12 +321,15 @@ int cmd_bench(int argc, char **argv) {
     if (took < 0) return EXIT_USAGE;
     if (took) continue;
     uint64_t v;
-    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart") || !strcmp(a, "--trace");
+    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--steps") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart") || !strcmp(a, "--trace");
     if (takes && i + 1 >= argc) return usage_error("bench", "%s needs a value", a);
     if (!strcmp(a, "--iters") || !strcmp(a, "--warmup")) {
       if (!parse_u64(argv[++i], &v) || v > 100000 || (!strcmp(a, "--iters") && v == 0)) return usage_error("bench", "%s wants a count", a);
       if (!strcmp(a, "--iters")) iters = (int)v;
       else warmup = (int)v;
+    } else if (!strcmp(a, "--steps")) {
+      if (!parse_u64(argv[++i], &v) || v == 0 || v > 100000) return usage_error("bench", "--steps wants a count");
+      steps = (int)v;
     } else if (!strcmp(a, "--json")) {
       json = argv[++i];
     } else if (!strcmp(a, "--csv")) {
@@ -312,13 +366,13 @@ int cmd_bench(int argc, char **argv) {
     co.size = sizeof co;
     co.target = r->target;
     const int profile = svg ? 10 : 0; /* per-kernel times of every series for the chart; a trace is of the fused run */
-    rc = measure_one(g, b, co, warmup, iters, tracef ? 10 : profile, &r->fused);
+    rc = measure_one(g, b, co, warmup, iters, tracef ? 10 : profile, steps, &r->fused);
     portc_compile_options ce = co;
     ce.eager = true;
-    if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, profile, &r->eager), r->has_eager = !rc;
+    if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, profile, 0, &r->eager), r->has_eager = !rc;
     portc_compile_options cr = co;
     cr.rules_only = true;
-    if (!rc && r->fused.info.tuned_kernels > 0 && !co.rules_only) rc = measure_one(g, b, cr, warmup, iters, profile, &r->rules), r->has_rules = !rc;
+    if (!rc && r->fused.info.tuned_kernels > 0 && !co.rules_only) rc = measure_one(g, b, cr, warmup, iters, profile, 0, &r->rules), r->has_rules = !rc;
     if (!rc && svg) measure_peaks(r->target, &r->peak_gbps, &r->peak_gflops);
     if (rc) break;
     struct rusage ru;

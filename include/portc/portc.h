@@ -416,6 +416,14 @@ PORTC_API portc_status portc_compile(const portc_graph *g, const portc_compile_o
 PORTC_API void portc_module_free(portc_module *m);
 /* Runs the module; outputs[i] receives a new tensor of graph output i, in its own dtype. */
 PORTC_API portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs);
+/* A training step: portc_module_run, except that the parameters the graph updates (portc_update)
+ * and their optimizer state stay where the step computed them: on a GPU, the module's device
+ * memory, where the next step reads them without an upload. The outputs that are an update's
+ * value receive NULL; b holds those values, and portc_bindings_get, portc_bindings_save_npz,
+ * portc_reference_run or a run of another module read them back when they ask (one copy each).
+ * Freeing the module first hands them back to b. portc_module_run keeps the parameters on the
+ * device too, and skips their upload while b's values are unchanged, but reads every output. */
+PORTC_API portc_status portc_module_step(portc_module *m, portc_bindings *b, portc_tensor **outputs);
 /* Binds once, then times `iters` back-to-back executions of the kernels: seconds[i] each, from
  * the device's own timer on targets with one (GPUs), else from the host clock. */
 PORTC_API portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds);
@@ -499,6 +507,9 @@ typedef struct portc_module_info {
   const char *timer;          /* what portc_module_time measures with: "device timestamps" or "host clock" */
   bool flushes_denormals;     /* the device may read and write f32 denormals as zeros (Vulkan allows it) */
   int tuned_kernels;          /* kernels whose schedule is a tune-table entry (measured, site or shipped) */
+  /* the last run's copies between host and device (targets with their own memory): inputs, the
+   * parameters the device did not hold yet and poisoned outputs up; outputs down */
+  int64_t uploaded_bytes, downloaded_bytes;
 } portc_module_info;
 #define PORTC_MODULE_INFO_INIT {.size = sizeof(portc_module_info)}
 /* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
