@@ -140,6 +140,13 @@ static void group_names(const emitter *e, const char *const *full, const char **
   out[e->k->dom.rank] = "jg";
 }
 
+/* whether kernel k reads its row from a buffer */
+static bool row_loads(const kir_kernel *k) {
+  for (int v = 0; v < k->nval; v++)
+    if (k->val[v].kind == KV_LOAD && k->val[v].row) return true;
+  return false;
+}
+
 static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char *const *full) {
   const kir_kernel *k = e->k;
   if (rr->vec) { /* PC_VEC consecutive elements per thread at a time */
@@ -147,7 +154,9 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
     emit_line(e, "  const int jg = ((it / PC_VEC) * int(PC_WG) + %s) * PC_VEC, j = jg + it %% PC_VEC;", G(e)->local[0]);
     emit_line(e, "  if (jg >= L) break;");
   } else if (gpu_row_regs_length(k)) { /* a counted loop the compiler unrolls: many loads in flight */
-    emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", G(e)->unroll);
+    /* (not without a load of the row: nothing to overlap, and Mesa 22.3's lavapipe ran such a
+     * loop, forced to unroll, at most 79 times: a sum of 8192 ones was 5056) */
+    emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", row_loads(k) ? G(e)->unroll : "");
     emit_line(e, "  const int j = %s + it * int(PC_WG);", G(e)->local[0]);
     emit_line(e, "  if (j >= L) break;");
   } else {

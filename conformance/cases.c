@@ -123,6 +123,9 @@ static void special_cases(conf_cases *cs) {
        "const x: f32[3] = [0.1, 1.00390625, 3.14159]\nh = cast(x, to=bf16)\ny = cast(h, to=f32)\noutput y\n");
   /* rows of one element: the row's values and the row's outer values are the same elements */
   text(add(cs, "special", "special/sum-of-one-element"), "input x: f32[1]\ninput z: f32[1]\na = mul(x, z)\ny = sum(a)\noutput y\n");
+  /* a row of a broadcast constant, no load (the count a mean's gradient divides by): 8192 ones */
+  text(add(cs, "special", "special/sum-of-a-broadcast-constant"),
+       "const one: f32[] = 1\ne = expand(one, shape=[2, 16, 256])\ny = sum(e, axes=[0, 1, 2], keepdim=true)\noutput y\n");
   text(add(cs, "special", "special/softmax-rows-of-one"), "input x: f32[7, 1]\nd = add(x, x)\ny = softmax(d)\noutput y\n");
   text(add(cs, "special", "special/int-wrap"),
        "const a: i32[3] = [2147483647, -2147483648, 65536]\nconst b: i32[3] = [1, -1, 65536]\ns = add(a, b)\nm = mul(a, b)\noutput s, m\n");
@@ -292,6 +295,10 @@ static void fusion_cases(conf_cases *cs) {
        "input x: f32[5, 1]\ninput b: f32[1, 7]\ne = expand(x, shape=[5, 7])\nm = mul(e, b)\ny = relu(m)\noutput y\n");
   text(add(cs, "fusion", "fusion/reduce-with-prologue-and-epilogue"),
        "input x: f32[33, 1000]\nconst c: f32[] = 0.5\nsq = mul(x, x)\ns = sum(sq, axes=[1], keepdim=true)\nr = sqrt(s)\ny = mul(r, c)\noutput y\n");
+  /* a batched x^T dy summed over the batch: one matmul over B*S rows (lower/fold_batch_sum.c) */
+  text(add(cs, "fusion", "fusion/weight-gradient-over-a-batch"),
+       "input x: f32[3, 40, 24]\ninput dy: f32[3, 40, 16]\nxt = permute(x, perm=[0, 2, 1])\np = matmul(xt, dy)\n"
+       "dw = sum(p, axes=[0])\nk = sum(p, axes=[0], keepdim=true)\noutput dw, k\n");
   text(add(cs, "fusion", "fusion/matmul-bias-gelu"),
        "input x: f32[65, 127]\ninput w: f32[127, 96]\ninput b: f32[96]\nh = matmul(x, w)\nhb = add(h, b)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "fusion", "fusion/matmul-residual"),

@@ -50,13 +50,40 @@ bool cu_gemm_view(const kir_module *m, int i) {
   return a->sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && b->sh.rank == 2 && same_matrix_per_batch(k, k->in_path[1]);
 }
 
+/* operand `slot` of matmul k is one row-major matrix: the whole buffer, seen through identity
+ * steps, at most one swap of two dimensions (then *t: cuBLASLt reads it transposed), with
+ * batched a broadcast of one matrix to every batch, and reshapes of the whole buffer on the
+ * buffer's side of the swap (a reshape keeps the elements' order: [B, S, K] is [B*S, K]) */
+static bool matrix_operand(const kir_module *m, const kir_kernel *k, int slot, bool batched, bool *t) {
+  const shape *buf = &m->buf[k->in_buf[slot]].sh;
+  const kir_path *p = k->in_path[slot] >= 0 ? &k->path[k->in_path[slot]] : NULL;
+  bool reshaped = false;
+  int swaps = 0;
+  for (int s = 0; p && s < p->n; s++) {
+    const kir_step *st = &p->s[s];
+    kir_path one = {.n = 1, .s = {*st}};
+    kir_kernel probe = {.path = &one, .npath = 1};
+    if (path_is_identity(&probe, 0)) continue;
+    if (st->kind == ST_BCAST && batched && !reshaped && !swaps && same_matrix_per_batch(&probe, 0)) continue;
+    if (st->kind == ST_PERMUTE && st->from.rank == 2 && st->a[0] == 1 && st->a[1] == 0 && !reshaped && !swaps++) continue;
+    if (st->kind == ST_RESHAPE && st->from.rank == 2 && shape_eq(&st->to, buf)) {
+      reshaped = true;
+      continue;
+    }
+    return false;
+  }
+  *t = swaps == 1;
+  return buf->rank == 2 || reshaped;
+}
+
 bool cu_blaslt_view(const kir_module *m, int i, bool *ta, bool *tb) {
   const kir_kernel *k = &m->k[i];
   *ta = *tb = false;
   if (cu_gemm_view(m, i)) return true;
-  if (k->kind != KK_MATMUL || k->dom.rank != 2) return false;
-  *ta = matmul_transposed_operand(m, k, 0), *tb = matmul_transposed_operand(m, k, 1);
-  return (*ta || matmul_plain_operand(m, k, 0)) && (*tb || matmul_plain_operand(m, k, 1));
+  if (k->kind != KK_MATMUL || k->dom.rank < 2) return false;
+  if (k->dom.rank > 2) /* A's batch folded into its rows, B one matrix for every batch, transposed (x W^T) */
+    return m->buf[k->in_buf[0]].sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && matrix_operand(m, k, 1, true, tb) && *tb;
+  return matrix_operand(m, k, 0, false, ta) && matrix_operand(m, k, 1, false, tb);
 }
 
 static bool mma_eligible(const kir_module *m, int i) {

@@ -26,6 +26,7 @@ portc_status rebuild_replacing(portc_graph **g, const char *pass, node_test repl
 portc_status decompose(portc_graph **g, bool *changed);
 portc_status split_concat(portc_graph **g, bool *changed);
 portc_status split_reduce(portc_graph **g, bool *changed);
+portc_status fold_batch_sum(portc_graph **g, bool *changed);
 portc_status opt_fold(portc_graph *g, bool *changed);
 portc_status opt_cse(portc_graph *g, bool *changed);
 portc_status opt_dce(portc_graph *g, bool *changed);

@@ -55,6 +55,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   RUN(decompose, &g);
   RUN(split_concat, &g);
   RUN(split_reduce, &g);
+  RUN(fold_batch_sum, &g);
   RUN(opt_fold, g);
   RUN(opt_cse, g);
   RUN(opt_dce, g);

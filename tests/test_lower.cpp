@@ -123,6 +123,40 @@ TEST(Fusion, ContractionsTakeTheirEpilogue) {
   EXPECT_EQ(kernels("input a: f32[33, 7]\ninput b: f32[33, 5]\nat = permute(a, perm=[1, 0])\ny = matmul(at, b)\noutput y\n", false), 1);
 }
 
+// A weight gradient over a batch of sequences, x_b^T dy_b summed over b, is one 2-D matmul over
+// B*S rows (x and dy read through reshapes), with or without keepdim.
+TEST(Passes, BatchedMatmulSummedOverItsBatchIsOneMatmul) {
+  for (const char *keep : {"false", "true"}) {
+    std::string text = std::string("input x: f32[3, 5, 7]\ninput dy: f32[3, 5, 4]\nxt = permute(x, perm=[0, 2, 1])\np = matmul(xt, dy)\n") +
+                       "dw = sum(p, axes=[0], keepdim=" + keep + ")\noutput dw\n";
+    Graph g = parse(text.c_str());
+    ASSERT_TRUE(g);
+    portc_graph *c = nullptr;
+    ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+    bool changed = false;
+    ASSERT_EQ(fold_batch_sum(&c, &changed), PORTC_OK) << portc_last_error();
+    EXPECT_TRUE(changed) << keep;
+    EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+    portc_graph_free(c);
+    std::vector<kir_kind> k;
+    EXPECT_EQ(kernels(text.c_str(), false, &k), keep[0] == 't' ? 2 : 1) << keep; // keepdim: and a copy to [1, 7, 4]
+    EXPECT_EQ(k[0], KK_MATMUL); // its values: the conformance case fusion/weight-gradient-over-a-batch
+  }
+  // a sum over part of the batch, or a broadcast batch, stays as it is
+  for (const char *text : {"input x: f32[3, 2, 5, 7]\ninput dy: f32[3, 2, 5, 4]\nxt = permute(x, perm=[0, 1, 3, 2])\np = matmul(xt, dy)\n"
+                           "dw = sum(p, axes=[0])\noutput dw\n",
+                           "input x: f32[1, 5, 7]\ninput dy: f32[3, 5, 4]\nxt = permute(x, perm=[0, 2, 1])\np = matmul(xt, dy)\n"
+                           "dw = sum(p, axes=[0])\noutput dw\n"}) {
+    Graph g = parse(text);
+    portc_graph *c = nullptr;
+    ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+    bool changed = true;
+    ASSERT_EQ(fold_batch_sum(&c, &changed), PORTC_OK);
+    EXPECT_FALSE(changed) << text;
+    portc_graph_free(c);
+  }
+}
+
 TEST(Fusion, SeveralConsumers) {
   // cheap: recomputed in both consumers (one kernel per output); costly: materialized once
   EXPECT_EQ(kernels("input x: f32[64]\na = exp(x)\ny1 = add(a, x)\ny2 = mul(a, x)\noutput y1, y2\n", false), 2);
