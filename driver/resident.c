@@ -10,6 +10,7 @@
  *   step 1: upload w, m, v           step 2: nothing uploaded       portc_bindings_get(b, "w"):
  *           run; swap w <-> w.next           run; swap again        one read of w's buffer
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,9 @@
 #include "../ir/dtype.h"
 #include "module.h"
 
-enum { RESIDENT_CONST = 0 }; /* res_bid of a constant's buffer (bindings ids start at 1) */
+/* res_bid of a buffer that holds nothing known (bindings ids start at 1), and of a constant's */
+#define RESIDENT_NONE 0u
+#define RESIDENT_CONST UINT64_MAX
 
 static void owner_lock(void *m) { pthread_mutex_lock(&((portc_module *)m)->lock); }
 static bool owner_trylock(void *m) { return pthread_mutex_trylock(&((portc_module *)m)->lock) == 0; }
@@ -114,18 +117,20 @@ portc_status resident_adopt(portc_module *m, portc_bindings *b, bool keep) {
     if (!m->res_bid || !m->res_stamp) {
       free(m->res_bid), free(m->res_stamp);
       m->res_bid = m->res_stamp = NULL;
-      return PORTC_OK; /* uploads every run, as without residency */
+      /* a run uploads every time, as without residency; a step is not taken */
+      return keep ? err_set(PORTC_ERR_NOMEM, "step: out of memory") : PORTC_OK;
     }
   }
+  /* what can fail first, so that a step is taken whole or not at all */
+  portc_status st = keep ? hold(m, b) : PORTC_OK;
+  if (!st && keep) st = bindings_hold(b, m, &module_owner);
+  if (st) return st;
   for (int k = 0; k < m->g->nupd; k++) {
     int bp, bv;
     if (!resident_update(m, k, &bp, &bv) || !m->dev_obj[bp] || !m->dev_obj[bv] || m->dev_bytes[bp] != m->dev_bytes[bv]) continue;
     void *o = m->dev_obj[bp];
     m->dev_obj[bp] = m->dev_obj[bv], m->dev_obj[bv] = o;
-    int p = m->g->upd_param[k];
-    portc_status st = keep ? hold(m, b) : PORTC_OK;
-    if (!st && keep) st = bindings_set_remote(b, p, m, &module_owner);
-    if (st) return st;
+    if (keep) bindings_set_remote(b, m->g->upd_param[k], m);
   }
   /* every parameter and input buffer now holds the bindings' value of this stamp (an input bound
    * once and run again is not uploaded again either), and every constant its value (unless its

@@ -315,19 +315,20 @@ static portc_status fetch_remote(portc_bindings *b, int n, bool wait) {
   return PORTC_OK;
 }
 
-portc_status bindings_set_remote(portc_bindings *b, int n, void *owner, const bindings_remote *ops) {
-  bool known = false;
-  for (int h = 0; h < b->nholders; h++) known = known || b->holders[h] == owner;
-  if (!known) {
-    void **hs = realloc(b->holders, sizeof *hs * (size_t)(b->nholders + 1));
-    if (!hs) return err_set(PORTC_ERR_NOMEM, "bindings: out of memory");
-    b->holders = hs;
-    b->holders[b->nholders++] = owner;
-  }
+portc_status bindings_hold(portc_bindings *b, void *owner, const bindings_remote *ops) {
   b->remote_ops = ops;
+  for (int h = 0; h < b->nholders; h++)
+    if (b->holders[h] == owner) return PORTC_OK;
+  void **hs = realloc(b->holders, sizeof *hs * (size_t)(b->nholders + 1));
+  if (!hs) return err_set(PORTC_ERR_NOMEM, "bindings: out of memory");
+  b->holders = hs;
+  b->holders[b->nholders++] = owner;
+  return PORTC_OK;
+}
+
+void bindings_set_remote(portc_bindings *b, int n, void *owner) {
   b->remote[n] = owner;
   bindings_touch(b, n);
-  return PORTC_OK;
 }
 
 portc_status bindings_pull(portc_bindings *b, const void *except, int node) {

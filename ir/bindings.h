@@ -56,9 +56,10 @@ portc_status bindings_source(const portc_graph *g, portc_bindings *b, int id, po
 
 /* node n's value changed: a new stamp */
 void bindings_touch(portc_bindings *b, int n);
-/* node n's newest value is now on owner's device (b locked): a new stamp, and owner is told when
- * b is freed */
-portc_status bindings_set_remote(portc_bindings *b, int n, void *owner, const bindings_remote *ops);
+/* owner will hold values for b (b locked): it is told when b is freed; then node n's newest
+ * value is on owner's device (a new stamp), which cannot fail */
+portc_status bindings_hold(portc_bindings *b, void *owner, const bindings_remote *ops);
+void bindings_set_remote(portc_bindings *b, int n, void *owner);
 /* brings the values other owners than `except` hold for b into it (node: that one, -1: all);
  * called with no module's lock held and b's lock not held, or held by the caller's own run
  * (the owners are then locked under it, which a run of one of them from another thread does
