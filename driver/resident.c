@@ -1,9 +1,9 @@
 /*
  * resident.c: parameters that stay on a GPU module's device between runs. A parameter's device
  * copy (an input's too) is uploaded once and used again while the bindings' stamp for it says the
- * value has not changed (ir/bindings.h); a training step's updates (portc_update) swap the device buffers of
- * the parameter and of its new value, so the next step reads the new value where the last one
- * wrote it. With portc_module_step the new values are not even read back: the bindings record
+ * value has not changed (ir/bindings.h); a training step's updates (portc_update) swap the
+ * device buffers of the parameter and of its new value, so the next step reads the new value
+ * where the last one wrote it. With portc_module_step the new values are not even read back: the bindings record
  * that the module holds them, and portc_bindings_get, a checkpoint, another module or the
  * reference fetch them when they ask; a module freed first hands them over.
  *
@@ -19,8 +19,7 @@
 #include "../ir/dtype.h"
 #include "module.h"
 
-/* res_bid of a buffer that holds nothing known (bindings ids start at 1), and of a constant's */
-#define RESIDENT_NONE 0u
+/* res_bid of a constant's buffer (bindings ids start at 1; 0: nothing known) */
 #define RESIDENT_CONST UINT64_MAX
 
 static void owner_lock(void *m) { pthread_mutex_lock(&((portc_module *)m)->lock); }
@@ -52,7 +51,8 @@ static portc_status owner_fetch(void *owner, portc_bindings *b, int n, portc_ten
   int64_t bytes = portc_tensor_numel(t) * (int64_t)portc_dtype_size(x->dt);
   if (i < 0 || !m->dev_obj || !m->dev_obj[i] || m->dev_bytes[i] < bytes) {
     portc_tensor_free(t);
-    return err_set(PORTC_ERR_INTERNAL, "%s: the module that holds its newest value has no device buffer of %lld bytes for it", x->name, (long long)bytes);
+    return err_set(PORTC_ERR_INTERNAL, "%s: the module that holds its newest value has no device buffer of %lld bytes for it", x->name,
+                   (long long)bytes);
   }
   if (bytes && (st = m->t->gpu->read(m->handle, m->dev_obj[i], 0, t->data, bytes))) {
     portc_tensor_free(t);
