@@ -551,9 +551,8 @@ static portc_status run_module(portc_module *m, portc_bindings *b, portc_tensor 
   if (!m || !outputs) return err_set(PORTC_ERR_INVALID, "%s: NULL argument", keep ? "step" : "run");
   for (int k = 0; k < m->g->nout; k++) outputs[k] = NULL;
   if (!b) return err_set(PORTC_ERR_INVALID, "%s: the bindings are NULL", keep ? "step" : "run");
-  portc_status st = bindings_pull(b, m, -1); /* values another module keeps on its device */
-  if (st) return st;
   module_lock(m, b);
+  portc_status st = PORTC_OK;
   portc_module *use = NULL;
   if (m->parts) st = partition_run(m, b, outputs); /* the regions' modules keep their own guards */
   else if (!(st = module_for_values(m, b, &use))) st = use == m ? module_run(m, b, outputs, keep) : run_module(use, b, outputs, keep);
@@ -571,9 +570,16 @@ static portc_status run_module(portc_module *m, portc_bindings *b, portc_tensor 
   return st;
 }
 
-portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) { return run_module(m, b, outputs, false); }
+/* values another module keeps on its device come back first, before any lock is held (a variant
+ * run inside reads its parent's through bindings_source, under the locks it already holds) */
+static portc_status pull_then_run(portc_module *m, portc_bindings *b, portc_tensor **outputs, bool keep) {
+  portc_status st = m && b && outputs ? bindings_pull(b, m, -1) : PORTC_OK;
+  return st ? st : run_module(m, b, outputs, keep);
+}
 
-portc_status portc_module_step(portc_module *m, portc_bindings *b, portc_tensor **outputs) { return run_module(m, b, outputs, true); }
+portc_status portc_module_run(portc_module *m, portc_bindings *b, portc_tensor **outputs) { return pull_then_run(m, b, outputs, false); }
+
+portc_status portc_module_step(portc_module *m, portc_bindings *b, portc_tensor **outputs) { return pull_then_run(m, b, outputs, true); }
 
 portc_status portc_module_time(portc_module *m, portc_bindings *b, int iters, double *seconds) {
   if (!m || !seconds) return err_set(PORTC_ERR_INVALID, "time: NULL argument");

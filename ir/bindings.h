@@ -61,9 +61,8 @@ void bindings_touch(portc_bindings *b, int n);
 portc_status bindings_hold(portc_bindings *b, void *owner, const bindings_remote *ops);
 void bindings_set_remote(portc_bindings *b, int n, void *owner);
 /* brings the values other owners than `except` hold for b into it (node: that one, -1: all);
- * called with no module's lock held and b's lock not held, or held by the caller's own run
- * (the owners are then locked under it, which a run of one of them from another thread does
- * not wait on) */
+ * called with no lock held: each owner's lock is taken before b's, as the owner's runs take them
+ * (bindings_source, under a run's locks, only tries an owner's lock, and says so if it is busy) */
 portc_status bindings_pull(portc_bindings *b, const void *except, int node);
 /* an owner is being freed: every value it holds for b is fetched into b first */
 portc_status bindings_release_owner(portc_bindings *b, void *owner);
