@@ -52,6 +52,7 @@ static bool folds(const portc_graph *g, int i) {
   }
   const node *a = &g->nodes[mm->in[0]], *b = &g->nodes[mm->in[1]];
   if (a->sh.rank != r || b->sh.rank != r || a->dt != b->dt || x->dt != mm->dt) return false;
+  if (shape_numel_const(&b->sh) < 0) return false; /* the rows, B*S: S may be symbolic where the result is not */
   for (int d = 0; d < r - 2; d++) /* the same batch on both sides: no broadcasting */
     if (a->sh.d[d].c != mm->sh.d[d].c || b->sh.d[d].c != mm->sh.d[d].c) return false;
   int src = swapped_from(a, r); /* A^T's rows are x's */

@@ -142,8 +142,10 @@ TEST(Passes, BatchedMatmulSummedOverItsBatchIsOneMatmul) {
     EXPECT_EQ(kernels(text.c_str(), false, &k), keep[0] == 't' ? 2 : 1) << keep; // keepdim: and a copy to [1, 7, 4]
     EXPECT_EQ(k[0], KK_MATMUL); // its values: the conformance case fusion/weight-gradient-over-a-batch
   }
-  // a sum over part of the batch, or a broadcast batch, stays as it is
-  for (const char *text : {"input x: f32[3, 2, 5, 7]\ninput dy: f32[3, 2, 5, 4]\nxt = permute(x, perm=[0, 1, 3, 2])\np = matmul(xt, dy)\n"
+  // a sum over part of the batch, a broadcast batch, or rows of a symbolic length stay as they are
+  for (const char *text : {"input x: f32[3, S, 7]\ninput dy: f32[3, S, 4]\nxt = permute(x, perm=[0, 2, 1])\np = matmul(xt, dy)\n"
+                           "dw = sum(p, axes=[0])\noutput dw\n",
+                           "input x: f32[3, 2, 5, 7]\ninput dy: f32[3, 2, 5, 4]\nxt = permute(x, perm=[0, 1, 3, 2])\np = matmul(xt, dy)\n"
                            "dw = sum(p, axes=[0])\noutput dw\n",
                            "input x: f32[1, 5, 7]\ninput dy: f32[3, 5, 4]\nxt = permute(x, perm=[0, 2, 1])\np = matmul(xt, dy)\n"
                            "dw = sum(p, axes=[0])\noutput dw\n"}) {
