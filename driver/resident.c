@@ -3,9 +3,9 @@
  * copy (an input's too) is uploaded once and used again while the bindings' stamp for it says the
  * value has not changed (ir/bindings.h); a training step's updates (portc_update) swap the
  * device buffers of the parameter and of its new value, so the next step reads the new value
- * where the last one wrote it. With portc_module_step the new values are not even read back: the bindings record
- * that the module holds them, and portc_bindings_get, a checkpoint, another module or the
- * reference fetch them when they ask; a module freed first hands them over.
+ * where the last one wrote it. With portc_module_step the new values are not even read back:
+ * the bindings record that the module holds them, and portc_bindings_get, a checkpoint, another
+ * module or the reference fetch them when they ask; a module freed first hands them over.
  *
  *   step 1: upload w, m, v           step 2: nothing uploaded       portc_bindings_get(b, "w"):
  *           run; swap w <-> w.next           run; swap again        one read of w's buffer
