@@ -155,6 +155,9 @@ static char *explain(const portc_module *m, portc_bindings *b) {
     if (plan_memory(km, S, &plan, NULL) == PORTC_OK)
       sb_printf(&out, "\ntotal: %lld bytes moved, %lld FLOPs; intermediates: %lld bytes planned in one arena (%lld if each had its own)\n",
                 (long long)tb, (long long)tf, (long long)plan.arena_bytes, (long long)plan.naive_bytes);
+    if (km->remat_values)
+      sb_printf(&out, "rematerialization: %d values computed again where they are read late, or partial sums kept (%lld bytes without)\n",
+                km->remat_values, (long long)km->remat_arena_before);
   } else {
     sb_printf(&out, "\n(give symbol values for byte and FLOP counts)\n");
   }

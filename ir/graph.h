@@ -103,6 +103,9 @@ typedef struct node {
   char *file_key;
   pdata *data;       /* param whose values the graph holds */
   int line;          /* where it was parsed from (0: built through the API) */
+  /* lowering (lower/remat.c): fusion keeps the value in memory; the value is a clone computed again
+   * for late readers, which joins no row kernel (one that runs early, with the rows it reads) */
+  bool stored, recomputed;
 } node;
 
 struct portc_graph {

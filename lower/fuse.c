@@ -3,10 +3,10 @@
  *
  * Rules, in the order they apply:
  *  1. Graph outputs, inputs, parameters, constants (but one-element constants, which are
- *     inlined), and the results of reductions, matmuls, convolutions and opaque ops are
- *     materialized. Operands of a matmul are loaded through views, never computed, so the first
- *     non-view value behind each operand is materialized; inputs of convolutions and opaque ops
- *     are materialized as they are.
+ *     inlined), the results of reductions, matmuls, convolutions and opaque ops, and the values
+ *     the memory plan marks `stored` (remat.c) are materialized. Operands of a matmul are loaded
+ *     through views, never computed, so the first non-view value behind each operand is
+ *     materialized; inputs of convolutions and opaque ops are materialized as they are.
  *  2. Several consumers: an elementwise value used by more than one consumer is recomputed in
  *     each (inlined) when its expression has at most 8 ops, and materialized otherwise. An
  *     inlined expression is at most 64 ops deep and reads at most 24 buffers: a longer or wider
@@ -142,6 +142,7 @@ static void initial_materialization(fctx *c, bool eager) {
     const node *n = &c->g->nodes[i];
     if (p->cls[i] == C_SRC && !is_scalar_const(n)) set_mat(c, i, "a graph input, parameter or constant");
     if (c->is_out[i]) set_mat(c, i, "a graph output");
+    if (n->stored && !eager) set_mat(c, i, "a partial sum the memory plan keeps, so that its operands are freed as it goes");
     if (eager && p->cls[i] != C_SRC) set_mat(c, i, "eager mode: one kernel per op");
     if (p->cls[i] == C_RED || p->cls[i] == C_MM || p->cls[i] == C_CONV || p->cls[i] == C_OPQ) set_mat(c, i, "the result of a kernel anchor");
     if (p->cls[i] == C_CONV || p->cls[i] == C_OPQ)
@@ -318,7 +319,7 @@ static bool row_plans(fctx *c) {
     if (!add_member(p, joined, i)) goto oom;
     /* elementwise consumers over the row join, in order */
     for (int j = i + 1; j < n; j++) {
-      if (p->cls[j] != C_PW || p->group[j] >= 0) continue;
+      if (p->cls[j] != C_PW || p->group[j] >= 0 || c->g->nodes[j].recomputed) continue;
       bool touches = false;
       if (joinable_expr(c, j, joined, &touches, seen, true) && touches && !add_member(p, joined, j)) goto oom;
     }

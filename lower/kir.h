@@ -146,6 +146,8 @@ typedef struct kir_module {
   int *node_buf; /* per node of g: its buffer or -1 */
   int *out_buf;  /* per graph output: its buffer */
   bool eager;
+  int remat_values;           /* values computed again where the backward reads them (remat.c) */
+  int64_t remat_arena_before; /* the arena they saved, before it (bytes) */
 } kir_module;
 
 void kir_module_free(kir_module *m);
@@ -155,6 +157,9 @@ bool path_push(kir_path *p, kir_step s);     /* false when the path is full */
 
 /* fusion and kernel building (fuse.c, kir_build.c) */
 portc_status fuse(portc_graph *g, bool eager, kir_module **out);
+/* rematerialization (remat.c): *m replaced by a module that recomputes values its plan would
+ * hold across the arena's peak, while that makes the arena smaller; sizes must be constant */
+portc_status remat(kir_module **m, bool *changed);
 
 /* concrete numbers for a launch: dims under symbol values (sym may be NULL when none) */
 int64_t dim_value(dim d, const int64_t *sym);

@@ -322,53 +322,72 @@ static bool make_buffers(fplan *p, kir_module *m) {
   return true;
 }
 
-/* kernels in an order where each runs after the kernels that store what it loads */
+/* the buffer a kernel input reads: loads (i < nval), then operands */
+static int read_buf(const kir_kernel *k, int i) {
+  return i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
+}
+
+/* Kernels in an order where each runs after the kernels that store what it loads, and among those
+ * ready, the one whose stored values come first in the graph: the graph's order is the program's
+ * (the gradient rules emit each op's backward where its output's gradient is complete), so a
+ * value is used soon after it is made. (A kernel that sums a parameter's gradient runs right
+ * after the gradient it reads, not at the end with the optimizer that reads its result, so the
+ * big gradient it reads is freed early.) */
 static portc_status order_kernels(kir_module *m) {
-  int *writer = malloc(sizeof *writer * (size_t)(m->nbuf + 1));
-  int *state = calloc((size_t)m->nk + 1, sizeof *state), *order = malloc(sizeof *order * (size_t)(m->nk + 1));
-  int *stack = malloc(sizeof *stack * (size_t)(2 * m->nk + 2));
-  if (!writer || !state || !order || !stack) {
-    free(writer), free(state), free(order), free(stack);
-    return err_set(PORTC_ERR_NOMEM, "kir: out of memory");
-  }
+  int nk = m->nk;
+  int *writer = malloc(sizeof *writer * (size_t)(m->nbuf + 1)), *waits = calloc((size_t)nk + 1, sizeof *waits);
+  int *rank = malloc(sizeof *rank * (size_t)(nk + 1)), *order = malloc(sizeof *order * (size_t)(nk + 1));
+  bool *done = calloc((size_t)nk + 1, sizeof *done);
+  int32_t **users = calloc((size_t)nk + 1, sizeof *users), *nusers = calloc((size_t)nk + 1, sizeof *nusers);
+  portc_status st = PORTC_OK;
+  if (!writer || !waits || !rank || !order || !done || !users || !nusers) goto oom;
   for (int i = 0; i < m->nbuf; i++) writer[i] = -1;
-  for (int k = 0; k < m->nk; k++)
-    for (int s = 0; s < m->k[k].nstore; s++) writer[m->k[k].store[s].buf] = k;
-  int n = 0;
-  bool cycle = false;
-  for (int root = 0; root < m->nk; root++) {
-    if (state[root]) continue;
-    int sp = 0;
-    stack[sp++] = root;
-    while (sp) {
-      int k = stack[sp - 1];
-      if (state[k] == 2) { sp--; continue; }
-      state[k] = 1;
-      bool pushed = false;
-      const kir_kernel *kk = &m->k[k];
-      for (int i = 0; i < kk->nval + kk->nin && !pushed; i++) {
-        int bsrc = i < kk->nval ? (kk->val[i].kind == KV_LOAD ? kk->val[i].buf : -1) : kk->in_buf[i - kk->nval];
-        int w = bsrc >= 0 ? writer[bsrc] : -1;
-        if (w >= 0 && w != k && state[w] == 1) cycle = true; /* fusion must never allow this */
-        if (w >= 0 && w != k && state[w] == 0) stack[sp++] = w, pushed = true;
-      }
-      if (!pushed) {
-        state[k] = 2;
-        order[n++] = k;
-        sp--;
-      }
+  for (int k = 0; k < nk; k++) {
+    rank[k] = m->k[k].node;
+    for (int s = 0; s < m->k[k].nstore; s++) {
+      int b = m->k[k].store[s].buf;
+      writer[b] = k;
+      if (m->buf[b].node > rank[k]) rank[k] = m->buf[b].node;
     }
   }
-  portc_status st = PORTC_OK;
-  kir_kernel *sorted = cycle ? NULL : malloc(sizeof *sorted * (size_t)(m->nk + 1));
-  if (cycle) st = err_set(PORTC_ERR_INVALID, "internal error: fusion made kernels that depend on each other in a cycle");
-  else if (!sorted) st = err_set(PORTC_ERR_NOMEM, "kir: out of memory");
-  else {
-    for (int i = 0; i < m->nk; i++) sorted[i] = m->k[order[i]];
-    free(m->k);
-    m->k = sorted;
+  for (int k = 0; k < nk; k++) { /* waits[k]: distinct writers k reads; users[w]: who waits on w */
+    const kir_kernel *kk = &m->k[k];
+    for (int i = 0; i < kk->nval + kk->nin; i++) {
+      int b = read_buf(kk, i), w = b >= 0 ? writer[b] : -1;
+      if (w < 0 || w == k) continue;
+      bool seen = false;
+      for (int u = 0; u < nusers[w] && !seen; u++) seen = users[w][u] == k;
+      if (seen) continue;
+      int32_t *us = realloc(users[w], sizeof *us * (size_t)(nusers[w] + 1));
+      if (!us) goto oom;
+      users[w] = us;
+      us[nusers[w]++] = k;
+      waits[k]++;
+    }
   }
-  free(writer), free(state), free(order), free(stack);
+  for (int n = 0; n < nk; n++) {
+    int next = -1;
+    for (int k = 0; k < nk; k++)
+      if (!done[k] && !waits[k] && (next < 0 || rank[k] < rank[next])) next = k;
+    if (next < 0) { /* fusion must never allow this */
+      st = err_set(PORTC_ERR_INVALID, "internal error: fusion made kernels that depend on each other in a cycle");
+      goto out;
+    }
+    done[next] = true;
+    order[n] = next;
+    for (int u = 0; u < nusers[next]; u++) waits[users[next][u]]--;
+  }
+  kir_kernel *sorted = malloc(sizeof *sorted * (size_t)(nk + 1));
+  if (!sorted) goto oom;
+  for (int i = 0; i < nk; i++) sorted[i] = m->k[order[i]];
+  free(m->k);
+  m->k = sorted;
+  goto out;
+oom:
+  st = err_set(PORTC_ERR_NOMEM, "kir: out of memory");
+out:
+  for (int k = 0; k < nk && users; k++) free(users[k]);
+  free(writer), free(waits), free(rank), free(order), free(done), free(users), free(nusers);
   return st;
 }
 

@@ -11,6 +11,8 @@
 /* Copies node i of src into dst with inputs renamed through remap; symbols take the values in
  * symvals (indexed by src symbol) when it is not NULL. Returns the new node or a failure. */
 portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals);
+/* the same under another name (NULL: node i's) */
+portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals, const char *name);
 /* A copy of g, with symbols replaced by symvals when it is not NULL. */
 portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out);
 /* The end of a pass that rebuilt *g into out (remap: old node -> new): out takes g's outputs and

@@ -14,13 +14,18 @@ static dim subst(const portc_graph *src, dim d, portc_graph *dst, const int64_t 
 }
 
 portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals) {
+  return copy_node_named(dst, src, i, remap, symvals, NULL);
+}
+
+portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals, const char *name) {
   const node *x = &src->nodes[i];
+  if (!name) name = x->name;
   const op_info *info = op_get(x->op);
   if (info->kind == K_SOURCE) {
     shape sh = x->sh;
     for (int d = 0; d < sh.rank; d++) sh.d[d] = subst(src, sh.d[d], dst, symvals);
-    portc_node n = x->op == OP_const ? graph_add_const(dst, x->name, x->dt, &sh, &x->value)
-                                     : graph_add_source(dst, x->op, x->name, x->dt, &sh);
+    portc_node n = x->op == OP_const ? graph_add_const(dst, name, x->dt, &sh, &x->value)
+                                     : graph_add_source(dst, x->op, name, x->dt, &sh);
     if (n < 0) return n;
     node *y = &dst->nodes[n];
     y->has_init = x->has_init, y->init = x->init, y->seed = x->seed, y->p0 = x->p0, y->p1 = x->p1;
@@ -41,9 +46,9 @@ portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int3
         dim d = subst(src, (dim){s.a[k].v[j], s.a[k].sym[j]}, dst, symvals);
         s.a[k].v[j] = d.c, s.a[k].sym[j] = d.sym;
       }
-  s.name = x->name;
+  s.name = name;
   portc_node n = graph_add(dst, &s);
-  if (n >= 0) dst->nodes[n].line = x->line;
+  if (n >= 0) dst->nodes[n].line = x->line, dst->nodes[n].stored = x->stored, dst->nodes[n].recomputed = x->recomputed;
   return n;
 }
 

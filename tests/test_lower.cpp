@@ -168,6 +168,64 @@ TEST(Fusion, SeveralConsumers) {
             3);
 }
 
+// A training step of an MLP: gelu(hb) is read by the forward matmul and again by the weight
+// gradient; across the peak between them only hb (which gelu's gradient reads anyway) is held,
+// and a.recomputed is computed again just before the weight gradient reads it.
+static const char *kMlpStep =
+    "input x: f32[512, 64]\ninput t: f32[512, 64]\nparam w1: f32[64, 256] = normal(std=0.02, seed=1)\nparam b1: f32[256] = zeros\n"
+    "param w2: f32[256, 64] = normal(std=0.02, seed=2)\nparam b2: f32[64] = zeros\nh = matmul(x, w1)\nhb = add(h, b1)\na = gelu(hb)\n"
+    "o = matmul(a, w2)\ny = add(o, b2)\nloss = mse_loss(y, t)\nstep adamw(lr=0.001, weight_decay=0.01): w1, b1, w2, b2 by loss\noutput loss\n";
+
+static int64_t arena(const kir_module *m) {
+  mem_plan plan;
+  EXPECT_EQ(plan_memory(m, nullptr, &plan, nullptr), PORTC_OK);
+  return plan.arena_bytes;
+}
+
+TEST(Memory, ValuesHeldForTheBackwardAreComputedAgain) {
+  kir_module *m = nullptr;
+  ASSERT_GT(kernels(kMlpStep, false, nullptr, &m), 0);
+  Lowered l{m};
+  EXPECT_EQ(portc_graph_verify(m->g, nullptr), PORTC_OK);
+  portc_node a = graph_find(m->g, "a"), again = graph_find(m->g, "a.recomputed");
+  ASSERT_GE(again, 0);
+  EXPECT_EQ(m->g->nodes[again].op, OP_gelu);
+  EXPECT_EQ(m->g->nodes[again].in[0], graph_find(m->g, "hb"));
+  EXPECT_GT(m->remat_values, 0);
+  EXPECT_LT(arena(m), m->remat_arena_before);
+  // a is read by the forward matmul only; the clone by the weight gradient, later
+  int first_a = -1, reads_again = -1;
+  for (int k = 0; k < m->nk; k++)
+    for (int j = 0; j < m->k[k].nnodes; j++) {
+      if (m->k[k].nodes[j] == a && first_a < 0) first_a = k;
+      if (m->k[k].nodes[j] == again) reads_again = k;
+    }
+  EXPECT_LT(first_a, reads_again);
+  // where nothing is held across a peak (inference), the graph is left as it is
+  kir_module *inf = nullptr;
+  ASSERT_GT(kernels("input x: f32[512, 64]\ninput w: f32[64, 256]\ninput w2: f32[256, 64]\nh = matmul(x, w)\na = gelu(h)\ny = matmul(a, w2)\noutput y\n", false,
+                    nullptr, &inf),
+            0);
+  EXPECT_EQ(inf->remat_values, 0);
+  kir_module_free(inf);
+}
+
+// max_pool2d's gradient adds one spread of the output's gradient per window offset; summed in one
+// kernel, all nine would be held together. Partial sums kept in memory free each as it is added.
+TEST(Memory, PoolingGradientsAreSummedAsTheyArrive) {
+  kir_module *m = nullptr;
+  ASSERT_GT(kernels("input x: f32[4, 8, 32, 32]\nparam w: f32[8, 8, 3, 3] = normal(std=0.1, seed=1)\nc = conv2d(x, w, padding=[1, 1])\n"
+                    "p = max_pool2d(c, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\nq = mul(p, p)\nloss = mean(q)\n"
+                    "step sgd(lr=0.1): w by loss\noutput loss\n",
+                    false, nullptr, &m),
+            0);
+  Lowered l{m};
+  int kept = 0;
+  for (int i = 0; i < m->g->n; i++) kept += m->g->nodes[i].stored && m->g->nodes[i].op == OP_add;
+  EXPECT_GE(kept, 2);
+  EXPECT_LT(arena(m), m->remat_arena_before);
+}
+
 TEST(Fusion, TransformerLayer) {
   Graph g(nullptr);
   portc_graph *raw = nullptr;
