@@ -193,6 +193,12 @@ def main():
 
             fn = torch.compile(step) if mode == "compile" else step
             times[mode] = median_ms(fn, iters, warmup=5)
+            torch.cuda.synchronize()
+            held = torch.cuda.memory_allocated()  # parameters, optimizer state, inputs
+            torch.cuda.reset_peak_memory_stats()
+            fn()
+            torch.cuda.synchronize()
+            times[mode + "_mb"] = (torch.cuda.max_memory_allocated() - held) / 2**20
             del opt, params, p
             torch.cuda.empty_cache()
         for tg in targets:
@@ -200,13 +206,16 @@ def main():
             fused = json.load(open(path))["fused"] if os.path.exists(path) else {}
             ms = fused.get("median_s", float("nan")) * 1e3
             walls = (fused.get("step_wall_s", float("nan")) * 1e3, fused.get("run_wall_s", float("nan")) * 1e3)
-            rows.append((name, tg, ms, times["eager"], times["compile"], walls))
+            mem = (fused.get("arena_bytes", float("nan")) / 2**20, times["compile_mb"])
+            rows.append((name, tg, ms, times["eager"], times["compile"], walls, mem))
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; f32 with TF32 off, _bf16 under autocast; medians of {iters} steps, ms")
-    print(f"{'step':22} {'target':7} {'portc':>8} {'t.eager':>8} {'t.compile':>9} {'vs compile':>10} {'vs eager':>9} {'p.step':>8} {'p.run':>8}")
-    for name, tg, ms, e, c, (sw, rw) in rows:
-        print(f"{name:22} {tg:7} {ms:8.3f} {e:8.3f} {c:9.3f} {c / ms:9.2f}x {e / ms:8.2f}x {sw:8.3f} {rw:8.3f}")
+    print(f"{'step':22} {'target':7} {'portc':>8} {'t.eager':>8} {'t.compile':>9} {'vs compile':>10} {'vs eager':>9} {'p.step':>8} {'p.run':>8} {'p.MiB':>7} {'t.MiB':>7}")
+    for name, tg, ms, e, c, (sw, rw), (pm, tm) in rows:
+        print(f"{name:22} {tg:7} {ms:8.3f} {e:8.3f} {c:9.3f} {c / ms:9.2f}x {e / ms:8.2f}x {sw:8.3f} {rw:8.3f} {pm:7.0f} {tm:7.0f}")
     print("ratios are torch time / portc time (the module on the device timer): above 1 means portc is faster;")
     print("p.step and p.run: a whole portc_module_step call (parameters on the device) and portc_module_run (every output read back), host clock")
+    print("p.MiB: portc's planned arena (every intermediate: activations, gradients, temporaries); t.MiB: what one compiled torch step")
+    print("allocates beyond what it holds between steps (parameters, optimizer state, the batch), at its peak")
     return 0
 
 

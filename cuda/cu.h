@@ -58,7 +58,7 @@ enum {
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
-  CU_MAX_SPLIT = 16,  /* the most slices of a convolution's reduction (split-K) */
+  CU_MAX_SPLIT = 64,  /* the most slices of a convolution's reduction (split-K) */
   CU_BLASLT_ALGOS = 8, /* cuBLASLt's heuristic is asked for this many algorithms, best first */
   CU_BLASLT_WORKSPACE = 32 << 20, /* cuBLASLt's workspace: one per module (its stream) */
 };

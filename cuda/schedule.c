@@ -165,7 +165,9 @@ static bool split_useful(const kir_module *m, int i, int tile, int split, int sm
 }
 
 /* the rule: a convolution whose tiles give fewer than two work groups a multiprocessor splits
- * its reduction in the fewest slices (2, 4 or 8) that give four, where each keeps 16 panels */
+ * its reduction in the fewest slices (a power of two, up to CU_MAX_SPLIT) that give four, where
+ * each keeps 16 panels. A weight gradient (a few thousand outputs, each a sum over the batch's
+ * every pixel: 3 tiles and a reduction of 401,408 for ResNet's stem) takes the most slices. */
 static int conv_split(const kir_module *m, int i, int tile, int device) {
   char why[256];
   const cu_context *c = cu_context_get(device, why, sizeof why); /* -1: the default device; NULL: none */
@@ -174,7 +176,7 @@ static int conv_split(const kir_module *m, int i, int tile, int device) {
   int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
   if (groups >= 2 * (int64_t)c->sms) return 1;
   int split = 2;
-  while (split < 8 && groups * split < 4 * (int64_t)c->sms && K / (2 * split) >= 16 * GPU_MM_BK) split *= 2;
+  while (split < CU_MAX_SPLIT && groups * split < 4 * (int64_t)c->sms && K / (2 * split) >= 16 * GPU_MM_BK) split *= 2;
   return K / split >= 16 * GPU_MM_BK ? split : 1;
 }
 
@@ -229,7 +231,7 @@ static void conv_candidates(const kir_module *m, int i, int sms, tune_knobs *out
   int tiles[3], nt = tune_useful_tiles(m, i, tiles);
   unsigned mask = tune_knob_bit("tile") | tune_knob_bit("split_k");
   for (int t = 0; t < nt; t++)
-    for (int split = 1; split <= 8 && *n < max; split *= 2) {
+    for (int split = 1; split <= CU_MAX_SPLIT && *n < max; split *= 2) {
       if (split > 1 && !split_useful(m, i, tiles[t], split, sms)) continue;
       if (tiles[t] == s->tile_m && split == (s->split_k > 1 ? s->split_k : 1)) continue;
       tune_knobs c = {.mask = mask};

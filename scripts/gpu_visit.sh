@@ -3,7 +3,8 @@
 # and build/lib/libportc.so), the steps named on the command line, on the targets in $TARGETS
 # (default: "cuda vulkan"):
 #   tests     the GPU unit tests (build/bin/portc_tests, Gpu and Cuda suites)
-#   verify    `portc verify` (fused and eager) on each target, the table and the JSON
+#   verify    `portc verify` (fused and eager) on each target, the table and the JSON; $VERIFY_FILTER
+#             (a regex of case names) limits it
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
 #   split     the CUDA suite's convolution-bearing cases again with every tiled convolution's
@@ -22,7 +23,8 @@
 #   train     training steps (bench/train_vs_torch.py: an MLP, the transformer layer and ResNet-18 at
 #             batch 32, forward, backward and AdamW, in f32 and under bf16 autocast) checked against
 #             the reference on each target (portc verify --model, the transformer at small sizes),
-#             then timed by `portc bench` and against torch eager and torch.compile; $TRAIN_ONLY
+#             then timed by `portc bench` (with each kernel's time alone in $OUT/TARGET/NAME.trace.json)
+#             and against torch eager and torch.compile; $TRAIN_ONLY
 #             (names, comma-separated) limits it; the suite's grad cases are part of `verify`
 #   tune      `portc tune` on every graph of bench/gpu/ and the transformer example, per target,
 #             $TUNE_BUDGET seconds each (default 60), into $out/tune_TARGET.txt: measured tables
@@ -62,7 +64,8 @@ for step in $steps; do
     ;;
   verify)
     for t in $targets; do
-      "$portc" verify -t "$t" --examples examples --json "$out/verify_$t.json" >"$out/verify_$t.txt" 2>&1
+      "$portc" verify -t "$t" --examples examples ${VERIFY_FILTER:+--filter "$VERIFY_FILTER"} --json "$out/verify_$t.json" \
+        >"$out/verify_$t.txt" 2>&1
       rc=$?
       grep -E '^FAIL' "$out/verify_$t.txt" | head -20
       summary+=("verify $t (rc $rc, $(($(date +%s) - start)) s):" "$(tail -7 "$out/verify_$t.txt")")
@@ -134,7 +137,7 @@ for step in $steps; do
         sets=()
         [[ $name == train_transformer* ]] && sets=(--set B=16 --set S=512)
         timeout 300 "$portc" bench "$out/train/$name.ptg" "${sets[@]}" -t "$t" --iters 20 --warmup 3 --no-eager --steps 5 \
-          --json "$out/$t/$name.json" >>"$out/train_bench_$t.txt" 2>&1 ||
+          --json "$out/$t/$name.json" --trace "$out/$t/$name.trace.json" >>"$out/train_bench_$t.txt" 2>&1 ||
           summary+=("bench $t $name failed (rc $?): $(tail -1 "$out/train_bench_$t.txt")")
       done
     done
