@@ -346,6 +346,12 @@ static void fusion_cases(conf_cases *cs) {
   text(add(cs, "fusion", "fusion/full-mean-split"), "input x: f32[300, 1000]\nm = mul(x, x)\ny = mean(m)\noutput y\n");
   text(add(cs, "fusion", "fusion/full-sum-split-keepdim"), "input x: f32[8, 128, 77]\ny = sum(x, axes=[0, 1, 2], keepdim=true)\noutput y\n");
   text(add(cs, "fusion", "fusion/full-max-split"), "input x: f16[65536, 3]\ny = max(x)\noutput y\n");
+  /* per-channel reductions over the batch and the pixels, pixels first (lower/split_reduce.c) */
+  text(add(cs, "fusion", "fusion/per-channel-mean-split"),
+       "input x: f32[8, 16, 64, 64]\nm = mean(x, axes=[0, 2, 3], keepdim=true)\nd = sub(x, m)\nq = mul(d, d)\n"
+       "v = mean(q, axes=[0, 2, 3], keepdim=true)\ny = mul(d, v)\noutput y, v\n");
+  text(add(cs, "fusion", "fusion/per-channel-sum-split-dropped"), "input x: f32[16, 4, 4096, 2]\ny = sum(x, axes=[0, 2])\noutput y\n");
+  text(add(cs, "fusion", "fusion/per-channel-max-split-f16"), "input x: f16[4, 8, 128, 130]\ny = max(x, axes=[0, 2, 3])\noutput y\n");
   text(add(cs, "fusion", "fusion/concat-of-40-inputs"), "%s", cat40);
 }
 

@@ -159,6 +159,39 @@ TEST(Passes, BatchedMatmulSummedOverItsBatchIsOneMatmul) {
   }
 }
 
+TEST(Passes, PerChannelReductionsRunPixelsFirst) {
+  // batch norm's statistics: 16 rows of 32,768 become 128 rows of 4,096, then 16 of 8
+  struct { const char *text; int64_t part; } cases[] = {
+      {"input x: f32[8, 16, 64, 64]\ny = mean(x, axes=[0, 2, 3], keepdim=true)\noutput y\n", 8 * 16},
+      {"input x: f32[16, 4, 4096, 2]\ny = sum(x, axes=[0, 2])\noutput y\n", 16 * 4 * 2}};
+  for (auto &t : cases) {
+    Graph g = parse(t.text);
+    ASSERT_TRUE(g);
+    portc_graph *c = nullptr;
+    ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+    bool changed = false;
+    ASSERT_EQ(split_reduce(&c, &changed), PORTC_OK) << portc_last_error();
+    EXPECT_TRUE(changed) << t.text;
+    EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+    portc_node part = graph_find(c, "y.part"), y = graph_find(c, "y");
+    ASSERT_GE(part, 0);
+    EXPECT_EQ(shape_numel_const(&c->nodes[part].sh), t.part) << t.text; // the pixels reduced first
+    EXPECT_TRUE(shape_eq(&c->nodes[y].sh, &g->nodes[graph_find(g.get(), "y")].sh)) << t.text;
+    portc_graph_free(c);
+  }
+  // few long rows with no axis before the kept one, or short rows: as they are
+  for (const char *text : {"input x: f32[16, 65536]\ny = sum(x, axes=[1])\noutput y\n",
+                           "input x: f32[4096, 64, 2]\ny = sum(x, axes=[0, 2])\noutput y\n"}) {
+    Graph g = parse(text);
+    portc_graph *c = nullptr;
+    ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+    bool changed = true;
+    ASSERT_EQ(split_reduce(&c, &changed), PORTC_OK);
+    EXPECT_FALSE(changed) << text;
+    portc_graph_free(c);
+  }
+}
+
 TEST(Fusion, SeveralConsumers) {
   // cheap: recomputed in both consumers (one kernel per output); costly: materialized once
   EXPECT_EQ(kernels("input x: f32[64]\na = exp(x)\ny1 = add(a, x)\ny2 = mul(a, x)\noutput y1, y2\n", false), 2);
