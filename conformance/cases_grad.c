@@ -130,11 +130,14 @@ static void contractions(conf_cases *cs) {
   }
   static const struct { const char *attrs, *y; } P[] = {
       {"kernel=[2, 2]", "2, 3, 4, 4"}, {"kernel=[3, 3], stride=[1, 1], padding=[1, 1]", "2, 3, 9, 9"}, {"kernel=[3, 3], stride=[2, 2]", "2, 3, 4, 4"},
+      /* ResNet's stem pooling; a stride longer than the window (phases no offset reaches); uneven windows and strides */
+      {"kernel=[3, 3], stride=[2, 2], padding=[1, 1]", "2, 3, 5, 5"}, {"kernel=[2, 2], stride=[3, 3]", "2, 3, 3, 3"},
+      {"kernel=[3, 2], stride=[2, 3], padding=[1, 0]", "2, 3, 5, 3"},
   };
-  for (int p = 0; p < 3; p++)
+  for (unsigned p = 0; p < sizeof P / sizeof *P; p++)
     for (int mx = 0; mx < 2; mx++) {
       snprintf(body, sizeof body, "input x: f32[2, 3, 9, 9]\ny = %s(x, %s)\n", mx ? "max_pool2d" : "avg_pool2d", P[p].attrs);
-      snprintf(name, sizeof name, "%s/%d", mx ? "max_pool2d" : "avg_pool2d", p);
+      snprintf(name, sizeof name, "%s/%u", mx ? "max_pool2d" : "avg_pool2d", p);
       snprintf(yt, sizeof yt, "f32[%s]", P[p].y);
       grad_case(cs, name, body, yt, "x");
     }

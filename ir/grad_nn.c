@@ -185,6 +185,14 @@ static portc_node avg_pool_grad(gctx *c, const node *x, portc_node gy) {
   return g_reshape(c, r, &sx);
 }
 
+/* max_pool2d's input gradient. Window offset (a, b) sends the output's gradient, where its element
+ * is the window's first maximum, to padded input rows a + s*i and columns b + s*j. Rows of one
+ * phase a % s form a grid of rows Y = i + a / s: so each offset's share is the output-sized
+ * where(hit, gy, 0) shifted by (a / s, b / s) in its phase's grid (one small pad), the shares of
+ * a phase add up, and the s x s phase grids interleave (reshapes and two concats) into the padded
+ * input, which a slice cuts to the input. (Spreading each share over the whole padded input with
+ * zeros between its elements made eight full-size kernels per offset: 3.6 of a 30 ms ResNet-18
+ * step on an H200.) */
 static portc_node max_pool_grad(gctx *c, int i, const node *x, portc_node gy) {
   portc_node in = x->in[0];
   shape sx = g_shape(c, in), sy = g_shape(c, gy);
@@ -192,24 +200,42 @@ static portc_node max_pool_grad(gctx *c, int i, const node *x, portc_node gy) {
   pool_params(x, &q);
   int64_t pads[8] = {0, 0, 0, 0, q.p[0], q.p[0], q.p[1], q.p[1]};
   int64_t hp = sx.d[2].c + 2 * q.p[0], wp = sx.d[3].c + 2 * q.p[1], oh = sy.d[2].c, ow = sy.d[3].c;
+  int64_t s0 = q.s[0], s1 = q.s[1], yn = (hp + s0 - 1) / s0, xn = (wp + s1 - 1) / s1; /* a phase's grid */
   if (q.k[0] * q.k[1] > 64) return gfail(c, PORTC_ERR_SHAPE, "a window of %lld elements; the gradient spreads at most 64", (long long)(q.k[0] * q.k[1]));
+  if (s0 > 8 || s1 > 8) return gfail(c, PORTC_ERR_SHAPE, "a stride of %lld x %lld; the gradient interleaves at most 8 x 8 phases", (long long)s0, (long long)s1);
   portc_node xp = q.p[0] || q.p[1] ? gk(c, portc_pad(G, in, 8, pads, -INFINITY)) : in;
-  portc_node zero = g_scalar(c, x->dt, 0), taken = PORTC_NONE, acc = PORTC_NONE;
+  portc_node zero = g_scalar(c, x->dt, 0), taken = PORTC_NONE, phase[8][8];
+  for (int a = 0; a < 8; a++)
+    for (int b = 0; b < 8; b++) phase[a][b] = PORTC_NONE;
   for (int64_t a = 0; a < q.k[0] && !c->b.st; a++)
     for (int64_t b = 0; b < q.k[1] && !c->b.st; b++) {
-      portc_node xs = gk(c, portc_slice(G, xp, 2, a, a + (oh - 1) * q.s[0] + 1, q.s[0]));
-      xs = gk(c, portc_slice(G, xs, 3, b, b + (ow - 1) * q.s[1] + 1, q.s[1]));
+      portc_node xs = gk(c, portc_slice(G, xp, 2, a, a + (oh - 1) * s0 + 1, s0));
+      xs = gk(c, portc_slice(G, xs, 3, b, b + (ow - 1) * s1 + 1, s1));
       portc_node hit = gk(c, portc_eq(G, xs, i));
       if (taken != PORTC_NONE) hit = gk(c, portc_and(G, hit, gk(c, portc_not(G, taken))));
       taken = taken == PORTC_NONE ? hit : gk(c, portc_or(G, taken, hit));
-      /* this offset's share, spread s apart and placed at (a, b) of the padded input */
-      portc_node part = gk(c, portc_where(G, hit, gy, zero));
-      part = g_place(c, g_zero_insert(c, part, 2, q.s[0]), 2, a, hp);
-      part = g_place(c, g_zero_insert(c, part, 3, q.s[1]), 3, b, wp);
-      acc = acc == PORTC_NONE ? part : add(c, acc, part);
+      int64_t shift[8] = {0, 0, 0, 0, a / s0, yn - oh - a / s0, b / s1, xn - ow - b / s1};
+      portc_node part = gk(c, portc_pad(G, gk(c, portc_where(G, hit, gy, zero)), 8, shift, 0));
+      portc_node *ph = &phase[a % s0][b % s1];
+      *ph = *ph == PORTC_NONE ? part : add(c, *ph, part);
     }
-  if (q.p[0]) acc = gk(c, portc_slice(G, acc, 2, q.p[0], q.p[0] + sx.d[2].c, 1));
-  if (q.p[1]) acc = gk(c, portc_slice(G, acc, 3, q.p[1], q.p[1] + sx.d[3].c, 1));
+  shape grid = sy, cell = sy; /* [N, C, yn, xn], and one phase as [N, C, yn, 1, xn, 1] */
+  grid.d[2].c = yn, grid.d[3].c = xn;
+  cell.rank = 6;
+  cell.d[2] = (dim){yn, -1}, cell.d[3] = (dim){1, -1}, cell.d[4] = (dim){xn, -1}, cell.d[5] = (dim){1, -1};
+  portc_node rows[8];
+  for (int64_t a = 0; a < s0 && !c->b.st; a++) {
+    portc_node cols[8];
+    for (int64_t b = 0; b < s1; b++) /* a phase no offset reaches (a stride longer than the window) holds zeros */
+      cols[b] = g_reshape(c, phase[a][b] != PORTC_NONE ? phase[a][b] : g_zeros(c, x->dt, &grid), &cell);
+    rows[a] = s1 > 1 ? gk(c, portc_concat(G, (int)s1, cols, 5)) : cols[0];
+  }
+  portc_node all = s0 > 1 ? gk(c, portc_concat(G, (int)s0, rows, 3)) : rows[0];
+  shape padded = sy;
+  padded.d[2].c = yn * s0, padded.d[3].c = xn * s1;
+  portc_node acc = g_reshape(c, all, &padded);
+  if (q.p[0] || padded.d[2].c != sx.d[2].c) acc = gk(c, portc_slice(G, acc, 2, q.p[0], q.p[0] + sx.d[2].c, 1));
+  if (q.p[1] || padded.d[3].c != sx.d[3].c) acc = gk(c, portc_slice(G, acc, 3, q.p[1], q.p[1] + sx.d[3].c, 1));
   return acc;
 }
 
