@@ -16,7 +16,8 @@
  *  4. Reductions over the same rows (same input shape, same reduced axes) share one ROW kernel
  *     when one feeds the next through elementwise ops (softmax: max, then sum). Elementwise ops
  *     over those rows, or over their per-row results, join the kernel, which stores only what is
- *     used outside it.
+ *     used outside it; clones that rematerialization made (`recomputed`) do not, since they are
+ *     there to be computed late, where they are read, not with the rows they are computed from.
  *  5. Every other materialized elementwise value or view gets a POINTWISE kernel, with all the
  *     non-materialized values behind it inlined.
  * Eager mode materializes every value and gives each op its own kernel.
