@@ -54,6 +54,10 @@ void kir_module_free(kir_module *m) {
   free(m);
 }
 
+int kir_read_buf(const kir_kernel *k, int i) {
+  return i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
+}
+
 int64_t dim_value(dim d, const int64_t *sym) { return d.sym >= 0 ? (sym ? sym[d.sym] : 0) : d.c; }
 
 int64_t shape_count(const shape *s, const int64_t *sym) {

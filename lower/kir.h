@@ -154,12 +154,15 @@ void kir_module_free(kir_module *m);
 int kir_add_val(kir_kernel *k, kir_val v);   /* -1 when out of memory */
 int kir_add_path(kir_kernel *k, const kir_path *p);
 bool path_push(kir_path *p, kir_step s);     /* false when the path is full */
+/* what kernel input i reads, for i below nval + nin: value i's buffer when it is a load (else -1),
+ * then operand i - nval's buffer */
+int kir_read_buf(const kir_kernel *k, int i);
 
 /* fusion and kernel building (fuse.c, kir_build.c) */
 portc_status fuse(portc_graph *g, bool eager, kir_module **out);
 /* rematerialization (remat.c): *m replaced by a module that recomputes values its plan would
- * hold across the arena's peak, while that makes the arena smaller; sizes must be constant */
-portc_status remat(kir_module **m, bool *changed);
+ * hold across the arena's peak, while that makes the arena smaller (constant sizes only) */
+bool remat(kir_module **m); /* whether it replaced *m */
 
 /* concrete numbers for a launch: dims under symbol values (sym may be NULL when none) */
 int64_t dim_value(dim d, const int64_t *sym);

@@ -322,11 +322,6 @@ static bool make_buffers(fplan *p, kir_module *m) {
   return true;
 }
 
-/* the buffer a kernel input reads: loads (i < nval), then operands */
-static int read_buf(const kir_kernel *k, int i) {
-  return i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
-}
-
 /* Kernels in an order where each runs after the kernels that store what it loads, and among those
  * ready, the one whose stored values come first in the graph: the graph's order is the program's
  * (the gradient rules emit each op's backward where its output's gradient is complete), so a
@@ -353,7 +348,7 @@ static portc_status order_kernels(kir_module *m) {
   for (int k = 0; k < nk; k++) { /* waits[k]: distinct writers k reads; users[w]: who waits on w */
     const kir_kernel *kk = &m->k[k];
     for (int i = 0; i < kk->nval + kk->nin; i++) {
-      int b = read_buf(kk, i), w = b >= 0 ? writer[b] : -1;
+      int b = kir_read_buf(kk, i), w = b >= 0 ? writer[b] : -1;
       if (w < 0 || w == k) continue;
       bool seen = false;
       for (int u = 0; u < nusers[w] && !seen; u++) seen = users[w][u] == k;

@@ -60,12 +60,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   RUN(opt_cse, g);
   RUN(opt_dce, g);
   if ((st = fuse(g, o->eager, out))) goto fail; /* the module now owns g */
-  bool changed;
-  if (!o->eager && (st = remat(out, &changed))) {
-    kir_module_free(*out);
-    *out = NULL;
-    return st;
-  }
+  if (!o->eager) remat(out);
   if (o->dump_after && strcmp(o->dump_after, "fuse") == 0) kir_print(*out, o->dump ? o->dump : stderr);
   return PORTC_OK;
 fail:

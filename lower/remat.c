@@ -14,7 +14,10 @@
  *      by it) whose expression has at most REMAT_MAX_OPS ops over values that are live at its late
  *      readers anyway (or at most 1/16 of its size, or not temporaries) is cloned: the readers after
  *      the peak read the clone, placed in the graph just before the first of them;
- *   3. fuse again; keep the new module when its arena is smaller, and repeat (the peak moves).
+ *   3. a sum of temporaries made one after the other that holds them across the peak (max
+ *      pooling's gradient adds one share per window offset) keeps its partial sums in memory
+ *      (`stored`), so that each share dies as it is added instead of all living until the sum;
+ *   4. fuse again; keep the new module when its arena is smaller, and repeat (the peak moves).
  *
  *   before: a = gelu(h) ... y = matmul(a, w2) ... [peak] ... dw2 = matmul(permute(a), dy)
  *   after:  a = gelu(h) ... y = matmul(a, w2) ... [peak] ... a.recomputed = gelu(h); dw2 = ...
@@ -43,7 +46,7 @@ typedef struct rctx {
   int *tmin, *tmax;   /* per node: the first and last kernel computing it, or -1 */
   int32_t **cons;     /* per node: its consumers */
   int *ncons;
-  char *taken;        /* per node: 1 cloned or read by a chosen candidate */
+  char *taken;        /* per node: 1 cloned by a chosen candidate, 2 read by one */
   bool *split;        /* per node: a partial sum to keep in memory */
   int nsplit;
   candidate *c;
@@ -57,10 +60,6 @@ static bool push(int32_t **list, int32_t *n, int v) {
   return true;
 }
 
-static int kernel_reads(const kir_kernel *k, int i) {
-  return i < k->nval ? (k->val[i].kind == KV_LOAD ? k->val[i].buf : -1) : k->in_buf[i - k->nval];
-}
-
 /* lifetimes, sizes and consumers; false when out of memory or when a size is symbolic */
 static bool analyse(rctx *r) {
   const kir_module *m = r->m;
@@ -72,7 +71,7 @@ static bool analyse(rctx *r) {
     for (int s = 0; s < k->nstore; s++)
       if (r->first[k->store[s].buf] < 0) r->first[k->store[s].buf] = t;
     for (int i = 0; i < k->nval + k->nin; i++) {
-      int b = kernel_reads(k, i);
+      int b = kir_read_buf(k, i);
       if (b >= 0) r->last[b] = t;
     }
     for (int j = 0; j < k->nnodes; j++) {
@@ -138,7 +137,7 @@ static bool consider(rctx *r, int b, int t, char *seen, candidate *c) {
     return false;
   const kir_kernel *k = &m->k[t];
   for (int i = 0; i < k->nval + k->nin; i++)
-    if (kernel_reads(k, i) == b) return false; /* the peak reads it */
+    if (kir_read_buf(k, i) == b) return false; /* the peak reads it */
   memset(c, 0, sizeof *c);
   c->v = v;
   c->pos = r->g->n;
@@ -269,7 +268,10 @@ static portc_status add_clones(const rctx *r, portc_graph *out, const candidate 
 static portc_status rebuild_with_clones(const rctx *r, portc_graph **res) {
   const portc_graph *g = r->g;
   portc_graph *out = portc_graph_new(g->name);
-  int32_t *remap = malloc(sizeof *remap * (size_t)(g->n + 1)), *saved = malloc(sizeof *saved * (REMAT_MAX_OPS * 8 + 64));
+  int most = 1;
+  for (int q = 0; q < r->nc; q++)
+    if (r->c[q].nexpr > most) most = r->c[q].nexpr;
+  int32_t *remap = malloc(sizeof *remap * (size_t)(g->n + 1)), *saved = malloc(sizeof *saved * (size_t)most);
   int32_t *value = malloc(sizeof *value * (size_t)(r->nc + 1));
   bool ok = out && remap && saved && value && (!g->basedir || (out->basedir = strdup(g->basedir)));
   portc_status st = ok ? PORTC_OK : err_set(PORTC_ERR_NOMEM, "remat: out of memory");
@@ -343,16 +345,16 @@ static portc_status round_of(const kir_module *m, kir_module **better) {
   return st;
 }
 
-portc_status remat(kir_module **m, bool *changed) {
-  *changed = false;
+/* A round that fails (out of memory, a rebuilt graph the fuser refuses) ends the search with the
+ * module of the round before: rematerialization only saves memory, and that module is whole. */
+bool remat(kir_module **m) {
+  bool changed = false;
   for (int round = 0; round < REMAT_ROUNDS; round++) {
-    kir_module *better;
-    portc_status st = round_of(*m, &better);
-    if (st) return st;
-    if (!better) break;
+    kir_module *better = NULL;
+    if (round_of(*m, &better) || !better) break;
     kir_module_free(*m);
     *m = better;
-    *changed = true;
+    changed = true;
   }
-  return PORTC_OK;
+  return changed;
 }
