@@ -303,7 +303,7 @@ static portc_status dev_slot(portc_module *m, int b, int64_t bytes, void **obj) 
       return err_set(PORTC_ERR_NOMEM, "run: out of memory");
     }
   }
-  if (bytes < 4) bytes = 4;
+  if (bytes < MODULE_LEAST_ALLOC) bytes = MODULE_LEAST_ALLOC;
   if (m->dev_obj[b] && m->dev_bytes[b] != bytes) {
     m->t->gpu->free(m->handle, m->dev_obj[b]);
     m->dev_obj[b] = NULL;

@@ -6,10 +6,11 @@
 
 #include <pthread.h>
 
+#include "../ir/ptr_set.h"
 #include "../lower/kir.h"
 #include "../targets/target.h"
 
-enum { MODULE_MAX_VARIANTS = 8 };
+enum { MODULE_MAX_VARIANTS = 8, MODULE_LEAST_ALLOC = 4 /* bytes: no device API allocates 0 */ };
 
 struct portc_module {
   pthread_mutex_t lock; /* recursive: every public call on the module holds it (portc.h's threading contract) */
@@ -23,14 +24,14 @@ struct portc_module {
   int *src_node;        /* per buffer: the user's node for inputs and parameters, else -1 */
   double compile_seconds;
   bool cache_hit;
-  /* targets with their own memory: allocations kept from run to run (per buffer, and the arena) */
+  /* targets with their own memory: allocations kept from run to run (per buffer, and the arena),
+   * each at least MODULE_LEAST_ALLOC bytes */
   void **dev_obj;
   int64_t *dev_bytes;
   /* parameters kept on the device (resident.c): per buffer, the bindings (id) and stamp of the
    * value its allocation holds; the bindings it holds newest values for (guarded by lock) */
   uint64_t *res_bid, *res_stamp;
-  portc_bindings **held;
-  int nheld;
+  ptr_set held; /* of portc_bindings */
   int64_t uploaded, downloaded; /* the last run's host-device copies (portc_module_info) */
   /* recompiles (recompile.c): a specialized module run with other symbol values compiles again,
    * with the options it was compiled with (target copied), keeping what it compiled */

@@ -65,10 +65,7 @@ static portc_status owner_fetch(void *owner, portc_bindings *b, int n, portc_ten
 static void owner_forget(void *owner, portc_bindings *b) {
   portc_module *m = owner;
   owner_lock(m);
-  int k = 0;
-  for (int h = 0; h < m->nheld; h++)
-    if (m->held[h] != b) m->held[k++] = m->held[h];
-  m->nheld = k;
+  ptr_set_remove(&m->held, b);
   owner_unlock(m);
 }
 
@@ -94,18 +91,8 @@ bool resident_update(const portc_module *m, int k, int *bp, int *bv) {
 bool resident_current(const portc_module *m, int i, const portc_bindings *b, int64_t bytes) {
   if (m->km->buf[i].role == BUF_CONST) return m->res_bid && m->dev_obj && m->dev_obj[i] && m->res_bid[i] == RESIDENT_CONST;
   if (!m->res_bid || !m->dev_obj || !m->dev_obj[i] || m->res_bid[i] != b->id || m->src_node[i] < 0) return false;
-  if (bytes < 4) bytes = 4; /* dev_slot's least allocation */
+  if (bytes < MODULE_LEAST_ALLOC) bytes = MODULE_LEAST_ALLOC; /* as dev_slot allocates */
   return m->res_stamp[i] == b->stamp[m->src_node[i]] && m->dev_bytes[i] == bytes && !is_output_buf(m, i);
-}
-
-static portc_status hold(portc_module *m, portc_bindings *b) {
-  for (int h = 0; h < m->nheld; h++)
-    if (m->held[h] == b) return PORTC_OK;
-  portc_bindings **hs = realloc(m->held, sizeof *hs * (size_t)(m->nheld + 1));
-  if (!hs) return err_set(PORTC_ERR_NOMEM, "run: out of memory");
-  m->held = hs;
-  m->held[m->nheld++] = b;
-  return PORTC_OK;
 }
 
 portc_status resident_adopt(portc_module *m, portc_bindings *b, bool keep) {
@@ -122,7 +109,7 @@ portc_status resident_adopt(portc_module *m, portc_bindings *b, bool keep) {
     }
   }
   /* what can fail first, so that a step is taken whole or not at all */
-  portc_status st = keep ? hold(m, b) : PORTC_OK;
+  portc_status st = keep && !ptr_set_add(&m->held, b) ? err_set(PORTC_ERR_NOMEM, "run: out of memory") : PORTC_OK;
   if (!st && keep) st = bindings_hold(b, m, &module_owner);
   if (st) return st;
   for (int k = 0; k < m->g->nupd; k++) {
@@ -148,29 +135,27 @@ portc_status resident_adopt(portc_module *m, portc_bindings *b, bool keep) {
 portc_status resident_handover(portc_module *m, const portc_bindings *b) {
   portc_status st = PORTC_OK;
   int k = 0;
-  for (int h = 0; h < m->nheld; h++) {
-    portc_bindings *o = m->held[h];
+  for (int h = 0; h < m->held.n; h++) {
+    portc_bindings *o = m->held.p[h];
     if (o == b) {
-      m->held[k++] = o;
+      m->held.p[k++] = o;
       continue;
     }
     portc_status s = bindings_release_owner(o, m);
     if (s && !st) st = s;
   }
-  m->nheld = k;
+  m->held.n = k;
   return st;
 }
 
 void resident_release(portc_module *m) {
-  for (int h = 0; h < m->nheld; h++) {
-    portc_bindings *b = m->held[h];
+  for (int h = 0; h < m->held.n; h++) {
+    portc_bindings *b = m->held.p[h];
     if (bindings_release_owner(b, m)) /* a destructor has no status to return: say it where it is seen */
       fprintf(stderr, "portc: freeing a module of graph %s: a parameter it kept on the device could not be read back: %s\n", m->g->name,
               portc_last_error());
   }
-  free(m->held);
-  m->held = NULL;
-  m->nheld = 0;
+  ptr_set_free(&m->held);
   free(m->res_bid);
   free(m->res_stamp);
   m->res_bid = m->res_stamp = NULL;

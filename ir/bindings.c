@@ -55,8 +55,8 @@ void bindings_unlock(portc_bindings *b) {
 
 void portc_bindings_free(portc_bindings *b) {
   if (!b) return;
-  for (int h = 0; h < b->nholders; h++) b->remote_ops->forget(b->holders[h], b);
-  free(b->holders);
+  for (int h = 0; h < b->holders.n; h++) b->remote_ops->forget(b->holders.p[h], b);
+  ptr_set_free(&b->holders);
   free(b->stamp);
   free(b->remote);
   pthread_mutex_destroy(&b->lock);
@@ -317,13 +317,7 @@ static portc_status fetch_remote(portc_bindings *b, int n, bool wait) {
 
 portc_status bindings_hold(portc_bindings *b, void *owner, const bindings_remote *ops) {
   b->remote_ops = ops;
-  for (int h = 0; h < b->nholders; h++)
-    if (b->holders[h] == owner) return PORTC_OK;
-  void **hs = realloc(b->holders, sizeof *hs * (size_t)(b->nholders + 1));
-  if (!hs) return err_set(PORTC_ERR_NOMEM, "bindings: out of memory");
-  b->holders = hs;
-  b->holders[b->nholders++] = owner;
-  return PORTC_OK;
+  return ptr_set_add(&b->holders, owner) ? PORTC_OK : err_set(PORTC_ERR_NOMEM, "bindings: out of memory");
 }
 
 void bindings_set_remote(portc_bindings *b, int n, void *owner) {
@@ -360,10 +354,7 @@ portc_status bindings_release_owner(portc_bindings *b, void *owner) {
     if (s && !st) st = s;
     b->remote[n] = NULL; /* lost only if the device could not be read: the error says so */
   }
-  int k = 0;
-  for (int h = 0; h < b->nholders; h++)
-    if (b->holders[h] != owner) b->holders[k++] = b->holders[h];
-  b->nholders = k;
+  ptr_set_remove(&b->holders, owner);
   bindings_unlock(b);
   return st;
 }

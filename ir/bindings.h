@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "graph.h"
+#include "ptr_set.h"
 
 /* Where a parameter's newest value lives when it is not in the bindings but on a compiled module's
  * device (driver/resident.c): the module keeps it there between runs, and the host tensor is made
@@ -38,8 +39,7 @@ struct portc_bindings {
   uint64_t id, clock, *stamp;
   void **remote;                  /* per node: the owner holding the newest value, or NULL */
   const bindings_remote *remote_ops;
-  void **holders;                 /* owners that know these bindings (told on free) */
-  int nholders;
+  ptr_set holders;                /* owners that know these bindings (told on free) */
 };
 
 /* hold and release b's lock (b may be NULL): calls that use b from another folder (running a
