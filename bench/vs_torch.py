@@ -78,6 +78,13 @@ def graphs():
     w2, b2 = torch.randn(4096, 1024, device="cuda", dtype=h) * 0.02, rand(1024, dtype=h, lo=-0.1, hi=0.1)
     g["mlp_8192_f16"] = (lambda x, w1, b1, w2, b2: F.gelu(x @ w1 + b1) @ w2 + b2, (xm, w1, b1, w2, b2),
                          2 * (8192 * 1024 * 2 + 1024 * 4096 * 2), 2 * 2 * 8192 * 1024 * 4096)
+    for dt, b, s, causal in (("f32", 16, 512, False), ("f16", 16, 512, False), ("f16", 8, 1024, True)):
+        t = torch.float32 if dt == "f32" else torch.float16
+        q, k, v = (rand(b, 8, s, 64, dtype=t) for _ in range(3))
+        name = f"attention_{'causal_' if causal else ''}{b}x8x{s}x64_{dt}"
+        flops = 4 * b * 8 * s * s * 64 // (2 if causal else 1)
+        g[name] = (lambda q, k, v, c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c), (q, k, v),
+                   4 * b * 8 * s * 64 * (4 if dt == "f32" else 2), flops)
     p = {n: torch.randn(*s, device="cuda") * 0.05 for n, s in
          (("wq", (256, 256)), ("wk", (256, 256)), ("wv", (256, 256)), ("wo", (256, 256)), ("w1", (256, 1024)), ("w2", (1024, 256)))}
     p.update({n: torch.zeros(s, device="cuda") for n, s in

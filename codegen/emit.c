@@ -211,6 +211,11 @@ static void spell(const char *fmt, const char *const *args, char *out, size_t le
   out[at < len ? at : len - 1] = 0;
 }
 
+void emit_float_op(emitter *e, enum op op, const char *a, const char *b, char *out, size_t len) {
+  const char *args[3] = {a, b ? b : "", ""};
+  spell(dialect_spelling(e->d, DT_FLOAT_OP, op), args, out, len);
+}
+
 static void cast_expr(portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
   bool ff = dtype_is_float(from), tf = dtype_is_float(to);
   if (to == PORTC_BOOL) snprintf(out, len, "PC_BOOL(%s)", x);

@@ -51,8 +51,14 @@ void emit_scope_pop(emitter *e);
 void emit_hoisted(emitter *e, int v, const char *const *idx);
 /* the compute type of a dtype: "float" or "int64_t" */
 const char *compute_type(portc_dtype t);
-/* the body of an OPAQUE kernel: its op's template (opaque.c) */
+/* float op `op` of operands a (and b) as the dialect spells it */
+void emit_float_op(emitter *e, enum op op, const char *a, const char *b, char *out, size_t len);
+/* the body of an OPAQUE kernel: its op's template (opaque.c); attention's is attention.c's */
 void emit_opaque(emitter *e);
+void emit_attention(emitter *e);
+/* for (t over [0, count)) spread over the device (an OpenMP loop on the CPU, a grid-stride loop
+ * on GPUs); closed by gpu_loop_end */
+void emit_parallel_loop(emitter *e, const char *count);
 /* the name of buffer b in the current kernel ("b2": its place among the kernel's buffers) */
 const char *emit_buf(emitter *e, int buf);
 /* the compute-type value of buffer b at offset expression `off` */

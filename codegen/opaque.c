@@ -16,8 +16,7 @@
 
 static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
 
-/* for (t over [0, count)) { ... spread over the device; closed by gpu_loop_end */
-static void parallel_loop(emitter *e, const char *count) {
+void emit_parallel_loop(emitter *e, const char *count) {
   const char *it = e->d->index_type;
   if (e->d->gpu) {
     emit_line(e, "for (%s t = %s; t < %s; t += %s) {", it, e->d->gpu->global_id, count, e->d->gpu->global_threads);
@@ -41,7 +40,7 @@ static void argmax(emitter *e, const node *n, int xb, int ob) {
   emit_dim(e, xs->d[axis], len, sizeof len);
   emit_count(e, xs, (int)axis + 1, xs->rank, inner, sizeof inner);
   emit_line(e, "const %s OU = %s, LEN = %s, IN = %s;", it, outer, len, inner);
-  parallel_loop(e, "OU * IN");
+  emit_parallel_loop(e, "OU * IN");
   emit_line(e, "const %s o = t / IN, i = t %% IN;", it);
   emit_load(e, xb, "o * LEN * IN + i", ld, sizeof ld);
   emit_line(e, "%s best = 0; %s bv = %s;", it, ct, ld);
@@ -68,7 +67,7 @@ static void pool(emitter *e, const node *n, int xb, int ob) {
   emit_line(e, "const %s H = %lld, W = %lld, OH = %lld, OW = %lld;", it, (long long)xs->d[2].c, (long long)xs->d[3].c,
             (long long)e->k->dom.d[2].c, (long long)e->k->dom.d[3].c);
   snprintf(count, sizeof count, "(%s) * OH * OW", nc);
-  parallel_loop(e, count);
+  emit_parallel_loop(e, count);
   emit_line(e, "const %s nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;", it);
   emit_line(e, "%s acc = %s;", compute_type(e->m->buf[xb].dt), mx ? (f ? "(-INFINITY)" : "INT64_MIN") : zero);
   emit_line(e, "for (%s kh = 0; kh < %lld; kh++)", it, (long long)ka->v[0]);
@@ -99,7 +98,7 @@ static void concat(emitter *e, const node *n, int ob) {
   for (int j = 0; j < k->nin; j++) {
     int64_t xl = e->m->buf[k->in_buf[j]].sh.d[axis].c;
     snprintf(count, sizeof count, "OU * %lld * IN", (long long)xl);
-    parallel_loop(e, count);
+    emit_parallel_loop(e, count);
     emit_line(e, "const %s o = t / (%lld * IN), r = t %% (%lld * IN);", it, (long long)xl, (long long)xl);
     emit_load(e, k->in_buf[j], "t", ld, sizeof ld);
     snprintf(off, sizeof off, "(o * OL + %lld) * IN + r", (long long)at);
@@ -119,7 +118,7 @@ static void pad(emitter *e, const node *n, int xb, int ob) {
   if (dtype_is_float(e->m->buf[ob].dt)) emit_float(e->d, v, val, sizeof val);
   else snprintf(val, sizeof val, "PC_I64(%lld)", (long long)v);
   emit_count(e, &k->dom, 0, k->dom.rank, count, sizeof count);
-  parallel_loop(e, count);
+  emit_parallel_loop(e, count);
   emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
   strbuf off = {0}, in = {0};
   for (int d = 0; d < xs->rank; d++) {
@@ -155,7 +154,7 @@ static void gather(emitter *e, const node *n, int xb, int ob) {
   emit_count(e, is, 0, is->rank, nidx, sizeof nidx);
   emit_line(e, "const %s LEN = %s, IN = %s, NI = %s;", it, len, inner, nidx);
   emit_count(e, &e->k->dom, 0, e->k->dom.rank, count, sizeof count);
-  parallel_loop(e, count);
+  emit_parallel_loop(e, count);
   emit_line(e, "const %s o = t / (NI * IN), q = t / IN %% NI, i = t %% IN;", it);
   emit_load(e, e->k->in_buf[1], "q", ld, sizeof ld);
   emit_line(e, "int64_t ix = %s;", ld);
@@ -176,6 +175,7 @@ void emit_opaque(emitter *e) {
   case OP_avg_pool2d: pool(e, n, xb, ob); break;
   case OP_concat: concat(e, n, ob); break;
   case OP_pad: pad(e, n, xb, ob); break;
+  case OP_attention: emit_attention(e); break;
   default: gather(e, n, xb, ob); break;
   }
 }

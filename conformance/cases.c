@@ -282,6 +282,33 @@ static void composite_cases(conf_cases *cs) {
     }
   text(add(cs, "ops", "attention/cross-broadcast"),
        "input q: f32[2, 4, 5, 8]\ninput k: f32[4, 7, 8]\ninput v: f32[4, 7, 3]\ny = attention(q, k, v, scale=0.5)\noutput y\n");
+  text(add(cs, "ops", "attention/bf16/causal"),
+       "input q: bf16[2, 3, 9, 16]\ninput k: bf16[2, 3, 9, 16]\ninput v: bf16[2, 3, 9, 8]\ny = attention(q, k, v, causal=true)\noutput y\n");
+  /* keys past one block of the attention kernel, uneven lengths and head sizes */
+  text(add(cs, "ops", "attention/many-keys"),
+       "input q: f32[2, 37, 24]\ninput k: f32[2, 301, 24]\ninput v: f32[2, 301, 40]\ny = attention(q, k, v)\noutput y\n");
+  text(add(cs, "ops", "attention/causal/more-keys"),
+       "input q: f16[3, 5, 32]\ninput k: f16[3, 40, 32]\ninput v: f16[3, 40, 16]\ny = attention(q, k, v, causal=true)\noutput y\n");
+  /* heads too wide for the attention kernel (D + Dv over 192): the decomposition runs */
+  text(add(cs, "ops", "attention/wide-heads"),
+       "input q: f32[2, 17, 128]\ninput k: f32[2, 19, 128]\ninput v: f32[2, 19, 96]\ny = attention(q, k, v)\noutput y\n");
+  /* additive masks: a padding mask (-inf on the keys past each sequence's length) per batch, a
+   * bias over queries and keys with the causal mask, a per-key bias */
+  text(add(cs, "ops", "attention/mask/padding"),
+       "input q: f32[2, 4, 13, 16]\ninput k: f32[2, 4, 21, 16]\ninput v: f32[2, 4, 21, 8]\ninput r: f32[2, 1, 1, 21]\n"
+       "const zero: f32[] = 0\nconst ninf: f32[] = -inf\nkeep = gt(r, zero)\nm = where(keep, zero, ninf)\n"
+       "y = attention(q, k, v, m)\noutput y\n");
+  for (int d = 0; d < 3; d++)
+    text(add(cs, "ops", "attention/mask/bias-causal/%s", FLOATS[d]),
+         "input q: %s[3, 2, 19, 16]\ninput k: %s[3, 2, 19, 16]\ninput v: %s[3, 2, 19, 24]\ninput m: %s[19, 19]\n"
+         "y = attention(q, k, v, m, causal=true, scale=0.3)\noutput y\n", FLOATS[d], FLOATS[d], FLOATS[d], FLOATS[d]);
+  text(add(cs, "ops", "attention/mask/per-key"),
+       "input q: f32[5, 7, 8]\ninput k: f32[5, 9, 8]\ninput v: f32[5, 9, 8]\ninput m: f32[1, 9]\ny = attention(q, k, v, m)\noutput y\n");
+  /* every key hidden for some rows: 0/0 (NaN), as the softmax over them gives */
+  text(add(cs, "ops", "attention/mask/all-hidden"),
+       "input q: f32[2, 6, 8]\ninput k: f32[2, 10, 8]\ninput v: f32[2, 10, 4]\ninput r: f32[2, 6, 1]\n"
+       "const zero: f32[] = 0\nconst ninf: f32[] = -inf\nkeep = gt(r, zero)\nm = where(keep, zero, ninf)\n"
+       "y = attention(q, k, v, m)\noutput y\n");
 }
 
 static void fusion_cases(conf_cases *cs) {
@@ -386,8 +413,10 @@ static void dynamic_cases(conf_cases *cs) {
       /* an intermediate whose size does not follow N (exp(w)) beside one that does: when the sizes
        * shrink and grow again, devices must rebind both (a reallocated buffer may reuse an address) */
       "input x: f32[N, 24]\ninput w: f32[24, 40]\nv = exp(w)\nh = matmul(x, v)\ny = softmax(h)\noutput y\n",
+      /* causal attention over sequences of any length */
+      "input q: f32[2, N, 16]\ninput k: f32[2, N, 16]\ninput v: f32[2, N, 8]\ny = attention(q, k, v, causal=true)\noutput y\n",
   };
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < (int)(sizeof g / sizeof *g); i++) {
     conf_case *c = add(cs, "dynamic", "dynamic/%d", i);
     if (!c) continue;
     text(c, "%s", g[i]);

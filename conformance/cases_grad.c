@@ -158,6 +158,8 @@ static void composites(conf_cases *cs) {
     snprintf(name, sizeof name, "attention/%s", causal ? "causal" : "full");
     grad_case(cs, name, body, "f32[2, 3, 9, 8]", "q, k, v");
   }
+  grad_case(cs, "attention/masked", "input q: f32[2, 3, 9, 16]\ninput k: f32[2, 3, 11, 16]\ninput v: f32[2, 3, 11, 8]\ninput m: f32[2, 1, 9, 11]\n"
+            "y = attention(q, k, v, m, causal=true)\n", "f32[2, 3, 9, 8]", "q, k, v, m");
   grad_case(cs, "attention/cross-broadcast", "input q: f32[2, 4, 5, 8]\ninput k: f32[4, 7, 8]\ninput v: f32[4, 7, 3]\ny = attention(q, k, v, scale=0.5)\n",
             "f32[2, 4, 5, 3]", "q, k, v");
 }

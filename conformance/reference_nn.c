@@ -176,15 +176,21 @@ static portc_status attention(const node *n, rval *const *in, rval *out) {
     const double *kb = k->f + batch_offset(out->shape, orank, k->shape, k->rank - 2, Lk * D, bi);
     const double *vb = v->f + batch_offset(out->shape, orank, v->shape, v->rank - 2, Lk * Dv, bi);
     double *ob = out->f + bi * Lq * Dv;
+    /* the mask [..., Mq, Mk], each of its last two 1 or the scores' */
+    const rval *mk = n->nin > 3 ? in[3] : NULL;
+    int64_t Mq = mk ? mk->shape[mk->rank - 2] : 1, Mk = mk ? mk->shape[mk->rank - 1] : 1;
+    const double *mb = mk ? mk->f + batch_offset(out->shape, orank, mk->shape, mk->rank - 2, Mq * Mk, bi) : NULL;
     for (int64_t i = 0; i < Lq; i++) {
       double m = -INFINITY, sum = 0;
       for (int64_t j = 0; j < Lk; j++) {
         double s = 0;
         for (int64_t d = 0; d < D; d++) s += qb[i * D + d] * kb[j * D + d];
-        p[j] = causal && j > i ? -INFINITY : s * scale;
+        s *= scale;
+        if (mb) s += mb[(Mq > 1 ? i : 0) * Mk + (Mk > 1 ? j : 0)];
+        p[j] = causal && j > i ? -INFINITY : s;
         m = isnan(p[j]) || p[j] > m ? p[j] : m;
       }
-      for (int64_t j = 0; j < Lk; j++) sum += (p[j] = exp(p[j] - m));
+      for (int64_t j = 0; j < Lk; j++) sum += (p[j] = exp(p[j] - m)); /* every key hidden: 0/0, as softmax gives */
       for (int64_t e = 0; e < Dv; e++) {
         double acc = 0;
         for (int64_t j = 0; j < Lk; j++) acc += p[j] * vb[j * Dv + e];

@@ -121,7 +121,8 @@ static char *explain(const portc_module *m, portc_bindings *b) {
     const kir_kernel *k = &km->k[i];
     char dom[256];
     shape_str(km->g, &k->dom, dom, sizeof dom);
-    sb_printf(&out, "\nkernel %d: %s over %s", i, kinds[k->kind], dom);
+    bool attention = k->kind == KK_OPAQUE && km->g->nodes[k->node].op == OP_attention;
+    sb_printf(&out, "\nkernel %d: %s over %s", i, attention ? "attention (online softmax; no score matrix in memory)" : kinds[k->kind], dom);
     if (k->kind == KK_ROW) {
       char red[256];
       shape_str(km->g, &k->red, red, sizeof red);

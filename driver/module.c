@@ -219,7 +219,10 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
       return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
     }
   }
-  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after};
+  /* PORTC_ATTENTION=decomposed: matmul, softmax, matmul on every target (for A/B runs) */
+  const char *att = getenv("PORTC_ATTENTION");
+  unsigned whole = att && strcmp(att, "decomposed") == 0 ? 0 : t->attention_kernel;
+  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after, .attention = whole};
   if ((st = lower_graph(g, &lo, &m->km)) || (st = map_module(m))) {
     portc_module_free(m);
     return st;

@@ -282,5 +282,5 @@ const target hip_target = {
     .launch = launch,
     .unload = unload,
     .describe = hip_describe,
-    .gpu = &gpu,
+    .gpu = &gpu,    .attention_kernel = TARGET_ATTENTION_FLOATS,
 };

@@ -234,9 +234,13 @@ portc_node portc_rms_norm(portc_graph *g, portc_node x, portc_node w, double eps
 }
 
 portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_node v, bool causal, double scale) {
-  portc_node in[3] = {q, k, v};
+  return portc_attention_masked(g, q, k, v, PORTC_NONE, causal, scale);
+}
+
+portc_node portc_attention_masked(portc_graph *g, portc_node q, portc_node k, portc_node v, portc_node mask, bool causal, double scale) {
+  portc_node in[4] = {q, k, v, mask};
   node_spec s;
-  spec_init(&s, OP_attention, 3, in);
+  spec_init(&s, OP_attention, trim_optional(in, 4), in);
   set_int(&s, "causal", causal);
   if (scale != 0) set_float(&s, "scale", scale);
   return add(g, &s);

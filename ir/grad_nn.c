@@ -275,11 +275,14 @@ static bool attention_rule(gctx *c, const node *x, portc_node gy, portc_node *gi
   portc_node sv_ = g_scalar(c, x->dt, scale);
   /* the probabilities again (recomputed, as a fused attention kernel's backward does) */
   portc_node s = mul(c, mm(c, q, g_transpose(c, k)), sv_);
+  if (x->nin > 3) s = add(c, s, x->in[3]);
   if (attr_i(x, "causal")) s = gk(c, portc_causal_mask(G, s));
   portc_node p = gk(c, portc_softmax(G, s, -1));
   if (needs(c, x, 2)) gin[2] = g_unbroadcast(c, mm(c, g_transpose(c, p), gy), &sv);
-  if (needs(c, x, 0) || needs(c, x, 1)) {
-    portc_node gs = mul(c, softmax_grad(c, p, mm(c, gy, g_transpose(c, v)), -1), sv_);
+  if (needs(c, x, 0) || needs(c, x, 1) || needs(c, x, 3)) {
+    portc_node gb = softmax_grad(c, p, mm(c, gy, g_transpose(c, v)), -1); /* the gradient of the biased scores */
+    if (needs(c, x, 3)) gin[3] = g_unbroadcast(c, gb, (shape[]){g_shape(c, x->in[3])});
+    portc_node gs = mul(c, gb, sv_);
     if (needs(c, x, 0)) gin[0] = g_unbroadcast(c, mm(c, gs, k), &sq);
     if (needs(c, x, 1)) gin[1] = g_unbroadcast(c, mm(c, g_transpose(c, gs), q), &sk);
   }

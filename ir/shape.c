@@ -494,6 +494,15 @@ static portc_status attention(const ctx *c, portc_dtype *dt, shape *sh) {
   bq.rank -= 2, bk.rank -= 2, bv.rank -= 2;
   if (!broadcast(&bq, &bk, &b1) || !broadcast(&b1, &bv, &b2))
     return fail(c, PORTC_ERR_SHAPE, "batch dimensions of q, k and v do not broadcast");
+  if (c->n->nin > 3) { /* the mask: [..., Lq or 1, Lk or 1], its batch dims within the output's */
+    const node *m = c->in[3];
+    shape scores = b2, all;
+    scores.d[scores.rank++] = q->sh.d[q->sh.rank - 2];
+    scores.d[scores.rank++] = lk;
+    if (m->dt != q->dt) return fail(c, PORTC_ERR_DTYPE, "the mask's dtype (%s) is not q's (%s)", portc_dtype_name(m->dt), portc_dtype_name(q->dt));
+    if (m->sh.rank < 2 || !broadcast(&m->sh, &scores, &all) || !shape_eq(&all, &scores))
+      return fail(c, PORTC_ERR_SHAPE, "the mask %s does not broadcast to the scores %s (rank 2 or more)", shp(c, &m->sh), shp(c, &scores));
+  }
   *sh = b2;
   sh->d[sh->rank++] = q->sh.d[q->sh.rank - 2];
   sh->d[sh->rank++] = v->sh.d[v->sh.rank - 1];

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kir.h"
 #include "passes.h"
 
 typedef struct dctx {
@@ -84,6 +85,7 @@ static portc_node attention(dctx *c, const node *n, const int32_t *in) {
   if (!sc->set && D.sym >= 0) return err_node(PORTC_ERR_SHAPE, "attention %s: a symbolic head size needs an explicit scale", c->base);
   double scale = sc->set ? sc->f : 1.0 / sqrt((double)D.c);
   s = named(c, portc_mul(g, s, scalar(c, qdt, scale, "scale")), "scaled");
+  if (n->nin > 3) s = named(c, portc_add(g, s, in[3]), "biased");
   if (attr_i(n, "causal")) s = named(c, portc_causal_mask(g, s), "masked");
   dctx inner = *c;
   char base[256];
@@ -100,7 +102,7 @@ static bool empty_result(const node *x) {
   return false;
 }
 
-portc_status decompose(portc_graph **gp, bool *changed) {
+portc_status decompose(portc_graph **gp, unsigned whole_attention, bool *changed) {
   portc_graph *g = *gp, *out = portc_graph_new(g->name);
   int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
   if (!out || !remap) {
@@ -113,10 +115,11 @@ portc_status decompose(portc_graph **gp, bool *changed) {
   portc_status st = PORTC_OK;
   for (int i = 0; i < g->n && !st; i++) {
     const node *x = &g->nodes[i];
-    if (op_get(x->op)->kind != K_COMPOSITE) {
+    bool whole = x->op == OP_attention && (whole_attention >> x->dt & 1u) && kir_attention_fits(g, i); /* one kernel */
+    if (op_get(x->op)->kind != K_COMPOSITE || whole) {
       remap[i] = copy_node(out, g, i, remap, NULL);
     } else {
-      int32_t in[3];
+      int32_t in[4];
       for (int k = 0; k < x->nin; k++) in[k] = remap[x->in[k]];
       dctx c = {out, x->name};
       if (empty_result(x)) { /* nothing to compute (a softmax over an axis of 0): an empty constant */

@@ -70,6 +70,13 @@ static int64_t buf_bytes(const kir_module *m, int b, const int64_t *sym) {
   return shape_count(&m->buf[b].sh, sym) * (int64_t)portc_dtype_size(m->buf[b].dt);
 }
 
+bool kir_attention_fits(const portc_graph *g, int i) {
+  const node *n = &g->nodes[i];
+  const shape *q = &g->nodes[n->in[0]].sh, *v = &g->nodes[n->in[2]].sh;
+  dim D = q->d[q->rank - 1], Dv = v->d[v->rank - 1];
+  return n->op == OP_attention && D.sym < 0 && Dv.sym < 0 && D.c >= 1 && Dv.c >= 1 && D.c + Dv.c <= KIR_ATTENTION_MAX_HEADS;
+}
+
 void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops) {
   /* each distinct buffer read once and each store written once: the traffic a fused kernel needs */
   bool *seen = calloc((size_t)m->nbuf + 1, sizeof *seen);
@@ -94,6 +101,11 @@ void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int6
   } else if (k->kind == KK_CONV) {
     const node *w = &m->g->nodes[m->g->nodes[k->node].in[1]];
     f = 2 * dom * shape_count(&w->sh, sym) / dim_value(w->sh.d[0], sym) + dom * ops;
+  } else if (k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_attention) { /* two products and the softmax */
+    const shape *q = &m->g->nodes[m->g->nodes[k->node].in[0]].sh, *kk = &m->g->nodes[m->g->nodes[k->node].in[1]].sh;
+    int64_t D = dim_value(q->d[q->rank - 1], sym), Lk = dim_value(kk->d[kk->rank - 2], sym);
+    int64_t Dv = dim_value(k->dom.d[k->dom.rank - 1], sym), rows = dom / (Dv ? Dv : 1);
+    f = rows * Lk * (2 * D + 2 * Dv + 4);
   } else {
     f = dom * ops;
   }

@@ -13,8 +13,8 @@
  *              (batch..., m, k) and (batch..., k, n); the epilogue is a value DAG on the
  *              accumulator (KV_ACC 0) and loads at the output index.
  *   CONV       like MATMUL for conv2d: operands x, w, optional bias, epilogue on the sum.
- *   OPAQUE     one op the body cannot express (gather, concat, pad, argmax, pooling) over
- *              materialized inputs; each target has a template for it.
+ *   OPAQUE     one op the body cannot express (gather, concat, pad, argmax, pooling, attention)
+ *              over materialized inputs; each target has a template for it.
  *
  * Loads never copy views: a path is a list of index maps from the kernel's index space to the
  * loaded buffer's (broadcast, permute, slice, reshape), so transposes, broadcasts and slices are
@@ -149,6 +149,11 @@ typedef struct kir_module {
   int remat_values;           /* values computed again where the backward reads them (remat.c) */
   int64_t remat_arena_before; /* the arena they saved, before it (bytes) */
 } kir_module;
+
+/* An attention node the attention template (codegen/attention.c) computes whole: head sizes known,
+ * D + Dv at most KIR_ATTENTION_MAX_HEADS (each thread keeps a query and its output row) */
+#define KIR_ATTENTION_MAX_HEADS 192
+bool kir_attention_fits(const portc_graph *g, int i);
 
 void kir_module_free(kir_module *m);
 int kir_add_val(kir_kernel *k, kir_val v);   /* -1 when out of memory */

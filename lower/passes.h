@@ -25,7 +25,10 @@ typedef bool (*node_test)(const portc_graph *g, int i);
 typedef portc_node (*node_rewrite)(portc_graph *out, const portc_graph *g, int i, const int32_t *remap);
 portc_status rebuild_replacing(portc_graph **g, const char *pass, node_test replaces, node_rewrite replace, bool *changed);
 
-portc_status decompose(portc_graph **g, bool *changed);
+/* composite ops into primitives; attention of the dtypes in `attention` (bit 1 << dtype) stays
+ * one node, which fusion makes one kernel, where kir_attention_fits */
+portc_status form_attention(portc_graph **g, bool *changed);
+portc_status decompose(portc_graph **g, unsigned attention, bool *changed);
 portc_status split_concat(portc_graph **g, bool *changed);
 portc_status split_reduce(portc_graph **g, bool *changed);
 portc_status fold_batch_sum(portc_graph **g, bool *changed);

@@ -10,7 +10,7 @@
 
 #include "passes.h"
 
-const char *const lower_pass_names[] = {"specialize", "decompose", "fold", "cse", "dce", "fuse", NULL};
+const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "fold", "cse", "dce", "fuse", NULL};
 
 static bool verify_each_pass(void) {
 #ifndef NDEBUG
@@ -52,7 +52,8 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   portc_graph *g = NULL;
   portc_status st = graph_copy(src, o->symvals, &g);
   if (st || (st = after(o, "specialize", g))) goto fail;
-  RUN(decompose, &g);
+  if (!o->eager && o->attention) RUN(form_attention, &g); /* only where a target keeps it whole */
+  RUN(decompose, &g, o->attention);
   RUN(split_concat, &g);
   RUN(split_reduce, &g);
   RUN(fold_batch_sum, &g);

@@ -12,6 +12,8 @@
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
 #   racecheck compute-sanitizer racecheck on row and tensor-core matmul cases (it is slow)
 #   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
+#   attention the attention kernel against its decomposition (PORTC_ATTENTION=decomposed: matmul,
+#             softmax, matmul) on bench/gpu/attention_*.ptg and the transformer example, per target
 #   replay    the transformer example at a small size, default mode against reduce-overhead
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
@@ -118,6 +120,27 @@ for step in $steps; do
         echo "bench $t transformer failed: $(tail -1 "$out/bench_$t.txt")"
       PORTC_LOG=tune "$portc" explain bench/gpu/matmul_8192_f16.ptg -t "$t" >"$out/explain_matmul_$t.txt" 2>&1
     done
+    ;;
+  attention)
+    printf '%-36s %-7s %10s %10s %7s\n' graph target kernel decomposed ratio >"$out/attention_table.txt"
+    for t in $targets; do
+      mkdir -p "$out/$t"
+      for g in bench/gpu/attention_*.ptg examples/transformer.ptg; do
+        name=$(basename "$g" .ptg)
+        flags=(--iters 30 --warmup 3 --no-eager)
+        [[ $name == transformer ]] && flags+=(--set B=16 --set S=512)
+        ms=()
+        for mode in kernel decomposed; do
+          PORTC_ATTENTION=$mode "$portc" bench "$g" -t "$t" "${flags[@]}" --json "$out/$t/att_${name}_$mode.json" >>"$out/attention_$t.txt" 2>&1 ||
+            echo "attention $t $name $mode failed: $(tail -1 "$out/attention_$t.txt")"
+          ms+=("$(python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["fused"]["median_s"] * 1e3))' \
+            "$out/$t/att_${name}_$mode.json" 2>/dev/null || echo nan)")
+        done
+        printf '%-36s %-7s %10s %10s %7s\n' "$name" "$t" "${ms[0]}" "${ms[1]}" \
+          "$(python3 -c 'import sys; print("%.2fx" % (float(sys.argv[2]) / float(sys.argv[1])))' "${ms[@]}" 2>/dev/null)" >>"$out/attention_table.txt"
+      done
+    done
+    summary+=("attention kernel vs decomposition (ms; ratio = decomposed / kernel):" "$(cat "$out/attention_table.txt")")
     ;;
   replay)
     for mode in default reduce-overhead; do

@@ -75,7 +75,7 @@ static void add_unit(const kir_module *km, const char *name) {
 
 /* entry (may be NULL): a tune-table entry whose knobs the module's kernels take */
 static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name, const tune_entry *entry) {
-  lower_options lo = {.eager = eager, .symvals = symvals};
+  lower_options lo = {.eager = eager, .symvals = symvals, .attention = T->attention_kernel};
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
@@ -191,7 +191,7 @@ static void *worker(void *arg) {
 static int print_source(const char *path, bool eager) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.eager = eager};
+  lower_options lo = {.eager = eager, .attention = T->attention_kernel};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
@@ -208,7 +208,7 @@ static int print_source(const char *path, bool eager) {
 static int write_object(const char *path, const char *arch, const char *out, bool rtc) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {0};
+  lower_options lo = {.attention = T->attention_kernel};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;

@@ -20,7 +20,7 @@ TEST(Passes, DecomposeSoftmaxIntoPrimitives) {
   portc_graph *c = nullptr;
   ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
   bool changed = false;
-  ASSERT_EQ(decompose(&c, &changed), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(decompose(&c, 0, &changed), PORTC_OK) << portc_last_error();
   EXPECT_TRUE(changed);
   EXPECT_EQ(count_op(c, OP_softmax), 0);
   EXPECT_EQ(count_op(c, OP_max), 1);

@@ -534,5 +534,5 @@ const target vulkan_target = {
     .artifacts = true,
     .describe = vk_describe,
     .gpu = &gpu,
-    .flushes_denormals = flushes_denormals,
+    .flushes_denormals = flushes_denormals,    .attention_kernel = TARGET_ATTENTION_FLOATS,
 };

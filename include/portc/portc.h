@@ -285,6 +285,10 @@ PORTC_API portc_node portc_rms_norm(portc_graph *g, portc_node x, portc_node wei
 /* q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv]; causal masks key j > query i; scale 0 means
  * 1/sqrt(D). */
 PORTC_API portc_node portc_attention(portc_graph *g, portc_node q, portc_node k, portc_node v, bool causal, double scale);
+/* The same with an additive mask (PORTC_NONE: none) broadcast to the scores [..., Lq, Lk]: rank 2
+ * or more, q's dtype, -inf where a key is hidden (a padding mask [B, 1, 1, Lk], a bias [Lq, Lk]). */
+PORTC_API portc_node portc_attention_masked(portc_graph *g, portc_node q, portc_node k, portc_node v, portc_node mask, bool causal,
+                                            double scale);
 /* y[..., i, j] = j > i ? -inf : x[..., i, j] over the last two dimensions. */
 PORTC_API portc_node portc_causal_mask(portc_graph *g, portc_node x);
 
