@@ -4,7 +4,7 @@ PyTorch, timed with CUDA events the same way portc bench times its runs (warm-up
 median of back-to-back runs), in torch eager and under torch.compile, next to portc's numbers
 read from the JSON that `portc bench --json` wrote to JSON_DIR/TARGET/NAME.json.
 
-usage: vs_torch.py JSON_DIR [--iters N] [--targets cuda,vulkan]
+usage: vs_torch.py JSON_DIR [--iters N] [--targets cuda,vulkan] [--only SUBSTRING]
 Prints one table, last: per graph and target, portc fused and eager, torch eager and
 torch.compile medians, the bandwidth (memory-bound graphs, as a share of the measured copy
 bandwidth) or FLOP rate (matmuls) portc reaches, and the ratios. TF32 is off everywhere.
@@ -107,7 +107,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     rows, copy = [], {}
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     for name, (fn, args, nbytes, flops) in graphs().items():
+        if only not in name and name != "copy_64M":  # copy: the bandwidth the table divides by
+            continue
         with torch.no_grad():
             eager = median_ms(lambda: fn(*args), iters)
             compiled_fn = torch.compile(fn)

@@ -1,19 +1,20 @@
 /*
- * attention.c: the template of an attention node computed whole (lower/decompose.c keeps it one
- * node where the target asks and kir_attention_fits), written once for every dialect like the
- * other opaque templates. Each invocation takes one query row: it keeps the scaled query and its
- * output row in registers and walks the keys in blocks of ATT_BLOCK with the online softmax (a
- * running maximum m and sum l; a block whose maximum raises m rescales l and the output row once),
- * so the scores are never written to memory:
+ * attention.c: the GPU kernel of an attention node computed whole (lower/decompose.c keeps it one
+ * node where the target asks and kir_attention_fits), written once over the GPU spellings like the
+ * skeletons of gpu_kernels.c. The online softmax of FlashAttention: the score matrix never reaches
+ * memory. A work group of 64 invocations takes ATT_BQ (32) query rows of one batch and walks the
+ * keys in tiles of ATT_BK (32), through shared memory:
  *
- *   for each block of keys j:  s_j = q . k_j * scale + mask_ij      (-inf past a causal query)
- *                              m' = max(m, max_j s_j);  c = exp(m - m')
- *                              l = l c + sum_j exp(s_j - m');  o = o c + sum_j exp(s_j - m') v_j
- *   y = o / l
+ *   Qs = the query tile times the scale            (once per query tile)
+ *   for each key tile:  Ks = keys;  S = Qs Ks^T (+ mask; -inf past the keys, or a causal query)
+ *                       m' = max(m, rowmax S);  P = exp(S - m');  a = exp(m - m')
+ *                       l = l a + rowsum P;  O = O a + P Vs;  m = m'       (Vs = values, in Ks's place)
+ *   y = O / l
  *
- * Invocations next to each other take query rows of the same batch, so on GPUs they read the same
- * key and value rows at the same time (one broadcast load). The inputs are materialized buffers
- * (fusion materializes an opaque op's inputs); batch dimensions broadcast as numpy's do.
+ * Invocation (ty, tx) of an 8 x 8 grid holds a 4 x 4 block of S (rows 4ty.., keys tx + 8u) and
+ * the output rows 4ty.. at columns tx + 8u; two invocations per row reduce the row's maximum and
+ * sum. Rows are padded in shared memory (D + 1, 33) so that no two invocations of a subgroup read
+ * one bank. A row whose keys are all hidden ends with l = 0: 0/0, as the softmax over them gives.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,9 +24,26 @@
 #include "emit.h"
 #include "gpu_kernels.h"
 
-enum { ATT_BLOCK = 16 };
+enum { ATT_BQ = 32, ATT_BK = 32 };
 
 static const char *const batchnames[] = {"ab0", "ab1", "ab2", "ab3", "ab4", "ab5", "ab6", "ab7"};
+
+static const gpu_spelling *G(const emitter *e) { return e->d->gpu; }
+
+bool gpu_is_attention(const kir_module *m, int i) { return m->k[i].kind == KK_OPAQUE && m->g->nodes[m->k[i].node].op == OP_attention; }
+
+int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S) {
+  const kir_kernel *k = &m->k[i];
+  int64_t rows = dim_value(k->dom.d[k->dom.rank - 2], S), nb = 1;
+  for (int d = 0; d + 2 < k->dom.rank; d++) nb *= dim_value(k->dom.d[d], S);
+  return nb * ((rows + ATT_BQ - 1) / ATT_BQ);
+}
+
+bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len) {
+  if (!gpu_is_attention(m, i) || m->k[i].sched.threads[0] == GPU_ATT_THREADS) return true;
+  snprintf(why, len, "the attention kernel runs %d invocations per work group", GPU_ATT_THREADS);
+  return false;
+}
 
 /* the offset of the current batch's matrix in buffer b, whose batch dims broadcast to the
  * output's first `orank` dims (named batchnames) */
@@ -41,9 +59,91 @@ static void batch_offset(emitter *e, int b, int orank, char *out, size_t len) {
   }
 }
 
-/* `for` over a constant count, unrolled on GPUs so that the arrays it indexes stay in registers */
-static void unrolled_for(emitter *e, const char *var, int64_t count) {
-  emit_line(e, "%sfor (int %s = 0; %s < %lld; %s++)", e->d->gpu ? e->d->gpu->unroll : "", var, var, (long long)count, var);
+/* `for` over a constant count, unrolled so that the arrays it indexes stay in registers */
+static void unrolled(emitter *e, const char *var, int64_t count) {
+  emit_line(e, "%sfor (int %s = 0; %s < %lld; %s++)", G(e)->unroll, var, var, (long long)count, var);
+}
+
+void gpu_declare_attention(emitter *e, const char *qualifier) {
+  const kir_kernel *k = e->k;
+  const shape *qs = &e->m->buf[k->in_buf[0]].sh;
+  const int64_t D = qs->d[qs->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c;
+  emit_line(e, "%s float pa_Q[%lld];", qualifier, (long long)(ATT_BQ * (D + 1)));
+  emit_line(e, "%s float pa_KV[%lld];", qualifier, (long long)(ATT_BK * (D + 1 > DV ? D + 1 : DV)));
+  emit_line(e, "%s float pa_P[%d];", qualifier, ATT_BQ * (ATT_BK + 1));
+  emit_line(e, "%s float pa_M[%d];", qualifier, ATT_BQ); /* per row: the running maximum, sum, rescale */
+  emit_line(e, "%s float pa_L[%d];", qualifier, ATT_BQ);
+  emit_line(e, "%s float pa_A[%d];", qualifier, ATT_BQ);
+  emit_line(e, "%s float pa_R[%d];", qualifier, 4 * ATT_BQ); /* the two halves' maxima, then sums */
+}
+
+/* S = Qs Ks^T for the current key tile, masked, into pa_P */
+static void scores(emitter *e, int64_t D, int mb, bool mrow, bool mcol, bool causal) {
+  const char *it = e->d->index_type;
+  char ld[1200], ninf[64], zero[64];
+  emit_float(e->d, -INFINITY, ninf, sizeof ninf);
+  emit_float(e->d, 0.0, zero, sizeof zero);
+  emit_line(e, "float s[16];");
+  unrolled(e, "x", 16);
+  emit_line(e, "  s[x] = %s;", zero);
+  emit_line(e, "for (int d = 0; d < %lld; d++) {", (long long)D);
+  emit_line(e, "  float qa[4], kb[4];");
+  emit_line(e, "  %sfor (int a = 0; a < 4; a++) qa[a] = pa_Q[(ty * 4 + a) * %lld + d];", G(e)->unroll, (long long)(D + 1));
+  emit_line(e, "  %sfor (int b = 0; b < 4; b++) kb[b] = pa_KV[(tx + 8 * b) * %lld + d];", G(e)->unroll, (long long)(D + 1));
+  emit_line(e, "  %sfor (int a = 0; a < 4; a++)", G(e)->unroll);
+  emit_line(e, "    %sfor (int b = 0; b < 4; b++) s[a * 4 + b] += qa[a] * kb[b];", G(e)->unroll);
+  emit_line(e, "}");
+  unrolled(e, "a", 4);
+  emit_line(e, "  %sfor (int b = 0; b < 4; b++) {", G(e)->unroll);
+  emit_line(e, "    const %s r = ty * 4 + a, c = tx + 8 * b, i = q0 + r, j = j0 + c;", it);
+  emit_line(e, "    float x = s[a * 4 + b];");
+  if (mb >= 0) {
+    emit_load(e, mb, mrow ? (mcol ? "mo + i * SK + j" : "mo + i") : (mcol ? "mo + j" : "mo"), ld, sizeof ld);
+    emit_line(e, "    if (i < SQ && j < SK) x += %s;", ld);
+  }
+  emit_line(e, "    if (j >= JE%s) x = %s;", causal ? " || j > i" : "", ninf);
+  emit_line(e, "    pa_P[r * %d + c] = x;", ATT_BK + 1);
+  emit_line(e, "  }");
+}
+
+/* the row maxima and sums (two invocations per row, 16 keys each), P = exp(S - m') in place */
+static void online_softmax(emitter *e) {
+  char ninf[64], zero[64], tmp[512], tmp2[512];
+  emit_float(e->d, -INFINITY, ninf, sizeof ninf);
+  emit_float(e->d, 0.0, zero, sizeof zero);
+  emit_line(e, "{");
+  e->indent++;
+  emit_line(e, "const int r = lid / 2, h = lid %% 2;");
+  emit_line(e, "float mt = %s;", ninf);
+  emit_float_op(e, OP_maximum, "mt", "pa_P[r * 33 + h * 16 + u]", tmp, sizeof tmp);
+  emit_line(e, "%sfor (int u = 0; u < 16; u++) mt = %s;", G(e)->unroll, tmp);
+  emit_line(e, "pa_R[r * 2 + h] = mt;");
+  emit_line(e, "%s", G(e)->barrier);
+  emit_float_op(e, OP_maximum, "pa_R[r * 2]", "pa_R[r * 2 + 1]", tmp, sizeof tmp);
+  emit_line(e, "mt = %s;", tmp);
+  emit_line(e, "const float mo_ = pa_M[r];");
+  emit_float_op(e, OP_maximum, "mo_", "mt", tmp, sizeof tmp);
+  emit_line(e, "const float mn = %s;", tmp);
+  emit_line(e, "float ls = %s;", zero);
+  emit_float_op(e, OP_sub, "pa_P[r * 33 + h * 16 + u]", "mn", tmp2, sizeof tmp2);
+  emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
+  emit_line(e, "%sfor (int u = 0; u < 16; u++) {", G(e)->unroll);
+  emit_line(e, "  const float p = mn == %s ? %s : %s;", ninf, zero, tmp);
+  emit_line(e, "  pa_P[r * 33 + h * 16 + u] = p;");
+  emit_line(e, "  ls += p;");
+  emit_line(e, "}");
+  emit_line(e, "pa_R[64 + r * 2 + h] = ls;");
+  emit_line(e, "%s", G(e)->barrier);
+  emit_float_op(e, OP_sub, "mo_", "mn", tmp2, sizeof tmp2);
+  emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
+  emit_line(e, "if (h == 0) {");
+  emit_line(e, "  const float al = mo_ == %s ? %s : %s;", ninf, zero, tmp);
+  emit_line(e, "  pa_L[r] = pa_L[r] * al + pa_R[64 + r * 2] + pa_R[64 + r * 2 + 1];");
+  emit_line(e, "  pa_M[r] = mn;");
+  emit_line(e, "  pa_A[r] = al;");
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
 }
 
 void emit_attention(emitter *e) {
@@ -52,23 +152,26 @@ void emit_attention(emitter *e) {
   const int qb = k->in_buf[0], kb = k->in_buf[1], vb = k->in_buf[2], mb = k->nin > 3 ? k->in_buf[3] : -1, ob = k->store[0].buf;
   const shape *qs = &e->m->buf[qb].sh, *ks = &e->m->buf[kb].sh, *ms = mb >= 0 ? &e->m->buf[mb].sh : NULL;
   const int orank = k->dom.rank - 2;
-  const int64_t D = qs->d[qs->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c;
+  const int64_t D = qs->d[qs->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c, NU = (DV + 7) / 8;
+  const bool causal = attr_i(n, "causal");
   const char *it = e->d->index_type;
   const attr *sc = attr_get(n, "scale");
-  char sq[64], sk[64], rows[256], off[1024], ld[1200], scale[64], ninf[64], zero[64], one[64], tmp[1400], tmp2[1400];
+  char sq[64], sk[64], nb[256], off[1024], ld[1200], scale[64], ninf[64], zero[64], one[64];
   emit_dim(e, k->dom.d[orank], sq, sizeof sq);
   emit_dim(e, ks->d[ks->rank - 2], sk, sizeof sk);
-  emit_count(e, &k->dom, 0, orank + 1, rows, sizeof rows);
+  emit_count(e, &k->dom, 0, orank, nb, sizeof nb);
   emit_float(e->d, sc->set ? sc->f : 1.0 / sqrt((double)D), scale, sizeof scale);
   emit_float(e->d, -INFINITY, ninf, sizeof ninf);
   emit_float(e->d, 0.0, zero, sizeof zero);
   emit_float(e->d, 1.0, one, sizeof one);
-  emit_line(e, "const %s SQ = %s, SK = %s;", it, sq, sk);
-  emit_parallel_loop(e, rows);
-  emit_line(e, "const %s bt = t / SQ, i = t %% SQ;", it);
+  emit_line(e, "const %s SQ = %s, SK = %s, QT = (SQ + %d) / %d;", it, sq, sk, ATT_BQ - 1, ATT_BQ);
+  emit_line(e, "const int lid = %s, tx = lid %% 8, ty = lid / 8;", G(e)->local[0]);
+  emit_line(e, "for (%s tile = %s; tile < (%s) * QT; tile += %s) {", it, G(e)->group[0], nb, G(e)->ngroups[0]);
+  e->indent++;
+  emit_line(e, "const %s bt = tile / QT, q0 = (tile %% QT) * %d;", it, ATT_BQ);
   if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", batchnames);
   batch_offset(e, qb, orank, off, sizeof off);
-  emit_line(e, "const %s qo = %s + i * %lld;", it, off, (long long)D);
+  emit_line(e, "const %s qo = %s;", it, off);
   batch_offset(e, kb, orank, off, sizeof off);
   emit_line(e, "const %s ko = %s;", it, off);
   batch_offset(e, vb, orank, off, sizeof off);
@@ -78,76 +181,75 @@ void emit_attention(emitter *e) {
     mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
     mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
     batch_offset(e, mb, orank, off, sizeof off);
-    emit_line(e, "const %s mo = %s%s;", it, off, mrow ? (mcol ? " + i * SK" : " + i") : "");
+    emit_line(e, "const %s mo = %s;", it, off);
   }
-  /* the scaled query and the output row, in registers */
-  emit_line(e, "float pq[%lld];", (long long)D);
-  emit_load(e, qb, "qo + d", ld, sizeof ld);
-  unrolled_for(e, "d", D);
-  emit_line(e, "  pq[d] = %s * %s;", ld, scale);
-  emit_line(e, "float po[%lld];", (long long)DV);
-  unrolled_for(e, "c", DV);
-  emit_line(e, "  po[c] = %s;", zero);
-  emit_line(e, "float pm = %s, pl = %s;", ninf, zero);
-  emit_line(e, "const %s JE = %s;", it, attr_i(n, "causal") ? "(i + 1 < SK ? i + 1 : SK)" : "SK");
-  emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, ATT_BLOCK);
+  /* the scaled query tile, and the rows' state */
+  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BQ * D), GPU_ATT_THREADS);
+  emit_line(e, "  const %s r = x / %lld, d = x %% %lld, i = q0 + r;", it, (long long)D, (long long)D);
+  emit_load(e, qb, "qo + i * QD + d", ld, sizeof ld);
+  emit_line(e, "  const %s QD = %lld;", it, (long long)D);
+  emit_line(e, "  pa_Q[r * %lld + d] = i < SQ ? %s * %s : %s;", (long long)(D + 1), ld, scale, zero);
+  emit_line(e, "}");
+  emit_line(e, "if (lid < %d) { pa_M[lid] = %s; pa_L[lid] = %s; }", ATT_BQ, ninf, zero);
+  emit_line(e, "float o[%lld];", (long long)(4 * NU));
+  unrolled(e, "x", 4 * NU);
+  emit_line(e, "  o[x] = %s;", zero);
+  if (causal) emit_line(e, "const %s JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", it, ATT_BQ, ATT_BQ);
+  else emit_line(e, "const %s JE = SK;", it);
+  emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, ATT_BK);
   e->indent++;
-  /* the block's scores */
-  emit_line(e, "float ps[%d];", ATT_BLOCK);
-  emit_line(e, "float pt = %s;", ninf);
-  unrolled_for(e, "u", ATT_BLOCK);
+  emit_line(e, "%s", G(e)->barrier); /* the last tile's readers of pa_KV and pa_P are done; pa_Q is written */
+  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BK * D), GPU_ATT_THREADS);
+  emit_line(e, "  const %s c = x / %lld, d = x %% %lld, j = j0 + c;", it, (long long)D, (long long)D);
+  emit_load(e, kb, "ko + j * KD + d", ld, sizeof ld);
+  emit_line(e, "  const %s KD = %lld;", it, (long long)D);
+  emit_line(e, "  pa_KV[c * %lld + d] = j < SK ? %s : %s;", (long long)(D + 1), ld, zero);
+  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier);
+  scores(e, D, mb, mrow, mcol, causal);
+  emit_line(e, "%s", G(e)->barrier); /* S is in pa_P; the keys are read */
+  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BK * DV), GPU_ATT_THREADS);
+  emit_line(e, "  const %s c = x / %lld, cc = x %% %lld, j = j0 + c;", it, (long long)DV, (long long)DV);
+  emit_load(e, vb, "vo + j * VD + cc", ld, sizeof ld);
+  emit_line(e, "  const %s VD = %lld;", it, (long long)DV);
+  emit_line(e, "  pa_KV[x] = j < SK ? %s : %s;", ld, zero);
+  emit_line(e, "}");
+  online_softmax(e);
+  emit_line(e, "%s", G(e)->barrier); /* P, the rescales and the values are in shared memory */
+  unrolled(e, "a", 4);
+  emit_line(e, "{");
+  emit_line(e, "  const float al = pa_A[ty * 4 + a];");
+  emit_line(e, "  %sfor (int u = 0; u < %lld; u++) o[a * %lld + u] *= al;", G(e)->unroll, (long long)NU, (long long)NU);
+  emit_line(e, "}");
+  emit_line(e, "for (int c = 0; c < %d; c++) {", ATT_BK);
+  emit_line(e, "  float pr[4], vv[%lld];", (long long)NU);
+  emit_line(e, "  %sfor (int a = 0; a < 4; a++) pr[a] = pa_P[(ty * 4 + a) * %d + c];", G(e)->unroll, ATT_BK + 1);
+  emit_line(e, "  %sfor (int u = 0; u < %lld; u++) vv[u] = tx + 8 * u < %lld ? pa_KV[c * %lld + tx + 8 * u] : %s;", G(e)->unroll, (long long)NU,
+            (long long)DV, (long long)DV, zero);
+  emit_line(e, "  %sfor (int a = 0; a < 4; a++)", G(e)->unroll);
+  emit_line(e, "    %sfor (int u = 0; u < %lld; u++) o[a * %lld + u] += pr[a] * vv[u];", G(e)->unroll, (long long)NU, (long long)NU);
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier); /* every row's l is in pa_L */
+  unrolled(e, "a", 4);
   emit_line(e, "{");
   e->indent++;
-  emit_line(e, "float x = %s;", ninf);
-  emit_line(e, "if (j0 + u < JE) {");
-  emit_line(e, "  const %s kr = ko + (j0 + u) * %lld;", it, (long long)D);
-  emit_line(e, "  x = %s;", zero);
-  emit_load(e, kb, "kr + d", ld, sizeof ld);
-  emit_line(e, "  %sfor (int d = 0; d < %lld; d++) x += pq[d] * %s;", e->d->gpu ? e->d->gpu->unroll : "", (long long)D, ld);
-  if (ms) {
-    emit_load(e, mb, mcol ? "mo + j0 + u" : "mo", ld, sizeof ld);
-    emit_line(e, "  x += %s;", ld);
-  }
-  emit_line(e, "}");
-  emit_line(e, "ps[u] = x;");
-  emit_float_op(e, OP_maximum, "pt", "x", tmp, sizeof tmp);
-  emit_line(e, "pt = %s;", tmp);
-  e->indent--;
-  emit_line(e, "}");
-  /* the running maximum, and what it rescales */
-  emit_float_op(e, OP_maximum, "pm", "pt", tmp, sizeof tmp);
-  emit_line(e, "const float pn = %s;", tmp);
-  emit_line(e, "if (pn == %s) continue; /* every key so far hidden */", ninf);
-  emit_float_op(e, OP_sub, "pm", "pn", tmp2, sizeof tmp2);
-  emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
-  emit_line(e, "const float pc = pm == %s ? %s : %s;", ninf, zero, tmp);
-  emit_line(e, "pl *= pc;");
-  unrolled_for(e, "c", DV);
-  emit_line(e, "  po[c] *= pc;");
-  unrolled_for(e, "u", ATT_BLOCK);
-  emit_line(e, "if (j0 + u < JE) {");
-  e->indent++;
-  emit_float_op(e, OP_sub, "ps[u]", "pn", tmp2, sizeof tmp2);
-  emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
-  emit_line(e, "const float pp = %s;", tmp);
-  emit_line(e, "pl += pp;");
-  emit_line(e, "const %s vr = vo + (j0 + u) * %lld;", it, (long long)DV);
-  emit_load(e, vb, "vr + c", ld, sizeof ld);
-  unrolled_for(e, "c", DV);
-  emit_line(e, "  po[c] += pp * %s;", ld);
-  e->indent--;
-  emit_line(e, "}");
-  emit_line(e, "pm = pn;");
-  e->indent--;
-  emit_line(e, "}");
-  /* every key hidden leaves l = 0: 0/0, as the softmax over them gives */
-  emit_line(e, "const float pr = %s / pl;", one);
-  emit_line(e, "const %s oo = t * %lld;", it, (long long)DV);
-  unrolled_for(e, "c", DV);
+  emit_line(e, "const %s r = ty * 4 + a, i = q0 + r;", it);
+  emit_line(e, "const float rl = %s / pa_L[r];", one);
+  unrolled(e, "u", NU);
   emit_line(e, "{");
-  e->indent++;
-  emit_store(e, ob, "oo + c", "po[c] * pr");
+  emit_line(e, "  const %s cc = tx + 8 * u;", it);
+  emit_line(e, "  if (i < SQ && cc < %lld) {", (long long)DV);
+  char at[64], val[64];
+  snprintf(at, sizeof at, "(bt * SQ + i) * %lld + cc", (long long)DV);
+  snprintf(val, sizeof val, "o[a * %lld + u] * rl", (long long)NU);
+  emit_store(e, ob, at, val);
+  emit_line(e, "  }");
+  emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
-  gpu_loop_end(e);
+  emit_line(e, "%s", G(e)->barrier); /* the next tile rewrites pa_Q and the rows' state */
+  e->indent--;
+  emit_line(e, "}");
 }

@@ -698,6 +698,7 @@ static bool needs_tiles(const emitter *e) {
 }
 
 void gpu_declare_tiles(emitter *e, const char *qualifier) {
+  if (gpu_is_attention(e->m, (int)(e->k - e->m->k))) gpu_declare_attention(e, qualifier);
   if (!needs_tiles(e)) return;
   const int T = e->k->sched.tile_m, VW = panel_run(e, T / 16);
   const char *align = VW > 1 ? " __attribute__((aligned(16)))" : "";

@@ -24,6 +24,16 @@ int64_t gpu_row_regs_length(const kir_kernel *k);
  * dialect defines PC_VEC to it, and PC_RV as a multiple of it */
 int gpu_row_vector(const kir_module *m, int i);
 
+/* The attention kernel (attention.c): GPU_ATT_THREADS invocations per work group, a group per
+ * 32 query rows of a batch (gpu_attention_groups, over the grid's x; the kernel loops when the
+ * target caps it), the shared memory gpu_declare_attention declares (as kir_attention_fits counts
+ * it); gpu_attention_fits refuses another work-group size */
+enum { GPU_ATT_THREADS = 64 };
+bool gpu_is_attention(const kir_module *m, int i);
+int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S);
+bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len);
+void gpu_declare_attention(emitter *e, const char *qualifier);
+
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
 /* float operands: needs the shared panels pc_As and pc_Bs that gpu_declare_tiles declares */

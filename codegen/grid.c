@@ -41,8 +41,6 @@ void gpu_grid(const kir_module *m, int i, const int64_t *S, const gpu_limits *li
   } else {
     int64_t cap = lim->stride_groups > 0 && lim->stride_groups < max[0] ? lim->stride_groups : max[0];
     int threads = gpu_group_threads(k);
-    int64_t items = shape_count(&k->dom, S);
-    if (k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_attention) items /= k->dom.d[k->dom.rank - 1].c; /* a query row each */
-    g[0] = capped((items + threads - 1) / threads, cap);
+    g[0] = gpu_is_attention(m, i) ? capped(gpu_attention_groups(m, i, S), cap) : capped((shape_count(&k->dom, S) + threads - 1) / threads, cap);
   }
 }

@@ -203,7 +203,9 @@ void cu_schedule(kir_module *m, int i, int device) {
       s->split_k = conv_split(m, i, s->tile_m, device);
     }
     break;
-  default: break;
+  default:
+    if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
+    break;
   }
 }
 
@@ -222,6 +224,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
   case KS_PLAIN: break;
   }
+  if (!gpu_attention_fits(m, i, why, len)) return false;
   return gpu_group_fits(&m->k[i], 32, 1024, false, why, len);
 }
 
@@ -251,7 +254,7 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   } else if (s->variant == KS_TILED) {
     tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
     if (s->min_groups && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("min_groups"), .v.min_groups = 0};
-  } else if (s->variant == KS_PLAIN && k->kind != KK_ROW) {
+  } else if (s->variant == KS_PLAIN && k->kind != KK_ROW && !gpu_is_attention(m, i)) {
     tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);
   }
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};

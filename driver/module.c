@@ -219,9 +219,12 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
       return err_set(PORTC_ERR_NOMEM, "compile: out of memory");
     }
   }
-  /* PORTC_ATTENTION=decomposed: matmul, softmax, matmul on every target (for A/B runs) */
+  /* PORTC_ATTENTION=decomposed: matmul, softmax, matmul everywhere; =kernel: the attention kernel
+   * for every float dtype where the target has one (A/B runs) */
   const char *att = getenv("PORTC_ATTENTION");
-  unsigned whole = att && strcmp(att, "decomposed") == 0 ? 0 : t->attention_kernel;
+  unsigned whole = t->attention_kernel;
+  if (att && strcmp(att, "decomposed") == 0) whole = 0;
+  else if (att && strcmp(att, "kernel") == 0 && whole) whole = TARGET_ATTENTION_FLOATS;
   lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after, .attention = whole};
   if ((st = lower_graph(g, &lo, &m->km)) || (st = map_module(m))) {
     portc_module_free(m);

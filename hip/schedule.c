@@ -39,6 +39,7 @@ void hip_schedule(kir_module *m, int i, int device) {
     s->variant = KS_TILED, s->tile_m = s->tile_n = HIP_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
   }
+  if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
 }
 
 /* what a tune entry may change: the group size of 1-D kernels (whole wavefronts of 64, which are
@@ -46,6 +47,7 @@ void hip_schedule(kir_module *m, int i, int device) {
 bool hip_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
   const kir_schedule *s = &m->k[i].sched;
+  if (!gpu_attention_fits(m, i, why, len)) return false;
   return s->variant == KS_TILED ? gpu_tiles_fit(&m->k[i], 1, why, len) : gpu_group_fits(&m->k[i], 64, 1024, false, why, len);
 }
 
@@ -55,6 +57,6 @@ int hip_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs 
   static const int sizes[] = {128, 256, 512, 1024};
   int n = 0, tiles[3];
   if (k->sched.variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), k->sched.tile_m, out, max, &n);
-  else if (k->kind != KK_ROW) tune_candidates("threads", sizes, 4, k->sched.threads[0], out, max, &n);
+  else if (k->kind != KK_ROW && !gpu_is_attention(m, i)) tune_candidates("threads", sizes, 4, k->sched.threads[0], out, max, &n);
   return n;
 }

@@ -74,7 +74,11 @@ bool kir_attention_fits(const portc_graph *g, int i) {
   const node *n = &g->nodes[i];
   const shape *q = &g->nodes[n->in[0]].sh, *v = &g->nodes[n->in[2]].sh;
   dim D = q->d[q->rank - 1], Dv = v->d[v->rank - 1];
-  return n->op == OP_attention && D.sym < 0 && Dv.sym < 0 && D.c >= 1 && Dv.c >= 1 && D.c + Dv.c <= KIR_ATTENTION_MAX_HEADS;
+  if (n->op != OP_attention || D.sym >= 0 || Dv.sym >= 0 || D.c < 1 || Dv.c < 1) return false;
+  /* the GPU kernel's shared memory (codegen/attention.c): 32 rows of q and of k or v, padded, the
+   * 32 x 33 scores and the rows' state, in floats */
+  int64_t kv = D.c + 1 > Dv.c ? D.c + 1 : Dv.c;
+  return 4 * (32 * (D.c + 1) + 32 * kv + 32 * 33 + 7 * 32) <= KIR_ATTENTION_MAX_SHARED;
 }
 
 void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops) {

@@ -150,9 +150,10 @@ typedef struct kir_module {
   int64_t remat_arena_before; /* the arena they saved, before it (bytes) */
 } kir_module;
 
-/* An attention node the attention template (codegen/attention.c) computes whole: head sizes known,
- * D + Dv at most KIR_ATTENTION_MAX_HEADS (each thread keeps a query and its output row) */
-#define KIR_ATTENTION_MAX_HEADS 192
+/* An attention node the attention kernel (codegen/attention.c) computes whole: head sizes known,
+ * its shared memory within KIR_ATTENTION_MAX_SHARED bytes (what lavapipe and most Vulkan devices
+ * give a work group; head sizes up to 96) */
+#define KIR_ATTENTION_MAX_SHARED 32768
 bool kir_attention_fits(const portc_graph *g, int i);
 
 void kir_module_free(kir_module *m);

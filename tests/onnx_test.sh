@@ -58,6 +58,14 @@ n2=$(grep -c 'y\.mean.*y\.var\|y\.var.*y\.mean' <<<"$fuses")
 [ "$n1" = 1 ] && echo "ok: transformer norm1 is one kernel" || fail "transformer norm1 spans $n1 kernels"
 [ "$n2" = 1 ] && [ "$(grep -c 'y\.' <<<"$fuses")" = 1 ] && echo "ok: transformer norm2 is one kernel" || fail "transformer norm2 spans kernels"
 [ "$(grep -E '^  fuses:' <<<"$tr" | grep -c 'Softmax')" = 1 ] && echo "ok: transformer softmax in one kernel" || fail "transformer softmax spans kernels"
+# with the attention kernel (vulkan's, taken for f32 too) the exported MatMul, Div, Softmax, MatMul are one attention
+trv=$(PORTC_ATTENTION=kernel "$portc" explain "$work/m17/transformer/model.onnx" -t vulkan --set N=2 2>&1)
+expect "transformer attention formed on vulkan" '^kernel [0-9]+: attention \(online softmax' "$trv"
+[ "$(grep -c 'row reduction' <<<"$trv")" = 2 ] && echo "ok: vulkan's transformer: only the two layer_norms are row kernels" ||
+  fail "vulkan's transformer: $(grep -c 'row reduction' <<<"$trv") row kernels (a softmax left over?)"
+dec=$(PORTC_ATTENTION=kernel "$portc" explain "$work/m17/decoder_only/model.onnx" -t vulkan --set N=2 2>&1)
+[ "$(grep -c '^kernel [0-9]*: attention' <<<"$dec")" = 2 ] && echo "ok: decoder_only: an attention kernel per layer (causal mask as a mask input)" ||
+  fail "decoder_only: $(grep -c '^kernel [0-9]*: attention' <<<"$dec") attention kernels, not 2"
 
 # recurrent ops are unrolled: each step's states are named for the node, the direction and the step
 lstm=$("$portc" explain "$work/m17/lstm/model.onnx" -t cpu --set N=2)

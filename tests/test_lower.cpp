@@ -275,6 +275,64 @@ TEST(Fusion, TransformerLayer) {
   kir_module_free(m);
 }
 
+// The attention an ONNX exporter writes out (matmul by a transposed key, a scale, a mask, softmax,
+// matmul) is one attention kernel where the target keeps attention whole, and the decomposition
+// (two matmuls and the softmax's row kernel) where it does not.
+static const char *const kAttentionSteps =
+    "input q: f32[2, 4, 10, 16]\ninput k: f32[2, 4, 10, 16]\ninput v: f32[2, 4, 10, 8]\ninput m: f32[2, 1, 1, 10]\n"
+    "const c: f32[] = 4\nkt = permute(k, perm=[0, 1, 3, 2])\ns = matmul(q, kt)\nz = div(s, c)\nb = add(z, m)\n"
+    "p = softmax(b, axis=-1)\ny = matmul(p, v)\n";
+
+static int lowered_kernels(const std::string &text, unsigned attention, kir_module **keep) {
+  Graph g = parse(text);
+  if (!g) return -1;
+  lower_options o = {};
+  o.attention = attention;
+  if (lower_graph(g.get(), &o, keep) != PORTC_OK) {
+    ADD_FAILURE() << portc_last_error();
+    return -1;
+  }
+  return (*keep)->nk;
+}
+
+TEST(Passes, AttentionIsFormedFromMatmulSoftmaxMatmul) {
+  Lowered a, d;
+  ASSERT_EQ(lowered_kernels(std::string(kAttentionSteps) + "output y\n", 1u << PORTC_F32, &a.m), 1);
+  const kir_kernel *k = &a.m->k[0];
+  ASSERT_EQ(k->kind, KK_OPAQUE);
+  const node *n = &a.m->g->nodes[k->node];
+  ASSERT_EQ(n->op, OP_attention);
+  EXPECT_EQ(n->nin, 4);                                  // q, k (the permute's input), v, the mask
+  EXPECT_DOUBLE_EQ(attr_get(n, "scale")->f, 0.25);       // div by 4
+  EXPECT_STREQ(a.m->g->nodes[n->in[1]].name, "k");       // the transpose is gone, not copied
+  EXPECT_EQ(lowered_kernels(std::string(kAttentionSteps) + "output y\n", 0, &d.m), 3); // matmul, softmax row, matmul
+}
+
+TEST(Passes, AttentionIsNotFormedWhereItsStepsAreReadElsewhere) {
+  Lowered a, b, c;
+  // the probabilities are an output too: they must be in memory
+  EXPECT_GT(lowered_kernels(std::string(kAttentionSteps) + "output y, p\n", 1u << PORTC_F32, &a.m), 1);
+  for (int i = 0; i < a.m->nk; i++) EXPECT_NE(a.m->g->nodes[a.m->k[i].node].op, OP_attention);
+  // a softmax over another axis is not attention
+  std::string other = kAttentionSteps;
+  other.replace(other.find("axis=-1"), 7, "axis=2");
+  EXPECT_GT(lowered_kernels(other + "output y\n", 1u << PORTC_F32, &b.m), 1);
+  // scales on q and k (PyTorch's exporter writes sqrt(scale) on each) stay on them, scale 1 on the node
+  EXPECT_EQ(lowered_kernels("input q: f32[3, 10, 16]\ninput k: f32[3, 12, 16]\ninput v: f32[3, 12, 8]\nconst c: f32[] = 0.5\n"
+                            "qs = mul(q, c)\nkt = permute(k, perm=[0, 2, 1])\nks = mul(kt, c)\ns = matmul(qs, ks)\n"
+                            "p = softmax(s)\ny = matmul(p, v)\noutput y\n",
+                            1u << PORTC_F32, &c.m),
+            3); // the two scaled copies and the attention
+  bool found = false;
+  for (int i = 0; i < c.m->nk; i++) {
+    const node *n = &c.m->g->nodes[c.m->k[i].node];
+    if (n->op != OP_attention) continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(attr_get(n, "scale")->f, 1.0);
+  }
+  EXPECT_TRUE(found);
+}
+
 // 40 values summed, and 40 concatenated: no kernel binds more than 25 buffers
 TEST(Fusion, WideExpressionsAndConcatsAreCut) {
   std::string sum, cat = "c = concat(";

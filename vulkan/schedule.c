@@ -31,6 +31,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->tile_m = s->tile_n = VK_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
   }
+  if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
 }
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device
@@ -42,6 +43,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   if (s->variant == KS_MMA && (s->tile_m != VK_MM_TILE || s->tile_n != VK_MM_TILE))
     return snprintf(why, len, "the cooperative-matrix tile is %d", VK_MM_TILE), false;
+  if (!gpu_attention_fits(m, i, why, len)) return false;
   if (s->variant != KS_PLAIN) return gpu_tiles_fit(&m->k[i], 1, why, len);
   int max = c ? (int)c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32;
   return gpu_group_fits(&m->k[i], sub, max, true, why, len);
@@ -53,6 +55,6 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0, tiles[3];
   while (from < 5 && sizes[from] < sub) from++;
   if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
-  else if (s->variant == KS_PLAIN) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
+  else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   return n;
 }
