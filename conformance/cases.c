@@ -312,6 +312,15 @@ static void composite_cases(conf_cases *cs) {
 }
 
 static void fusion_cases(conf_cases *cs) {
+  { /* 16 views in a row: past a kernel's index maps (KIR_MAX_STEPS), so the chain is cut */
+    char body[2048] = "input x: f32[2, 3, 4, 5]\n", prev[8] = "x";
+    for (int i = 0; i < 16; i++) {
+      size_t at = strlen(body);
+      snprintf(body + at, sizeof body - at, i % 2 ? "v%d = reshape(%s, shape=[3, 2, 5, 4])\n" : "v%d = permute(%s, perm=[1, 0, 3, 2])\n", i, prev);
+      snprintf(prev, sizeof prev, "v%d", i);
+    }
+    text(add(cs, "fusion", "fusion/chain-of-16-views"), "%sy = exp(%s)\noutput y\n", body, prev);
+  }
   text(add(cs, "fusion", "fusion/chain-of-12"),
        "input x: f32[33, 100]\nconst c: f32[] = 0.75\na = mul(x, c)\nb = tanh(a)\nd = add(b, x)\ne = mul(d, d)\nf = neg(e)\ng = exp(f)\nh = add(g, c)\n"
        "i = abs(h)\nj = sqrt(i)\nk = sigmoid(j)\nl = gelu(k)\ny = silu(l)\noutput y\n");

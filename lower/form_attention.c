@@ -11,7 +11,8 @@
  *           p  = softmax(b, axis=-1)
  *           y  = matmul(p, v)
  *
- * A causal_mask between the scores and the softmax sets causal. Every value between the first
+ * Only attention of the dtypes given (bit 1 << dtype: those the target runs as one kernel) is
+ * formed. A causal_mask between the scores and the softmax sets causal. Every value between the first
  * matmul and the last must be read only by the next op of the pattern (and not be an output).
  * Scales on q or k (PyTorch's exporter writes sqrt(scale) on each) stay where they are, with
  * scale=1 on the node.
@@ -55,9 +56,9 @@ static bool scores_like(const portc_graph *g, int i, const shape *scores) {
 }
 
 /* i: a matmul; fills *p when it is the pattern's last one */
-static bool match(const portc_graph *g, const int *uses, int i, pattern *p) {
+static bool match(const portc_graph *g, const int *uses, unsigned dtypes, int i, pattern *p) {
   const node *y = &g->nodes[i];
-  if (y->op != OP_matmul || !dtype_is_float(y->dt)) return false;
+  if (y->op != OP_matmul || !dtype_is_float(y->dt) || !(dtypes >> y->dt & 1u)) return false;
   int cur = y->in[0];
   const node *sm = &g->nodes[cur];
   if (sm->op != OP_softmax || uses[cur] != 1 || norm_axis(attr_i(sm, "axis"), sm->sh.rank) != sm->sh.rank - 1) return false;
@@ -100,25 +101,35 @@ static bool match(const portc_graph *g, const int *uses, int i, pattern *p) {
   return q->sh.rank >= 2 && kt->sh.rank >= 2 && q->dt == y->dt && kt->dt == y->dt && v->dt == y->dt;
 }
 
-static portc_node build(portc_graph *out, const portc_graph *g, int i, const pattern *p, const int32_t *remap) {
-  const node *kt = &g->nodes[p->kt];
-  portc_node k;
-  if (swaps_last_two(kt)) {
-    k = remap[kt->in[0]];
-  } else {
-    int64_t perm[PORTC_MAX_RANK];
-    for (int d = 0; d < kt->sh.rank; d++) perm[d] = d;
-    perm[kt->sh.rank - 2] = kt->sh.rank - 1, perm[kt->sh.rank - 1] = kt->sh.rank - 2;
-    k = portc_permute(out, remap[p->kt], kt->sh.rank, perm);
-    if (k < 0) return k;
+/* k [..., Lk, D] from kt [..., D, Lk], in out: the input of a transpose, or under a scale by a
+ * constant (mul(transpose(k), c): PyTorch's exporter scales k^T) the scaled input, or else a
+ * permute of kt. Each view avoided keeps the chain of views behind k short (kir_build allows
+ * KIR_MAX_STEPS). */
+static portc_node untransposed(portc_graph *out, const portc_graph *g, int kt, const int32_t *remap, int depth) {
+  const node *x = &g->nodes[kt];
+  double f;
+  if (swaps_last_two(x)) return remap[x->in[0]];
+  if (depth < 4 && x->op == OP_mul && (scalar_of(g, x->in[0], &f) || scalar_of(g, x->in[1], &f))) {
+    int c = scalar_of(g, x->in[1], &f) ? 1 : 0;
+    portc_node inner = untransposed(out, g, x->in[1 - c], remap, depth + 1);
+    return inner < 0 ? inner : portc_mul(out, inner, remap[x->in[c]]);
   }
+  int64_t perm[PORTC_MAX_RANK];
+  for (int d = 0; d < x->sh.rank; d++) perm[d] = d;
+  perm[x->sh.rank - 2] = x->sh.rank - 1, perm[x->sh.rank - 1] = x->sh.rank - 2;
+  return portc_permute(out, remap[kt], x->sh.rank, perm);
+}
+
+static portc_node build(portc_graph *out, const portc_graph *g, int i, const pattern *p, const int32_t *remap) {
+  portc_node k = untransposed(out, g, p->kt, remap, 0);
+  if (k < 0) return k;
   portc_node y = portc_attention_masked(out, remap[p->q], k, remap[p->v], p->mask >= 0 ? remap[p->mask] : PORTC_NONE, p->causal, p->scale);
   if (y < 0) return y;
   portc_status st = portc_set_name(out, y, g->nodes[i].name);
   return st ? -(portc_node)st : y;
 }
 
-portc_status form_attention(portc_graph **gp, bool *changed) {
+portc_status form_attention(portc_graph **gp, unsigned dtypes, bool *changed) {
   portc_graph *g = *gp;
   *changed = false;
   int *uses = calloc((size_t)g->n + 1, sizeof *uses);
@@ -133,7 +144,7 @@ portc_status form_attention(portc_graph **gp, bool *changed) {
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nin; k++) uses[g->nodes[i].in[k]]++;
   for (int k = 0; k < g->nout; k++) uses[g->outputs[k]] += 2; /* an output is never inside a pattern */
-  for (int i = 0; i < g->n; i++) any |= is[i] = match(g, uses, i, &pat[i]);
+  for (int i = 0; i < g->n; i++) any |= is[i] = match(g, uses, dtypes, i, &pat[i]);
   if (!any) goto done;
   portc_graph *out = portc_graph_new(g->name);
   if (!out) {

@@ -10,7 +10,7 @@
  *  2. Several consumers: an elementwise value used by more than one consumer is recomputed in
  *     each (inlined) when its expression has at most 8 ops, and materialized otherwise. An
  *     inlined expression is at most 64 ops deep and reads at most 24 buffers: a longer or wider
- *     one is cut into several kernels.
+ *     one is cut into several kernels, as is a chain of views longer than a kernel's index maps.
  *  3. Matmul and conv2d take their elementwise epilogue: the chain of single-consumer elementwise
  *     ops of the same shape that follows them (bias, activation, residual add).
  *  4. Reductions over the same rows (same input shape, same reduced axes) share one ROW kernel
@@ -96,6 +96,33 @@ static void bound_depth(fctx *c) {
   }
 }
 
+/* 2d. The index maps from a kernel's index to a buffer it reads are at most KIR_MAX_STEPS long
+ * (kir.h): one per view and one per broadcast operand on the way. Where a chain of views would be
+ * longer (an exported attention's q: a projection sliced, reshaped, permuted and scaled), the
+ * value where it passes MAX_EXPR_STEPS is materialized and the chain starts again from it; the
+ * margin leaves room for the steps a matmul operand or a row kernel adds in front. */
+#define MAX_EXPR_STEPS (KIR_MAX_STEPS - 4)
+static void bound_steps(fctx *c) {
+  fplan *p = c->p;
+  for (int i = 0; i < c->g->n; i++) {
+    c->cost[i] = 0; /* reused: the longest chain of steps from node i to a buffer it reads */
+    if (p->mat[i] || (p->cls[i] != C_PW && p->cls[i] != C_VIEW)) continue;
+    const node *n = &c->g->nodes[i];
+    int steps = 0;
+    for (int k = 0; k < n->nin; k++) {
+      int a = n->in[k];
+      int own = p->cls[i] == C_VIEW || !shape_eq(&n->sh, &c->g->nodes[a].sh); /* a view, or a broadcast */
+      bool inlined = !p->mat[a] && (p->cls[a] == C_PW || p->cls[a] == C_VIEW);
+      if (inlined && own + c->cost[a] > MAX_EXPR_STEPS) { /* the chain behind a starts again from memory */
+        set_mat(c, a, "a chain of views longer than a kernel's index maps ends here");
+        inlined = false;
+      }
+      if (own + (inlined ? c->cost[a] : 0) > steps) steps = own + (inlined ? c->cost[a] : 0);
+    }
+    c->cost[i] = steps;
+  }
+}
+
 /* the distinct materialized values the inlined expression behind v reads, counted up to limit
  * (stamp[] marks what this walk has seen) */
 static int count_loads(fctx *c, int v, int *stamp, int mark, int count, int limit) {
@@ -161,6 +188,7 @@ static void initial_materialization(fctx *c, bool eager) {
     if (p->cls[i] == C_PW && c->ncons[i] > 1 && expr_cost(c, i) > RECOMPUTE_LIMIT)
       set_mat(c, i, "used by several consumers and too costly to recompute in each");
   bound_depth(c);
+  bound_steps(c);
   bound_loads(c);
 }
 

@@ -27,7 +27,8 @@ portc_status rebuild_replacing(portc_graph **g, const char *pass, node_test repl
 
 /* composite ops into primitives; attention of the dtypes in `attention` (bit 1 << dtype) stays
  * one node, which fusion makes one kernel, where kir_attention_fits */
-portc_status form_attention(portc_graph **g, bool *changed);
+/* matmul, softmax, matmul into attention, for the dtypes in `attention` (bit 1 << dtype) */
+portc_status form_attention(portc_graph **g, unsigned attention, bool *changed);
 portc_status decompose(portc_graph **g, unsigned attention, bool *changed);
 portc_status split_concat(portc_graph **g, bool *changed);
 portc_status split_reduce(portc_graph **g, bool *changed);

@@ -52,7 +52,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   portc_graph *g = NULL;
   portc_status st = graph_copy(src, o->symvals, &g);
   if (st || (st = after(o, "specialize", g))) goto fail;
-  if (!o->eager && o->attention) RUN(form_attention, &g); /* only where a target keeps it whole */
+  if (!o->eager && o->attention) RUN(form_attention, &g, o->attention); /* only where a target keeps it whole */
   RUN(decompose, &g, o->attention);
   RUN(split_concat, &g);
   RUN(split_reduce, &g);
