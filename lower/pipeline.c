@@ -10,7 +10,7 @@
 
 #include "passes.h"
 
-const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "fold", "cse", "dce", "fuse", NULL};
+const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "split_concat", "split_reduce", "fold_batch_sum", "fold", "cse", "dce", "fuse", NULL};
 
 static bool verify_each_pass(void) {
 #ifndef NDEBUG

@@ -57,7 +57,8 @@ const char compile_options_help[] =
     "                       tune what the tune tables lack, as `portc tune --missing` does, and\n"
     "                       keep it in the user's table)\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
-    "  --dump-after PASS    print the graph after PASS: specialize decompose fold cse dce fuse\n";
+    "  --dump-after PASS    print the graph after PASS: specialize form_attention decompose split_concat\n"
+    "                       split_reduce fold_batch_sum fold cse dce fuse\n";
 
 int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o) {
   const char *a = argv[i];
@@ -84,11 +85,11 @@ int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o)
   } else if (strcmp(a, "--dump") == 0) {
     o->dump_dir = v;
   } else {
-    static const char *const passes[] = {"specialize", "decompose", "fold", "cse", "dce", "fuse"};
+    static const char *const passes[] = {"specialize", "form_attention", "decompose", "split_concat", "split_reduce", "fold_batch_sum", "fold", "cse", "dce", "fuse"};
     bool ok = false;
     for (unsigned k = 0; k < sizeof passes / sizeof *passes; k++) ok = ok || strcmp(v, passes[k]) == 0;
     if (!ok) {
-      usage_error(argv[0], "unknown pass '%s' (specialize decompose fold cse dce fuse)", v);
+      usage_error(argv[0], "unknown pass '%s' (specialize form_attention decompose split_concat split_reduce fold_batch_sum fold cse dce fuse)", v);
       return -1;
     }
     o->dump_after = v;
