@@ -186,8 +186,8 @@ void emit_attention(emitter *e) {
   /* the scaled query tile, and the rows' state */
   emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BQ * D), GPU_ATT_THREADS);
   emit_line(e, "  const %s r = x / %lld, d = x %% %lld, i = q0 + r;", it, (long long)D, (long long)D);
-  emit_load(e, qb, "qo + i * QD + d", ld, sizeof ld);
-  emit_line(e, "  const %s QD = %lld;", it, (long long)D);
+  snprintf(off, sizeof off, "qo + i * %lld + d", (long long)D);
+  emit_load(e, qb, off, ld, sizeof ld);
   emit_line(e, "  pa_Q[r * %lld + d] = i < SQ ? %s * %s : %s;", (long long)(D + 1), ld, scale, zero);
   emit_line(e, "}");
   emit_line(e, "if (lid < %d) { pa_M[lid] = %s; pa_L[lid] = %s; }", ATT_BQ, ninf, zero);
@@ -201,8 +201,8 @@ void emit_attention(emitter *e) {
   emit_line(e, "%s", G(e)->barrier); /* the last tile's readers of pa_KV and pa_P are done; pa_Q is written */
   emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BK * D), GPU_ATT_THREADS);
   emit_line(e, "  const %s c = x / %lld, d = x %% %lld, j = j0 + c;", it, (long long)D, (long long)D);
-  emit_load(e, kb, "ko + j * KD + d", ld, sizeof ld);
-  emit_line(e, "  const %s KD = %lld;", it, (long long)D);
+  snprintf(off, sizeof off, "ko + j * %lld + d", (long long)D);
+  emit_load(e, kb, off, ld, sizeof ld);
   emit_line(e, "  pa_KV[c * %lld + d] = j < SK ? %s : %s;", (long long)(D + 1), ld, zero);
   emit_line(e, "}");
   emit_line(e, "%s", G(e)->barrier);
@@ -210,8 +210,8 @@ void emit_attention(emitter *e) {
   emit_line(e, "%s", G(e)->barrier); /* S is in pa_P; the keys are read */
   emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BK * DV), GPU_ATT_THREADS);
   emit_line(e, "  const %s c = x / %lld, cc = x %% %lld, j = j0 + c;", it, (long long)DV, (long long)DV);
-  emit_load(e, vb, "vo + j * VD + cc", ld, sizeof ld);
-  emit_line(e, "  const %s VD = %lld;", it, (long long)DV);
+  snprintf(off, sizeof off, "vo + j * %lld + cc", (long long)DV);
+  emit_load(e, vb, off, ld, sizeof ld);
   emit_line(e, "  pa_KV[x] = j < SK ? %s : %s;", ld, zero);
   emit_line(e, "}");
   online_softmax(e);
