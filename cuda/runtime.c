@@ -592,5 +592,6 @@ const target cuda_target = {
     .runs_prebuilt = cu_driver_available,
     .describe = cu_describe,
     .gpu = &cu_gpu,
-    .kernel_note = kernel_note,    .attention_kernel = TARGET_ATTENTION_FLOATS,
+    .kernel_note = kernel_note,
+    .attention_kernel = TARGET_ATTENTION_FLOATS,
 };

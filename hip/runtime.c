@@ -282,5 +282,6 @@ const target hip_target = {
     .launch = launch,
     .unload = unload,
     .describe = hip_describe,
-    .gpu = &gpu,    .attention_kernel = TARGET_ATTENTION_FLOATS,
+    .gpu = &gpu,
+    .attention_kernel = TARGET_ATTENTION_FLOATS,
 };

@@ -35,5 +35,6 @@ const target hip_on_cuda_target = {
     .unload = cu_unload,
     .artifacts = true,
     .runs_prebuilt = cu_driver_available,
-    .gpu = &cu_gpu,    .attention_kernel = TARGET_ATTENTION_FLOATS,
+    .gpu = &cu_gpu,
+    .attention_kernel = TARGET_ATTENTION_FLOATS,
 };

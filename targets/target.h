@@ -82,9 +82,9 @@ typedef struct target {
    * runs on the fallback target (driver/partition.c) unless the compile is fullgraph (NULL: the
    * target runs every node) */
   bool (*supports)(const portc_graph *g, int i, char *why, size_t len);
-  /* the dtypes (bit 1 << portc_dtype) whose attention nodes run as one kernel (opaque.c's
-   * template: each query row's scores stay in registers) instead of matmul, softmax, matmul;
-   * 0: always the decomposition. Read by the lowering (lower_options.attention). */
+  /* the dtypes (bit 1 << portc_dtype) whose attention nodes run as one kernel (codegen/attention.c:
+   * the scores stay in shared memory) instead of matmul, softmax, matmul; 0: always the
+   * decomposition. Read by the lowering (lower_options.attention). */
   unsigned attention_kernel;
 #define TARGET_ATTENTION_FLOATS (1u << PORTC_F32 | 1u << PORTC_F16 | 1u << PORTC_BF16)
   /* optional: more lines about the devices for `portc devices` */

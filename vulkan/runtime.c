@@ -534,7 +534,8 @@ const target vulkan_target = {
     .artifacts = true,
     .describe = vk_describe,
     .gpu = &gpu,
-    .flushes_denormals = flushes_denormals,    /* f16 and bf16: on the H200's driver the kernel ran 16x8x512x64 f16 attention 1.02x and causal
+    .flushes_denormals = flushes_denormals,
+    /* f16 and bf16: on the H200's driver the kernel ran 16x8x512x64 f16 attention 1.02x and causal
      * 8x8x1024x64 f16 1.49x as fast as matmul, softmax, matmul, but f32 0.83x (scripts/gpu_visit.sh
      * attention); PORTC_ATTENTION=kernel takes it for f32 too */
     .attention_kernel = 1u << PORTC_F16 | 1u << PORTC_BF16,
