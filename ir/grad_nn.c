@@ -223,13 +223,14 @@ static portc_node max_pool_grad(gctx *c, int i, const node *x, portc_node gy) {
   grid.d[2].c = yn, grid.d[3].c = xn;
   cell.rank = 6;
   cell.d[2] = (dim){yn, -1}, cell.d[3] = (dim){1, -1}, cell.d[4] = (dim){xn, -1}, cell.d[5] = (dim){1, -1};
-  portc_node rows[8];
+  portc_node rows[8], cols[8];
+  for (int j = 0; j < 8; j++) rows[j] = cols[j] = PORTC_NONE;
   for (int64_t a = 0; a < s0 && !c->b.st; a++) {
-    portc_node cols[8];
     for (int64_t b = 0; b < s1; b++) /* a phase no offset reaches (a stride longer than the window) holds zeros */
       cols[b] = g_reshape(c, phase[a][b] != PORTC_NONE ? phase[a][b] : g_zeros(c, x->dt, &grid), &cell);
     rows[a] = s1 > 1 ? gk(c, portc_concat(G, (int)s1, cols, 5)) : cols[0];
   }
+  if (c->b.st) return PORTC_NONE;
   portc_node all = s0 > 1 ? gk(c, portc_concat(G, (int)s0, rows, 3)) : rows[0];
   shape padded = sy;
   padded.d[2].c = yn * s0, padded.d[3].c = xn * s1;

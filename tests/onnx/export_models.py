@@ -235,6 +235,23 @@ class SegmentationOut(torch.nn.Module):
         return self.model(x)["out"]
 
 
+def onnx_export(model, args, path, **kw):
+    """torch.onnx.export with the TorchScript-based exporter, which Debian's PyTorch 1.13 has; where a
+    newer PyTorch's TorchScript exporter cannot trace a model (2.11 on TransformerEncoderLayer:
+    "is_causal must be bool"), with its torch.export-based one. Returns which exporter wrote it."""
+    if "dynamo" not in inspect.signature(torch.onnx.export).parameters:
+        torch.onnx.export(model, args, path, **kw)
+        return "TorchScript"
+    try:
+        torch.onnx.export(model, args, path, dynamo=False, **kw)
+        return "TorchScript"
+    except Exception as e:  # noqa: BLE001: then the torch.export-based exporter
+        print(f"{path}: the TorchScript exporter failed ({type(e).__name__}: {str(e)[:160]}); using torch.export",
+              file=sys.stderr)
+        torch.onnx.export(model, args, path, dynamo=True, **kw)
+        return "torch.export"
+
+
 def randomize_norms(model):
     """Non-trivial running statistics, so that BatchNorm folding is tested with real numbers."""
     g = torch.Generator().manual_seed(1)
@@ -290,13 +307,11 @@ def export(name, out, opset, batches):
     axes = {"x": {1 if seq_first else 0: "N"}, "y": {1 if seq_first else 0: "N"}}
     training = torch.onnx.TrainingMode.PRESERVE if opts.get("keep_bn") else torch.onnx.TrainingMode.EVAL
     with torch.no_grad():
-        # the TorchScript-based exporter, which Debian's PyTorch has; a newer PyTorch defaults to
-        # torch.export, and its transformer layers take a fused fast path that exporter cannot write
-        legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+        # a newer PyTorch's transformer layers take a fused fast path that no exporter can write
         if hasattr(torch.backends, "mha") and hasattr(torch.backends.mha, "set_fastpath_enabled"):
             torch.backends.mha.set_fastpath_enabled(False)
-        torch.onnx.export(model, (sample(batches[0]),), path, input_names=["x"], output_names=["y"],
-                          dynamic_axes=axes, opset_version=opset, training=training, do_constant_folding=True, **legacy)
+        onnx_export(model, (sample(batches[0]),), path, input_names=["x"], output_names=["y"],
+                    dynamic_axes=axes, opset_version=opset, training=training, do_constant_folding=True)
         onnx.checker.check_model(onnx.load(path))
         for n in batches:
             x = sample(n)

@@ -3,22 +3,23 @@ local torchvision lists, built with random weights (nothing is downloaded), expo
 dynamic batch at a reduced input size, run by PyTorch for batches 1 and 2, then compiled once per
 target by onnx_compare and run for both batches within the bounds of TOLERANCES.md.
 
-One model at a time, its folder removed after, so that the disk holds one model's files. What
-runs where, by default (the test command):
-  - one member of every architecture family (FAMILY below) on every target given;
-  - every other model under 30 M parameters on the first target (the CPU): most of a model's
-    time on lavapipe goes to compiling its shaders, which a 2-core machine cannot afford for all
-    92 in the test command;
-  - the rest (VGG-19, ViT-H, the large RegNets, ConvNeXts and EfficientNets, ...) with --long,
-    which runs every model on every target.
+Each model's folder is removed after its runs, so that the disk holds only the models in flight
+(one, or --jobs of them). What runs, by default (the test command), on every target given:
+  - every model under 30 M parameters;
+  - one member of every architecture family (FAMILY below), whatever its size;
+  - the rest (VGG-19, ViT-H, the large RegNets, ConvNeXts and EfficientNets, ...) only with
+    --long, which runs every model (hours on two cores; its models' weights reach 2.5 GB).
 A model the test cannot run is named in SKIP with the reason; an export failure of PyTorch's own
-is reported as such, not as a portc result.
+is reported as such, not as a portc result. --jobs N runs N models at once (the GPU machine's
+16 cores), each with its share of PyTorch's threads.
 
-usage: zoo.py ONNX_COMPARE OUT [--targets cpu,vulkan] [--long] [--only NAME,...]
+usage: zoo.py ONNX_COMPARE OUT [--targets cpu,vulkan] [--long] [--only NAME,...] [--jobs N]
 Exit 0 when every model ran and matched on every target it was given.
 """
 import argparse
+import concurrent.futures
 import inspect
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -34,7 +35,7 @@ from torchvision import models as tvm
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_models import SegmentationOut, randomize_norms  # noqa: E402
+from export_models import SegmentationOut, onnx_export, randomize_norms  # noqa: E402
 
 LONG_PARAMS = 30e6  # models with more parameters run only with --long
 
@@ -103,11 +104,10 @@ def export(name, kind, folder):
     sample = lambda n: torch.randn(n, *shape, generator=torch.Generator().manual_seed(100 + n))
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
-    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     # exported with gradients on: under no_grad, PyTorch 1.13's nn.MultiheadAttention (ViT) takes a
     # fused fast path that its exporter cannot write
-    torch.onnx.export(model, (sample(1),), path, input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                      opset_version=17, do_constant_folding=True, **legacy)
+    onnx_export(model, (sample(1),), path, input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                opset_version=17, do_constant_folding=True)
     with torch.no_grad():
         pairs = []
         for n in (1, 2):
@@ -120,6 +120,32 @@ def export(name, kind, folder):
     return path, pairs, side, params, ops
 
 
+def run_model(name, kind, targets, compare, out, threads):
+    """exports one model and compares it on each target: (lines to print, failures, runs)"""
+    torch.set_num_threads(threads)
+    exportable_swin_v2()
+    folder = os.path.join(out, name)
+    t0 = time.time()
+    try:
+        path, pairs, side, params, ops = export(name, kind, folder)
+    except Exception as e:  # PyTorch's exporter, not portc
+        shutil.rmtree(folder, ignore_errors=True)
+        return [f"FAIL {name}: PyTorch could not export it: {e}"], 1, 0
+    lines, failed = [], 0
+    line = [f"{name} ({kind}, {params / 1e6:.1f} M, {side}x{side}, export {time.time() - t0:.0f} s)"]
+    for t in targets:
+        t1 = time.time()
+        r = subprocess.run([compare, path, t] + pairs, capture_output=True, text=True)
+        failed += r.returncode != 0
+        line.append(f"{t} {'PASS' if r.returncode == 0 else 'FAIL'} {time.time() - t1:.0f} s")
+        if r.returncode != 0:
+            how = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
+            lines.append(f"FAIL {name} on {t} ({how}):\n{r.stdout}{r.stderr}")
+    lines.append(": ".join(line[:1]) + ": " + ", ".join(line[1:]))
+    shutil.rmtree(folder, ignore_errors=True)
+    return lines, failed, len(targets)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("compare")
@@ -127,52 +153,34 @@ def main():
     ap.add_argument("--targets", default="cpu,vulkan")
     ap.add_argument("--long", action="store_true")
     ap.add_argument("--only", default="")
+    ap.add_argument("--jobs", type=int, default=1)
     a = ap.parse_args()
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    exportable_swin_v2()
+    jobs = max(1, a.jobs)
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    targets = a.targets.split(",")
     names = zoo()
     if a.only:
         names = {n: names[n] for n in a.only.split(",")}
-    results, failed, runs, skipped = [], 0, 0, 0
+    todo, skipped = [], 0
     for name, kind in sorted(names.items()):
         if name in SKIP:
             print(f"{name}: not run: {SKIP[name]}", flush=True)
             skipped += 1
-            continue
-        targets = a.targets.split(",")
-        if not a.long and name in LONG_ONLY:
+        elif not a.long and name in LONG_ONLY:
             print(f"{name}: in the long suite (--long)", flush=True)
-            continue
-        if not a.long and name not in FAMILY:
-            params = sum(p.numel() for p in build(name, kind).parameters())
-            if params > LONG_PARAMS:
-                print(f"{name}: {params / 1e6:.1f} M parameters, in the long suite (--long)", flush=True)
-                continue
-            targets = targets[:1]
-        folder = os.path.join(a.out, name)
-        t0 = time.time()
-        try:
-            path, pairs, side, params, ops = export(name, kind, folder)
-        except Exception as e:  # PyTorch's exporter, not portc
-            shutil.rmtree(folder, ignore_errors=True)
-            print(f"FAIL {name}: PyTorch could not export it: {e}", flush=True)
-            failed += 1
-            continue
-        line = [f"{name} ({kind}, {params / 1e6:.1f} M, {side}x{side}, export {time.time() - t0:.0f} s)"]
-        for t in targets:
-            t1 = time.time()
-            r = subprocess.run([a.compare, path, t] + pairs, capture_output=True, text=True)
-            ok = r.returncode == 0
-            failed += not ok
-            runs += 1
-            line.append(f"{t} {'PASS' if ok else 'FAIL'} {time.time() - t1:.0f} s")
-            if not ok:
-                how = f"killed by signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
-                print(f"FAIL {name} on {t} ({how}):\n{r.stdout}{r.stderr}", flush=True)
-        print(": ".join(line[:1]) + ": " + ", ".join(line[1:]), flush=True)
-        results.append(name)
-        shutil.rmtree(folder, ignore_errors=True)
-    print(f"zoo: {len(results)} models, {runs} model-target runs, {failed} failure(s), {skipped} not run (named above)")
+        elif not a.long and name not in FAMILY and (params := sum(p.numel() for p in build(name, kind).parameters())) > LONG_PARAMS:
+            print(f"{name}: {params / 1e6:.1f} M parameters, in the long suite (--long)", flush=True)
+        else:
+            todo.append((name, kind))
+    failed = runs = 0
+    # spawned, not forked: a forked PyTorch with its threads started can hang
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(run_model, name, kind, targets, a.compare, a.out, threads) for name, kind in todo]
+        for f in concurrent.futures.as_completed(futures):
+            lines, bad, n = f.result()
+            print("\n".join(lines), flush=True)
+            failed, runs = failed + bad, runs + n
+    print(f"zoo: {len(todo)} models, {runs} model-target runs, {failed} failure(s), {skipped} not run (named above)")
     return 1 if failed else 0
 
 
