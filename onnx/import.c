@@ -16,7 +16,8 @@
 #define MAX_MODEL_BYTES ((size_t)INT32_MAX) /* protobuf's own limit */
 
 op_fn onnx_op_lookup(const char *op_type) {
-  const onnx_op *tables[] = {onnx_ops_elementwise, onnx_ops_nn, onnx_ops_shape, onnx_ops_resize, onnx_ops_recurrent, onnx_ops_index, onnx_ops_einsum};
+  const onnx_op *tables[] = {onnx_ops_elementwise, onnx_ops_nn, onnx_ops_shape, onnx_ops_resize, onnx_ops_recurrent, onnx_ops_index, onnx_ops_einsum,
+                                onnx_ops_control, onnx_ops_sequence};
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
     for (const onnx_op *o = tables[t]; o->name; o++)
       if (!strcmp(o->name, op_type)) return o->fn;
@@ -36,22 +37,32 @@ static portc_status check_opset(imp *c) {
   return PORTC_OK;
 }
 
-/* every node whose operator has no translator, in one message */
-static portc_status check_supported(imp *c) {
-  const Onnx__GraphProto *gp = c->model->graph;
-  strbuf b = {0};
-  int n = 0;
+/* the nodes of gp, and of the subgraphs within (Loop bodies), whose operators have no translator */
+static void list_unsupported(imp *c, const Onnx__GraphProto *gp, strbuf *b, int *n) {
   for (size_t i = 0; i < gp->n_node; i++) {
     const Onnx__NodeProto *np = gp->node[i];
     const char *op = np->op_type ? np->op_type : "";
-    if (default_domain(np->domain) && onnx_op_lookup(op)) continue;
-    sb_printf(&b, "\n  %s%s%s (node '%s', opset %d)", default_domain(np->domain) ? "" : np->domain, default_domain(np->domain) ? "" : "::", op,
-              np->name && *np->name ? np->name : "(unnamed)", c->opset);
-    n++;
+    if (!default_domain(np->domain) || !onnx_op_lookup(op)) {
+      sb_printf(b, "\n  %s%s%s (node '%s', opset %d)", default_domain(np->domain) ? "" : np->domain, default_domain(np->domain) ? "" : "::", op,
+                np->name && *np->name ? np->name : "(unnamed)", c->opset);
+      (*n)++;
+    }
+    for (size_t a = 0; a < np->n_attribute; a++) {
+      const Onnx__AttributeProto *at = np->attribute[a];
+      if (at->g) list_unsupported(c, at->g, b, n);
+      for (size_t k = 0; k < at->n_graphs; k++) list_unsupported(c, at->graphs[k], b, n);
+    }
   }
+}
+
+/* every node whose operator has no translator, in one message */
+static portc_status check_supported(imp *c) {
+  strbuf b = {0};
+  int n = 0;
+  list_unsupported(c, c->model->graph, &b, &n);
   if (!n) return PORTC_OK;
   char *list = sb_take(&b);
-  portc_status st = fail(c, PORTC_ERR_INVALID, "%d node%s use operators portc does not import:%s", n, n == 1 ? "" : "s", list ? list : "");
+  portc_status st = fail(c, PORTC_ERR_INVALID, "%d node%s operators portc does not import:%s", n, n == 1 ? " uses" : "s use", list ? list : "");
   free(list);
   return st;
 }
@@ -106,44 +117,62 @@ static portc_status add_inputs(imp *c) {
   return PORTC_OK;
 }
 
+/* what node i reads: its inputs, then the names its subgraphs read from the graph (reads[i]) */
+typedef struct node_reads {
+  const char **outer;
+  int nouter;
+} node_reads;
+
+static const char *read_name(const Onnx__NodeProto *np, const node_reads *r, int k) {
+  return k < (int)np->n_input ? np->input[k] : r->outer[k - (int)np->n_input];
+}
+
 /* declares every node output, counts uses, and orders the nodes so that each reads defined values */
 static portc_status order_nodes(imp *c, int *order) {
   const Onnx__GraphProto *gp = c->model->graph;
   int n = (int)gp->n_node;
-  for (int i = 0; i < n; i++) {
+  node_reads *reads = calloc((size_t)n + 1, sizeof *reads);
+  if (!reads) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  portc_status st = PORTC_OK;
+  for (int i = 0; i < n && !st; i++) {
     const Onnx__NodeProto *np = gp->node[i];
-    for (size_t k = 0; k < np->n_output; k++) {
+    for (size_t k = 0; k < np->n_output && !st; k++) {
       if (!np->output[k] || !*np->output[k]) continue;
       oval *v = val_new(c, np->output[k]);
-      if (!v) return PORTC_ERR_PARSE;
-      v->producer = i;
+      if (!v) st = PORTC_ERR_PARSE;
+      else v->producer = i;
     }
-    if (np->n_input > ONNX_MAX_IO || np->n_output > ONNX_MAX_IO) {
+    if (!st && (np->n_input > ONNX_MAX_IO || np->n_output > ONNX_MAX_IO)) {
       c->np = np;
-      return fail(c, PORTC_ERR_INVALID, "more than %d inputs or outputs", ONNX_MAX_IO);
+      st = fail(c, PORTC_ERR_INVALID, "more than %d inputs or outputs", ONNX_MAX_IO);
     }
+    if (!st && (reads[i].nouter = onnx_subgraph_reads(np, &reads[i].outer)) < 0) st = fail(c, PORTC_ERR_NOMEM, "out of memory");
   }
-  for (int i = 0; i < n; i++)
-    for (size_t k = 0; k < gp->node[i]->n_input; k++) {
-      const char *in = gp->node[i]->input[k];
+  for (int i = 0; i < n && !st; i++) {
+    const Onnx__NodeProto *np = gp->node[i];
+    for (int k = 0; k < (int)np->n_input + reads[i].nouter; k++) {
+      const char *in = read_name(np, &reads[i], k);
       if (!in || !*in) continue;
       oval *v = val_find(c, in);
       if (!v) {
-        c->np = gp->node[i];
-        return fail(c, PORTC_ERR_INVALID, "reads '%s', which no node, graph input or initializer defines (a missing initializer?)", in);
+        c->np = np;
+        st = k < (int)np->n_input ? fail(c, PORTC_ERR_INVALID, "reads '%s', which no node, graph input or initializer defines (a missing initializer?)", in)
+                                  : fail(c, PORTC_ERR_INVALID, "its body reads '%s', which nothing in or around it defines", in);
+        break;
       }
       v->uses++;
     }
-  bool *done = calloc((size_t)n + 1, sizeof *done);
-  if (!done) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  }
+  bool *done = st ? NULL : calloc((size_t)n + 1, sizeof *done);
+  if (!st && !done) st = fail(c, PORTC_ERR_NOMEM, "out of memory");
   int placed = 0;
-  for (bool progress = true; progress && placed < n;) {
+  for (bool progress = !st; progress && placed < n;) {
     progress = false;
     for (int i = 0; i < n; i++) {
       if (done[i]) continue;
       bool ready = true;
-      for (size_t k = 0; k < gp->node[i]->n_input && ready; k++) {
-        const char *in = gp->node[i]->input[k];
+      for (int k = 0; k < (int)gp->node[i]->n_input + reads[i].nouter && ready; k++) {
+        const char *in = read_name(gp->node[i], &reads[i], k);
         if (!in || !*in) continue;
         oval *v = val_find(c, in);
         ready = v->producer < 0 || done[v->producer];
@@ -151,13 +180,13 @@ static portc_status order_nodes(imp *c, int *order) {
       if (ready) done[i] = true, order[placed++] = i, progress = true;
     }
   }
-  portc_status st = PORTC_OK;
-  for (int i = 0; i < n && placed < n; i++)
+  for (int i = 0; i < n && placed < n && !st; i++)
     if (!done[i]) {
       c->np = gp->node[i];
       st = fail(c, PORTC_ERR_INVALID, "is part of a cycle: its inputs depend on its own outputs");
-      break;
     }
+  for (int i = 0; i < n; i++) free(reads[i].outer);
+  free(reads);
   free(done);
   return st;
 }
@@ -208,36 +237,48 @@ static bool auto_named(const char *s) {
   return !*s;
 }
 
+portc_status onnx_translate_node(imp *c, const Onnx__NodeProto *np, int index) {
+  c->np = np;
+  c->nin = (int)np->n_input;
+  for (int k = 0; k < c->nin; k++) {
+    c->in[k] = *np->input[k] ? val_find(c, np->input[k]) : NULL;
+    if (c->in[k] && c->in[k]->is_seq && !onnx_takes_sequences(np->op_type))
+      return fail(c, PORTC_ERR_INVALID, "input %d ('%s') is a sequence; %s takes tensors", k, np->input[k], np->op_type);
+  }
+  portc_status st;
+  const bn_fold *fold = index >= 0 ? &c->fold[index] : NULL;
+  if (fold && fold->identity) st = out_alias(c, 0, c->in[0]);
+  else if (fold && fold->w) { /* a Conv with folded weights: swap them in */
+    oval w = *c->in[1], b = {0};
+    char wname[160], bname[160]; /* named for what they came from: explain shows the fold */
+    snprintf(wname, sizeof wname, "%s.bn_folded", np->input[1]);
+    snprintf(bname, sizeof bname, "%s.bn_folded", fold->bias_name);
+    w.f = fold->w, w.node = -1, w.name = wname;
+    b.name = bname;
+    b.known = true, b.f = fold->b, b.node = -1, b.dt = b.f->t->dtype, b.rank = 1, b.shape[0] = b.f->t->shape[0];
+    c->in[1] = &w, c->in[2] = &b, c->nin = 3;
+    st = onnx_op_lookup(np->op_type)(c);
+  } else st = onnx_op_lookup(np->op_type)(c);
+  if (st) return st;
+  c->np = np; /* a Loop has translated its body's nodes */
+  for (size_t k = 0; k < np->n_output; k++) {
+    oval *v = *np->output[k] ? val_find(c, np->output[k]) : NULL;
+    if (v && v->uses && v->node < 0 && !v->known && !v->is_seq)
+      return fail(c, PORTC_ERR_INVALID, "output %zu ('%s') is not produced by portc's translation", k, v->name);
+    if (v && v->node >= 0 && auto_named(c->g->nodes[v->node].name)) { /* explain and errors speak the model's names */
+      char name[128];
+      unique_name(c, v->name, name, sizeof name);
+      portc_set_name(c->g, v->node, name);
+    }
+  }
+  return PORTC_OK;
+}
+
 static portc_status translate(imp *c, const int *order) {
   const Onnx__GraphProto *gp = c->model->graph;
   for (int o = 0; o < (int)gp->n_node; o++) {
-    int i = order[o];
-    c->np = gp->node[i];
-    c->nin = (int)c->np->n_input;
-    for (int k = 0; k < c->nin; k++) c->in[k] = *c->np->input[k] ? val_find(c, c->np->input[k]) : NULL;
-    portc_status st;
-    if (c->fold[i].identity) st = out_alias(c, 0, c->in[0]);
-    else if (c->fold[i].w) { /* a Conv with folded weights: swap them in */
-      oval w = *c->in[1], b = {0};
-      char wname[160], bname[160]; /* named for what they came from: explain shows the fold */
-      snprintf(wname, sizeof wname, "%s.bn_folded", c->np->input[1]);
-      snprintf(bname, sizeof bname, "%s.bn_folded", c->fold[i].bias_name);
-      w.f = c->fold[i].w, w.node = -1, w.name = wname;
-      b.name = bname;
-      b.known = true, b.f = c->fold[i].b, b.node = -1, b.dt = b.f->t->dtype, b.rank = 1, b.shape[0] = b.f->t->shape[0];
-      c->in[1] = &w, c->in[2] = &b, c->nin = 3;
-      st = onnx_op_lookup(c->np->op_type)(c);
-    } else st = onnx_op_lookup(c->np->op_type)(c);
+    portc_status st = onnx_translate_node(c, gp->node[order[o]], order[o]);
     if (st) return st;
-    for (size_t k = 0; k < c->np->n_output; k++) {
-      oval *v = *c->np->output[k] ? val_find(c, c->np->output[k]) : NULL;
-      if (v && v->uses && v->node < 0 && !v->known) return fail(c, PORTC_ERR_INVALID, "output %zu ('%s') is not produced by portc's translation", k, v->name);
-      if (v && v->node >= 0 && auto_named(c->g->nodes[v->node].name)) { /* explain and errors speak the model's names */
-        char name[128];
-        unique_name(c, v->name, name, sizeof name);
-        portc_set_name(c->g, v->node, name);
-      }
-    }
   }
   c->np = NULL;
   return PORTC_OK;
@@ -250,6 +291,7 @@ static portc_status add_outputs(imp *c) {
     const char *nm = gp->output[i]->name;
     oval *v = nm ? val_find(c, nm) : NULL;
     if (!v) return fail(c, PORTC_ERR_INVALID, "graph output '%s' is not defined", nm ? nm : "");
+    if (v->is_seq) return fail(c, PORTC_ERR_INVALID, "graph output '%s' is a sequence of %d tensors; a portc graph's outputs are tensors", nm, v->nseq);
     portc_node n = val_node(c, v);
     if (n < 0) return portc_node_status(n);
     char name[128];
@@ -268,7 +310,10 @@ static void imp_free(imp *c) {
   for (int i = 0; i < c->nv; i++) {
     pdata_release(c->v[i].f);
     free(c->v[i].i);
+    free(c->v[i].seq);
   }
+  for (int i = 0; i < c->nowned; i++) free(c->owned[i]);
+  free(c->owned);
   for (size_t i = 0; c->fold && i < c->model->graph->n_node; i++) pdata_release(c->fold[i].w), pdata_release(c->fold[i].b);
   free(c->fold);
   free(c->v);

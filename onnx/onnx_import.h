@@ -34,9 +34,15 @@ typedef struct oval {
   sval *i;   /* known integer or bool values, one per element */
   int uses;  /* how many node inputs and graph outputs read it */
   int producer; /* index of the node that makes it, -1 for inputs and initializers */
+  /* a sequence (SequenceEmpty, SequenceInsert, a Loop's carried list): no node; seq holds the
+   * indices in imp.v of its elements, each a value of its own */
+  bool is_seq;
+  int nseq;
+  int *seq;
 } oval;
 
 #define ONNX_MAX_IO 64
+#define ONNX_MAX_DEPTH 8 /* Loops within Loops */
 
 /* A BatchNormalization folded into the Conv before it. On the Conv's entry: the replacement
  * weights and bias, and the name of the BatchNormalization's bias (for the folded bias's name);
@@ -62,6 +68,13 @@ typedef struct imp {
   oval *in[ONNX_MAX_IO];
   int nin;
   bn_fold *fold; /* per node */
+  /* the Loop bodies being unrolled, innermost last: a body's names are prefixed per iteration
+   * (scope[k]), so that every iteration defines values of its own */
+  const char *scope[ONNX_MAX_DEPTH];
+  int depth;
+  int loops;     /* Loops unrolled so far, for names of loops without outputs */
+  char **owned;  /* names made at import (prefixed, elements of sequences), freed with the importer */
+  int nowned, capowned;
 } imp;
 
 /* ---- values.c ---- */
@@ -78,6 +91,14 @@ portc_status out_node(imp *c, int k, portc_node n);
 portc_status out_ints(imp *c, int k, portc_dtype dt, int rank, const int64_t *shape, sval *vals); /* takes vals */
 portc_status out_floats(imp *c, int k, pdata *d);                                                   /* takes d */
 portc_status out_alias(imp *c, int k, const oval *v);
+portc_status out_seq(imp *c, int k, const int *elems, int n); /* a sequence of the values imp.v[elems[i]] */
+/* dst takes src's value (graph node, known data or sequence); dst keeps its name and uses */
+portc_status val_copy(imp *c, oval *dst, const oval *src);
+/* a copy of s (or of prefix then s) that lives as long as the importer; NULL when out of memory */
+const char *imp_name(imp *c, const char *prefix, const char *s);
+/* the value a name means where the node being translated stands: the innermost Loop body's own
+ * value of that name, else an enclosing body's, else the graph's; NULL when nothing defines it */
+oval *val_resolve(imp *c, const char *name);
 /* a known input as integers: each element must be a constant (what it is for names it) */
 portc_status known_ints(imp *c, int k, const char *what, int64_t *out, int max, int *n);
 bool known_scalar(const oval *v, double *out);
@@ -106,6 +127,22 @@ const char *onnx_dtype_name(int32_t t);
 /* a TensorProto (initializer, Constant) as a known value of v */
 portc_status tensor_value(imp *c, const Onnx__TensorProto *t, oval *v);
 
+/* ---- import.c: one node, called for the graph's nodes and for the nodes of unrolled Loop
+ * bodies (index: the node's place in the graph, for folded BatchNormalizations; -1 in a body) ---- */
+portc_status onnx_translate_node(imp *c, const Onnx__NodeProto *np, int index);
+
+/* ---- ops_control.c ---- */
+/* the names a node's subgraphs (a Loop's body) read from outside them, *names malloc'd; -1: out
+ * of memory */
+int onnx_subgraph_reads(const Onnx__NodeProto *np, const char ***names);
+bool onnx_takes_sequences(const char *op_type);
+
+/* ---- ops_sequence.c ---- */
+/* x with a new axis of size 1 at axis */
+portc_node onnx_insert_axis(imp *c, portc_node x, int axis);
+/* the values imp.v[elems[k]] concatenated along axis, or stacked along a new axis there */
+portc_node onnx_stack(imp *c, const int *elems, int n, int64_t axis, bool new_axis);
+
 /* ---- ops_nn3d.c: Conv and pooling over [N, C, D, H, W], called by ops_nn.c's ---- */
 portc_status onnx_conv3d(imp *c, portc_node x, portc_node w, portc_node bias);
 portc_status onnx_pool3d(imp *c, portc_node x, bool is_max);
@@ -117,7 +154,7 @@ typedef struct onnx_op {
   op_fn fn;
 } onnx_op;
 extern const onnx_op onnx_ops_elementwise[], onnx_ops_nn[], onnx_ops_shape[], onnx_ops_resize[], onnx_ops_recurrent[],
-    onnx_ops_index[], onnx_ops_einsum[];
+    onnx_ops_index[], onnx_ops_einsum[], onnx_ops_control[], onnx_ops_sequence[];
 op_fn onnx_op_lookup(const char *op_type);
 
 #endif

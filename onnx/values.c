@@ -115,6 +115,9 @@ int val_shape(imp *c, const oval *v, dim *d) {
 
 portc_node val_node(imp *c, oval *v) {
   if (v->node >= 0) return v->node;
+  if (v->is_seq)
+    return -(portc_node)fail(c, PORTC_ERR_INVALID, "value '%s' is a sequence of %d tensors; only the Sequence operators, ConcatFromSequence and Loop take sequences",
+                             v->name, v->nseq);
   if (!v->known) return err_node(PORTC_ERR_INTERNAL, "value %s has no node", v->name);
   int64_t n = val_numel(v);
   if (v->dt == PORTC_F64) return -(portc_node)fail(c, PORTC_ERR_DTYPE, "value '%s' is a double tensor; portc graphs hold f32, f16 or bf16", v->name);
@@ -191,9 +194,7 @@ portc_status out_floats(imp *c, int k, pdata *d) {
   return PORTC_OK;
 }
 
-portc_status out_alias(imp *c, int k, const oval *src) {
-  oval *v = out_val(c, k);
-  if (!v) return PORTC_OK;
+portc_status val_copy(imp *c, oval *v, const oval *src) {
   v->node = src->node, v->known = src->known, v->dt = src->dt, v->rank = src->rank;
   memcpy(v->shape, src->shape, sizeof v->shape);
   pdata_retain(v->f = src->f);
@@ -202,7 +203,55 @@ portc_status out_alias(imp *c, int k, const oval *src) {
     if (!(v->i = malloc(sizeof(sval) * (size_t)(n ? n : 1)))) return fail(c, PORTC_ERR_NOMEM, "out of memory");
     memcpy(v->i, src->i, sizeof(sval) * (size_t)n);
   }
+  v->is_seq = src->is_seq, v->nseq = src->nseq;
+  if (src->is_seq) {
+    if (!(v->seq = malloc(sizeof(int) * (size_t)(src->nseq + 1)))) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    memcpy(v->seq, src->seq, sizeof(int) * (size_t)src->nseq);
+  }
   return PORTC_OK;
+}
+
+portc_status out_alias(imp *c, int k, const oval *src) {
+  oval *v = out_val(c, k);
+  return v ? val_copy(c, v, src) : PORTC_OK;
+}
+
+portc_status out_seq(imp *c, int k, const int *elems, int n) {
+  oval *v = out_val(c, k);
+  if (!v) return PORTC_OK;
+  if (!(v->seq = malloc(sizeof(int) * (size_t)(n + 1)))) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  if (n) memcpy(v->seq, elems, sizeof(int) * (size_t)n);
+  v->is_seq = true, v->nseq = n, v->known = false, v->node = -1;
+  return PORTC_OK;
+}
+
+const char *imp_name(imp *c, const char *prefix, const char *s) {
+  if (c->nowned == c->capowned) {
+    int cap = c->capowned ? 2 * c->capowned : 64;
+    char **o = realloc(c->owned, sizeof *o * (size_t)cap);
+    if (!o) return NULL;
+    c->owned = o, c->capowned = cap;
+  }
+  size_t lp = prefix ? strlen(prefix) : 0, ls = strlen(s);
+  char *n = malloc(lp + ls + 1);
+  if (!n) return NULL;
+  if (lp) memcpy(n, prefix, lp);
+  memcpy(n + lp, s, ls + 1);
+  return c->owned[c->nowned++] = n;
+}
+
+oval *val_resolve(imp *c, const char *name) {
+  for (int d = c->depth - 1; d >= 0; d--) {
+    char small[512], *buf = small;
+    size_t lp = strlen(c->scope[d]), ln = strlen(name) + 1;
+    if (lp + ln > sizeof small && !(buf = malloc(lp + ln))) return NULL;
+    memcpy(buf, c->scope[d], lp);
+    memcpy(buf + lp, name, ln);
+    oval *v = val_find(c, buf);
+    if (buf != small) free(buf);
+    if (v) return v;
+  }
+  return val_find(c, name);
 }
 
 portc_status known_ints(imp *c, int k, const char *what, int64_t *out, int max, int *n) {

@@ -22,6 +22,10 @@
 #   models    the CI's ONNX test models (tests/onnx/export_models.py and spec_models.py: recurrent,
 #             audio, U-Net, decoder-only, video, indexing, ...), exported there, checked on each
 #             target against PyTorch's outputs (build/bin/onnx_compare), one module for two batches
+#   zoo       tests/onnx/zoo.py: torchvision's classification, segmentation and video models,
+#             exported there, checked on each target ($ZOO_JOBS models at once, default 6); every
+#             model under 30 M parameters and one of each family, all 92 with ZOO_LONG=1; $ZOO_ONLY
+#             (names, comma-separated) limits it
 #   train     training steps (bench/train_vs_torch.py: an MLP, the transformer layer and ResNet-18 at
 #             batch 32, forward, backward and AdamW, in f32 and under bf16 autocast) checked against
 #             the reference on each target (portc verify --model, the transformer at small sizes),
@@ -188,6 +192,12 @@ for step in $steps; do
       done
     done >"$out/models_table.txt"
     summary+=("models:" "$(awk '{k=$2" "$3; c[k]++} END {for (k in c) print "  " k ": " c[k]}' "$out/models_table.txt" | sort)" "$(grep FAIL "$out/models_table.txt")")
+    ;;
+  zoo)
+    PYTHONUNBUFFERED=1 python3 tests/onnx/zoo.py build/bin/onnx_compare "$out/zoo" --targets "${targets// /,}" --jobs "${ZOO_JOBS:-6}" \
+      ${ZOO_LONG:+--long} ${ZOO_ONLY:+--only "$ZOO_ONLY"} >"$out/zoo.txt" 2>&1
+    summary+=("zoo (rc $?):" "$(grep -E '^FAIL|^zoo:' "$out/zoo.txt" | cut -c1-300)")
+    rm -rf "$out/zoo"
     ;;
   onnx)
     PYTHONUNBUFFERED=1 python3 bench/onnx_vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${ONNX_MODELS:+--models "$ONNX_MODELS"} \

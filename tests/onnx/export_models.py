@@ -225,6 +225,19 @@ class Video3d(torch.nn.Module):
         return torch.cat([self.head(torch.nn.functional.adaptive_avg_pool3d(h, 1).flatten(1)), h.flatten(1)], 1)
 
 
+class ClassToken(torch.nn.Module):
+    """MViT's split of the class token from the patch tokens: torch.tensor_split with a list of
+    indices, which the exporter writes as a Loop that fills a sequence (SequenceEmpty,
+    SequenceInsert, SequenceAt)."""
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        cls, tokens = torch.tensor_split(self.proj(x), indices=(1,), dim=1)
+        return tokens * torch.sigmoid(cls) + tokens.mean(dim=1, keepdim=True)
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -284,6 +297,7 @@ def models():
         "indexing": (Indexing, (5, 6), {}),
         "einsum": (Einsums, (4, 6), {}),
         "video3d": (Video3d, (3, 6, 16, 16), {}),
+        "class_token": (ClassToken, (5, 8), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),

@@ -104,6 +104,26 @@ def main(out):
                                     numpy_helper.from_array(np.zeros(3, np.float32), "cb")] +
                                    [numpy_helper.from_array(np.full(3, v, np.float32), k) for k, v in (("g", 1.5), ("b", 0.1), ("m", 0.2), ("v", 0.9))]),
     }
+    # Loops portc cannot unroll, a body with an operator portc lacks, a sequence as a graph output
+    i64 = lambda n, shape=(): helper.make_tensor_value_info(n, TensorProto.INT64, list(shape))
+    b1 = lambda n: helper.make_tensor_value_info(n, TensorProto.BOOL, [])
+    def loop_body(nodes, cond_out):
+        return helper.make_graph(nodes, "body", [i64("it"), b1("cin"), f32("h", None)], [b1(cond_out), f32("h2", None)])
+    relu_body = loop_body([helper.make_node("Relu", ["h"], ["h2"]), helper.make_node("Identity", ["cin"], ["cout"])], "cout")
+    true = numpy_helper.from_array(np.array(True), "true")
+    files["loop_dynamic_trips.onnx"] = model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop_m", body=relu_body)],
+                                             [x, i64("m")], [y])
+    files["loop_data_condition.onnx"] = model(
+        [helper.make_node("Loop", ["", "true", "x"], ["y"], name="loop_while", body=loop_body(
+            [helper.make_node("Relu", ["h"], ["h2"]), helper.make_node("ReduceMax", ["h2"], ["mx"], keepdims=0),
+             helper.make_node("Greater", ["mx", "zero_f"], ["more"])], "more"))],
+        [x], [y], [true, numpy_helper.from_array(np.array(0, np.float32), "zero_f")])
+    files["loop_unsupported_body.onnx"] = model(
+        [helper.make_node("Loop", ["three", "", "x"], ["y"], name="loop_dft", body=loop_body(
+            [helper.make_node("DFT", ["h"], ["h2"], name="dft_in_body"), helper.make_node("Identity", ["cin"], ["cout"])], "cout"))],
+        [x], [y], [numpy_helper.from_array(np.array(3, np.int64), "three")])
+    files["sequence_output.onnx"] = model([helper.make_node("SequenceConstruct", ["x", "x"], ["y"], name="seq")], [x],
+                                          [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)])
     for name, m in files.items():
         onnx.save_model(m, os.path.join(out, name))
     raw = good.SerializeToString()

@@ -3,7 +3,8 @@ a numpy implementation of the operator's definition, into OUT/NAME/ as export_mo
 (model.onnx, x_1.npy, y_1.npy, x_3.npy, y_3.npy): LSTM and GRU with peepholes, clip, other
 activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum exclusive and
 reversed; ScatterND and GatherElements with negative indices; ReduceL2, ReduceL1,
-ReduceSumSquare, ReduceLogSum and ReduceLogSumExp.
+ReduceSumSquare, ReduceLogSum and ReduceLogSumExp; Loop (carried tensors and sequences, scan
+outputs, one Loop within another) and the sequence operators.
 
 usage: spec_models.py OUT
 """
@@ -168,7 +169,58 @@ def main(out):
         return np.concatenate([np.sqrt((x * x).sum((0, 2)))[:, None], np.abs(x).sum(0), (x * x).sum(2).T, np.log(np.exp(x).sum(0)),
                                lse[:, None]], 1)
     save(out, "reductions", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_reduce)
-    print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions")
+
+    # Loop (unrolled at import) with a carried tensor, a carried sequence and a scan output; the
+    # sequence read back by ConcatFromSequence, SequenceAt and SequenceLength; SplitToSequence;
+    # and a Loop within a Loop whose inner body reads a value of the outer body
+    Wl = r(I, I)
+    f = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+    i64, b1 = (lambda n: helper.make_tensor_value_info(n, TensorProto.INT64, [])), (lambda n: helper.make_tensor_value_info(n, TensorProto.BOOL, []))
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "it"], ["xt"], axis=0), helper.make_node("MatMul", ["h", "Wl"], ["hw"]),
+         helper.make_node("Add", ["hw", "xt"], ["hs"]), helper.make_node("Tanh", ["hs"], ["h2"]),
+         helper.make_node("SequenceInsert", ["sq", "h2"], ["sq2"]), helper.make_node("Mul", ["h2", "two"], ["scan"]),
+         helper.make_node("Identity", ["cin"], ["cout"])],
+        "body", [i64("it"), b1("cin"), f("h"), helper.make_tensor_sequence_value_info("sq", TensorProto.FLOAT, None)],
+        [b1("cout"), f("h2"), helper.make_tensor_sequence_value_info("sq2", TensorProto.FLOAT, None), f("scan")])
+    inner = helper.make_graph(
+        [helper.make_node("Mul", ["xo", "half"], ["step"]), helper.make_node("Add", ["a2", "step"], ["a3"]),
+         helper.make_node("Identity", ["ci"], ["co"])],
+        "inner", [i64("j"), b1("ci"), f("a2")], [b1("co"), f("a3")])
+    outer = helper.make_graph(
+        [helper.make_node("Gather", ["x", "io"], ["xo"], axis=0),
+         helper.make_node("Loop", ["two_i", "", "a"], ["a_in"], body=inner), helper.make_node("Identity", ["co2"], ["co3"])],
+        "outer", [i64("io"), b1("co2"), f("a")], [b1("co3"), f("a_in")])
+    nodes = [helper.make_node("Gather", ["x", "zero_s"], ["h0"], axis=0), helper.make_node("SequenceEmpty", [], ["s0"]),
+             helper.make_node("Loop", ["three", "true", "h0", "s0"], ["hN", "sN", "scans"], body=body),
+             helper.make_node("Transpose", ["scans"], ["scant"], perm=[1, 0, 2]), helper.make_node("Flatten", ["scant"], ["scanf"], axis=1),
+             helper.make_node("ConcatFromSequence", ["sN"], ["cfs"], axis=1),
+             helper.make_node("SequenceLength", ["sN"], ["len"]), helper.make_node("Sub", ["len", "one_s"], ["lastpos"]),
+             helper.make_node("SequenceAt", ["sN", "lastpos"], ["last"]),
+             helper.make_node("SplitToSequence", ["hN"], ["cols"], axis=1, keepdims=0),
+             helper.make_node("SequenceAt", ["cols", "one_s"], ["col1"]), helper.make_node("Unsqueeze", ["col1", "one"], ["col1u"]),
+             helper.make_node("Gather", ["x", "four_s"], ["a0"], axis=0),
+             helper.make_node("Loop", ["two_i", "", "a0"], ["aN"], body=outer),
+             helper.make_node("Concat", ["scanf", "hN", "cfs", "last", "col1u", "aN"], ["y"], axis=1)]
+    inits = [numpy_helper.from_array(Wl, "Wl"), numpy_helper.from_array(np.array(2, np.float32), "two"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half"), numpy_helper.from_array(np.array(True), "true"),
+             numpy_helper.from_array(np.array([1], np.int64), "one")]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("three", 3), ("two_i", 2), ("zero_s", 0), ("one_s", 1), ("four_s", 4))]
+
+    def run_loop(x):
+        h, seq, scans = x[0], [], []
+        for t in range(3):
+            h = np.tanh(h @ Wl + x[t])
+            seq.append(h)
+            scans.append(2 * h)
+        acc = x[4]
+        for i in range(2):
+            for _ in range(2):
+                acc = acc + 0.5 * x[i]
+        scanf = np.stack(scans).transpose(1, 0, 2).reshape(x.shape[1], -1)
+        return np.concatenate([scanf, h, np.concatenate(seq, 1), seq[-1], h[:, 1:2], acc], 1)
+    save(out, "loop", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_loop)
+    print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions loop")
 
 
 if __name__ == "__main__":
