@@ -140,6 +140,9 @@ bool onnx_takes_sequences(const char *op_type);
 /* ---- ops_sequence.c ---- */
 /* x with a new axis of size 1 at axis */
 portc_node onnx_insert_axis(imp *c, portc_node x, int axis);
+/* concat of any number of tensors, in groups of ONNX_MAX_IO (what portc's concat takes); xs is
+ * overwritten */
+portc_node onnx_concat_all(portc_graph *g, int n, portc_node *xs, int64_t axis);
 /* the values imp.v[elems[k]] concatenated along axis, or stacked along a new axis there */
 portc_node onnx_stack(imp *c, const int *elems, int n, int64_t axis, bool new_axis);
 

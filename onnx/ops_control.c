@@ -114,10 +114,10 @@ static portc_status translate_body_node(imp *c, const Onnx__NodeProto *bn, const
   portc_status st = in && out && name ? PORTC_OK : fail(c, PORTC_ERR_NOMEM, "out of memory");
   Onnx__NodeProto copy = *bn;
   copy.name = (char *)name, copy.input = (char **)in, copy.output = (char **)out;
+  c->np = &copy; /* errors name the iteration's node */
   for (size_t k = 0; k < bn->n_input && !st; k++) {
     oval *v = *bn->input[k] ? val_resolve(c, bn->input[k]) : NULL;
     in[k] = v ? v->name : "";
-    c->np = &copy;
     if (*bn->input[k] && !v) st = fail(c, PORTC_ERR_INVALID, "reads '%s', which nothing in the loop's body or around it defines", bn->input[k]);
     else if (v && v->node < 0 && !v->known && !v->is_seq)
       st = fail(c, PORTC_ERR_INVALID, "reads '%s' before its body computes it (a body's nodes must be in order)", bn->input[k]);

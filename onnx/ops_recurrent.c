@@ -117,16 +117,6 @@ static portc_node lead_ones(portc_graph *g, portc_node x, int ones) {
   return portc_reshape(g, x, ones + 2, to);
 }
 
-/* concatenation of n values along axis, in groups that fit concat's inputs */
-static portc_node concat_all(portc_graph *g, int n, portc_node *xs, int64_t axis) {
-  while (n > 1) {
-    int m = 0;
-    for (int i = 0; i < n; i += ONNX_MAX_IO) xs[m++] = n - i == 1 ? xs[i] : portc_concat(g, n - i < ONNX_MAX_IO ? n - i : ONNX_MAX_IO, xs + i, axis);
-    n = m;
-  }
-  return xs[0];
-}
-
 static void name_step(imp *c, portc_node n, int reverse, int64_t t, const char *what) {
   if (n < 0) return;
   char want[200], name[160];
@@ -246,7 +236,7 @@ static portc_status recurrent(imp *c, int kind) {
     last_h[d] = lead_ones(g, hs[backwards ? 0 : k.S - 1], 1);
     last_c[d] = kind == CELL_LSTM ? lead_ones(g, hs[k.S], 1) : PORTC_NONE;
     for (int64_t t = 0; t < k.S; t++) hs[t] = lead_ones(g, hs[t], 2);
-    ys[d] = concat_all(g, (int)k.S, hs, 0); /* [S, 1, N, H] */
+    ys[d] = onnx_concat_all(g, (int)k.S, hs, 0); /* [S, 1, N, H] */
   }
   portc_node y = k.dirs == 2 ? portc_concat(g, 2, ys, 1) : ys[0];
   portc_node yh = k.dirs == 2 ? portc_concat(g, 2, last_h, 0) : last_h[0];

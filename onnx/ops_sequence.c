@@ -22,14 +22,12 @@ portc_node onnx_insert_axis(imp *c, portc_node x, int axis) {
   return portc_reshape(c->g, x, r, dims);
 }
 
-/* concat of any number of tensors: portc's concat takes 64 at a time */
-static portc_node concat_many(imp *c, int n, portc_node *xs, int64_t axis) {
-  enum { MAX_CONCAT = 64 };
+portc_node onnx_concat_all(portc_graph *g, int n, portc_node *xs, int64_t axis) {
   while (n > 1) {
     int m = 0;
-    for (int at = 0; at < n; at += MAX_CONCAT) {
-      int k = n - at < MAX_CONCAT ? n - at : MAX_CONCAT;
-      portc_node y = k == 1 ? xs[at] : portc_concat(c->g, k, xs + at, axis);
+    for (int at = 0; at < n; at += ONNX_MAX_IO) {
+      int k = n - at < ONNX_MAX_IO ? n - at : ONNX_MAX_IO;
+      portc_node y = k == 1 ? xs[at] : portc_concat(g, k, xs + at, axis);
       if (y < 0) return y;
       xs[m++] = y;
     }
@@ -56,7 +54,7 @@ portc_node onnx_stack(imp *c, const int *elems, int n, int64_t axis, bool new_ax
   }
   if (y >= 0) {
     int64_t a = axis < 0 ? axis + rank + new_axis : axis;
-    y = concat_many(c, n, xs, a);
+    y = onnx_concat_all(c->g, n, xs, a);
   }
   free(xs);
   return y;
