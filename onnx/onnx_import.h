@@ -72,7 +72,7 @@ typedef struct imp {
    * (scope[k]), so that every iteration defines values of its own */
   const char *scope[ONNX_MAX_DEPTH];
   int depth;
-  int loops;     /* Loops unrolled so far, for names of loops without outputs */
+  int loops;     /* Loops and Ifs taken so far, for names of those without outputs */
   char **owned;  /* names made at import (prefixed, elements of sequences), freed with the importer */
   int nowned, capowned;
 } imp;

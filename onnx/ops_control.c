@@ -1,11 +1,12 @@
 /*
- * ops_control.c: ONNX Loop, unrolled at import. A portc graph has no control flow; a Loop whose
- * trip count and condition are known when the model is imported (PyTorch writes one for
- * torch.tensor_split with a list of indices, as in MViT, and for Python loops over a known
- * range) becomes its body's nodes once per iteration. Each iteration's values are named with a
- * prefix of their own, LOOP_OUTPUT#ITERATION/, so `portc explain` and errors name the iteration a
- * node came from; a body reads the values around it by their plain names (val_resolve). Carried
- * values pass from one iteration to the next; scan outputs are stacked along a new first axis.
+ * ops_control.c: ONNX Loop, unrolled at import, and If, its branch chosen at import. A portc
+ * graph has no control flow; a Loop whose trip count and condition are known when the model is
+ * imported (PyTorch writes one for torch.tensor_split with a list of indices, as in MViT, and for
+ * Python loops over a known range) becomes its body's nodes once per iteration. Each
+ * iteration's values are named with a prefix of their own, LOOP_OUTPUT#ITERATION/, so `portc
+ * explain` and errors name the iteration a node came from; a body reads the values around it by
+ * their plain names (val_resolve). Carried values pass from one iteration to the next; scan
+ * outputs are stacked along a new first axis.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,8 @@ int onnx_subgraph_reads(const Onnx__NodeProto *np, const char ***out) {
 }
 
 bool onnx_takes_sequences(const char *op) {
-  return !strncmp(op, "Sequence", 8) || !strcmp(op, "ConcatFromSequence") || !strcmp(op, "Loop") || !strcmp(op, "Identity");
+  return !strncmp(op, "Sequence", 8) || !strcmp(op, "ConcatFromSequence") || !strcmp(op, "Loop") || !strcmp(op, "If") ||
+         !strcmp(op, "Identity");
 }
 
 /* ---- Loop ---- */
@@ -115,10 +117,11 @@ static portc_status translate_body_node(imp *c, const Onnx__NodeProto *bn, const
   Onnx__NodeProto copy = *bn;
   copy.name = (char *)name, copy.input = (char **)in, copy.output = (char **)out;
   c->np = &copy; /* errors name the iteration's node */
+  if (!st && (bn->n_input > ONNX_MAX_IO || bn->n_output > ONNX_MAX_IO)) st = fail(c, PORTC_ERR_INVALID, "more than %d inputs or outputs", ONNX_MAX_IO);
   for (size_t k = 0; k < bn->n_input && !st; k++) {
     oval *v = *bn->input[k] ? val_resolve(c, bn->input[k]) : NULL;
     in[k] = v ? v->name : "";
-    if (*bn->input[k] && !v) st = fail(c, PORTC_ERR_INVALID, "reads '%s', which nothing in the loop's body or around it defines", bn->input[k]);
+    if (*bn->input[k] && !v) st = fail(c, PORTC_ERR_INVALID, "reads '%s', which nothing in its subgraph (a Loop's body, an If's branch) or around it defines", bn->input[k]);
     else if (v && v->node < 0 && !v->known && !v->is_seq)
       st = fail(c, PORTC_ERR_INVALID, "reads '%s' before its body computes it (a body's nodes must be in order)", bn->input[k]);
   }
@@ -130,6 +133,35 @@ static portc_status translate_body_node(imp *c, const Onnx__NodeProto *bn, const
   c->np = loop; /* not the copy, which ends here */
   free(in);
   free(out);
+  return st;
+}
+
+/* a body's own values declared under prefix (initializers, node outputs), their uses counted, its
+ * nodes translated in order; a Loop's iteration and an If's branch both run through here */
+static portc_status translate_body(imp *c, const Onnx__GraphProto *b, const char *prefix) {
+  portc_status st = PORTC_OK;
+  oval *v;
+  for (size_t i = 0; i < b->n_initializer; i++) {
+    if (!(v = declare(c, prefix, b->initializer[i]->name))) return PORTC_ERR_PARSE;
+    if ((st = tensor_value(c, b->initializer[i], v))) return st;
+  }
+  for (size_t i = 0; i < b->n_node; i++)
+    for (size_t k = 0; k < b->node[i]->n_output; k++)
+      if (*b->node[i]->output[k] && !declare(c, prefix, b->node[i]->output[k])) return PORTC_ERR_PARSE;
+  /* uses, for the translators that ask whether an output is read */
+  for (size_t i = 0; i < b->n_node; i++) {
+    const char **outer = NULL;
+    int nouter = onnx_subgraph_reads(b->node[i], &outer);
+    if (nouter < 0) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < (int)b->node[i]->n_input + nouter; k++) {
+      const char *in = k < (int)b->node[i]->n_input ? b->node[i]->input[k] : outer[k - b->node[i]->n_input];
+      if (*in && (v = val_resolve(c, in))) v->uses++;
+    }
+    free(outer);
+  }
+  for (size_t i = 0; i < b->n_output; i++)
+    if ((v = val_resolve(c, b->output[i]->name))) v->uses++;
+  for (size_t i = 0; i < b->n_node && !st; i++) st = translate_body_node(c, b->node[i], prefix);
   return st;
 }
 
@@ -156,28 +188,7 @@ static portc_status iteration(imp *c, loop_state *L, const char *prefix, int it)
     if (!(v = declare(c, prefix, b->input[2 + k]->name))) return PORTC_ERR_PARSE;
     if ((st = val_copy(c, v, &c->v[L->carry[k]]))) return st;
   }
-  for (size_t i = 0; i < b->n_initializer; i++) {
-    if (!(v = declare(c, prefix, b->initializer[i]->name))) return PORTC_ERR_PARSE;
-    if ((st = tensor_value(c, b->initializer[i], v))) return st;
-  }
-  for (size_t i = 0; i < b->n_node; i++)
-    for (size_t k = 0; k < b->node[i]->n_output; k++)
-      if (*b->node[i]->output[k] && !declare(c, prefix, b->node[i]->output[k])) return PORTC_ERR_PARSE;
-  /* uses, for the translators that ask whether an output is read */
-  for (size_t i = 0; i < b->n_node; i++) {
-    const char **outer = NULL;
-    int nouter = onnx_subgraph_reads(b->node[i], &outer);
-    if (nouter < 0) return fail(c, PORTC_ERR_NOMEM, "out of memory");
-    for (int k = 0; k < (int)b->node[i]->n_input + nouter; k++) {
-      const char *in = k < (int)b->node[i]->n_input ? b->node[i]->input[k] : outer[k - b->node[i]->n_input];
-      if (*in && (v = val_resolve(c, in))) v->uses++;
-    }
-    free(outer);
-  }
-  for (size_t i = 0; i < b->n_output; i++)
-    if ((v = val_resolve(c, b->output[i]->name))) v->uses++;
-  for (size_t i = 0; i < b->n_node && !st; i++) st = translate_body_node(c, b->node[i], prefix);
-  if (st) return st;
+  if ((st = translate_body(c, b, prefix))) return st;
   /* what the iteration hands on */
   oval *out[ONNX_MAX_IO];
   for (size_t i = 0; i < b->n_output; i++)
@@ -259,4 +270,43 @@ static portc_status op_Loop(imp *c) {
   return st;
 }
 
-const onnx_op onnx_ops_control[] = {{"Loop", op_Loop}, {NULL, NULL}};
+/* ---- If ---- */
+
+/* An If whose condition is known at import (PyTorch writes them for Python branches on shapes,
+ * MViT's pool_skip among them) is the taken branch's nodes, named BASE#then/ or BASE#else/; the
+ * other branch is never translated. */
+static portc_status op_If(imp *c) {
+  const Onnx__NodeProto *np = c->np;
+  oval *cond = op_in(c, 0);
+  double x;
+  if (!cond) return fail(c, PORTC_ERR_INVALID, "needs a condition input");
+  if (!known_scalar(cond, &x))
+    return fail(c, PORTC_ERR_INVALID,
+                "its condition ('%s') depends on data: portc has no control flow, and takes an If only where its condition is known when the model is imported "
+                "(a constant or shape arithmetic)",
+                cond->name);
+  const char *which = x != 0 ? "then_branch" : "else_branch";
+  const Onnx__AttributeProto *a = attr_find(c, which);
+  const Onnx__GraphProto *b = a ? a->g : NULL;
+  if (!b) return fail(c, PORTC_ERR_INVALID, "has no %s graph", which);
+  if (b->n_input) return fail(c, PORTC_ERR_INVALID, "its %s takes %zu inputs; an If's branches take none", which, b->n_input);
+  if (b->n_output < np->n_output) return fail(c, PORTC_ERR_INVALID, "has %zu outputs; its %s gives %zu", np->n_output, which, b->n_output);
+  if (c->depth >= ONNX_MAX_DEPTH) return fail(c, PORTC_ERR_INVALID, "subgraphs nested more than %d deep", ONNX_MAX_DEPTH);
+  char anchor[64];
+  snprintf(anchor, sizeof anchor, "if%d", c->loops++);
+  const char *prefix = imp_name(c, np->n_output && *np->output[0] ? np->output[0] : anchor, x != 0 ? "#then/" : "#else/");
+  if (!prefix) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+  c->scope[c->depth++] = prefix;
+  portc_status st = translate_body(c, b, prefix);
+  oval *out[ONNX_MAX_IO];
+  for (size_t k = 0; k < np->n_output && !st; k++)
+    if (!(out[k] = val_resolve(c, b->output[k]->name)) || (out[k]->node < 0 && !out[k]->known && !out[k]->is_seq))
+      st = fail(c, PORTC_ERR_INVALID, "its %s's output %zu ('%s') is not computed", which, k, b->output[k]->name);
+  c->depth--;
+  c->np = np;
+  for (size_t k = 0; k < np->n_output && !st; k++)
+    if (*np->output[k]) st = out_alias(c, (int)k, out[k]);
+  return st;
+}
+
+const onnx_op onnx_ops_control[] = {{"Loop", op_Loop}, {"If", op_If}, {NULL, NULL}};

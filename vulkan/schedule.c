@@ -4,7 +4,8 @@
  * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations,
  * and an f16 matmul whose sizes are known multiples of the tile and whose operands lie as they
  * are is marked for cooperative matrices (the shader keeps the SIMT variant for devices
- * without them, chosen by a define at load).
+ * without them, chosen by a define at load). Row kernels move their rows in 16-byte vectors
+ * where the row's buffers lie as the row does (gpu_row_vector).
  */
 #include "../codegen/gpu_kernels.h"
 #include "vk.h"
@@ -32,6 +33,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->threads[0] = 16, s->threads[1] = 16;
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
+  if (k->kind == KK_ROW && vk_vector_dtypes(m, i)) s->vector = gpu_row_vector(m, i);
 }
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device

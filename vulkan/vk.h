@@ -84,6 +84,8 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
 void vk_schedule(kir_module *m, int i, int device);
+/* dialect.c: whether row kernel i's float buffers can all move in 16-byte words */
+bool vk_vector_dtypes(const kir_module *m, int index);
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
 int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 

@@ -122,6 +122,12 @@ def main(out):
         [helper.make_node("Loop", ["three", "", "x"], ["y"], name="loop_dft", body=loop_body(
             [helper.make_node("DFT", ["h"], ["h2"], name="dft_in_body"), helper.make_node("Identity", ["cin"], ["cout"])], "cout"))],
         [x], [y], [numpy_helper.from_array(np.array(3, np.int64), "three")])
+    files["if_data_condition.onnx"] = model(
+        [helper.make_node("ReduceMax", ["x"], ["mx"], keepdims=0), helper.make_node("Greater", ["mx", "zero_f"], ["pos"]),
+         helper.make_node("If", ["pos"], ["y"], name="if_data",
+                          then_branch=helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "then", [], [f32("r", None)]),
+                          else_branch=helper.make_graph([helper.make_node("Neg", ["x"], ["ng"])], "else", [], [f32("ng", None)]))],
+        [x], [y], [numpy_helper.from_array(np.array(0, np.float32), "zero_f")])
     files["sequence_output.onnx"] = model([helper.make_node("SequenceConstruct", ["x", "x"], ["y"], name="seq")], [x],
                                           [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)])
     for name, m in files.items():

@@ -4,7 +4,8 @@ a numpy implementation of the operator's definition, into OUT/NAME/ as export_mo
 activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum exclusive and
 reversed; ScatterND and GatherElements with negative indices; ReduceL2, ReduceL1,
 ReduceSumSquare, ReduceLogSum and ReduceLogSumExp; Loop (carried tensors and sequences, scan
-outputs, one Loop within another) and the sequence operators.
+outputs, one Loop within another) and the sequence operators; If on shapes, nested, with a
+sequence among its outputs.
 
 usage: spec_models.py OUT
 """
@@ -220,7 +221,36 @@ def main(out):
         scanf = np.stack(scans).transpose(1, 0, 2).reshape(x.shape[1], -1)
         return np.concatenate([scanf, h, np.concatenate(seq, 1), seq[-1], h[:, 1:2], acc], 1)
     save(out, "loop", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_loop)
-    print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions loop")
+
+    # If on shapes, as PyTorch writes a Python branch on x.shape: the condition is known at import.
+    # The outer If (I == 3) takes its then-branch, which holds an initializer and an If of its own
+    # whose condition (S < 2) takes the else-branch; the second If gives two outputs, one a sequence.
+    inner = helper.make_node("If", ["s_small"], ["inner_out"], name="if_inner",
+                             then_branch=helper.make_graph([helper.make_node("Neg", ["x"], ["t_neg"])], "inner_then", [], [f("t_neg")]),
+                             else_branch=helper.make_graph([helper.make_node("Sub", ["x", "xr"], ["e_sub"])], "inner_else", [], [f("e_sub")]))
+    then_b = helper.make_graph([helper.make_node("Relu", ["x"], ["xr"]), helper.make_node("Mul", ["xr", "three_f"], ["t3"]), inner,
+                                helper.make_node("Add", ["t3", "inner_out"], ["t_out"])],
+                               "outer_then", [], [f("t_out")], initializer=[numpy_helper.from_array(np.array(3, np.float32), "three_f")])
+    else_b = helper.make_graph([helper.make_node("Tanh", ["x"], ["e_out"])], "outer_else", [], [f("e_out")])
+    seq_then = helper.make_graph([helper.make_node("Exp", ["x"], ["sx"]), helper.make_node("SequenceConstruct", ["x", "sx"], ["sq"])],
+                                 "seq_then", [], [f("sx"), helper.make_tensor_sequence_value_info("sq", TensorProto.FLOAT, None)])
+    seq_else = helper.make_graph([helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("SequenceConstruct", ["ax"], ["sq"])],
+                                 "seq_else", [], [f("ax"), helper.make_tensor_sequence_value_info("sq", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Gather", ["xs", "two_s"], ["isz"]), helper.make_node("Equal", ["isz", "three_s"], ["i_is_3"]),
+             helper.make_node("Gather", ["xs", "zero_s"], ["ssz"]), helper.make_node("Less", ["ssz", "two_s"], ["s_small"]),
+             helper.make_node("If", ["i_is_3"], ["branch"], name="if_outer", then_branch=then_b, else_branch=else_b),
+             helper.make_node("If", ["s_small"], ["other", "sq"], name="if_seq", then_branch=seq_then, else_branch=seq_else),
+             helper.make_node("ConcatFromSequence", ["sq"], ["sqc"], axis=2),
+             helper.make_node("Concat", ["branch", "other", "sqc"], ["y3"], axis=2), helper.make_node("Flatten", ["y3"], ["y"], axis=2)]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0))]
+
+    def run_if(x):
+        xr = np.maximum(x, 0)
+        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x)], 2)
+        return y3.reshape(S * x.shape[1], -1)
+    save(out, "if_branches", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_if)
+    print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions loop if_branches")
 
 
 if __name__ == "__main__":
