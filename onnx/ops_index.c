@@ -103,6 +103,12 @@ static portc_status op_ScatterND(imp *c) {
     free(src);
     return st;
   }
+  int64_t hits = 0;
+  for (int64_t e = 0; e < dn; e++) hits += src[e] >= 0;
+  if (!hits) { /* no element written (empty updates: Swin3D's masks of windows that shift by nothing) */
+    free(src);
+    return out_alias(c, 0, op_in(c, 0));
+  }
   portc_graph *g = c->g;
   double *from = malloc(sizeof(double) * (size_t)(dn ? dn : 1)), *hit = malloc(sizeof(double) * (size_t)(dn ? dn : 1));
   if (!from || !hit) {

@@ -51,8 +51,8 @@ static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written) {
   int w = t == PORTC_F32 ? 4 : 8; /* elements per 16-byte word */
   emit_line(e, "layout(std430, binding = %d) %sbuffer B%dV { %s b%dv[]; };", slot, written ? "" : "readonly ", slot, t == PORTC_F32 ? "vec4" : "uvec4",
             slot);
-  const char *lo = t == PORTC_F16 ? "unpackHalf2x16(w_[h_]).x" : "uintBitsToFloat(w_[h_] << 16)";
-  const char *hi = t == PORTC_F16 ? "unpackHalf2x16(w_[h_]).y" : "uintBitsToFloat(w_[h_] & 0xffff0000u)";
+  const char *lo = t == PORTC_F16 ? "pc_ld_f16(w_[h_])" : "uintBitsToFloat(w_[h_] << 16)";
+  const char *hi = t == PORTC_F16 ? "pc_ld_f16(w_[h_] >> 16)" : "uintBitsToFloat(w_[h_] & 0xffff0000u)";
   const char *st = t == PORTC_F16 ? "pc_st_f16" : "pc_st_bf16";
   if (t == PORTC_F32) {
     emit_line(e, "#define PC_LDV_b%d(o, a, i) for (int q_ = 0; q_ < PC_VEC / 4; q_++) { const vec4 w_ = b%dv[((o) >> 2) + q_]; "

@@ -2,8 +2,8 @@
 a numpy implementation of the operator's definition, into OUT/NAME/ as export_models.py does
 (model.onnx, x_1.npy, y_1.npy, x_3.npy, y_3.npy): LSTM and GRU with peepholes, clip, other
 activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum exclusive and
-reversed; ScatterND and GatherElements with negative indices; ReduceL2, ReduceL1,
-ReduceSumSquare, ReduceLogSum and ReduceLogSumExp; Loop (carried tensors and sequences, scan
+reversed; ScatterND (with negative indices, and with no update at all) and GatherElements with
+negative indices; ReduceL2, ReduceL1, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp; Loop (carried tensors and sequences, scan
 outputs, one Loop within another) and the sequence operators; If on shapes, nested, with a
 sequence among its outputs.
 
@@ -124,7 +124,10 @@ def main(out):
              helper.make_node("ReduceMean", ["x"], ["colmean"], axes=[0, 1], keepdims=0),
              helper.make_node("Unsqueeze", ["colmean", "zero"], ["upd1"]),
              helper.make_node("Concat", ["upd1", "upd1"], ["upd"], axis=0),
-             helper.make_node("ScatterND", ["grid", "sidx", "upd"], ["sc"]),
+             helper.make_node("ScatterND", ["grid", "sidx", "upd"], ["sc0"]),
+             # no element written: empty updates, as Swin3D's masks of windows that shift by nothing
+             helper.make_node("Slice", ["upd", "zero", "zero"], ["upd_none"]),
+             helper.make_node("ScatterND", ["sc0", "sidx_none", "upd_none"], ["sc"]),
              helper.make_node("GatherElements", ["sc", "gidx"], ["ge"], axis=1),
              helper.make_node("ArgMax", ["x"], ["am"], axis=2, keepdims=1),
              helper.make_node("GatherElements", ["x", "am"], ["gmax"], axis=-1)]
@@ -138,7 +141,7 @@ def main(out):
               helper.make_node("Concat", ["c1f", "c2f", "gmaxf", "fixed_n"], ["y"], axis=1)]
     inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("ax0", 0), ("axm1", -1))]
     inits += [numpy_helper.from_array(np.array([v], np.int64), k) for k, v in (("zero", 0), ("one", 1))]
-    inits += [numpy_helper.from_array(a, k) for a, k in ((sidx, "sidx"), (gidx, "gidx"), (grid, "grid"))]
+    inits += [numpy_helper.from_array(a, k) for a, k in ((sidx, "sidx"), (gidx, "gidx"), (grid, "grid"), (np.zeros((0, 2), np.int64), "sidx_none"))]
 
     def run_index(x):
         n = x.shape[1]
