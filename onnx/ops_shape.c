@@ -488,8 +488,6 @@ static portc_status op_Gather(imp *c) {
 static portc_status op_Split(imp *c) {
   portc_status st = op_need(c, 0);
   if (st) return st;
-  portc_node x = val_node(c, op_in(c, 0));
-  if (x < 0) return out_node(c, 0, x);
   dim d[PORTC_MAX_RANK];
   int rank = val_shape(c, op_in(c, 0), d);
   int64_t axis = attr_int(c, "axis", 0);
@@ -506,10 +504,21 @@ static portc_status op_Split(imp *c) {
     for (n = 0; n < nout; n++) sizes[n] = n + 1 < nout ? each : d[axis].c - each * (nout - 1);
   }
   if (n != nout) return fail(c, PORTC_ERR_INVALID, "%d split sizes for %d outputs", n, nout);
+  oval *xv = op_in(c, 0);
+  bool known = int_known(xv) && rank == 1; /* a known vector (repeat_interleave's repeats, MViT): pieces stay known */
+  portc_node x = known ? 0 : val_node(c, xv);
+  if (x < 0) return out_node(c, 0, x);
   int64_t at = 0;
   for (int k = 0; k < nout; k++) {
-    if (sizes[k] < 0 || sizes[k] > MAX_DIM) return fail(c, PORTC_ERR_INVALID, "split size %lld is out of range", (long long)sizes[k]);
-    if ((st = out_node(c, k, portc_slice(c->g, x, axis, at, at + sizes[k], 1)))) return st;
+    if (sizes[k] < 0 || sizes[k] > MAX_DIM || (known && at + sizes[k] > xv->shape[0]))
+      return fail(c, PORTC_ERR_INVALID, "split size %lld is out of range", (long long)sizes[k]);
+    if (known) {
+      sval *r = malloc(sizeof(sval) * (size_t)(sizes[k] ? sizes[k] : 1));
+      if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+      memcpy(r, xv->i + at, sizeof(sval) * (size_t)sizes[k]);
+      st = out_ints(c, k, xv->dt, 1, &sizes[k], r);
+    } else st = out_node(c, k, portc_slice(c->g, x, axis, at, at + sizes[k], 1));
+    if (st) return st;
     at += sizes[k];
   }
   return PORTC_OK;

@@ -5,7 +5,7 @@ activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum
 reversed; ScatterND (with negative indices, and with no update at all) and GatherElements with
 negative indices; ReduceL2, ReduceL1, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp; Loop (carried tensors and sequences, scan
 outputs, one Loop within another) and the sequence operators; If on shapes, nested, with a
-sequence among its outputs.
+sequence among its outputs; Split of a shape vector.
 
 usage: spec_models.py OUT
 """
@@ -245,12 +245,15 @@ def main(out):
              helper.make_node("If", ["i_is_3"], ["branch"], name="if_outer", then_branch=then_b, else_branch=else_b),
              helper.make_node("If", ["s_small"], ["other", "sq"], name="if_seq", then_branch=seq_then, else_branch=seq_else),
              helper.make_node("ConcatFromSequence", ["sq"], ["sqc"], axis=2),
-             helper.make_node("Concat", ["branch", "other", "sqc"], ["y3"], axis=2), helper.make_node("Flatten", ["y3"], ["y"], axis=2)]
-    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0))]
+             # a shape vector split and put together again (PyTorch's repeat_interleave, MViT)
+             helper.make_node("Split", ["xs", "ones3"], ["d0", "d1", "d2"], axis=0), helper.make_node("Concat", ["d0", "d1", "d2"], ["xs2"], axis=0),
+             helper.make_node("ReduceMean", ["x"], ["colmean"], axes=[0, 1], keepdims=1), helper.make_node("Expand", ["colmean", "xs2"], ["cm"]),
+             helper.make_node("Concat", ["branch", "other", "sqc", "cm"], ["y3"], axis=2), helper.make_node("Flatten", ["y3"], ["y"], axis=2)]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0), ("ones3", [1, 1, 1]))]
 
     def run_if(x):
         xr = np.maximum(x, 0)
-        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x)], 2)
+        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x), np.broadcast_to(x.mean((0, 1), keepdims=True), x.shape)], 2)
         return y3.reshape(S * x.shape[1], -1)
     save(out, "if_branches", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_if)
     print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions loop if_branches")
