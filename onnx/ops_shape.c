@@ -276,7 +276,7 @@ static portc_status resqueeze(imp *c, bool unsqueeze) {
     }
   }
   oval *x = op_in(c, 0);
-  if (x->known && x->node < 0 && x->i) return copy_known(c, x, r, shape);
+  if (int_known(x)) return copy_known(c, x, r, shape); /* even where a graph node holds it too */
   portc_node v = val_node(c, x);
   return out_node(c, 0, v < 0 ? v : portc_reshape(c->g, v, r, dims));
 }

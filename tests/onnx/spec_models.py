@@ -247,13 +247,17 @@ def main(out):
              helper.make_node("ConcatFromSequence", ["sq"], ["sqc"], axis=2),
              # a shape vector split and put together again (PyTorch's repeat_interleave, MViT)
              helper.make_node("Split", ["xs", "ones3"], ["d0", "d1", "d2"], axis=0), helper.make_node("Concat", ["d0", "d1", "d2"], ["xs2"], axis=0),
-             helper.make_node("ReduceMean", ["x"], ["colmean"], axes=[0, 1], keepdims=1), helper.make_node("Expand", ["colmean", "xs2"], ["cm"]),
+             helper.make_node("ReduceMean", ["x"], ["colmean"], axes=[0, 1], keepdims=1), helper.make_node("Expand", ["colmean", "xs2"], ["cm0"]),
+             # a known size read as a tensor first (a graph node holds it), then as shape arithmetic (MViT V2)
+             helper.make_node("Cast", ["isz"], ["iszf"], to=TensorProto.FLOAT), helper.make_node("Mul", ["cm0", "iszf"], ["cm1"]),
+             helper.make_node("Unsqueeze", ["isz", "zero_1"], ["isz1"]), helper.make_node("Concat", ["d0", "d1", "isz1"], ["xs3"], axis=0),
+             helper.make_node("Reshape", ["cm1", "xs3"], ["cm"]),
              helper.make_node("Concat", ["branch", "other", "sqc", "cm"], ["y3"], axis=2), helper.make_node("Flatten", ["y3"], ["y"], axis=2)]
-    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0), ("ones3", [1, 1, 1]))]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0), ("ones3", [1, 1, 1]), ("zero_1", [0]))]
 
     def run_if(x):
         xr = np.maximum(x, 0)
-        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x), np.broadcast_to(x.mean((0, 1), keepdims=True), x.shape)], 2)
+        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x), np.broadcast_to(3 * x.mean((0, 1), keepdims=True), x.shape)], 2)
         return y3.reshape(S * x.shape[1], -1)
     save(out, "if_branches", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_if)
     print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions loop if_branches")
