@@ -47,12 +47,11 @@ static void needs(emitter *e, int index, char *out, size_t len) {
  * consecutive elements between the buffer and a float array through them. 16-bit elements come
  * 8 to a word, so a thread's load no longer reads a 32-bit word per element that its neighbour
  * reads again (NVIDIA's driver ran f16 row kernels at a tenth of copy bandwidth that way). */
-static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written) {
-  int w = t == PORTC_F32 ? 4 : 8; /* elements per 16-byte word */
+static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written) { /* 4 f32 or 8 f16/bf16 a word */
   emit_line(e, "layout(std430, binding = %d) %sbuffer B%dV { %s b%dv[]; };", slot, written ? "" : "readonly ", slot, t == PORTC_F32 ? "vec4" : "uvec4",
             slot);
-  const char *lo = t == PORTC_F16 ? "pc_ld_f16(w_[h_])" : "uintBitsToFloat(w_[h_] << 16)";
-  const char *hi = t == PORTC_F16 ? "pc_ld_f16(w_[h_] >> 16)" : "uintBitsToFloat(w_[h_] & 0xffff0000u)";
+  const char *lo = t == PORTC_F16 ? "unpackHalf2x16(w_[h_]).x" : "uintBitsToFloat(w_[h_] << 16)";
+  const char *hi = t == PORTC_F16 ? "unpackHalf2x16(w_[h_]).y" : "uintBitsToFloat(w_[h_] & 0xffff0000u)";
   const char *st = t == PORTC_F16 ? "pc_st_f16" : "pc_st_bf16";
   if (t == PORTC_F32) {
     emit_line(e, "#define PC_LDV_b%d(o, a, i) for (int q_ = 0; q_ < PC_VEC / 4; q_++) { const vec4 w_ = b%dv[((o) >> 2) + q_]; "
@@ -61,8 +60,8 @@ static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written) {
                  "b%dv[((o) >> 2) + q_] = vec4(a[4 * q_], a[4 * q_ + 1], a[4 * q_ + 2], a[4 * q_ + 3]);", slot, slot);
     return;
   }
-  emit_line(e, "#define PC_LDV_b%d(o, a, i) for (int q_ = 0; q_ < PC_VEC / %d; q_++) { const uvec4 w_ = b%dv[((o) >> 3) + q_]; "
-               "for (int h_ = 0; h_ < 4; h_++) { a[(i) + 8 * q_ + 2 * h_] = %s; a[(i) + 8 * q_ + 2 * h_ + 1] = %s; } }", slot, w, slot, lo, hi);
+  emit_line(e, "#define PC_LDV_b%d(o, a, i) for (int q_ = 0; q_ < PC_VEC / 8; q_++) { const uvec4 w_ = b%dv[((o) >> 3) + q_]; "
+               "for (int h_ = 0; h_ < 4; h_++) { a[(i) + 8 * q_ + 2 * h_] = %s; a[(i) + 8 * q_ + 2 * h_ + 1] = %s; } }", slot, slot, lo, hi);
   emit_line(e, "#define PC_STV_b%d(o, a) for (int q_ = 0; q_ < PC_VEC / 8; q_++) { uvec4 w_; "
                "for (int h_ = 0; h_ < 4; h_++) w_[h_] = %s(a[8 * q_ + 2 * h_]) | (%s(a[8 * q_ + 2 * h_ + 1]) << 16); b%dv[((o) >> 3) + q_] = w_; }",
             slot, st, st, slot);

@@ -5,7 +5,7 @@ activations, layout=1, reverse, linear_before_reset=0 and initial states; CumSum
 reversed; ScatterND (with negative indices, and with no update at all) and GatherElements with
 negative indices; ReduceL2, ReduceL1, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp; Loop (carried tensors and sequences, scan
 outputs, one Loop within another) and the sequence operators; If on shapes, nested, with a
-sequence among its outputs; Split of a shape vector.
+sequence among its outputs; Split of a shape vector; Tile past 64 repeats.
 
 usage: spec_models.py OUT
 """
@@ -252,12 +252,17 @@ def main(out):
              helper.make_node("Cast", ["isz"], ["iszf"], to=TensorProto.FLOAT), helper.make_node("Mul", ["cm0", "iszf"], ["cm1"]),
              helper.make_node("Unsqueeze", ["isz", "zero_1"], ["isz1"]), helper.make_node("Concat", ["d0", "d1", "isz1"], ["xs3"], axis=0),
              helper.make_node("Reshape", ["cm1", "xs3"], ["cm"]),
-             helper.make_node("Concat", ["branch", "other", "sqc", "cm"], ["y3"], axis=2), helper.make_node("Flatten", ["y3"], ["y"], axis=2)]
-    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0), ("ones3", [1, 1, 1]), ("zero_1", [0]))]
+             # Tile past 64 repeats (PyTorch 2's repeat_interleave in MViT): the last and first of colmean, in that order
+             helper.make_node("Tile", ["colmean", "reps100"], ["tiled"]), helper.make_node("Slice", ["tiled", "i_m1", "i_p1", "two_1"], ["seam"]),
+             helper.make_node("Concat", ["d0", "d1", "two_1"], ["xs_n2"], axis=0), helper.make_node("Expand", ["seam", "xs_n2"], ["seam_n"]),
+             helper.make_node("Concat", ["branch", "other", "sqc", "cm", "seam_n"], ["y3"], axis=2), helper.make_node("Flatten", ["y3"], ["y"], axis=2)]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("two_s", 2), ("three_s", 3), ("zero_s", 0), ("ones3", [1, 1, 1]), ("zero_1", [0]), ("reps100", [1, 1, 100]),
+                                                                             ("i_m1", [I - 1]), ("i_p1", [I + 1]), ("two_1", [2]))]
 
     def run_if(x):
         xr = np.maximum(x, 0)
-        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x), np.broadcast_to(3 * x.mean((0, 1), keepdims=True), x.shape)], 2)
+        y3 = np.concatenate([3 * xr + (x - xr), np.abs(x), np.abs(x), np.broadcast_to(3 * x.mean((0, 1), keepdims=True), x.shape),
+                             np.broadcast_to(x.mean((0, 1))[[I - 1, 0]], x.shape[:2] + (2,))], 2)
         return y3.reshape(S * x.shape[1], -1)
     save(out, "if_branches", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, "N", I])], inits, run_if)
     print("spec_models.py: lstm_peephole gru_lbr0 indexing reductions loop if_branches")
