@@ -46,25 +46,36 @@ static void needs(emitter *e, int index, char *out, size_t len) {
  * declared a second time at its binding as 16-byte words, and PC_LDV_bI / PC_STV_bI move PC_VEC
  * consecutive elements between the buffer and a float array through them. 16-bit elements come
  * 8 to a word, so a thread's load no longer reads a 32-bit word per element that its neighbour
- * reads again (NVIDIA's driver ran f16 row kernels at a tenth of copy bandwidth that way). */
-static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written) { /* 4 f32 or 8 f16/bf16 a word */
+ * reads again (NVIDIA's driver ran f16 row kernels at a tenth of copy bandwidth that way). The
+ * macros are straight-line code with constant offsets into the array: written as loops over the
+ * word's components, a driver that leaves those loops rolled indexes the row's register array
+ * dynamically and moves it to memory. */
+static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written, int vec) {
   emit_line(e, "layout(std430, binding = %d) %sbuffer B%dV { %s b%dv[]; };", slot, written ? "" : "readonly ", slot, t == PORTC_F32 ? "vec4" : "uvec4",
             slot);
-  const char *lo = t == PORTC_F16 ? "unpackHalf2x16(w_[h_]).x" : "uintBitsToFloat(w_[h_] << 16)";
-  const char *hi = t == PORTC_F16 ? "unpackHalf2x16(w_[h_]).y" : "uintBitsToFloat(w_[h_] & 0xffff0000u)";
-  const char *st = t == PORTC_F16 ? "pc_st_f16" : "pc_st_bf16";
-  if (t == PORTC_F32) {
-    emit_line(e, "#define PC_LDV_b%d(o, a, i) for (int q_ = 0; q_ < PC_VEC / 4; q_++) { const vec4 w_ = b%dv[((o) >> 2) + q_]; "
-                 "for (int h_ = 0; h_ < 4; h_++) a[(i) + 4 * q_ + h_] = w_[h_]; }", slot, slot);
-    emit_line(e, "#define PC_STV_b%d(o, a) for (int q_ = 0; q_ < PC_VEC / 4; q_++) "
-                 "b%dv[((o) >> 2) + q_] = vec4(a[4 * q_], a[4 * q_ + 1], a[4 * q_ + 2], a[4 * q_ + 3]);", slot, slot);
-    return;
+  const int per = t == PORTC_F32 ? 4 : 8, shift = t == PORTC_F32 ? 2 : 3; /* elements per word */
+  const char *xyzw = "xyzw";
+  strbuf ld = {0}, st = {0};
+  for (int q = 0; q < vec / per; q++) {
+    sb_printf(&ld, " { const %s w_ = b%dv[((o) >> %d) + %d];", t == PORTC_F32 ? "vec4" : "uvec4", slot, shift, q);
+    sb_printf(&st, " b%dv[((o) >> %d) + %d] = %s(", slot, shift, q, t == PORTC_F32 ? "vec4" : "uvec4");
+    for (int h = 0; h < 4; h++) {
+      int at = per * q + (per / 4) * h;
+      if (t == PORTC_F32) sb_printf(&ld, " a[(i) + %d] = w_.%c;", at, xyzw[h]);
+      else if (t == PORTC_F16) sb_printf(&ld, " a[(i) + %d] = unpackHalf2x16(w_.%c).x; a[(i) + %d] = unpackHalf2x16(w_.%c).y;", at, xyzw[h], at + 1, xyzw[h]);
+      else sb_printf(&ld, " a[(i) + %d] = uintBitsToFloat(w_.%c << 16); a[(i) + %d] = uintBitsToFloat(w_.%c & 0xffff0000u);", at, xyzw[h], at + 1, xyzw[h]);
+      const char *r = t == PORTC_F16 ? "pc_st_f16" : "pc_st_bf16";
+      if (t == PORTC_F32) sb_printf(&st, "%sa[%d]", h ? ", " : "", at);
+      else sb_printf(&st, "%s%s(a[%d]) | (%s(a[%d]) << 16)", h ? ", " : "", r, at, r, at + 1);
+    }
+    sb_printf(&ld, " }");
+    sb_printf(&st, ");");
   }
-  emit_line(e, "#define PC_LDV_b%d(o, a, i) for (int q_ = 0; q_ < PC_VEC / 8; q_++) { const uvec4 w_ = b%dv[((o) >> 3) + q_]; "
-               "for (int h_ = 0; h_ < 4; h_++) { a[(i) + 8 * q_ + 2 * h_] = %s; a[(i) + 8 * q_ + 2 * h_ + 1] = %s; } }", slot, slot, lo, hi);
-  emit_line(e, "#define PC_STV_b%d(o, a) for (int q_ = 0; q_ < PC_VEC / 8; q_++) { uvec4 w_; "
-               "for (int h_ = 0; h_ < 4; h_++) w_[h_] = %s(a[8 * q_ + 2 * h_]) | (%s(a[8 * q_ + 2 * h_ + 1]) << 16); b%dv[((o) >> 3) + q_] = w_; }",
-            slot, st, st, slot);
+  char *l = emit_take(e, &ld), *w = emit_take(e, &st); /* NULL: the emitter has failed already */
+  emit_line(e, "#define PC_LDV_b%d(o, a, i)%s", slot, l ? l : "");
+  emit_line(e, "#define PC_STV_b%d(o, a)%s", slot, w ? w : "");
+  free(l);
+  free(w);
 }
 
 /* whether the row kernel's float buffers can all be moved in 16-byte words (f64 cannot) */
@@ -91,7 +102,7 @@ static void declare_buffers(emitter *e, int index, bool f16) {
     bool vec = e->k->kind == KK_ROW && e->k->sched.vector && dtype_is_float(t);
     emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec ? "" : "restrict ", written ? "" : "readonly ", i,
               operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
-    if (vec) declare_vectors(e, i, t, written);
+    if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
   }
   if (kernel_has_status(e->m, index)) {
     emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", nb);
