@@ -604,18 +604,16 @@ static portc_status op_Tile(imp *c) {
     if (reps[a] == 1) continue;
     portc_dim d[PORTC_MAX_RANK], wide[PORTC_MAX_RANK];
     portc_node_shape(c->g, x, d);
-    if (d[a].symbol) { /* r d of a symbolic d: copies */
-      if (reps[a] > ONNX_MAX_IO) return fail(c, PORTC_ERR_INVALID, "axis %d, of size %s, repeats %lld times (1 to %d)", a, d[a].symbol, (long long)reps[a], ONNX_MAX_IO);
+    if (d[a].symbol || rank >= PORTC_MAX_RANK) { /* no room for the new axis, or r d of a symbolic d: copies */
+      if (reps[a] > ONNX_MAX_IO) return fail(c, PORTC_ERR_INVALID, "axis %d repeats %lld times (1 to %d here)", a, (long long)reps[a], ONNX_MAX_IO);
       portc_node copies[ONNX_MAX_IO];
       for (int64_t r = 0; r < reps[a]; r++) copies[r] = x;
       if ((x = portc_concat(c->g, (int)reps[a], copies, a)) < 0) return out_node(c, 0, x);
       continue;
     }
-    if (rank >= PORTC_MAX_RANK) return fail(c, PORTC_ERR_SHAPE, "rank %d: tiling takes one axis more than portc's %d", rank, PORTC_MAX_RANK);
+    for (int k = 0, j = 0; k <= rank; k++) wide[k] = k == a ? (portc_dim){1, NULL} : d[j++];
     if (__builtin_mul_overflow(d[a].size, reps[a], &d[a].size) || d[a].size > MAX_DIM)
       return fail(c, PORTC_ERR_SHAPE, "axis %d repeated %lld times is too large", a, (long long)reps[a]);
-    for (int k = 0, j = 0; k <= rank; k++) wide[k] = k == a ? (portc_dim){1, NULL} : d[j++];
-    wide[a + 1].size /= reps[a];
     portc_node one = portc_reshape(c->g, x, rank + 1, wide);
     wide[a].size = reps[a];
     portc_node spread = one < 0 ? one : portc_expand(c->g, one, rank + 1, wide);
