@@ -258,12 +258,13 @@ portc_status onnx_translate_node(imp *c, const Onnx__NodeProto *np, int index) {
     b.known = true, b.f = fold->b, b.node = -1, b.dt = b.f->t->dtype, b.rank = 1, b.shape[0] = b.f->t->shape[0];
     c->in[1] = &w, c->in[2] = &b, c->nin = 3;
     st = onnx_op_lookup(np->op_type)(c);
-  } else st = onnx_op_lookup(np->op_type)(c);
+  } else if (onnx_grid_takes(c, np->op_type)) st = onnx_grid_op(c, np->op_type);
+  else st = onnx_op_lookup(np->op_type)(c);
   if (st) return st;
   c->np = np; /* a Loop has translated its body's nodes */
   for (size_t k = 0; k < np->n_output; k++) {
     oval *v = *np->output[k] ? val_find(c, np->output[k]) : NULL;
-    if (v && v->uses && v->node < 0 && !v->known && !v->is_seq)
+    if (v && v->uses && v->node < 0 && !v->known && !v->is_seq && !v->grid)
       return fail(c, PORTC_ERR_INVALID, "output %zu ('%s') is not produced by portc's translation", k, v->name);
     if (v && v->node >= 0 && auto_named(c->g->nodes[v->node].name)) { /* explain and errors speak the model's names */
       char name[128];
@@ -311,6 +312,7 @@ static void imp_free(imp *c) {
     pdata_release(c->v[i].f);
     free(c->v[i].i);
     free(c->v[i].seq);
+    free(c->v[i].grid);
   }
   for (int i = 0; i < c->nowned; i++) free(c->owned[i]);
   free(c->owned);

@@ -23,6 +23,17 @@ typedef struct sval {
   bool unknown;
 } sval;
 
+/* An integer tensor known as a function of its coordinates x, for index tensors whose size is known
+ * only at run time (index_grid.c): element x is off[j] + sum over k of coef[j][k] * x[k], where
+ * j = x[rank - 1] when comps > 0 (the last axis, of size comps, holds the components of index
+ * tuples; coefficients then cover the other axes) and j = 0 otherwise. */
+typedef struct igrid {
+  int rank, comps;
+  dim shape[PORTC_MAX_RANK];
+  int64_t off[PORTC_MAX_RANK];
+  int64_t coef[PORTC_MAX_RANK][PORTC_MAX_RANK];
+} igrid;
+
 typedef struct oval {
   const char *name;
   portc_node node; /* the value in the graph, or -1 when it is only known */
@@ -39,6 +50,7 @@ typedef struct oval {
   bool is_seq;
   int nseq;
   int *seq;
+  igrid *grid; /* an index grid over run-time sizes: no node, not known element by element */
 } oval;
 
 #define ONNX_MAX_IO 64
@@ -119,6 +131,18 @@ int64_t attr_int(imp *c, const char *name, int64_t def);
 double attr_float(imp *c, const char *name, double def);
 const char *attr_string(imp *c, const char *name, const char *def, char *buf, size_t len);
 int attr_ints(imp *c, const char *name, int64_t *out, int max); /* -1: absent; -2: too many */
+
+/* ---- index_grid.c ---- */
+/* whether the current node (an op_type of op) makes or carries an index grid, and its translation */
+bool onnx_grid_takes(const imp *c, const char *op);
+portc_status onnx_grid_op(imp *c, const char *op);
+/* a grid as a graph node: a constant expanded along the run-time axes, where the values do not vary
+ * along those; an error naming it otherwise */
+portc_node onnx_grid_node(imp *c, oval *v);
+
+/* ---- ops_shape.c ---- */
+/* a size as a portc dimension: a constant or a (derived) symbol; false when it is neither */
+bool sval_dim(imp *c, sval s, portc_dim *out);
 
 /* ---- model.c ---- */
 /* an ONNX element type as portc's; false for types portc has no graph form of */

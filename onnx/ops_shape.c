@@ -18,8 +18,7 @@ sval dim_sval(const portc_graph *g, dim d) {
 
 #define MAX_DIM ((int64_t)1 << 40) /* larger sizes are absurd; refusing them keeps products in range */
 
-/* a size as a portc dimension: a constant or a (derived) symbol; false when it is neither */
-static bool sval_dim(imp *c, sval s, portc_dim *out) {
+bool sval_dim(imp *c, sval s, portc_dim *out) {
   if (s.unknown) return false;
   if (s.sym < 0) {
     *out = (portc_dim){s.c, NULL};

@@ -109,6 +109,10 @@ int val_shape(imp *c, const oval *v, dim *d) {
     memcpy(d, n->sh.d, sizeof(dim) * (size_t)n->sh.rank);
     return n->sh.rank;
   }
+  if (v->grid) {
+    memcpy(d, v->grid->shape, sizeof(dim) * (size_t)v->grid->rank);
+    return v->grid->rank;
+  }
   for (int i = 0; i < v->rank; i++) d[i] = (dim){v->shape[i], -1};
   return v->rank;
 }
@@ -118,6 +122,11 @@ portc_node val_node(imp *c, oval *v) {
   if (v->is_seq)
     return -(portc_node)fail(c, PORTC_ERR_INVALID, "value '%s' is a sequence of %d tensors; only the Sequence operators, ConcatFromSequence and Loop take sequences",
                              v->name, v->nseq);
+  if (v->grid) {
+    portc_node n = onnx_grid_node(c, v);
+    if (n >= 0) v->node = n;
+    return n;
+  }
   if (!v->known) return err_node(PORTC_ERR_INTERNAL, "value %s has no node", v->name);
   int64_t n = val_numel(v);
   if (v->dt == PORTC_F64) return -(portc_node)fail(c, PORTC_ERR_DTYPE, "value '%s' is a double tensor; portc graphs hold f32, f16 or bf16", v->name);
@@ -202,6 +211,10 @@ portc_status val_copy(imp *c, oval *v, const oval *src) {
     int64_t n = val_numel(src);
     if (!(v->i = malloc(sizeof(sval) * (size_t)(n ? n : 1)))) return fail(c, PORTC_ERR_NOMEM, "out of memory");
     memcpy(v->i, src->i, sizeof(sval) * (size_t)n);
+  }
+  if (src->grid) {
+    if (!(v->grid = malloc(sizeof *v->grid))) return fail(c, PORTC_ERR_NOMEM, "out of memory");
+    *v->grid = *src->grid;
   }
   v->is_seq = src->is_seq, v->nseq = src->nseq;
   if (src->is_seq) {

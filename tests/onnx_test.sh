@@ -148,6 +148,7 @@ check_bad rnn_activation.onnx "node 'rnn_act' \(RNN, opset 17\): activation 'Sof
 check_bad resize_dynamic.onnx "node 'resize_dyn' \(Resize, opset 17\): sizes must be known at import"
 check_bad loop_dynamic_trips.onnx "node 'loop_m' \(Loop, opset 17\): its trip count \('m'\) must be known when the model is imported"
 check_bad loop_data_condition.onnx "node 'loop_while' \(Loop, opset 17\): its body's condition \('more'\) depends on data"
+check_bad scatter_runtime_diagonal.onnx "node 'diagonal' \(ScatterND, opset 17\): indices 'idx' are computed at run time and its tuples are not a box of the data"
 check_bad if_data_condition.onnx "node 'if_data' \(If, opset 17\): its condition \('pos'\) depends on data"
 check_bad loop_unsupported_body.onnx "1 node uses operators portc does not import:"
 check_bad loop_unsupported_body.onnx "DFT \(node 'dft_in_body', opset 17\)"

@@ -238,6 +238,20 @@ class ClassToken(torch.nn.Module):
         return tokens * torch.sigmoid(cls) + tokens.mean(dim=1, keepdim=True)
 
 
+class SliceAssign(torch.nn.Module):
+    """Writes to slices of a tensor with a run-time batch, as MViT V2 adds its relative-position term
+    (attn[:, :, 1:, 1:] += rel): PyTorch exports each as a ScatterND whose indices are a grid built
+    from a Range to the batch size. A box, an integer index, whole rows, and an integer index with a
+    step, over x [N, 5, 6]."""
+    def forward(self, x):
+        y = x * 2
+        y[:, 1:, 2:] += x[:, :4, :4]
+        y[:, :, 0] = x[:, :, 5]
+        y[:, 2:4] = -x[:, :2]
+        y[:, 3, 1::2] = 0.5
+        return y
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return {"out": ...}: the tensor alone."""
     def __init__(self, model):
@@ -298,6 +312,7 @@ def models():
         "einsum": (Einsums, (4, 6), {}),
         "video3d": (Video3d, (3, 6, 16, 16), {}),
         "class_token": (ClassToken, (5, 8), {}),
+        "slice_assign": (SliceAssign, (5, 6), {}),
         # segmentation: HardSwish, HardSigmoid and a bilinear Resize back to the input's size
         "lraspp_mobilenet_v3": (lambda: SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
             weights=None, weights_backbone=None)), (3, 64, 64), {}),

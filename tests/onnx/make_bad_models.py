@@ -128,6 +128,15 @@ def main(out):
                           then_branch=helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "then", [], [f32("r", None)]),
                           else_branch=helper.make_graph([helper.make_node("Neg", ["x"], ["ng"])], "else", [], [f32("ng", None)]))],
         [x], [y], [numpy_helper.from_array(np.array(0, np.float32), "zero_f")])
+    # a ScatterND over indices computed from the run-time batch that write each row's diagonal
+    # element x[n, n]: not a slice assignment
+    files["scatter_runtime_diagonal.onnx"] = model(
+        [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero_i"], ["n"], axis=0),
+         helper.make_node("Range", ["zero_i", "n", "one_i"], ["r"]), helper.make_node("Unsqueeze", ["r", "one_ax"], ["r1"]),
+         helper.make_node("Concat", ["r1", "r1"], ["idx"], axis=-1), helper.make_node("ReduceSum", ["x", "one_ax"], ["upd"], keepdims=0),
+         helper.make_node("ScatterND", ["x", "idx", "upd"], ["y"], name="diagonal")],
+        [x], [y], [numpy_helper.from_array(np.array(0, np.int64), "zero_i"), numpy_helper.from_array(np.array(1, np.int64), "one_i"),
+                   numpy_helper.from_array(np.array([1], np.int64), "one_ax")])
     files["sequence_output.onnx"] = model([helper.make_node("SequenceConstruct", ["x", "x"], ["y"], name="seq")], [x],
                                           [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)])
     for name, m in files.items():

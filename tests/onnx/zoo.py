@@ -54,8 +54,7 @@ SIDE = {
 KWARGS = {"vit_b_16": {"image_size": 32}, "vit_b_32": {"image_size": 64}, "vit_l_16": {"image_size": 32},
           "vit_l_32": {"image_size": 64}, "vit_h_14": {"image_size": 28}}
 # models the test does not run, with why
-SKIP = {"mvit_v2_s": "its relative-position term (attn[:, :, 1:, 1:] += ...) exports as a ScatterND whose index grid spans "
-                     "torch.arange of the run-time batch; portc takes ScatterND only with indices known at import"}
+SKIP = {}  # name -> why the test cannot run it
 
 
 def exportable_swin_v2():
