@@ -39,8 +39,76 @@ void gpu_loop_end(emitter *e) {
   emit_line(e, "}");
 }
 
+/* a pointwise kernel's loads and store that read and write their buffers as they lie (float
+ * buffers of the kernel's own shape, no view between): the ones it moves PC_VEC elements at a time */
+static bool pointwise_vector_access(const kir_module *m, const kir_kernel *k, int buf, int path) {
+  return dtype_is_float(m->buf[buf].dt) && path_is_identity(k, path) && m->buf[buf].sh.rank == k->dom.rank;
+}
+
+int gpu_pointwise_vector(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_POINTWISE || k->nstore != 1 || !k->dom.rank || k->dom.d[k->dom.rank - 1].sym >= 0 ||
+      !pointwise_vector_access(m, k, k->store[0].buf, k->store[0].path))
+    return 0;
+  int vec = portc_dtype_size(m->buf[k->store[0].buf].dt) == 2 ? 8 : 4;
+  for (int v = 0; v < k->nval; v++) {
+    const kir_val *x = &k->val[v];
+    if (x->kind == KV_LOAD && pointwise_vector_access(m, k, x->buf, x->path) && portc_dtype_size(x->dt) == 2) vec = 8;
+  }
+  return k->dom.d[k->dom.rank - 1].c % vec == 0 ? vec : 0;
+}
+
+/* PC_VEC consecutive elements of the last dim per invocation: the loads of buffers that lie as
+ * the output does are one vector load each, the values are computed element by element in an
+ * unrolled loop, and the results leave in one vector store */
+static void pointwise_vector(emitter *e) {
+  const kir_kernel *k = e->k;
+  static const char *const gnames[] = {"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"};
+  const char *first[PORTC_MAX_RANK]; /* the group's first element */
+  int r = k->dom.rank, vec = k->sched.vector;
+  shape gs = k->dom;
+  gs.d[r - 1].c /= vec;
+  element_loop(e, &gs);
+  emit_unravel(e, &gs, 0, r, "t", gnames);
+  emit_line(e, "const int gv = %s * PC_VEC;", gnames[r - 1]);
+  for (int d = 0; d < r; d++) first[d] = d == r - 1 ? "gv" : gnames[d];
+  emit_scope_push(e);
+  bool *vl = calloc((size_t)k->nval + 1, sizeof *vl);
+  char off[128], buf[16], arr[16];
+  for (int v = 0; v < k->nval && vl; v++) {
+    const kir_val *x = &k->val[v];
+    if (x->kind != KV_LOAD || !dtype_is_float(x->dt) || !pointwise_vector_access(e->m, k, x->buf, x->path)) continue;
+    vl[v] = true;
+    emit_line(e, "float lv%d[PC_VEC];", v);
+    emit_offset(e, x->path, &k->dom, first, off, sizeof off);
+    snprintf(buf, sizeof buf, "%s", emit_buf(e, x->buf));
+    snprintf(arr, sizeof arr, "lv%d", v);
+    emit_line(e, G(e)->vload, buf, off, arr, "0");
+  }
+  emit_line(e, "float sv[PC_VEC];");
+  emit_line(e, "%sfor (int c = 0; c < PC_VEC; c++) {", G(e)->unroll);
+  e->indent++;
+  emit_scope_push(e);
+  for (int d = 0; d < r; d++) emit_line(e, "const int %s = %s%s;", idxnames[d], first[d], d == r - 1 ? " + c" : "");
+  for (int v = 0; v < k->nval && vl; v++)
+    if (vl[v]) emit_line(e, "const float v%d = lv%d[c];", v, v), e->done[v] = e->scope;
+  emit_line(e, "sv[c] = %s;", emit_value(e, k->store[0].val, idxnames));
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+  free(vl);
+  emit_offset(e, k->store[0].path, &k->dom, first, off, sizeof off);
+  snprintf(buf, sizeof buf, "%s", emit_buf(e, k->store[0].buf));
+  emit_line(e, G(e)->vstore, buf, off, "sv");
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+}
+
 void gpu_pointwise(emitter *e) {
   const kir_kernel *k = e->k;
+  if (k->sched.vector && G(e)->vload) {
+    pointwise_vector(e);
+    return;
+  }
   element_loop(e, &k->dom);
   emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idxnames);
   emit_scope_push(e);

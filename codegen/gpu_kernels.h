@@ -23,6 +23,10 @@ int64_t gpu_row_regs_length(const kir_kernel *k);
  * schedule hooks of dialects with vector accesses; where the schedule's vector is not 0 the
  * dialect defines PC_VEC to it, and PC_RV as a multiple of it */
 int gpu_row_vector(const kir_module *m, int i);
+/* the same for pointwise kernel i: 8 where it moves 16-bit data, else 4, when its last dim is a
+ * constant multiple of that and its store writes its buffer as it lies; the kernel then takes
+ * PC_VEC consecutive elements per invocation */
+int gpu_pointwise_vector(const kir_module *m, int i);
 
 /* The attention kernel (attention.c): GPU_ATT_THREADS invocations per work group, a group per
  * 32 query rows of a batch (gpu_attention_groups, over the grid's x; the kernel loops when the

@@ -61,7 +61,7 @@ void *device_table_get(device_table *t, const char *target, int index, const cha
 }
 
 /* the topics that log_line is called with; "all" turns each on */
-static const char *const log_topics[] = {"cache", "fusion", "graph_breaks", "kernels", "memory", "recompiles", "tune", NULL};
+static const char *const log_topics[] = {"cache", "fusion", "graph_breaks", "kernels", "memory", "recompiles", "shader_stats", "tune", NULL};
 
 /* the first word of PORTC_LOG that is not a topic, into why; false when there is none */
 static bool log_unknown(const char *v, char *why, size_t len) {

@@ -42,6 +42,15 @@ PORTC_VULKAN_DISABLE=storage16 expect 1 "f16 without 16-bit storage" -- "$portc"
 contains "needs 16-bit storage buffers (storageBuffer16BitAccess)" "missing feature named"
 PORTC_VULKAN_DISABLE=storage16 expect 0 "f32 without 16-bit storage" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan --seed 1 --set N=3
 
+# pointwise kernels move 16-bit data eight elements at a time where their buffers lie as the output
+# does (NVIDIA's driver moves single 16-bit elements at a tenth of its bandwidth); a broadcast
+# operand stays a scalar load
+printf 'graph p\ninput x: f16[3, 64]\ninput w: f32[64]\nxf = cast(x, to=f32)\ns = add(xf, w)\ny = cast(s, to=f16)\nz = mul(x, x)\noutput y\noutput z\n' >"$tmp/p.ptg"
+expect 0 "explain f16 pointwise kernels" -- "$portc" explain "$tmp/p.ptg" -t vulkan
+contains "vectors of 8" "pointwise kernels with vector accesses"
+expect 0 "f16 pointwise kernels in vectors" -- "$portc" verify --model "$tmp/p.ptg" -t vulkan
+contains "2 passed, 0 failed, 0 skipped" "vector pointwise kernels match the reference"
+
 # a device without 64-bit integers: integer graphs are refused by name
 printf 'graph i\ninput x: i32[10]\ny = relu(x)\noutput y\n' >"$tmp/i.ptg"
 PORTC_VULKAN_DISABLE=int64 expect 1 "ints without int64" -- "$portc" run "$tmp/i.ptg" -t vulkan --seed 1

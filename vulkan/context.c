@@ -193,6 +193,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .coop_matrix = coop_matrix_f16(pd),
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
       .subgroup_size = sg.subgroupSize,
+      .exec_stats = log_enabled("shader_stats") && has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME),
   };
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
@@ -334,12 +335,16 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
                                                   .vulkanMemoryModel = VK_TRUE};
   VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm,
                                                    .shaderFloat16 = VK_TRUE};
-  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = c->f.coop_matrix ? (void *)&f16 : (void *)&s16};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR ep = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = c->f.coop_matrix ? (void *)&f16 : (void *)&s16,
+      .pipelineExecutableInfo = VK_TRUE};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = c->f.exec_stats ? (void *)&ep : ep.pNext};
   f2.features.shaderInt64 = c->f.int64;
   const char *exts[8];
   uint32_t next = 0;
   if (c->f.storage8) exts[next++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
   if (c->f.denorm_preserve) exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
+  if (c->f.exec_stats) exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
   if (c->f.coop_matrix) {
     exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (has_device_ext(c->phys, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) exts[next++] = VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
@@ -409,6 +414,8 @@ static vk_context *make_context(int index, char *why, size_t len) {
     return NULL;
   }
   pipeline_cache_load(c);
+  if (log_enabled("shader_stats") && !c->f.exec_stats)
+    log_line("shader_stats", "%s: the driver does not offer VK_KHR_pipeline_executable_properties; no statistics", c->name);
   return c;
 }
 

@@ -99,7 +99,7 @@ static void declare_buffers(emitter *e, int index, bool f16) {
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = f16 && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
-    bool vec = e->k->kind == KK_ROW && e->k->sched.vector && dtype_is_float(t);
+    bool vec = (e->k->kind == KK_ROW || e->k->kind == KK_POINTWISE) && e->k->sched.vector && dtype_is_float(t);
     emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec ? "" : "restrict ", written ? "" : "readonly ", i,
               operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
     if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
@@ -174,8 +174,8 @@ static void kernel(emitter *e, int index) {
   if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
   declare_buffers(e, index, false);
-  int vec = k->kind == KK_ROW ? k->sched.vector : 0;
-  if (vec) emit_line(e, "const int PC_VEC = %d; /* consecutive row elements per vector access */", vec);
+  int vec = k->kind == KK_ROW || k->kind == KK_POINTWISE ? k->sched.vector : 0;
+  if (vec) emit_line(e, "const int PC_VEC = %d; /* consecutive elements per vector access */", vec);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "const uint PC_RV = (%lldu + PC_WG * %du - 1u) / (PC_WG * %du) * %du; /* row elements per invocation */",
               (long long)gpu_row_regs_length(k), vec ? vec : 1, vec ? vec : 1, vec ? vec : 1);

@@ -153,6 +153,38 @@ static portc_status spirv_for(vk_context *c, const load_request *req, const char
   return st;
 }
 
+/* PORTC_LOG=shader_stats: what the driver says of kernel i's compiled code (registers, spills,
+ * instructions: each driver names its own statistics), one line per executable */
+static void log_stats(vk_module *m, int i) {
+  vk_context *c = m->c;
+  if (!c->d.vkGetPipelineExecutablePropertiesKHR || !c->d.vkGetPipelineExecutableStatisticsKHR) return;
+  VkPipelineInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = m->k[i].pipe};
+  VkPipelineExecutablePropertiesKHR props[4];
+  uint32_t n = 4;
+  for (uint32_t e = 0; e < n; e++) props[e] = (VkPipelineExecutablePropertiesKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+  if (c->d.vkGetPipelineExecutablePropertiesKHR(c->dev, &pi, &n, props) < 0) return;
+  for (uint32_t e = 0; e < n; e++) {
+    VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = m->k[i].pipe, .executableIndex = e};
+    VkPipelineExecutableStatisticKHR st[32];
+    uint32_t ns = 32;
+    for (uint32_t k = 0; k < ns; k++) st[k] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    if (c->d.vkGetPipelineExecutableStatisticsKHR(c->dev, &ei, &ns, st) < 0) continue;
+    char line[2048];
+    size_t len = 0;
+    for (uint32_t k = 0; k < ns && len < sizeof line; k++) {
+      const VkPipelineExecutableStatisticKHR *x = &st[k];
+      int w = x->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR ? snprintf(line + len, sizeof line - len, "; %s %s", x->name, x->value.b32 ? "yes" : "no")
+              : x->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR   ? snprintf(line + len, sizeof line - len, "; %s %lld", x->name, (long long)x->value.i64)
+              : x->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR  ? snprintf(line + len, sizeof line - len, "; %s %llu", x->name, (unsigned long long)x->value.u64)
+                                                                                 : snprintf(line + len, sizeof line - len, "; %s %g", x->name, x->value.f64);
+      len += w > 0 ? (size_t)w : 0;
+    }
+    const kir_kernel *k = &m->km->k[i];
+    log_line("shader_stats", "vulkan %s kernel %d (computes %s), %s%s", m->km->g->name ? m->km->g->name : "graph", i,
+             k->nnodes ? m->km->g->nodes[k->nodes[k->nnodes - 1]].name : "-", props[e].name, len ? line : ": no statistics");
+  }
+}
+
 static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, size_t words) {
   vk_context *c = m->c;
   vk_kernel *k = &m->k[i];
@@ -184,11 +216,13 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = k->shader,
                 .pName = "main", .pSpecializationInfo = &spec},
-      .layout = k->layout};
+      .layout = k->layout,
+      .flags = c->f.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0};
   pthread_mutex_lock(&c->lock); /* the pipeline cache is shared by the process's modules */
   r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->pipe);
   pthread_mutex_unlock(&c->lock);
   if (r) return vk_fail(r, "vkCreateComputePipelines", c);
+  if (c->f.exec_stats) log_stats(m, i);
   return PORTC_OK;
 }
 

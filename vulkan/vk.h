@@ -16,6 +16,7 @@
  * compile time with the feature's name, or written without it */
 typedef struct vk_features {
   bool storage16, storage8, int64, subgroup_arith, timestamps, coop_matrix, denorm_preserve;
+  bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
 } vk_features;
 
