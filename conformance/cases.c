@@ -211,9 +211,10 @@ static void contraction_cases(conf_cases *cs) {
       text(add(cs, "ops", "matmul/%s/[%s]x[%s]", FLOATS[d], MM[m].a, MM[m].b), "input a: %s[%s]\ninput b: %s[%s]\ny = matmul(a, b)\noutput y\n",
            FLOATS[d], MM[m].a, FLOATS[d], MM[m].b);
   text(add(cs, "ops", "matmul/transposed-operand"), "input a: f32[33, 7]\ninput b: f32[5, 33]\nat = permute(a, perm=[1, 0])\nbt = permute(b, perm=[1, 0])\ny = matmul(at, bt)\noutput y\n");
-  /* whole 64x64 tiles of f16: the shape GPU targets run on matrix units (Vulkan: cooperative matrices) */
+  /* whole tiles of f16: the shape GPU targets run on matrix units (Vulkan: cooperative matrices in
+   * 64x128 tiles, k-steps of 32: three steps, so both halves of its double buffer and the odd end) */
   text(add(cs, "ops", "matmul/f16-whole-tiles-bias-gelu"),
-       "input a: f16[128, 64]\ninput b: f16[64, 192]\ninput bias: f16[192]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
+       "input a: f16[128, 96]\ninput b: f16[96, 256]\ninput bias: f16[256]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-whole-tiles-transposed-b"),
        "input a: f16[64, 256]\ninput b: f16[128, 256]\nbt = permute(b, perm=[1, 0])\ny = matmul(a, bt)\noutput y\n");
   /* tensor-core GEMMs of the CUDA target with partial tiles: wide (1040 columns: 256-column

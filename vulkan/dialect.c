@@ -115,65 +115,69 @@ static void declare_buffers(emitter *e, int index, bool f16) {
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
 
-/* Four subgroups of 32 share a 64x64 tile, each computing 32x32 as 2x2 fragments of 16x16. The
- * operands pass through shared memory in k-steps of 32 (rows padded by 8 halves against bank
- * conflicts), read from the buffers in 16-byte words; the next step's words are loaded into
- * registers while the current step multiplies, then written to the other half of the double
- * buffer, so one barrier per step suffices. The sums go through shared memory so that the
- * epilogue runs per element as in the other variant. */
+/* Four subgroups of 32 share a 64x128 tile, each computing 32x64 as 2x4 fragments of 16x16 (six
+ * fragment loads for eight products). The launch grid is the 64x64 one of the SIMT variant, so
+ * work groups of odd x leave at once and even ones take two grid columns. The operands pass
+ * through shared memory in k-steps of 32 (rows padded by 8 halves against bank conflicts), read
+ * from the buffers in 16-byte words; the next step's words are loaded into registers while the
+ * current step multiplies, then written to the other half of the double buffer, so one barrier
+ * per step suffices. The sums go through a 64x64 shared tile, one half of the columns at a time,
+ * so that the epilogue runs per element as in the other variant. */
 static void matmul_coop(emitter *e) {
   const kir_kernel *k = e->k;
-  const char *ab = emit_buf(e, k->in_buf[0]);
   char a[16], b[16];
-  snprintf(a, sizeof a, "%s", ab);
+  snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
   const char *oidx[] = {"m", "n"};
+  emit_line(e, "if ((gl_WorkGroupID.x & 1u) != 0u) return; /* the even neighbour takes these columns */");
   emit_line(e, "const int M = %lld, N = %lld, K = %lld;", (long long)k->mnk[0].c, (long long)k->mnk[1].c, (long long)k->mnk[2].c);
-  emit_line(e, "const int sg = int(gl_SubgroupID), sm = (sg >> 1) * 32, sn = (sg & 1) * 32, n0 = int(gl_WorkGroupID.x) * 64;");
+  emit_line(e, "const int sg = int(gl_SubgroupID), sm = (sg >> 1) * 32, sn = (sg & 1) * 64, n0 = int(gl_WorkGroupID.x) * 64;");
   emit_line(e, "const int tid = int(gl_LocalInvocationID.x);");
-  /* thread tid moves words tid and tid + 128 of each tile: A's 64 rows of 4 words, B's 32 rows of 8 */
-  emit_line(e, "const int ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid >> 3, bc = (tid & 7) * 8;");
+  /* thread tid moves words tid + 128 h of each tile: A's 64 rows of 4 words (h < 2), B's 32 rows of 16 (h < 4) */
+  emit_line(e, "const int ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid >> 4, bc = (tid & 15) * 8;");
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * 64; m0 < M; m0 += int(gl_NumWorkGroups.y) * 64) {");
   e->indent++;
-  emit_line(e, "uvec4 wa[2], wb[2];");
-  emit_line(e, "for (int h = 0; h < 2; h++) {");
-  emit_line(e, "  wa[h] = %sv[((m0 + ar0 + 32 * h) * K + ac) >> 3];", a);
-  emit_line(e, "  wb[h] = %sv[((br0 + 16 * h) * N + n0 + bc) >> 3];", b);
-  emit_line(e, "}");
+  emit_line(e, "uvec4 wa[2], wb[4];");
+  emit_line(e, "for (int h = 0; h < 2; h++) wa[h] = %sv[((m0 + ar0 + 32 * h) * K + ac) >> 3];", a);
+  emit_line(e, "for (int h = 0; h < 4; h++) wb[h] = %sv[((br0 + 8 * h) * N + n0 + bc) >> 3];", b);
   emit_line(e, "PC_STAGE(0);");
   emit_line(e, "barrier();");
-  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[2][2];");
-  emit_line(e, "for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
+  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[2][4];");
+  emit_line(e, "for (int i = 0; i < 2; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
   emit_line(e, "for (int kk = 0; kk < K; kk += 32) {");
   e->indent++;
   emit_line(e, "const int cur = (kk >> 5) & 1;");
   emit_line(e, "const bool more = kk + 32 < K;");
-  emit_line(e, "if (more) for (int h = 0; h < 2; h++) {");
-  emit_line(e, "  wa[h] = %sv[((m0 + ar0 + 32 * h) * K + kk + 32 + ac) >> 3];", a);
-  emit_line(e, "  wb[h] = %sv[((kk + 32 + br0 + 16 * h) * N + n0 + bc) >> 3];", b);
+  emit_line(e, "if (more) {");
+  emit_line(e, "  for (int h = 0; h < 2; h++) wa[h] = %sv[((m0 + ar0 + 32 * h) * K + kk + 32 + ac) >> 3];", a);
+  emit_line(e, "  for (int h = 0; h < 4; h++) wb[h] = %sv[((kk + 32 + br0 + 8 * h) * N + n0 + bc) >> 3];", b);
   emit_line(e, "}");
   emit_line(e, "for (int ks = 0; ks < 32; ks += 16) {");
-  emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[2];");
+  emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[4];");
   emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * 40 + ks), 40u, false);");
-  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatLoadNV(fb[jj], pc_Bs, uint(cur * PC_BS + ks * 72 + sn + 16 * jj), 72u, false);");
-  emit_line(e, "  for (int i = 0; i < 2; i++) for (int jj = 0; jj < 2; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
+  emit_line(e, "  for (int jj = 0; jj < 4; jj++) coopMatLoadNV(fb[jj], pc_Bs, uint(cur * PC_BS + ks * 136 + sn + 16 * jj), 136u, false);");
+  emit_line(e, "  for (int i = 0; i < 2; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
   emit_line(e, "}");
   emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
   emit_line(e, "barrier();");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "for (int i = 0; i < 2; i++)");
-  emit_line(e, "  for (int jj = 0; jj < 2; jj++) coopMatStoreNV(c[i][jj], pc_C, uint((sm + 16 * i) * 64 + sn + 16 * jj), 64u, false);");
+  emit_line(e, "for (int hc = 0; hc < 2; hc++) { /* columns n0 + 64 hc: the sums of the subgroups with sn = 64 hc */");
+  e->indent++;
+  emit_line(e, "if ((sg & 1) == hc)");
+  emit_line(e, "  for (int i = 0; i < 2; i++)");
+  emit_line(e, "    for (int jj = 0; jj < 4; jj++) coopMatStoreNV(c[i][jj], pc_C, uint((sm + 16 * i) * 64 + 16 * jj), 64u, false);");
   emit_line(e, "barrier();");
   emit_line(e, "for (int q = tid; q < 64 * 64; q += 128) {");
   e->indent++;
-  emit_line(e, "const int m = m0 + q / 64, n = n0 + q %% 64;");
+  emit_line(e, "const int m = m0 + q / 64, n = n0 + 64 * hc + q %% 64;");
   emit_line(e, "const float acc0 = pc_C[q];");
   emit_scope_push(e);
   emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);
   emit_line(e, "barrier();");
+  gpu_loop_end(e);
   gpu_loop_end(e);
 }
 
@@ -190,14 +194,14 @@ static void kernel(emitter *e, int index) {
     emit_line(e, "layout(local_size_x = 128) in;");
     declare_buffers(e, index, true);
     emit_line(e, "shared float pc_C[64 * 64];");
-    /* the double-buffered operand tiles: A 64 x 32 and B 32 x 64 halves, rows padded by 8 */
-    emit_line(e, "const int PC_AS = 64 * 40, PC_BS = 32 * 72;");
+    /* the double-buffered operand tiles: A 64 x 32 and B 32 x 128 halves, rows padded by 8 */
+    emit_line(e, "const int PC_AS = 64 * 40, PC_BS = 32 * 136;");
     emit_line(e, "shared float16_t pc_As[2 * PC_AS], pc_Bs[2 * PC_BS];");
     emit_line(e, "#define PC_PUT8(arr, at, wd) { f16vec2 p_; p_ = unpackFloat2x16((wd).x); arr[(at)] = p_.x; arr[(at) + 1] = p_.y; "
                  "p_ = unpackFloat2x16((wd).y); arr[(at) + 2] = p_.x; arr[(at) + 3] = p_.y; p_ = unpackFloat2x16((wd).z); arr[(at) + 4] = p_.x; "
                  "arr[(at) + 5] = p_.y; p_ = unpackFloat2x16((wd).w); arr[(at) + 6] = p_.x; arr[(at) + 7] = p_.y; }");
-    emit_line(e, "#define PC_STAGE(s) for (int h = 0; h < 2; h++) { PC_PUT8(pc_As, (s) * PC_AS + (ar0 + 32 * h) * 40 + ac, wa[h]); "
-                 "PC_PUT8(pc_Bs, (s) * PC_BS + (br0 + 16 * h) * 72 + bc, wb[h]); }");
+    emit_line(e, "#define PC_STAGE(s) { for (int h = 0; h < 2; h++) PC_PUT8(pc_As, (s) * PC_AS + (ar0 + 32 * h) * 40 + ac, wa[h]); "
+                 "for (int h = 0; h < 4; h++) PC_PUT8(pc_Bs, (s) * PC_BS + (br0 + 8 * h) * 136 + bc, wb[h]); }");
     emit_line(e, "void main() {");
     e->indent++;
     matmul_coop(e);

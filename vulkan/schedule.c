@@ -16,7 +16,7 @@
 static bool coop_eligible(const kir_module *m, const kir_kernel *k) {
   const dim *d = k->mnk;
   if (k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
-  if (d[0].c % VK_MM_TILE || d[1].c % VK_MM_TILE || d[2].c % 32) return false; /* k-steps of 32 */
+  if (d[0].c % VK_MM_TILE || d[1].c % (2 * VK_MM_TILE) || d[2].c % 32) return false; /* 64x128 tiles, k-steps of 32 */
   for (int slot = 0; slot < 2; slot++)
     if (m->buf[k->in_buf[slot]].dt != PORTC_F16 || !matmul_plain_operand(m, k, slot)) return false;
   return true;
