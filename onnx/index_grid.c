@@ -32,6 +32,16 @@ static int ncomp(const igrid *gr) { return gr->comps ? gr->comps : 1; }
 /* axes whose coordinates the functions read: all but the component axis */
 static int coord_axes(const igrid *gr) { return gr->comps ? gr->rank - 1 : gr->rank; }
 
+/* the value of element e (a flat index over shape, the grid's shape or 1 on its run-time axes) */
+static int64_t grid_at(const igrid *gr, const int64_t *shape, int64_t e) {
+  int64_t rem = e, x[PORTC_MAX_RANK] = {0};
+  for (int d = gr->rank - 1; d >= 0; d--) x[d] = rem % shape[d], rem /= shape[d];
+  int j = gr->comps ? (int)x[gr->rank - 1] : 0;
+  int64_t val = gr->off[j];
+  for (int d = 0; d < coord_axes(gr); d++) val += gr->coef[j][d] * x[d];
+  return val;
+}
+
 /* a known integer tensor as a grid: false when its values are not affine in its coordinates */
 static bool known_grid(const oval *v, igrid *gr) {
   memset(gr, 0, sizeof *gr);
@@ -68,14 +78,7 @@ static portc_status out_grid(imp *c, int k, portc_dtype dt, const igrid *gr) {
     if (n <= MAX_ELEMS) {
       sval *r = malloc(sizeof(sval) * (size_t)(n ? n : 1));
       if (!r) return fail(c, PORTC_ERR_NOMEM, "out of memory");
-      for (int64_t e = 0; e < n; e++) {
-        int64_t rem = e, x[PORTC_MAX_RANK];
-        for (int d = gr->rank - 1; d >= 0; d--) x[d] = rem % shape[d], rem /= shape[d];
-        int j = gr->comps ? (int)x[gr->rank - 1] : 0;
-        int64_t val = gr->off[j];
-        for (int d = 0; d < coord_axes(gr); d++) val += gr->coef[j][d] * x[d];
-        r[e] = (sval){val, -1, false};
-      }
+      for (int64_t e = 0; e < n; e++) r[e] = (sval){grid_at(gr, shape, e), -1, false};
       return out_ints(c, k, dt, gr->rank, shape, r);
     }
   }
@@ -424,7 +427,7 @@ portc_status onnx_grid_op(imp *c, const char *op) {
 
 portc_node onnx_grid_node(imp *c, oval *v) {
   const igrid *gr = v->grid;
-  int64_t shape[PORTC_MAX_RANK], n = 1;
+  int64_t shape[PORTC_MAX_RANK] = {0}, n = 1;
   portc_dim dims[PORTC_MAX_RANK];
   for (int k = 0; k < gr->rank; k++) {
     dim d = gr->shape[k];
@@ -439,14 +442,7 @@ portc_node onnx_grid_node(imp *c, oval *v) {
   if (n > MAX_ELEMS) return -(portc_node)fail(c, PORTC_ERR_SHAPE, "value '%s' has more than 2^24 elements along its constant axes", v->name);
   double *vals = malloc(sizeof(double) * (size_t)(n ? n : 1));
   if (!vals) return -(portc_node)fail(c, PORTC_ERR_NOMEM, "out of memory");
-  for (int64_t e = 0; e < n; e++) {
-    int64_t rem = e, x[PORTC_MAX_RANK];
-    for (int k = gr->rank - 1; k >= 0; k--) x[k] = rem % shape[k], rem /= shape[k];
-    int j = gr->comps ? (int)x[gr->rank - 1] : 0;
-    int64_t val = gr->off[j];
-    for (int k = 0; k < coord_axes(gr); k++) val += gr->coef[j][k] * x[k];
-    vals[e] = (double)val;
-  }
+  for (int64_t e = 0; e < n; e++) vals[e] = (double)grid_at(gr, shape, e);
   portc_node k = portc_const(c->g, v->dt, gr->rank, shape, vals, n);
   free(vals);
   return k < 0 ? k : portc_expand(c->g, k, gr->rank, dims);

@@ -138,8 +138,9 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * 64; m0 < M; m0 += int(gl_NumWorkGroups.y) * 64) {");
   e->indent++;
   emit_line(e, "uvec4 wa[2], wb[4];");
-  emit_line(e, "for (int h = 0; h < 2; h++) wa[h] = %sv[((m0 + ar0 + 32 * h) * K + ac) >> 3];", a);
-  emit_line(e, "for (int h = 0; h < 4; h++) wb[h] = %sv[((br0 + 8 * h) * N + n0 + bc) >> 3];", b);
+  emit_line(e, "#define PC_FETCH(k0) { for (int h = 0; h < 2; h++) wa[h] = %sv[((m0 + ar0 + 32 * h) * K + (k0) + ac) >> 3]; \\", a);
+  emit_line(e, "  for (int h = 0; h < 4; h++) wb[h] = %sv[(((k0) + br0 + 8 * h) * N + n0 + bc) >> 3]; }", b);
+  emit_line(e, "PC_FETCH(0);");
   emit_line(e, "PC_STAGE(0);");
   emit_line(e, "barrier();");
   emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[2][4];");
@@ -148,10 +149,7 @@ static void matmul_coop(emitter *e) {
   e->indent++;
   emit_line(e, "const int cur = (kk >> 5) & 1;");
   emit_line(e, "const bool more = kk + 32 < K;");
-  emit_line(e, "if (more) {");
-  emit_line(e, "  for (int h = 0; h < 2; h++) wa[h] = %sv[((m0 + ar0 + 32 * h) * K + kk + 32 + ac) >> 3];", a);
-  emit_line(e, "  for (int h = 0; h < 4; h++) wb[h] = %sv[((kk + 32 + br0 + 8 * h) * N + n0 + bc) >> 3];", b);
-  emit_line(e, "}");
+  emit_line(e, "if (more) PC_FETCH(kk + 32);");
   emit_line(e, "for (int ks = 0; ks < 32; ks += 16) {");
   emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[4];");
   emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * 40 + ks), 40u, false);");
