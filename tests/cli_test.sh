@@ -16,7 +16,7 @@ expect 0 "top-level help" -- "$portc" --help
 contains "run G.ptg" "help lists run"
 # PORTC_LOG takes known topics only, and says which they are
 PORTC_LOG=cache,kernals expect 2 "unknown log topic" -- "$portc" check "$src/examples/mlp.ptg"
-contains "PORTC_LOG: unknown topic 'kernals' (known: all, cache, fusion, graph_breaks, kernels, memory, recompiles, tune)" "log topics listed"
+contains "PORTC_LOG: unknown topic 'kernals' (known: all, cache, fusion, graph_breaks, kernels, memory, recompiles, shader_stats, tune)" "log topics listed"
 PORTC_LOG=all,cache expect 0 "known log topics" -- "$portc" check "$src/examples/mlp.ptg"
 for verb in run check ops; do
   expect 0 "$verb --help" -- "$portc" "$verb" --help
