@@ -90,22 +90,6 @@ static portc_status time_calls(portc_module *mod, portc_bindings *b, const portc
   return st;
 }
 
-/* Draws the seeded inputs once and binds them, so that no measurement draws them again. Drawn
- * inside portc_module_time (rounding 134M values to f16 takes the host seconds), they left the
- * device idle long enough that NVIDIA's driver lowered its clocks, and the runs that followed took
- * up to 5x as long as the same runs on the same values read from a file. One untimed run records
- * what it used (portc_bindings_get); each input takes that value. */
-static portc_status pin_seeded_inputs(portc_module *mod, const portc_graph *g, portc_bindings *b) {
-  double t;
-  portc_status st = portc_module_time(mod, b, 1, &t);
-  for (int i = 0; !st && i < portc_graph_input_count(g); i++) {
-    const char *name = portc_node_name(g, portc_graph_input(g, i));
-    const portc_tensor *x = portc_bindings_get(b, name);
-    if (x) st = portc_bindings_set(b, name, x);
-  }
-  return st;
-}
-
 static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, int iters, int profile, int steps,
                        measure *m) {
   char cold_dir[] = "/tmp/portc-bench-XXXXXX";
@@ -139,7 +123,7 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
   double *t = malloc(sizeof *t * (size_t)(warmup + iters));
   m->info = (portc_module_info)PORTC_MODULE_INFO_INIT;
   m->samples = malloc(sizeof *m->samples * (size_t)iters);
-  if (!t || !m->samples || pin_seeded_inputs(mod, g, b) != PORTC_OK || portc_module_time(mod, b, warmup + iters, t) != PORTC_OK || portc_module_info_get(mod, b, &m->info) != PORTC_OK) {
+  if (!t || !m->samples || portc_module_time(mod, b, warmup + iters, t) != PORTC_OK || portc_module_info_get(mod, b, &m->info) != PORTC_OK) {
     fprintf(stderr, "portc bench: %s\n", portc_last_error());
     free(t);
     portc_module_free(mod);
