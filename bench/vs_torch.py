@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -21,9 +22,15 @@ N64M = 64 * 1024 * 1024
 ROWS, COLS = 32768, 4096
 
 
-def median_ms(fn, iters, warmup=5):
-    for _ in range(warmup):
+def median_ms(fn, iters, warmup=5, warm_s=2.0):
+    """warm-up for `warmup` runs and at least warm_s seconds, as portc bench --warmup-s: a GPU
+    left idle for seconds (torch.compile compiling, say) runs its next kernels slower"""
+    t0, n = time.perf_counter(), 0
+    while n < warmup or time.perf_counter() - t0 < warm_s:
         fn()
+        n += 1
+        if n % 16 == 0:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     times = []
     for _ in range(iters):

@@ -159,6 +159,13 @@ for want in '"samples_s": [' '"symbols": {"N": 8}' '"device_key": "api=cpu' '"po
 done
 grep -q '^mlp,cpu,.*,fused,' "$tmp/b2.csv" || { echo "FAIL: bench csv lacks the fused row"; fails=$((fails + 1)); }
 grep -q '<circle' "$tmp/b2.svg" || { echo "FAIL: bench chart has no points"; fails=$((fails + 1)); }
+# --warmup-s: warm-up runs for at least that long, counted in the header and the JSON
+expect 0 "bench --warmup-s" -- "$portc" bench "$src/examples/softmax.ptg" --set N=64 --iters 3 --warmup 1 --warmup-s 0.2 --no-eager \
+  --json "$tmp/b3.json"
+grep -Eq 'runs after ([2-9]|[1-9][0-9]+) warm-up' "$tmp/out" || { echo "FAIL: bench --warmup-s made one warm-up run"; sed 's/^/  | /' "$tmp/out"; fails=$((fails + 1)); }
+grep -Eq '"warmup": ([2-9]|[1-9][0-9]+),' "$tmp/b3.json" || { echo "FAIL: bench json lacks the warm-up runs made"; fails=$((fails + 1)); }
+expect 2 "bench --warmup-s, negative" -- "$portc" bench "$src/examples/softmax.ptg" --warmup-s -1
+contains "--warmup-s wants seconds" "bench --warmup-s says what it wants"
 # --trace: the transformer's kernels as Chrome trace JSON, one complete event per kernel, named
 # as explain names them, end to end
 expect 0 "bench --trace" -- "$portc" bench "$src/examples/transformer.ptg" --set B=1 --set S=16 --iters 3 --warmup 1 --no-eager \

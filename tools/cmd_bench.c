@@ -15,7 +15,7 @@
 
 static const char *const help =
     "usage: portc bench G.ptg [-t TARGET[,TARGET...]] [--set SYM=N]... [--input NAME=FILE.npy]... [--seed S]\n"
-    "                   [--iters N] [--warmup N] [--json FILE] [--csv FILE] [--chart FILE.svg] [--trace FILE.json]\n"
+    "                   [--iters N] [--warmup N] [--warmup-s S] [--json FILE] [--csv FILE] [--chart FILE.svg] [--trace FILE.json]\n"
     "                   [--no-eager] [--steps N]\n"
     "                   [COMPILE OPTIONS]\n"
     "\n"
@@ -24,7 +24,10 @@ static const char *const help =
     "kernel IR as GB/s and GFLOP/s, peak memory, and the same for eager mode with the fused/eager\n"
     "ratio; where tune tables set some kernels' schedules, also the targets' rules alone (untuned).\n"
     "A spread of the runs over 10%% of the median is reported as a noisy machine. Inputs without\n"
-    "--input come from the seed (default 1). Several targets run one after the other.\n"
+    "--input come from the seed (default 1), drawn once. Several targets run one after the other.\n"
+    "--warmup-s S warms up for at least S seconds of run time as well (default 2 on GPU targets, 0 on\n"
+    "the CPU): a GPU left idle for a few seconds (while the host draws large seeded inputs, say) runs\n"
+    "its next second or so of kernels up to 5x slower on NVIDIA's H200.\n"
     "--json writes every sample with the symbol values, mode, portc version, device key and host\n"
     "(one object per target: {\"targets\": [...]} when there are several); --csv one row per target\n"
     "and series; --chart an SVG of every kernel's rate against the device's peaks, which portc\n"
@@ -39,6 +42,7 @@ static const char *const help =
 
 typedef struct measure {
   double cold, warm, med, min, max, spread;
+  int warmed;        /* the warm-up runs made: --warmup, or more for --warmup-s */
   double *samples; /* every timed run, in order */
   int n;
   portc_module_info info;
@@ -90,8 +94,27 @@ static portc_status time_calls(portc_module *mod, portc_bindings *b, const portc
   return st;
 }
 
-static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, int iters, int profile, int steps,
-                       measure *m) {
+/* Draws the seeded inputs once and binds them, so that no later measurement draws them again
+ * (rounding 134M values to f16 takes the host seconds). One run records what it used
+ * (portc_bindings_get); each input takes that value; *once is that run's time. */
+static portc_status pin_seeded_inputs(portc_module *mod, const portc_graph *g, portc_bindings *b, double *once) {
+  portc_status st = portc_module_time(mod, b, 1, once);
+  for (int i = 0; !st && i < portc_graph_input_count(g); i++) {
+    const char *name = portc_node_name(g, portc_graph_input(g, i));
+    const portc_tensor *x = portc_bindings_get(b, name);
+    if (x) st = portc_bindings_set(b, name, x);
+  }
+  return st;
+}
+
+/* the warm-up runs: `warmup`, or as many as fill warm_s seconds at `once` seconds a run */
+static int warm_runs(int warmup, double warm_s, double once) {
+  double want = once > 0 ? warm_s / once : 0;
+  return want > 100000 ? 100000 : want > warmup ? (int)want + 1 : warmup;
+}
+
+static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_options co, int warmup, double warm_s, int iters, int profile,
+                       int steps, measure *m) {
   char cold_dir[] = "/tmp/portc-bench-XXXXXX";
   if (!mkdtemp(cold_dir)) {
     fprintf(stderr, "portc bench: cannot make a temporary kernel cache\n");
@@ -120,6 +143,13 @@ static int measure_one(const portc_graph *g, portc_bindings *b, portc_compile_op
     fprintf(stderr, "portc bench: %s\n", portc_last_error());
     return EXIT_FAIL;
   }
+  double once = 0;
+  if (pin_seeded_inputs(mod, g, b, &once) != PORTC_OK) {
+    fprintf(stderr, "portc bench: %s\n", portc_last_error());
+    portc_module_free(mod);
+    return EXIT_FAIL;
+  }
+  warmup = m->warmed = warm_runs(warmup, warm_s, once);
   double *t = malloc(sizeof *t * (size_t)(warmup + iters));
   m->info = (portc_module_info)PORTC_MODULE_INFO_INIT;
   m->samples = malloc(sizeof *m->samples * (size_t)iters);
@@ -221,7 +251,7 @@ static void measure_peaks(const char *target, double *gbps, double *gflops) {
     portc_compile_options co = PORTC_COMPILE_OPTIONS_INIT;
     co.target = target;
     measure m = {0};
-    if (measure_one(g, b, co, 1, 3, 0, 0, &m) == EXIT_OK) {
+    if (measure_one(g, b, co, 1, 0, 3, 0, 0, &m) == EXIT_OK) {
       if (k == 0) *gbps = (double)m.info.bytes / m.min / 1e9;
       else *gflops = (double)m.info.flops / m.min / 1e9;
     }
@@ -239,7 +269,7 @@ typedef struct result {
   double peak_gbps, peak_gflops;
 } result;
 
-static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, const result *r, int iters, int warmup) {
+static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, const result *r, int iters) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   fprintf(f, "{\"graph\": ");
@@ -260,7 +290,7 @@ static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, con
   json_string(f, r->key);
   fprintf(f, ", \"timer\": ");
   json_string(f, r->fused.info.timer);
-  fprintf(f, ", \"iters\": %d, \"warmup\": %d, ", iters, warmup);
+  fprintf(f, ", \"iters\": %d, \"warmup\": %d, ", iters, r->fused.warmed);
   json_measure(f, ga->co.eager ? "eager" : "fused", &r->fused);
   if (r->has_eager) {
     fprintf(f, ", ");
@@ -310,6 +340,7 @@ int cmd_bench(int argc, char **argv) {
   graph_args ga = {.seed = 1, .seeded = true, .several = true};
   const char *json = NULL, *csv = NULL, *svg = NULL, *tracef = NULL;
   int iters = 20, warmup = 3, steps = 0;
+  double warm_s = -1; /* by target: 2 s on GPUs, none on the CPU */
   bool eager = true;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -321,12 +352,16 @@ int cmd_bench(int argc, char **argv) {
     if (took < 0) return EXIT_USAGE;
     if (took) continue;
     uint64_t v;
-    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--steps") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart") || !strcmp(a, "--trace");
+    bool takes = !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--warmup-s") || !strcmp(a, "--steps") || !strcmp(a, "--json") || !strcmp(a, "--csv") || !strcmp(a, "--chart") || !strcmp(a, "--trace");
     if (takes && i + 1 >= argc) return usage_error("bench", "%s needs a value", a);
     if (!strcmp(a, "--iters") || !strcmp(a, "--warmup")) {
       if (!parse_u64(argv[++i], &v) || v > 100000 || (!strcmp(a, "--iters") && v == 0)) return usage_error("bench", "%s wants a count", a);
       if (!strcmp(a, "--iters")) iters = (int)v;
       else warmup = (int)v;
+    } else if (!strcmp(a, "--warmup-s")) {
+      char *end;
+      warm_s = strtod(argv[++i], &end);
+      if (end == argv[i] || *end || !(warm_s >= 0 && warm_s <= 600)) return usage_error("bench", "--warmup-s wants seconds, 0 to 600");
     } else if (!strcmp(a, "--steps")) {
       if (!parse_u64(argv[++i], &v) || v == 0 || v > 100000) return usage_error("bench", "--steps wants a count");
       steps = (int)v;
@@ -366,19 +401,20 @@ int cmd_bench(int argc, char **argv) {
     co.size = sizeof co;
     co.target = r->target;
     const int profile = svg ? 10 : 0; /* per-kernel times of every series for the chart; a trace is of the fused run */
-    rc = measure_one(g, b, co, warmup, iters, tracef ? 10 : profile, steps, &r->fused);
+    const double ws = warm_s >= 0 ? warm_s : strncmp(r->target, "cpu", 3) ? 2.0 : 0.0;
+    rc = measure_one(g, b, co, warmup, ws, iters, tracef ? 10 : profile, steps, &r->fused);
     portc_compile_options ce = co;
     ce.eager = true;
-    if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, iters, profile, 0, &r->eager), r->has_eager = !rc;
+    if (!rc && eager && !co.eager) rc = measure_one(g, b, ce, warmup, ws, iters, profile, 0, &r->eager), r->has_eager = !rc;
     portc_compile_options cr = co;
     cr.rules_only = true;
-    if (!rc && r->fused.info.tuned_kernels > 0 && !co.rules_only) rc = measure_one(g, b, cr, warmup, iters, profile, 0, &r->rules), r->has_rules = !rc;
+    if (!rc && r->fused.info.tuned_kernels > 0 && !co.rules_only) rc = measure_one(g, b, cr, warmup, ws, iters, profile, 0, &r->rules), r->has_rules = !rc;
     if (!rc && svg) measure_peaks(r->target, &r->peak_gbps, &r->peak_gflops);
     if (rc) break;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("%s on %s (%s), %d runs after %d warm-up, timed with %s\n", portc_graph_name(g), r->fused.info.target, r->fused.info.device, iters,
-           warmup, r->fused.info.timer);
+           r->fused.warmed, r->fused.info.timer);
     print_measure(co.eager ? "eager" : "fused", &r->fused);
     if (r->has_eager) {
       print_measure("eager", &r->eager);
@@ -423,7 +459,7 @@ int cmd_bench(int argc, char **argv) {
       if (done > 1) fprintf(f, "{\"targets\": [");
       for (int t = 0; t < done; t++) {
         if (t) fprintf(f, ", ");
-        json_result(f, g, &ga, &res[t], iters, warmup);
+        json_result(f, g, &ga, &res[t], iters);
       }
       fprintf(f, done > 1 ? "]}\n" : "\n");
       fclose(f);
