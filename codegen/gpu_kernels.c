@@ -127,13 +127,16 @@ void gpu_pointwise(emitter *e) {
  * Where the dialect has vector accesses (gpu_spelling.vload), the row is one dim and the
  * kernel's row loads and stores read and write their buffers as they lie, each thread takes
  * PC_VEC consecutive elements at a time: the first loop fills them with one vector load, and the
- * store loop collects them and writes one vector store. */
+ * store loop collects them and writes one vector store. Operands of the row's length that every
+ * row shares (layer_norm's scale and shift) come the same way, a vector load in each loop that
+ * reads them: one load of 16 bytes where f16 elements took a load each. */
 typedef struct row_regs {
   unsigned *used; /* per value: the loops that need it (bit p: phase p; bit nphase: the stores) */
   int *slot;      /* per value: its array, or -1 */
   int n;
   int vec;        /* elements per vector access, 0: none */
   bool *vload;    /* per value: filled by a vector load */
+  bool *shared;   /* per value: a row operand every row shares, vector-loaded where it is used */
   bool vstore[KIR_MAX_STORES];
 } row_regs;
 
@@ -155,6 +158,18 @@ int64_t gpu_row_regs_length(const kir_kernel *k) {
 /* a row load or store that can be vectorized: a float buffer read as it lies */
 static bool vector_access(const kir_module *m, const kir_kernel *k, int buf, int path) {
   return dtype_is_float(m->buf[buf].dt) && path_is_identity(k, path) && m->buf[buf].sh.rank == k->dom.rank + k->red.rank;
+}
+
+/* a float buffer of the row's length that every row reads at the row index alone (numpy
+ * broadcasting of a 1-D operand over the rows), in elements a vector of vec can hold */
+static bool shared_operand_access(const kir_module *m, const kir_kernel *k, int buf, int path, int vec) {
+  const shape *bs = &m->buf[buf].sh;
+  if (!dtype_is_float(m->buf[buf].dt) || path < 0 || k->red.rank != 1 || bs->rank != 1 || bs->d[0].sym >= 0) return false;
+  if (portc_dtype_size(m->buf[buf].dt) == 2 && vec != 8) return false; /* 16-bit words hold 8 */
+  const kir_path *p = &k->path[path];
+  const kir_step *st = &p->s[0];
+  return p->n == 1 && st->kind == ST_BCAST && st->from.rank == k->dom.rank + 1 && st->to.rank == 1 && bs->d[0].c == k->red.d[0].c &&
+         st->from.d[k->dom.rank].sym < 0 && st->from.d[k->dom.rank].c == bs->d[0].c;
 }
 
 int gpu_row_vector(const kir_module *m, int i) {
@@ -179,7 +194,8 @@ static void plan_row_regs(const emitter *e, row_regs *rr) {
   rr->used = calloc((size_t)k->nval + 1, sizeof *rr->used);
   rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
   rr->vload = calloc((size_t)k->nval + 1, sizeof *rr->vload);
-  if (!gpu_row_regs_length(k) || !rr->used || !rr->slot || !rr->vload) return;
+  rr->shared = calloc((size_t)k->nval + 1, sizeof *rr->shared);
+  if (!gpu_row_regs_length(k) || !rr->used || !rr->slot || !rr->vload || !rr->shared) return;
   rr->vec = G(e)->vload ? k->sched.vector : 0; /* the schedule's, where the dialect has vector accesses */
   for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rr->used);
   for (int s = 0; s < k->nstore; s++)
@@ -188,8 +204,9 @@ static void plan_row_regs(const emitter *e, row_regs *rr) {
     const kir_val *x = &k->val[v];
     bool load = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt);
     rr->vload[v] = load && rr->vec && rr->used[v] && vector_access(e->m, k, x->buf, x->path);
+    rr->shared[v] = load && rr->vec && rr->used[v] && !rr->vload[v] && shared_operand_access(e->m, k, x->buf, x->path, rr->vec);
     bool costly = x->kind == KV_OP && x->row && dtype_is_float(x->dt) && op_is_costly(x->op);
-    rr->slot[v] = ((load || costly) && __builtin_popcount(rr->used[v]) > 1) || rr->vload[v] ? rr->n++ : -1;
+    rr->slot[v] = (((load && !rr->shared[v]) || costly) && __builtin_popcount(rr->used[v]) > 1) || rr->vload[v] ? rr->n++ : -1;
   }
   for (int s = 0; s < k->nstore; s++) rr->vstore[s] = rr->vec && k->store[s].row && vector_access(e->m, k, k->store[s].buf, k->store[s].path);
 }
@@ -198,6 +215,7 @@ static void free_row_regs(row_regs *rr) {
   free(rr->used);
   free(rr->slot);
   free(rr->vload);
+  free(rr->shared);
 }
 
 static bool first_loop(const row_regs *rr, int v, int loop) { return (rr->used[v] & ((1u << loop) - 1)) == 0; }
@@ -256,6 +274,21 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
     emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
     e->done[v] = e->scope;
   }
+  for (int v = 0; v < k->nval && rr->vec; v++) {
+    if (!rr->shared[v] || !(rr->used[v] & (1u << loop))) continue;
+    const char *g[2 * PORTC_MAX_RANK];
+    char off[128], buf[16], arr[16];
+    group_names(e, full, g);
+    emit_offset(e, k->val[v].path, &fs, g, off, sizeof off);
+    snprintf(buf, sizeof buf, "%s", emit_buf(e, k->val[v].buf));
+    snprintf(arr, sizeof arr, "sh%d", v);
+    emit_line(e, "if (it %% PC_VEC == 0) {");
+    e->indent++;
+    emit_line(e, G(e)->vload, buf, off, arr, "0");
+    gpu_loop_end(e);
+    emit_line(e, "const float v%d = sh%d[it %% PC_VEC];", v, v);
+    e->done[v] = e->scope;
+  }
 }
 
 static void row_loop_end(emitter *e, const row_regs *rr, int loop, const char *const *full) {
@@ -308,8 +341,12 @@ static void row_phase(emitter *e, const row_regs *rr, int p, const char *const *
   }
   if (f && minmax) emit_line(e, "if (isnan(%s)) nan%d = 1.0;", v, p);
   row_loop_end(e, rr, p, full);
+  /* a NaN reads as the infinity that wins, so one reduction does; only where that infinity
+   * wins (every thread sees the same result) does a second reduction ask whether it was a NaN */
+  const char *inf = ph->op == OP_max ? "INFINITY" : "(-INFINITY)";
+  if (f && minmax) emit_line(e, "if (nan%d != 0.0) acc%d = %s;", p, p, inf);
   emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
-  if (f && minmax) emit_line(e, "if (pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, p);
+  if (f && minmax) emit_line(e, "if (acc%d == %s && pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, inf, p, p);
   if (ph->op == OP_mean) emit_line(e, "acc%d /= float(L);", p);
 }
 
@@ -327,6 +364,8 @@ void gpu_row(emitter *e) {
   for (int c = 0; c < rr.n; c++) emit_line(e, "float rr%d[PC_RV];", c);
   for (int s = 0; s < k->nstore; s++)
     if (rr.vstore[s]) emit_line(e, "float sv%d[PC_VEC];", s);
+  for (int v = 0; v < k->nval && rr.shared; v++)
+    if (rr.shared[v]) emit_line(e, "float sh%d[PC_VEC];", v);
   emit_line(e, "for (int o = %s; o < NO; o += %s) {", G(e)->group[0], G(e)->ngroups[0]);
   e->indent++;
   emit_scope_push(e);

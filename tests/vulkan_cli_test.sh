@@ -31,6 +31,9 @@ expect 0 "devices" -- "$portc" devices
 contains "vulkan    available" "vulkan listed"
 contains "vulkan:0 (default)" "devices describes vulkan:0"
 contains "16-bit storage" "devices lists features"
+contains "f32 to f16 by the device" "devices says who rounds f16 stores"
+PORTC_VULKAN_DISABLE=f16convert expect 0 "devices without the device's f16 conversion" -- "$portc" devices
+contains "f32 to f16 by the device (nearest even, denormals kept) no (portc rounds in software)" "software f16 rounding named"
 expect 0 "a device by index" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan:0 --seed 1 --set N=3
 expect 1 "a device that is not there" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan:9 --seed 1 --set N=3
 contains "no device vulkan:9" "the missing device named"

@@ -4,7 +4,7 @@
  * the pipeline cache kept beside the kernel cache. With PORTC_VULKAN_VALIDATION=1 the Khronos
  * validation layer is enabled where installed, and every message it sends is printed with the
  * prefix "portc vulkan validation:" (the tests fail on any). PORTC_VULKAN_DISABLE=int64,storage16,
- * storage8,subgroup,timestamps,coopmat,denorm makes portc treat a device as lacking those features,
+ * storage8,subgroup,timestamps,coopmat,denorm,f16convert makes portc treat a device as lacking those features,
  * which is how the tests reach the fallbacks and the errors of devices that lack them.
  */
 #include <ctype.h>
@@ -181,9 +181,16 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   else driver_version(&di->props, di->driver, sizeof di->driver);
   VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, .pNext = &s8};
-  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
+  VkPhysicalDeviceShaderFloat16Int8Features h = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &s16};
+  bool float16 = di->props.apiVersion >= VK_API_VERSION_1_2 || has_device_ext(pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = float16 ? (void *)&h : (void *)&s16};
   vkGetPhysicalDeviceFeatures2(pd, &f2);
   vkGetPhysicalDeviceMemoryProperties(pd, &di->mem);
+  /* a width's float-controls mode may be set alone only where the driver lets widths differ */
+  const bool rte16 = float_controls && fc.shaderRoundingModeRTEFloat16 &&
+                     (fc.roundingModeIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE || fc.shaderRoundingModeRTEFloat32);
+  const bool keep16 = float_controls && fc.shaderDenormPreserveFloat16;
+  const bool denorm_alone = fc.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
   di->f = (vk_features){
       .storage16 = s16.storageBuffer16BitAccess,
       .storage8 = s8.storageBuffer8BitAccess && has_device_ext(pd, VK_KHR_8BIT_STORAGE_EXTENSION_NAME),
@@ -192,6 +199,8 @@ static void query(VkPhysicalDevice pd, device_info *di) {
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
       .coop_matrix = coop_matrix_f16(pd),
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
+      .f16_convert = rte16 && keep16 && h.shaderFloat16 && s16.storageBuffer16BitAccess,
+      .rte32 = fc.roundingModeIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE, /* NVIDIA's softmax f32 took 12% longer with it */
       .subgroup_size = sg.subgroupSize,
       .exec_stats = log_enabled("shader_stats") && has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME),
   };
@@ -212,10 +221,12 @@ static void query(VkPhysicalDevice pd, device_info *di) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
                                                        {"coopmat", &di->f.coop_matrix},
-                                                       {"denorm", &di->f.denorm_preserve}};
+                                                       {"denorm", &di->f.denorm_preserve}, {"f16convert", &di->f.f16_convert}};
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
       if (strstr(off, list[i].name)) *list[i].flag = false;
   }
+  /* DenormPreserve for 16 bits alone conflicts with the 32-bit default where the widths must agree */
+  di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
 }
 
 static const char *vendor_name(uint32_t id) {
@@ -335,21 +346,24 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
                                                   .vulkanMemoryModel = VK_TRUE};
   VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm,
                                                    .shaderFloat16 = VK_TRUE};
+  VkPhysicalDeviceShaderFloat16Int8Features f16_only = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &s16,
+                                                        .shaderFloat16 = VK_TRUE};
+  void *chain = c->f.coop_matrix ? (void *)&f16 : c->f.f16_convert ? (void *)&f16_only : (void *)&s16;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR ep = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = c->f.coop_matrix ? (void *)&f16 : (void *)&s16,
-      .pipelineExecutableInfo = VK_TRUE};
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = chain, .pipelineExecutableInfo = VK_TRUE};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = c->f.exec_stats ? (void *)&ep : ep.pNext};
   f2.features.shaderInt64 = c->f.int64;
   const char *exts[8];
   uint32_t next = 0;
   if (c->f.storage8) exts[next++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
-  if (c->f.denorm_preserve) exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
+  if (c->f.denorm_preserve || c->f.f16_convert) exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
   if (c->f.exec_stats) exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
   if (c->f.coop_matrix) {
     exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (has_device_ext(c->phys, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) exts[next++] = VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
-    if (has_device_ext(c->phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
   }
+  if ((c->f.coop_matrix || c->f.f16_convert) && has_device_ext(c->phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
+    exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
                            .pQueueCreateInfos = &q, .enabledExtensionCount = next, .ppEnabledExtensionNames = exts};
   VkResult r = vkCreateDevice(c->phys, &ci, NULL, &c->dev);
@@ -469,5 +483,6 @@ void vk_describe(FILE *out) {
     fprintf(out, "      16-bit storage %s, 8-bit storage %s, int64 %s, timestamps %s, f32 denormals kept %s, cooperative matrix %s\n",
             di.f.storage16 ? "yes" : "no", di.f.storage8 ? "yes" : "no", di.f.int64 ? "yes" : "no", di.f.timestamps ? "yes" : "no",
             di.f.denorm_preserve ? "yes" : "no", di.f.coop_matrix ? "yes (NV, f16 16x16x16)" : "no");
+    fprintf(out, "      f32 to f16 by the device (nearest even, denormals kept) %s\n", di.f.f16_convert ? "yes" : "no (portc rounds in software)");
   }
 }

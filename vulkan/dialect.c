@@ -64,9 +64,8 @@ static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written, i
       if (t == PORTC_F32) sb_printf(&ld, " a[(i) + %d] = w_.%c;", at, xyzw[h]);
       else if (t == PORTC_F16) sb_printf(&ld, " a[(i) + %d] = unpackHalf2x16(w_.%c).x; a[(i) + %d] = unpackHalf2x16(w_.%c).y;", at, xyzw[h], at + 1, xyzw[h]);
       else sb_printf(&ld, " a[(i) + %d] = uintBitsToFloat(w_.%c << 16); a[(i) + %d] = uintBitsToFloat(w_.%c & 0xffff0000u);", at, xyzw[h], at + 1, xyzw[h]);
-      const char *r = t == PORTC_F16 ? "pc_st_f16" : "pc_st_bf16";
       if (t == PORTC_F32) sb_printf(&st, "%sa[%d]", h ? ", " : "", at);
-      else sb_printf(&st, "%s%s(a[%d]) | (%s(a[%d]) << 16)", h ? ", " : "", r, at, r, at + 1);
+      else sb_printf(&st, "%s%s(a[%d], a[%d])", h ? ", " : "", t == PORTC_F16 ? "pc_st2_f16" : "pc_st2_bf16", at, at + 1);
     }
     sb_printf(&ld, " }");
     sb_printf(&st, ");");
@@ -265,6 +264,7 @@ const dialect vulkan_dialect = {
         [OP_lt] = "(%0 < %1)", [OP_le] = "(%0 <= %1)", [OP_gt] = "(%0 > %1)", [OP_ge] = "(%0 >= %1)",
         [OP_where] = "(%0 != 0l ? %1 : %2)",
     },
+    .div_by_row_invariant = "(%0 * (1.0 / %1))", /* one reciprocal per row: the compiler hoists it */
     .bad_index = "atomicOr(pc_bad, 1u);",
     .checked_idiv = "pc_idivc(%0, %1)",
     .gpu = &(const gpu_spelling){

@@ -1,10 +1,11 @@
 /*
  * prelude.h: what every generated GLSL compute shader starts with. Extensions are enabled by
  * macros the runtime sets from what the kernel needs (PC_INT64, PC_STORAGE16, PC_STORAGE8) and
- * what the device offers (PC_SUBGROUP_ARITH, PC_DENORM_PRESERVE, PC_COOPMAT). f16/bf16 and bool
- * are read through 32-bit words (no 16-bit storage needed, and faster on NVIDIA's driver) and
- * written as 16- or 8-bit elements; f32 to f16/bf16 rounds to nearest even in software, so every
- * driver stores the same bits, and f16 to f32 is exact either way. exp, log, tanh,
+ * what the device offers (PC_SUBGROUP_ARITH, PC_DENORM_PRESERVE, PC_F16_CONVERT, PC_COOPMAT).
+ * f16/bf16 and bool are read through 32-bit words (no 16-bit storage needed, and faster on
+ * NVIDIA's driver) and written as 16- or 8-bit elements; f32 to f16/bf16 rounds to nearest even,
+ * by the device where float controls guarantee it and in software elsewhere, so every driver
+ * stores the same bits, and f16 to f32 is exact either way. exp, log, tanh,
  * sin, cos and erf are written here from adds and multiplies (correctly rounded in Vulkan)
  * instead of the built-ins, whose documented precision is far looser (TOLERANCES.md).
  */
@@ -29,6 +30,16 @@ static const char glsl_prelude[] =
     "#extension GL_NV_cooperative_matrix : require\n"
     "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
     "#extension GL_EXT_shader_16bit_storage : require\n"
+    "#endif\n"
+    "#if PC_F16_CONVERT /* f32 to f16 rounded to nearest even, f16 denormals kept (SPV_KHR_float_controls) */\n"
+    "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
+    "#extension GL_EXT_shader_16bit_storage : require\n"
+    "#extension GL_EXT_spirv_intrinsics : require\n"
+    "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4467], 4462, 16);\n"
+    "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4464], 4459, 16);\n"
+    "#if PC_RTE32\n"
+    "spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4467], 4462, 32);\n"
+    "#endif\n"
     "#endif\n"
     "#if PC_DENORM_PRESERVE /* keep f32 denormals, as the reference does (SPV_KHR_float_controls) */\n"
     "#extension GL_EXT_spirv_intrinsics : require\n"
@@ -66,20 +77,32 @@ static const char glsl_prelude[] =
     "\n"
     "/* f16 to f32 is exact (every f16 value is a normal f32): the built-in conversion */\n"
     "float pc_ld_f16(uint h) { return unpackHalf2x16(h).x; }\n"
-    "uint pc_st_f16(float x) {\n"
+    "/* f32 to f16 in software, rounded to nearest even: drivers differ (NVIDIA's Turing rounds toward\n"
+    " * zero by default). Casts inside a kernel round through it; NVIDIA's compiler drops a device\n"
+    " * conversion that is converted back (cast(cast(x, f16), f32) kept 70000, not inf). */\n"
+    "uint pc_soft_f16(float x) {\n"
     "  const uint u = floatBitsToUint(x), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
     "  if (a > 0x7f800000u) return s | 0x7e00u;\n"
     "  if (a >= 0x477ff000u) return s | 0x7c00u;\n"
     "  if (a < 0x38800000u) return s | uint(roundEven(uintBitsToFloat(a) * 16777216.0));\n"
     "  return s | ((a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13);\n"
     "}\n"
-    "float pc_round_f16(float x) { return pc_ld_f16(pc_st_f16(x)); }\n"
+    "float pc_round_f16(float x) { return pc_ld_f16(pc_soft_f16(x)); }\n"
+    "/* stores: the device's conversion where float controls pin it down (RTE, f16 denormals kept) */\n"
+    "#if PC_F16_CONVERT\n"
+    "uint pc_st_f16(float x) { return packFloat2x16(f16vec2(float16_t(x), float16_t(0.0))); }\n"
+    "uint pc_st2_f16(float a, float b) { return packFloat2x16(f16vec2(a, b)); }\n"
+    "#else\n"
+    "uint pc_st_f16(float x) { return pc_soft_f16(x); }\n"
+    "uint pc_st2_f16(float a, float b) { return pc_soft_f16(a) | (pc_soft_f16(b) << 16); }\n"
+    "#endif\n"
     "float pc_ld_bf16(uint h) { return uintBitsToFloat(h << 16); }\n"
     "uint pc_st_bf16(float x) {\n"
     "  const uint u = floatBitsToUint(x);\n"
     "  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;\n"
     "  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"
     "}\n"
+    "uint pc_st2_bf16(float a, float b) { return pc_st_bf16(a) | (pc_st_bf16(b) << 16); }\n"
     "float pc_round_bf16(float x) { return pc_ld_bf16(pc_st_bf16(x)); }\n"
     "\n"
     "float pc_maxf(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : a > b ? a : b; }\n"

@@ -1,0 +1,151 @@
+/*
+ * vulkan_variants.c: every conformance case's Vulkan kernels compiled to SPIR-V and validated
+ * for the device variants a CI machine cannot run. The shader of a kernel is one text whose
+ * prelude picks code by what the device offers (cooperative matrices, f32-to-f16 conversion by
+ * the device under float controls, DenormPreserve, subgroup arithmetic); lavapipe offers only
+ * some of these, so the others would first be compiled on the GPU that has them. Here each
+ * distinct kernel, fused and eager, is compiled by shaderc and checked by the SPIR-V validator
+ * exactly as the runtime does, as for a device that offers every feature (the variant without
+ * them is what lavapipe runs in verify_vulkan). No kernel runs: the schedule hook is the Vulkan
+ * target's, on the default device where there is one.
+ *
+ * usage: vulkan_variants EXAMPLES_DIR
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/emit.h"
+#include "../conformance/conformance.h"
+#include "../lower/pipeline.h"
+#include "../targets/regional.h"
+#include "../vulkan/vk.h"
+
+typedef struct unit {
+  char *src, needs[128], name[160];
+} unit;
+
+static unit *units;
+static int nunits, capunits, failures, compile_failures;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
+
+/* the Vulkan target's schedule, on the machine's default device (or its defaults where none) */
+static void schedule_all(kir_module *km) {
+  for (int i = 0; i < km->nk; i++) vk_schedule(km, i, -1);
+}
+
+static void add_module(const portc_graph *g, bool eager, const char *name) {
+  lower_options lo = {.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16}; /* the target's attention_kernel */
+  kir_module *km = NULL;
+  if (lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
+    failures++;
+    return;
+  }
+  schedule_all(km);
+  char *src = emit_module(&vulkan_dialect, km);
+  kernel_piece *pc = NULL;
+  if (!src || kernel_pieces(src, km->nk, "vulkan", &pc)) {
+    fprintf(stderr, "%s: the module does not cut into kernels: %s\n", name, portc_last_error());
+    failures++;
+  }
+  for (int i = 0; pc && i < km->nk; i++) {
+    if (pc[i].same_as != i) continue;
+    if (nunits == capunits) {
+      capunits = capunits ? 2 * capunits : 1024;
+      units = realloc(units, sizeof *units * (size_t)capunits);
+    }
+    unit *u = &units[nunits++];
+    u->src = pc[i].source, pc[i].source = NULL;
+    snprintf(u->needs, sizeof u->needs, "%s", pc[i].needs);
+    snprintf(u->name, sizeof u->name, "%s%s.kernel%d", name, eager ? " (eager)" : "", i);
+  }
+  if (pc) kernel_pieces_free(pc, km->nk);
+  free(src);
+  kir_module_free(km);
+}
+
+static bool needs(const unit *u, const char *word) {
+  size_t n = strlen(word);
+  for (const char *w = strstr(u->needs, word); w; w = strstr(w + 1, word))
+    if ((w == u->needs || w[-1] == ' ') && (!w[n] || w[n] == ' ' || w[n] == '\n')) return true;
+  return false;
+}
+
+/* kernel i as for a device that offers every feature: the needs words become the runtime's defines */
+static portc_status compile_one(void *ctx, int i) {
+  (void)ctx;
+  static vk_context every = /* vk_compile reads its features only */ {.f = {.storage16 = true, .storage8 = true, .int64 = true, .subgroup_arith = true, .coop_matrix = true,
+                                         .denorm_preserve = true, .f16_convert = true, .rte32 = true, .subgroup_size = 32}};
+  static const char *const table[][2] = {
+      {"int64", "PC_INT64"}, {"storage16", "PC_STORAGE16"}, {"storage8", "PC_STORAGE8"}, {"row", "PC_ROW_KERNEL"}, {"coopmat", "PC_COOPMAT"}};
+  const unit *u = &units[i];
+  const char *defines[8];
+  int nd = 0;
+  for (size_t t = 0; t < sizeof table / sizeof *table; t++)
+    if (needs(u, table[t][0])) defines[nd++] = table[t][1];
+  defines[nd] = NULL;
+  uint32_t *spirv = NULL;
+  size_t words = 0;
+  portc_status st = vk_compile(&every, u->src, u->name, defines, &spirv, &words);
+  free(spirv);
+  if (st) {
+    pthread_mutex_lock(&lock);
+    fprintf(stderr, "FAIL %s:\n%.4000s\n", u->name, portc_last_error());
+    compile_failures++;
+    pthread_mutex_unlock(&lock);
+  }
+  return PORTC_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR\n");
+    return 2;
+  }
+  conf_cases cs = {0};
+  conf_generate(&cs, argv[1]);
+  for (int i = 0; i < cs.n; i++) {
+    const conf_case *c = &cs.c[i];
+    portc_graph *g = NULL;
+    if ((c->path ? portc_graph_load(c->path, &g) : portc_graph_parse(c->text, c->name, &g)) != PORTC_OK) {
+      fprintf(stderr, "%s: does not parse: %s\n", c->name, portc_last_error());
+      failures++;
+      continue;
+    }
+    for (int eager = 0; eager < 2; eager++) add_module(g, eager, c->name);
+    portc_graph_free(g);
+  }
+  qsort(units, (size_t)nunits, sizeof *units, by_src);
+  int n = 0;
+  for (int i = 0; i < nunits; i++) {
+    if (n && strcmp(units[n - 1].src, units[i].src) == 0) {
+      free(units[i].src);
+      continue;
+    }
+    units[n++] = units[i];
+  }
+  nunits = n;
+  /* the variants this test is for must be reached, or it checks less than it says */
+  int coop = 0, f16_stores = 0;
+  for (int i = 0; i < nunits; i++) {
+    coop += needs(&units[i], "coopmat");
+    f16_stores += needs(&units[i], "storage16");
+  }
+  run_parallel(nunits, compile_one, NULL); /* each failure is printed and counted by compile_one */
+  int ok = nunits - compile_failures;
+  failures += compile_failures;
+  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d with 16-bit data), %d compiled and validated\n", nunits, cs.n,
+         coop, f16_stores, ok);
+  if (!coop || !f16_stores) {
+    printf("FAIL: the suite reached no %s kernel\n", !coop ? "cooperative-matrix" : "f16-storing");
+    failures++;
+  }
+  for (int i = 0; i < nunits; i++) free(units[i].src);
+  free(units);
+  conf_free(&cs);
+  return failures ? 1 : 0;
+}
