@@ -79,7 +79,8 @@ static bool needs(const unit *u, const char *word) {
 static portc_status compile_one(void *ctx, int i) {
   (void)ctx;
   static vk_context every = /* vk_compile reads its features only */ {.f = {.storage16 = true, .storage8 = true, .int64 = true, .subgroup_arith = true, .coop_matrix = true,
-                                         .denorm_preserve = true, .f16_convert = true, .rte32 = true, .subgroup_size = 32}};
+                                         .denorm_preserve = true, .f16_convert = true, .rte32 = true, .rte64 = true, .keep64 = true,
+                                         .subgroup_size = 32}};
   static const char *const table[][2] = {
       {"int64", "PC_INT64"}, {"storage16", "PC_STORAGE16"}, {"storage8", "PC_STORAGE8"}, {"row", "PC_ROW_KERNEL"}, {"coopmat", "PC_COOPMAT"}};
   const unit *u = &units[i];

@@ -46,6 +46,8 @@ void vk_compile_options(const vk_context *c, const char *const *defines, build_a
   build_args_add(a, "-DPC_DENORM_PRESERVE=%d", c->f.denorm_preserve ? 1 : 0);
   build_args_add(a, "-DPC_F16_CONVERT=%d", c->f.f16_convert ? 1 : 0);
   build_args_add(a, "-DPC_RTE32=%d", c->f.rte32 ? 1 : 0);
+  build_args_add(a, "-DPC_RTE64=%d", c->f.rte64 ? 1 : 0);
+  build_args_add(a, "-DPC_KEEP64=%d", c->f.keep64 ? 1 : 0);
   build_args_add(a, "-DPC_SUBGROUP_SIZE=%u", c->f.subgroup_size ? c->f.subgroup_size : 1);
   for (int i = 0; defines && defines[i]; i++) build_args_add(a, "-D%s=1", defines[i]);
 }

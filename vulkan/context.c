@@ -186,11 +186,15 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = float16 ? (void *)&h : (void *)&s16};
   vkGetPhysicalDeviceFeatures2(pd, &f2);
   vkGetPhysicalDeviceMemoryProperties(pd, &di->mem);
-  /* a width's float-controls mode may be set alone only where the driver lets widths differ */
+  /* a width's float-controls mode may be set alone only where the driver lets widths differ:
+   * with 32_BIT_ONLY, 16 and 64 bits go together; with NONE, all three */
+  const VkShaderFloatControlsIndependence ri = fc.roundingModeIndependence, di_ = fc.denormBehaviorIndependence;
   const bool rte16 = float_controls && fc.shaderRoundingModeRTEFloat16 &&
-                     (fc.roundingModeIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE || fc.shaderRoundingModeRTEFloat32);
-  const bool keep16 = float_controls && fc.shaderDenormPreserveFloat16;
-  const bool denorm_alone = fc.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+                     (ri != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE || fc.shaderRoundingModeRTEFloat32) &&
+                     (ri == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL || fc.shaderRoundingModeRTEFloat64);
+  const bool keep16 = float_controls && fc.shaderDenormPreserveFloat16 &&
+                      (di_ == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL || fc.shaderDenormPreserveFloat64);
+  const bool denorm_alone = di_ != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
   di->f = (vk_features){
       .storage16 = s16.storageBuffer16BitAccess,
       .storage8 = s8.storageBuffer8BitAccess && has_device_ext(pd, VK_KHR_8BIT_STORAGE_EXTENSION_NAME),
@@ -200,7 +204,9 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .coop_matrix = coop_matrix_f16(pd),
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
       .f16_convert = rte16 && keep16 && h.shaderFloat16 && s16.storageBuffer16BitAccess,
-      .rte32 = fc.roundingModeIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE, /* NVIDIA's softmax f32 took 12% longer with it */
+      .rte32 = ri == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE, /* NVIDIA's softmax f32 took 12% longer with it */
+      .rte64 = ri != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL,
+      .keep64 = di_ != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL,
       .subgroup_size = sg.subgroupSize,
       .exec_stats = log_enabled("shader_stats") && has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME),
   };

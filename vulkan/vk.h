@@ -18,8 +18,9 @@ typedef struct vk_features {
   bool storage16, storage8, int64, subgroup_arith, timestamps, coop_matrix, denorm_preserve;
   /* f32 to f16 converted by the device, rounded to nearest even with f16 denormals kept (float
    * controls' RoundingModeRTE and DenormPreserve for 16 bits, shaderFloat16); rte32: the 32-bit
-   * rounding mode is set alongside, only on drivers whose widths must agree */
-  bool f16_convert, rte32;
+   * rounding mode is set alongside, only on drivers whose widths must agree; rte64, keep64: the
+   * 64-bit rounding and denormal modes too, on drivers where 16 and 64 bits must agree */
+  bool f16_convert, rte32, rte64, keep64;
   bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
 } vk_features;
