@@ -32,6 +32,7 @@ static const char glsl_prelude[] =
     "#extension GL_EXT_shader_16bit_storage : require\n"
     "#endif\n"
     "#if PC_F16_CONVERT /* f32 to f16 rounded to nearest even, f16 denormals kept (SPV_KHR_float_controls) */\n"
+    "/* execution mode RoundingModeRTE 4462 (capability 4467), DenormPreserve 4459 (capability 4464), per bit width */\n"
     "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
     "#extension GL_EXT_shader_16bit_storage : require\n"
     "#extension GL_EXT_spirv_intrinsics : require\n"
