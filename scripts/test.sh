@@ -19,13 +19,13 @@ for variant in release asan; do
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$jobs"
   echo "== $variant tests"
-  # the compile-all tests spend their time in NVRTC and hipcc, which are not instrumented: once is
-  # enough; the install and Python tests load the library into programs built outside (a C
+  # the compile-all tests spend their time in NVRTC and hipcc, and vulkan_variants in shaderc,
+  # which are not instrumented: once is enough; the install and Python tests load the library into programs built outside (a C
   # consumer, python3) that cannot load an ASan-instrumented library: they run in the release build;
   # the model zoo spends its time in PyTorch, cc and lavapipe, and every operator it imports is also
   # in the smaller models of onnx_models, which run instrumented: it runs in the release build only
   skip=()
-  [ "$variant" = asan ] && skip=(-E '_compile_all$|^install$|^python$|^onnx_zoo$')
+  [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$')
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"
