@@ -167,8 +167,9 @@ static bool shared_operand_access(const kir_module *m, const kir_kernel *k, int 
   if (!dtype_is_float(m->buf[buf].dt) || path < 0 || k->red.rank != 1 || bs->rank != 1 || bs->d[0].sym >= 0) return false;
   if (portc_dtype_size(m->buf[buf].dt) == 2 && vec != 8) return false; /* 16-bit words hold 8 */
   const kir_path *p = &k->path[path];
+  if (p->n != 1) return false;
   const kir_step *st = &p->s[0];
-  return p->n == 1 && st->kind == ST_BCAST && st->from.rank == k->dom.rank + 1 && st->to.rank == 1 && bs->d[0].c == k->red.d[0].c &&
+  return st->kind == ST_BCAST && st->from.rank == k->dom.rank + 1 && st->to.rank == 1 && bs->d[0].c == k->red.d[0].c &&
          st->from.d[k->dom.rank].sym < 0 && st->from.d[k->dom.rank].c == bs->d[0].c;
 }
 

@@ -20,8 +20,9 @@ for variant in release asan; do
   cmake --build "$dir" -j"$jobs"
   echo "== $variant tests"
   # the compile-all tests spend their time in NVRTC and hipcc, and vulkan_variants in shaderc,
-  # which are not instrumented: once is enough; the install and Python tests load the library into programs built outside (a C
-  # consumer, python3) that cannot load an ASan-instrumented library: they run in the release build;
+  # which are not instrumented: once is enough; the install and Python tests load the library
+  # into programs built outside (a C consumer, python3) that cannot load an ASan-instrumented
+  # library: they run in the release build;
   # the model zoo spends its time in PyTorch, cc and lavapipe, and every operator it imports is also
   # in the smaller models of onnx_models, which run instrumented: it runs in the release build only
   skip=()

@@ -75,23 +75,20 @@ static bool needs(const unit *u, const char *word) {
   return false;
 }
 
-/* kernel i as for a device that offers every feature: the needs words become the runtime's defines */
+/* kernel i as for a device that offers every feature, with the macros the runtime would define */
 static portc_status compile_one(void *ctx, int i) {
   (void)ctx;
-  static vk_context every = /* vk_compile reads its features only */ {.f = {.storage16 = true, .storage8 = true, .int64 = true, .subgroup_arith = true, .coop_matrix = true,
-                                         .denorm_preserve = true, .f16_convert = true, .rte32 = true, .rte64 = true, .keep64 = true,
-                                         .subgroup_size = 32}};
-  static const char *const table[][2] = {
-      {"int64", "PC_INT64"}, {"storage16", "PC_STORAGE16"}, {"storage8", "PC_STORAGE8"}, {"row", "PC_ROW_KERNEL"}, {"coopmat", "PC_COOPMAT"}};
+  /* a device with every optional feature: vk_kernel_defines and vk_compile read only these */
+  static vk_context every = {.f = {.storage16 = true, .storage8 = true, .int64 = true, .subgroup_arith = true, .coop_matrix = true,
+                                   .denorm_preserve = true, .f16_convert = true, .rte32 = true, .rte64 = true, .keep64 = true,
+                                   .subgroup_size = 32}};
   const unit *u = &units[i];
   const char *defines[8];
   int nd = 0;
-  for (size_t t = 0; t < sizeof table / sizeof *table; t++)
-    if (needs(u, table[t][0])) defines[nd++] = table[t][1];
-  defines[nd] = NULL;
   uint32_t *spirv = NULL;
   size_t words = 0;
-  portc_status st = vk_compile(&every, u->src, u->name, defines, &spirv, &words);
+  portc_status st = vk_kernel_defines(&every, i, u->needs, defines, &nd);
+  if (!st) st = vk_compile(&every, u->src, u->name, defines, &spirv, &words);
   free(spirv);
   if (st) {
     pthread_mutex_lock(&lock);

@@ -203,7 +203,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
       .coop_matrix = coop_matrix_f16(pd),
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
-      .f16_convert = rte16 && keep16 && h.shaderFloat16 && s16.storageBuffer16BitAccess,
+      .f16_convert = rte16 && keep16 && h.shaderFloat16,
       .rte32 = ri == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE, /* NVIDIA's softmax f32 took 12% longer with it */
       .rte64 = ri != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL,
       .keep64 = di_ != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL,
@@ -231,7 +231,8 @@ static void query(VkPhysicalDevice pd, device_info *di) {
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
       if (strstr(off, list[i].name)) *list[i].flag = false;
   }
-  /* DenormPreserve for 16 bits alone conflicts with the 32-bit default where the widths must agree */
+  /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
+   * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
 }
 

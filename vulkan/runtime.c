@@ -78,8 +78,7 @@ static portc_status vk_fail(VkResult r, const char *what, const vk_context *c) {
                  "vulkan: %s failed on %s: %s", what, c->props.deviceName, vk_result_name(r));
 }
 
-/* the features a kernel's "needs" words ask for: an error names the first the device lacks */
-static portc_status check_needs(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
+portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
   /* feature NULL: optional, the kernel has a variant for devices without it */
   const struct { const char *word, *define, *feature; bool have; } table[] = {
       {"int64", "PC_INT64", "64-bit integers (shaderInt64)", c->f.int64},
@@ -313,7 +312,7 @@ static portc_status load_kernels(vk_module *m, const load_request *req, bool *al
   int nd = 0;
   for (int i = 0; i < nk && !st; i++) {
     int n = 0;
-    st = check_needs(m->c, i, L.pc[i].needs, L.defines[i], &n);
+    st = vk_kernel_defines(m->c, i, L.pc[i].needs, L.defines[i], &n);
     if (L.pc[i].same_as == i) L.distinct[nd++] = i;
     m->k[i].owner = i;
   }

@@ -78,6 +78,10 @@ portc_status vk_submit_wait(vk_context *c, VkCommandBuffer cb, VkFence fence);
 
 /* GLSL to validated SPIR-V for the device (words in *spirv, free with free()); defines is a
  * NULL-terminated list of macro names, each defined as 1 */
+/* the macros (PC_INT64, PC_ROW_KERNEL, ...) kernel i is built with on c, from its "needs" words
+ * (line): up to 7 into defines, NULL-terminated, counted in *nd; an error names the first
+ * feature the device lacks */
+portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, const char **defines, int *nd);
 portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words);
 /* shaderc's options for a kernel, in glslc's spelling, exactly as vk_compile applies them (the
  * cache key covers them) */
