@@ -212,7 +212,7 @@ static void contraction_cases(conf_cases *cs) {
            FLOATS[d], MM[m].a, FLOATS[d], MM[m].b);
   text(add(cs, "ops", "matmul/transposed-operand"), "input a: f32[33, 7]\ninput b: f32[5, 33]\nat = permute(a, perm=[1, 0])\nbt = permute(b, perm=[1, 0])\ny = matmul(at, bt)\noutput y\n");
   /* whole tiles of f16: the shape GPU targets run on matrix units (Vulkan: cooperative matrices in
-   * 64x128 tiles, k-steps of 32: three steps, so both halves of its double buffer and the odd end) */
+   * k-steps of 32: three steps, so both halves of its double buffer and the odd end) */
   text(add(cs, "ops", "matmul/f16-whole-tiles-bias-gelu"),
        "input a: f16[128, 96]\ninput b: f16[96, 256]\ninput bias: f16[256]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-whole-tiles-transposed-b"),
@@ -221,6 +221,10 @@ static void contraction_cases(conf_cases *cs) {
    * tiles), bf16, and a rank-3 left operand whose leading dims fold into the rows */
   text(add(cs, "ops", "matmul/f16-wide-partial-tiles"),
        "input a: f16[33, 40]\ninput b: f16[40, 1040]\ninput bias: f16[1040]\nh = matmul(a, b)\ny = add(h, bias)\noutput y\n");
+  /* Vulkan's cooperative-matrix tiles (128x128) cut at every edge: rows, columns, and a last
+   * k-step of one 16-byte word */
+  text(add(cs, "ops", "matmul/f16-partial-tiles-relu"),
+       "input a: f16[200, 104]\ninput b: f16[104, 136]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");
   text(add(cs, "ops", "matmul/bf16-partial-tiles"), "input a: bf16[130, 24]\ninput b: bf16[24, 72]\ny = matmul(a, b)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-batched-rows-relu"),
        "input a: f16[3, 50, 16]\ninput b: f16[16, 48]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");

@@ -1,13 +1,14 @@
 /*
  * vulkan_variants.c: every conformance case's Vulkan kernels compiled to SPIR-V and validated
  * for the device variants a CI machine cannot run. The shader of a kernel is one text whose
- * prelude picks code by what the device offers (cooperative matrices, f32-to-f16 conversion by
- * the device under float controls, DenormPreserve, subgroup arithmetic); lavapipe offers only
- * some of these, so the others would first be compiled on the GPU that has them. Here each
- * distinct kernel, fused and eager, is compiled by shaderc and checked by the SPIR-V validator
- * exactly as the runtime does, as for a device that offers every feature (the variant without
- * them is what lavapipe runs in verify_vulkan). No kernel runs: the schedule hook is the Vulkan
- * target's, on the default device where there is one.
+ * prelude picks code by what the device offers (f32-to-f16 conversion by the device under float
+ * controls, DenormPreserve, subgroup arithmetic), and an f16 matmul is scheduled on cooperative
+ * matrices where the device has them; lavapipe offers only some of these, so the others would
+ * first be compiled on the GPU that has them. Here each distinct kernel, fused and eager, is
+ * compiled by shaderc and checked by the SPIR-V validator exactly as the runtime does, as for a
+ * device that offers every feature (the variant without them is what lavapipe runs in
+ * verify_vulkan). No kernel runs: the schedule hook is the Vulkan target's, on the default device
+ * where there is one, and the cooperative-matrix schedule is applied wherever it qualifies.
  *
  * usage: vulkan_variants EXAMPLES_DIR
  */
@@ -32,9 +33,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
-/* the Vulkan target's schedule, on the machine's default device (or its defaults where none) */
+/* the Vulkan target's schedule, on the machine's default device (or its defaults where none),
+ * with the cooperative-matrix matmul wherever a device that has them would run it */
 static void schedule_all(kir_module *km) {
-  for (int i = 0; i < km->nk; i++) vk_schedule(km, i, -1);
+  for (int i = 0; i < km->nk; i++) {
+    vk_schedule(km, i, -1);
+    vk_coop_schedule(km, i);
+  }
 }
 
 static void add_module(const portc_graph *g, bool eager, const char *name) {

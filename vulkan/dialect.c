@@ -6,7 +6,7 @@
  * and the prelude's pc_wg_* reductions use subgroup operations and shared memory. What is
  * Vulkan's own: buffer declarations (narrow elements read through 32-bit words, row kernels'
  * vector accesses through a second declaration in 16-byte words), and, for f16
- * operands in whole tiles on a device with cooperative matrices, a matmul on those.
+ * matmuls on a device with cooperative matrices, a matmul on those.
  *
  * Each kernel's text starts with "//@kernel N needs LIST": the runtime cuts the module there,
  * puts the prelude in front of each piece, and checks LIST against the device's features.
@@ -23,8 +23,7 @@
 #include "vk.h"
 
 
-/* what the kernel needs beyond core Vulkan 1.1 ("coopmat": it has a variant for devices with
- * cooperative matrices) */
+/* what the kernel needs beyond core Vulkan 1.1 ("coopmat": cooperative matrices) */
 static void needs(emitter *e, int index, char *out, size_t len) {
   const kir_kernel *k = e->k;
   bool i64 = false, s16 = false, s8 = false;
@@ -87,8 +86,8 @@ bool vk_vector_dtypes(const kir_module *m, int index) {
   return true;
 }
 
-/* f16 = the operands of a cooperative-matrix matmul, declared as float16_t for its loads */
-static void declare_buffers(emitter *e, int index, bool f16) {
+/* coop: the operands of a cooperative-matrix matmul are declared a second time as 16-byte words */
+static void declare_buffers(emitter *e, int index, bool coop) {
   int bufs[GPU_MAX_ARGS];
   int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS);
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
@@ -96,11 +95,11 @@ static void declare_buffers(emitter *e, int index, bool f16) {
     bool written = kernel_writes(e->k, b);
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
-    bool operand = f16 && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
+    bool operand = coop && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
     bool vec = (e->k->kind == KK_ROW || e->k->kind == KK_POINTWISE) && e->k->sched.vector && dtype_is_float(t);
     emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand ? "" : "restrict ", written ? "" : "readonly ", i,
-              operand ? "float16_t" : narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
+              narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
     if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
     if (operand) emit_line(e, "layout(std430, binding = %d) readonly buffer B%dV { uvec4 b%dv[]; };", i, i, i); /* staged in 16-byte words */
   }
@@ -114,66 +113,103 @@ static void declare_buffers(emitter *e, int index, bool f16) {
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
 
-/* Four subgroups of 32 share a 64x128 tile, each computing 32x64 as 2x4 fragments of 16x16 (six
- * fragment loads for eight products). The launch grid is the 64x64 one of the SIMT variant, so
- * work groups of odd x leave at once and even ones take two grid columns. The operands pass
- * through shared memory in k-steps of 32 (rows padded by 8 halves against bank conflicts), read
- * from the buffers in 16-byte words; the next step's words are loaded into registers while the
+/* Four subgroups of 32 share a BM x BN tile (the schedule's, 64 or 128 each way), each computing
+ * a quarter as FM x FN fragments of 16x16. The operands pass through shared memory in k-steps of
+ * 32, as 16-byte words (rows padded by one word, so that the eight rows a fragment load reads
+ * at once fall in distinct banks); the next step's words are loaded into registers while the
  * current step multiplies, then written to the other half of the double buffer, so one barrier
- * per step suffices. The sums go through a 64x64 shared tile, one half of the columns at a time,
- * so that the epilogue runs per element as in the other variant. */
+ * per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and any N
+ * and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums through its
+ * own 16x16 shared tile, one fragment at a time, so that the epilogue runs per element as in the
+ * SIMT variant, with no barrier across the work group. */
+enum { COOP_BK = 32, COOP_SUBGROUPS = 4 };
+
+/* the 16-byte words of one stage of each operand: A's BM rows of 4 words, B's 32 rows of BN/8 */
+static int coop_a_words(int bm) { return bm * (COOP_BK / 8 + 1); }
+static int coop_b_words(int bn) { return COOP_BK * (bn / 8 + 1); }
+
+size_t vk_coop_shared_bytes(int tile_m, int tile_n) {
+  return 16 * 2 * (size_t)(coop_a_words(tile_m) + coop_b_words(tile_n)) + 4 * 256 * COOP_SUBGROUPS;
+}
+
+static void coop_declare(emitter *e, int index) {
+  const int bm = e->k->sched.tile_m, bn = e->k->sched.tile_n;
+  emit_line(e, "layout(local_size_x = %d) in;", 32 * COOP_SUBGROUPS);
+  declare_buffers(e, index, true);
+  emit_line(e, "const int PC_AS = %d, PC_BS = %d; /* the words of one stage: A %d x %d, B %d x %d, rows padded by a word */", coop_a_words(bm),
+            coop_b_words(bn), bm, COOP_BK, COOP_BK, bn);
+  emit_line(e, "shared uvec4 pc_As[2 * PC_AS], pc_Bs[2 * PC_BS];");
+  emit_line(e, "shared float pc_C[%d * 256]; /* a 16x16 fragment of sums per subgroup */", COOP_SUBGROUPS);
+}
+
 static void matmul_coop(emitter *e) {
   const kir_kernel *k = e->k;
+  const int bm = k->sched.tile_m, bn = k->sched.tile_n, threads = 32 * COOP_SUBGROUPS;
+  const int fm = bm / 32, fn = bn / 32;          /* fragments per subgroup, which take a quarter each */
+  const int ha = bm * 4 / threads, hb = 4 * bn / threads; /* words per thread per stage */
+  const int arow = COOP_BK / 8 + 1, brow = bn / 8 + 1;    /* padded row lengths in words */
   char a[16], b[16];
   snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
   const char *oidx[] = {"m", "n"};
-  emit_line(e, "if ((gl_WorkGroupID.x & 1u) != 0u) return; /* the even neighbour takes these columns */");
   emit_line(e, "const int M = %lld, N = %lld, K = %lld;", (long long)k->mnk[0].c, (long long)k->mnk[1].c, (long long)k->mnk[2].c);
-  emit_line(e, "const int sg = int(gl_SubgroupID), sm = (sg >> 1) * 32, sn = (sg & 1) * 64, n0 = int(gl_WorkGroupID.x) * 64;");
-  emit_line(e, "const int tid = int(gl_LocalInvocationID.x);");
-  /* thread tid moves words tid + 128 h of each tile: A's 64 rows of 4 words (h < 2), B's 32 rows of 16 (h < 4) */
-  emit_line(e, "const int ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid >> 4, bc = (tid & 15) * 8;");
-  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * 64; m0 < M; m0 += int(gl_NumWorkGroups.y) * 64) {");
+  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);");
+  emit_line(e, "const int sm = (sg >> 1) * %d, sn = (sg & 1) * %d, n0 = int(gl_WorkGroupID.x) * %d;", bm / 2, bn / 2, bn);
+  /* thread tid moves words tid + threads h of each stage: A's rows of 4 words, B's rows of bn/8 */
+  emit_line(e, "const int tid = int(gl_LocalInvocationID.x), ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid / %d, bw = tid %% %d;", bn / 8,
+            bn / 8);
+  emit_line(e, "uvec4 wa[%d], wb[%d];", ha, hb);
+  emit_line(e, "#define PC_FETCH(k0) { \\");
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", ha, threads / 4);
+  emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 3] : uvec4(0u); } \\", a);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 8 * bw; \\", hb, threads / (bn / 8));
+  emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 3] : uvec4(0u); } }", b);
+  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", ha,
+            threads / 4, arow);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", hb, threads / (bn / 8), brow);
+  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", bm, bm);
   e->indent++;
-  emit_line(e, "uvec4 wa[2], wb[4];");
-  emit_line(e, "#define PC_FETCH(k0) { for (int h = 0; h < 2; h++) wa[h] = %sv[((m0 + ar0 + 32 * h) * K + (k0) + ac) >> 3]; \\", a);
-  emit_line(e, "  for (int h = 0; h < 4; h++) wb[h] = %sv[(((k0) + br0 + 8 * h) * N + n0 + bc) >> 3]; }", b);
   emit_line(e, "PC_FETCH(0);");
   emit_line(e, "PC_STAGE(0);");
   emit_line(e, "barrier();");
-  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[2][4];");
-  emit_line(e, "for (int i = 0; i < 2; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = fcoopmatNV<32, 3, 16, 16>(0.0);");
-  emit_line(e, "for (int kk = 0; kk < K; kk += 32) {");
+  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, 16>(0.0);",
+            fm, fn);
+  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", COOP_BK);
   e->indent++;
   emit_line(e, "const int cur = (kk >> 5) & 1;");
-  emit_line(e, "const bool more = kk + 32 < K;");
-  emit_line(e, "if (more) PC_FETCH(kk + 32);");
-  emit_line(e, "for (int ks = 0; ks < 32; ks += 16) {");
-  emit_line(e, "  fcoopmatNV<16, 3, 16, 16> fa[2], fb[4];");
-  emit_line(e, "  for (int i = 0; i < 2; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * 40 + ks), 40u, false);");
-  emit_line(e, "  for (int jj = 0; jj < 4; jj++) coopMatLoadNV(fb[jj], pc_Bs, uint(cur * PC_BS + ks * 136 + sn + 16 * jj), 136u, false);");
-  emit_line(e, "  for (int i = 0; i < 2; i++) for (int jj = 0; jj < 4; jj++) c[i][jj] = coopMatMulAddNV(fa[i], fb[jj], c[i][jj]);");
+  emit_line(e, "const bool more = kk + %d < K;", COOP_BK);
+  emit_line(e, "if (more) PC_FETCH(kk + %d);", COOP_BK);
+  emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", COOP_BK);
+  e->indent++;
+  emit_line(e, "fcoopmatNV<16, 3, 16, 16> fa[%d], fb;", fm);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * %d + (ks >> 3)), %du, false);", fm,
+            arow, arow);
+  emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", fn);
+  emit_line(e, "  coopMatLoadNV(fb, pc_Bs, uint(cur * PC_BS + ks * %d + ((sn + 16 * j) >> 3)), %du, false);", brow, brow);
+  emit_line(e, "  [[unroll]] for (int i = 0; i < %d; i++) c[i][j] = coopMatMulAddNV(fa[i], fb, c[i][j]);", fm);
+  emit_line(e, "}");
+  e->indent--;
   emit_line(e, "}");
   emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
   emit_line(e, "barrier();");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "for (int hc = 0; hc < 2; hc++) { /* columns n0 + 64 hc: the sums of the subgroups with sn = 64 hc */");
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) { /* the epilogue, a fragment at a time */", fm, fn);
   e->indent++;
-  emit_line(e, "if ((sg & 1) == hc)");
-  emit_line(e, "  for (int i = 0; i < 2; i++)");
-  emit_line(e, "    for (int jj = 0; jj < 4; jj++) coopMatStoreNV(c[i][jj], pc_C, uint((sm + 16 * i) * 64 + 16 * jj), 64u, false);");
-  emit_line(e, "barrier();");
-  emit_line(e, "for (int q = tid; q < 64 * 64; q += 128) {");
+  emit_line(e, "coopMatStoreNV(c[i][j], pc_C, uint(sg * 256), 16u, false);");
+  emit_line(e, "subgroupMemoryBarrierShared();");
+  emit_line(e, "subgroupBarrier();");
+  emit_line(e, "for (int q = lane; q < 256; q += 32) {");
   e->indent++;
-  emit_line(e, "const int m = m0 + q / 64, n = n0 + 64 * hc + q %% 64;");
-  emit_line(e, "const float acc0 = pc_C[q];");
+  emit_line(e, "const int m = m0 + sm + 16 * i + (q >> 4), n = n0 + sn + 16 * j + (q & 15);");
+  emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
   emit_scope_push(e);
   emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);
-  emit_line(e, "barrier();");
+  emit_line(e, "subgroupBarrier(); /* every lane has read the fragment before the next is stored */");
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
@@ -185,28 +221,15 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "//@kernel %d needs%s", index, need);
   emit_line(e, "// %s", k->why);
   bool mm = k->kind == KK_MATMUL;
-  bool coop = mm && k->sched.variant == KS_MMA;
-  if (coop) { /* the runtime defines PC_COOPMAT where the device has cooperative matrices */
-    emit_line(e, "#if PC_COOPMAT");
-    emit_line(e, "layout(local_size_x = 128) in;");
-    declare_buffers(e, index, true);
-    emit_line(e, "shared float pc_C[64 * 64];");
-    /* the double-buffered operand tiles: A 64 x 32 and B 32 x 128 halves, rows padded by 8 */
-    emit_line(e, "const int PC_AS = 64 * 40, PC_BS = 32 * 136;");
-    emit_line(e, "shared float16_t pc_As[2 * PC_AS], pc_Bs[2 * PC_BS];");
-    emit_line(e, "#define PC_PUT8(arr, at, wd) { f16vec2 p_; p_ = unpackFloat2x16((wd).x); arr[(at)] = p_.x; arr[(at) + 1] = p_.y; "
-                 "p_ = unpackFloat2x16((wd).y); arr[(at) + 2] = p_.x; arr[(at) + 3] = p_.y; p_ = unpackFloat2x16((wd).z); arr[(at) + 4] = p_.x; "
-                 "arr[(at) + 5] = p_.y; p_ = unpackFloat2x16((wd).w); arr[(at) + 6] = p_.x; arr[(at) + 7] = p_.y; }");
-    emit_line(e, "#define PC_STAGE(s) { for (int h = 0; h < 2; h++) PC_PUT8(pc_As, (s) * PC_AS + (ar0 + 32 * h) * 40 + ac, wa[h]); "
-                 "for (int h = 0; h < 4; h++) PC_PUT8(pc_Bs, (s) * PC_BS + (br0 + 8 * h) * 136 + bc, wb[h]); }");
+  if (mm && k->sched.variant == KS_MMA) { /* scheduled only for devices with cooperative matrices */
+    coop_declare(e, index);
     emit_line(e, "void main() {");
     e->indent++;
     matmul_coop(e);
     e->indent--;
     emit_line(e, "}");
-    emit_line(e, "#else");
-    for (int v = 0; v < k->nval; v++) e->done[v] = 0; /* the other variant writes its values again */
-    e->scope = e->next_scope = 1;
+    sb_printf(&e->out, "\n");
+    return;
   }
   bool conv = k->kind == KK_CONV && k->sched.variant == KS_TILED;
   if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
@@ -223,7 +246,6 @@ static void kernel(emitter *e, int index) {
   gpu_body(e);
   e->indent--;
   emit_line(e, "}");
-  if (coop) emit_line(e, "#endif");
   sb_printf(&e->out, "\n");
 }
 

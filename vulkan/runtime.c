@@ -79,13 +79,14 @@ static portc_status vk_fail(VkResult r, const char *what, const vk_context *c) {
 }
 
 portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, const char **defines, int *nd) {
-  /* feature NULL: optional, the kernel has a variant for devices without it */
+  /* feature NULL: optional, the kernel has a variant for devices without it; else required (the
+   * schedule asked for it on a device that has it: a module file moved to one without fails here) */
   const struct { const char *word, *define, *feature; bool have; } table[] = {
       {"int64", "PC_INT64", "64-bit integers (shaderInt64)", c->f.int64},
       {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)", c->f.storage16},
       {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)", c->f.storage8},
       {"row", "PC_ROW_KERNEL", NULL, true},
-      {"coopmat", "PC_COOPMAT", NULL, c->f.coop_matrix},
+      {"coopmat", "PC_COOPMAT", "cooperative matrices (VK_NV_cooperative_matrix, f16 16x16x16)", c->f.coop_matrix},
   };
   for (size_t t = 0; t < sizeof table / sizeof *table; t++) {
     const char *w = strstr(line, table[t].word);

@@ -89,8 +89,14 @@ void vk_compile_options(const vk_context *c, const char *const *defines, build_a
 /* the compiler's identity for cache keys */
 const char *vk_compiler_id(void);
 
-/* limits, and the tile of the rules (schedule.c) */
-enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64 };
+/* limits, and the tiles of the rules (schedule.c): the SIMT matmul's, the cooperative-matrix
+ * matmul's and its threads (four subgroups of 32) */
+enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128 };
+/* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
+ * the runtime's hook calls it only on devices with cooperative matrices); false where not */
+bool vk_coop_schedule(kir_module *m, int i);
+/* the shared memory of the cooperative-matrix matmul with a tile_m x tile_n tile (dialect.c) */
+size_t vk_coop_shared_bytes(int tile_m, int tile_n);
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
 void vk_schedule(kir_module *m, int i, int device);
