@@ -93,6 +93,12 @@ bool matmul_plain_operand(const kir_module *m, const kir_kernel *k, int slot);
 /* ... or a 2-D buffer read transposed (its one view a swap of the two dimensions): a vendor
  * library reads it so as it lies */
 bool matmul_transposed_operand(const kir_module *m, const kir_kernel *k, int slot);
+/* matmul kernel i is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
+ * fold into M rows), B is a matrix read as it lies (broadcast to every batch where batched) */
+bool matmul_gemm_view(const kir_module *m, int i);
+/* B's path (-1: none) reads one matrix for every batch: identity steps, or a broadcast that
+ * drops the leading (batch) dims and keeps the last two as they are */
+bool matmul_same_matrix_per_batch(const kir_kernel *k, int path);
 /* the source with line numbers, for the messages of compilers that reject it (free with free()) */
 char *emit_numbered(const char *src);
 /* a transcendental function: worth keeping a computed value rather than computing it again */

@@ -831,3 +831,21 @@ void gpu_body(emitter *e) {
   case KK_OPAQUE: emit_opaque(e); break;
   }
 }
+
+/* ---- GEMM kernels (matmul_gemm_view): rows folded from the output's leading dims ---- */
+
+static const char *const gemm_rownames[] = {"mr0", "mr1", "mr2", "mr3", "mr4", "mr5", "mr6"};
+
+void gpu_emit_gemm_rows(emitter *e) {
+  char M[256];
+  emit_count(e, &e->k->dom, 0, e->k->dom.rank - 1, M, sizeof M);
+  emit_line(e, "const int M = %s;", M);
+}
+
+void gpu_gemm_indices(emitter *e, const char **oidx) {
+  int r = e->k->dom.rank;
+  for (int d = 0; d + 1 < r; d++) oidx[d] = gemm_rownames[d];
+  oidx[r - 1] = "n";
+  if (r == 2) oidx[0] = "m";
+  else emit_unravel(e, &e->k->dom, 0, r - 1, "m", oidx);
+}

@@ -88,4 +88,9 @@ void gpu_body(emitter *e);
 void gpu_matmul_begin(emitter *e, int tile, const char **aidx, const char **bidx, const char **oidx);
 void gpu_loop_end(emitter *e);
 
+/* GEMM kernels (matmul_gemm_view): "const int M = ...;" (rows: the output's leading dims
+ * folded), and the output's index names, the leading ones unravelled from the row index "m" */
+void gpu_emit_gemm_rows(emitter *e);
+void gpu_gemm_indices(emitter *e, const char **oidx);
+
 #endif

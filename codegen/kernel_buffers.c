@@ -1,7 +1,8 @@
 /*
  * kernel_buffers.c: which buffers a kernel touches, for the GPU targets, which bind or pass only
  * those: the dialect declares them and the runtime hands them over in the same order; and whether
- * a matmul operand is a plain row-major matrix, which the tensor-core and library paths need.
+ * a matmul operand is a plain row-major matrix, or the whole matmul one 2-D GEMM, which the
+ * matrix-unit and library paths need.
  */
 #include "../ir/dtype.h"
 #include "emit.h"
@@ -85,4 +86,30 @@ bool matmul_transposed_operand(const kir_module *m, const kir_kernel *k, int slo
     swaps++;
   }
   return swaps == 1;
+}
+
+/* B's path reads one matrix for every batch: identity steps, or a broadcast that drops the
+ * leading (batch) dims and keeps the last two as they are */
+bool matmul_same_matrix_per_batch(const kir_kernel *k, int path) {
+  if (path < 0) return true;
+  const kir_path *p = &k->path[path];
+  for (int s = 0; s < p->n; s++) {
+    const kir_step *st = &p->s[s];
+    kir_path one = {.n = 1, .s = {*st}};
+    bool drop = st->kind == ST_BCAST && st->to.rank == 2 && st->from.rank >= 2;
+    for (int d = 0; drop && d < 2; d++) {
+      dim f = st->from.d[st->from.rank - 2 + d], t = st->to.d[d];
+      drop = f.sym == t.sym && f.c == t.c;
+    }
+    kir_kernel probe = {.path = &one, .npath = 1};
+    if (!drop && !path_is_identity(&probe, 0)) return false;
+  }
+  return true;
+}
+
+bool matmul_gemm_view(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_MATMUL || k->dom.rank < 2) return false;
+  const kir_buf *a = &m->buf[k->in_buf[0]], *b = &m->buf[k->in_buf[1]];
+  return a->sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && b->sh.rank == 2 && matmul_same_matrix_per_batch(k, k->in_path[1]);
 }

@@ -69,10 +69,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
 int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 /* the tune key of device `index` (context.c); api names the target's kind of code (cuda, hip) */
 void cu_device_key(int index, const char *api, tune_device *d);
-/* matmul kernel k is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
- * fold into M rows), B is a matrix read as it lies */
-bool cu_gemm_view(const kir_module *m, int k);
-/* ... or one that cuBLASLt runs as it lies: cu_gemm_view's, or a 2-D GEMM whose operands are
+/* matmul kernel k is one GEMM that cuBLASLt runs as it lies: matmul_gemm_view's (codegen/emit.h), or a 2-D GEMM whose operands are
  * matrices read as they lie or transposed (*ta, *tb: the backward pass's x^T gy and gy w^T) */
 bool cu_blaslt_view(const kir_module *m, int k, bool *ta, bool *tb);
 

@@ -57,7 +57,7 @@ static void blaslt_epilogue(emitter *e, int index) {
   const kir_kernel *k = e->k;
   epilogue_begin(e, index);
   char N[32];
-  cu_emit_gemm_rows(e);
+  gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s;", emit_dim(e, k->mnk[1], N, sizeof N));
   emit_line(e, "for (int t = %s; t < M * N; t += %s) {", e->d->gpu->global_id, e->d->gpu->global_threads);
   e->indent++;
@@ -65,7 +65,7 @@ static void blaslt_epilogue(emitter *e, int index) {
   emit_line(e, "const float acc0 = pc_acc[t];");
   const char *oidx[PORTC_MAX_RANK];
   emit_scope_push(e);
-  cu_gemm_indices(e, oidx);
+  gpu_gemm_indices(e, oidx);
   emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);

@@ -9,24 +9,9 @@
  * (128x256 tiles, with warps of 64x64 and so one block per SM, measured slower on H100.)
  */
 #include "../ir/dtype.h"
+#include "../codegen/gpu_kernels.h"
 #include "cu.h"
 #include "dialect_mma.h"
-
-static const char *const rownames[] = {"mr0", "mr1", "mr2", "mr3", "mr4", "mr5", "mr6"};
-
-void cu_emit_gemm_rows(emitter *e) {
-  char M[256];
-  emit_count(e, &e->k->dom, 0, e->k->dom.rank - 1, M, sizeof M);
-  emit_line(e, "const int M = %s;", M);
-}
-
-void cu_gemm_indices(emitter *e, const char **oidx) {
-  int r = e->k->dom.rank;
-  for (int d = 0; d + 1 < r; d++) oidx[d] = rownames[d];
-  oidx[r - 1] = "n";
-  if (r == 2) oidx[0] = "m";
-  else emit_unravel(e, &e->k->dom, 0, r - 1, "m", oidx);
-}
 
 void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
@@ -35,7 +20,7 @@ void cu_emit_mma(emitter *e) {
   const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
   const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
   char N[32], K[32];
-  cu_emit_gemm_rows(e);
+  gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
   emit_line(e, "extern __shared__ __align__(16) unsigned char pc_smem[];");
   emit_line(e, "typedef %s T;", T);
@@ -102,7 +87,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "const float acc0 = acc[i][j][h];");
   const char *oidx[PORTC_MAX_RANK];
   emit_scope_push(e);
-  cu_gemm_indices(e, oidx);
+  gpu_gemm_indices(e, oidx);
   emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   e->indent--;

@@ -24,32 +24,6 @@ static int mm_tile(const kir_module *m, int i) {
 
 static bool static_multiple(dim d, int64_t of) { return d.sym < 0 && d.c % of == 0; }
 
-/* B's path reads one matrix for every batch: identity steps, or a broadcast that drops the
- * leading (batch) dims and keeps the last two as they are */
-static bool same_matrix_per_batch(const kir_kernel *k, int path) {
-  if (path < 0) return true;
-  const kir_path *p = &k->path[path];
-  for (int s = 0; s < p->n; s++) {
-    const kir_step *st = &p->s[s];
-    kir_path one = {.n = 1, .s = {*st}};
-    bool drop = st->kind == ST_BCAST && st->to.rank == 2 && st->from.rank >= 2;
-    for (int d = 0; drop && d < 2; d++) {
-      dim f = st->from.d[st->from.rank - 2 + d], t = st->to.d[d];
-      drop = f.sym == t.sym && f.c == t.c;
-    }
-    kir_kernel probe = {.path = &one, .npath = 1};
-    if (!drop && !path_is_identity(&probe, 0)) return false;
-  }
-  return true;
-}
-
-bool cu_gemm_view(const kir_module *m, int i) {
-  const kir_kernel *k = &m->k[i];
-  if (k->kind != KK_MATMUL || k->dom.rank < 2) return false;
-  const kir_buf *a = &m->buf[k->in_buf[0]], *b = &m->buf[k->in_buf[1]];
-  return a->sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && b->sh.rank == 2 && same_matrix_per_batch(k, k->in_path[1]);
-}
-
 /* operand `slot` of matmul k is one row-major matrix: the whole buffer, seen through identity
  * steps, at most one swap of two dimensions (then *t: cuBLASLt reads it transposed), with
  * batched a broadcast of one matrix to every batch, and reshapes of the whole buffer on the
@@ -64,7 +38,7 @@ static bool matrix_operand(const kir_module *m, const kir_kernel *k, int slot, b
     kir_path one = {.n = 1, .s = {*st}};
     kir_kernel probe = {.path = &one, .npath = 1};
     if (path_is_identity(&probe, 0)) continue;
-    if (st->kind == ST_BCAST && batched && !reshaped && !swaps && same_matrix_per_batch(&probe, 0)) continue;
+    if (st->kind == ST_BCAST && batched && !reshaped && !swaps && matmul_same_matrix_per_batch(&probe, 0)) continue;
     if (st->kind == ST_PERMUTE && st->from.rank == 2 && st->a[0] == 1 && st->a[1] == 0 && !reshaped && !swaps++) continue;
     if (st->kind == ST_RESHAPE && st->from.rank == 2 && shape_eq(&st->to, buf)) {
       reshaped = true;
@@ -79,7 +53,7 @@ static bool matrix_operand(const kir_module *m, const kir_kernel *k, int slot, b
 bool cu_blaslt_view(const kir_module *m, int i, bool *ta, bool *tb) {
   const kir_kernel *k = &m->k[i];
   *ta = *tb = false;
-  if (cu_gemm_view(m, i)) return true;
+  if (matmul_gemm_view(m, i)) return true;
   if (k->kind != KK_MATMUL || k->dom.rank < 2) return false;
   if (k->dom.rank > 2) /* A's batch folded into its rows, B one matrix for every batch, transposed (x W^T) */
     return m->buf[k->in_buf[0]].sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && matrix_operand(m, k, 1, true, tb) && *tb;
@@ -88,7 +62,7 @@ bool cu_blaslt_view(const kir_module *m, int i, bool *ta, bool *tb) {
 
 static bool mma_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  if (!cu_gemm_view(m, i)) return false;
+  if (!matmul_gemm_view(m, i)) return false;
   portc_dtype a = m->buf[k->in_buf[0]].dt, b = m->buf[k->in_buf[1]].dt;
   if (a != b || (a != PORTC_F16 && a != PORTC_BF16)) return false;
   return static_multiple(k->mnk[1], 8) && static_multiple(k->mnk[2], 8);

@@ -113,7 +113,7 @@ static void declare_buffers(emitter *e, int index, bool coop) {
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
 
-/* Four subgroups of 32 share a BM x BN tile (the schedule's, 64 or 128 each way), each computing
+/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). Four subgroups of 32 share a BM x BN tile (the schedule's, 64 or 128 each way), each computing
  * a quarter as FM x FN fragments of 16x16. The operands pass through shared memory in k-steps of
  * 32, as 16-byte words (rows padded by one word, so that the eight rows a fragment load reads
  * at once fall in distinct banks); the next step's words are loaded into registers while the
@@ -151,10 +151,14 @@ static void matmul_coop(emitter *e) {
   char a[16], b[16];
   snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
-  const char *oidx[] = {"m", "n"};
-  emit_line(e, "const int M = %lld, N = %lld, K = %lld;", (long long)k->mnk[0].c, (long long)k->mnk[1].c, (long long)k->mnk[2].c);
-  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);");
-  emit_line(e, "const int sm = (sg >> 1) * %d, sn = (sg & 1) * %d, n0 = int(gl_WorkGroupID.x) * %d;", bm / 2, bn / 2, bn);
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = (sg >> 1) * %d, sn = (sg & 1) * %d;", bm / 2, bn / 2);
+  /* work groups in order of their id take the tiles of 8 tile rows column by column, so that the
+   * A and B panels a wave of work groups reads stay in L2 */
+  emit_line(e, "const int gx = int(gl_NumWorkGroups.x), gy = int(gl_NumWorkGroups.y), pid = int(gl_WorkGroupID.y) * gx + int(gl_WorkGroupID.x);");
+  emit_line(e, "const int first = pid / (8 * gx) * 8, rows = min(gy - first, 8), ty = first + pid %% (8 * gx) %% rows;");
+  emit_line(e, "const int n0 = pid %% (8 * gx) / rows * %d;", bn);
   /* thread tid moves words tid + threads h of each stage: A's rows of 4 words, B's rows of bn/8 */
   emit_line(e, "const int tid = int(gl_LocalInvocationID.x), ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid / %d, bw = tid %% %d;", bn / 8,
             bn / 8);
@@ -167,7 +171,7 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", ha,
             threads / 4, arow);
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", hb, threads / (bn / 8), brow);
-  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", bm, bm);
+  emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", bm, bm);
   e->indent++;
   emit_line(e, "PC_FETCH(0);");
   emit_line(e, "PC_STAGE(0);");
@@ -206,6 +210,8 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "if (m >= M || n >= N) continue;");
   emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
   emit_scope_push(e);
+  const char *oidx[PORTC_MAX_RANK];
+  gpu_gemm_indices(e, oidx);
   emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);

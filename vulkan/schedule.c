@@ -2,9 +2,9 @@
  * schedule.c: the Vulkan target's schedule hook, the one place its launch decisions are made.
  * 1-D kernels take the device's work-group size (the PC_WG specialization constant: 64 on CPU
  * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations.
- * On a device with cooperative matrices, an f16 matmul whose sizes are known (M any, N and K
- * multiples of 8) and whose operands lie as they are runs on those instead, in 128x128 tiles of
- * four subgroups (vk_coop_schedule; the tile is a tune knob). Row kernels move their rows in
+ * On a device with cooperative matrices, an f16 matmul that is one GEMM (batches folded into
+ * rows) with N and K known multiples of 8 and operands as they lie runs on those instead, in
+ * 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a tune knob). Row kernels move their rows in
  * 16-byte vectors where the row's buffers lie as the row does (gpu_row_vector), pointwise
  * kernels their elements where the output's buffer lies as the output does
  * (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by one at a
@@ -13,21 +13,20 @@
 #include "../codegen/gpu_kernels.h"
 #include "vk.h"
 
-/* a 2-D f16 matmul of known sizes whose rows move in 16-byte words, with operands as they lie */
-static bool coop_eligible(const kir_module *m, const kir_kernel *k) {
-  const dim *d = k->mnk;
-  if (k->kind != KK_MATMUL || k->dom.rank != 2 || d[0].sym >= 0 || d[1].sym >= 0 || d[2].sym >= 0) return false;
-  if (d[1].c % 8 || d[2].c % 8) return false; /* rows of A and B start on 16-byte words */
-  for (int slot = 0; slot < 2; slot++)
-    if (m->buf[k->in_buf[slot]].dt != PORTC_F16 || !matmul_plain_operand(m, k, slot)) return false;
-  return true;
+/* an f16 matmul that is one 2-D GEMM with operands as they lie, whose rows move in 16-byte words
+ * (N and K known multiples of 8; the rows, M, may be symbolic) */
+static bool coop_eligible(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (!matmul_gemm_view(m, i)) return false;
+  for (int d = 1; d < 3; d++)
+    if (k->mnk[d].sym >= 0 || k->mnk[d].c % 8) return false;
+  return m->buf[k->in_buf[0]].dt == PORTC_F16 && m->buf[k->in_buf[1]].dt == PORTC_F16;
 }
 
 bool vk_coop_schedule(kir_module *m, int i) {
-  kir_kernel *k = &m->k[i];
-  if (!coop_eligible(m, k)) return false;
-  kir_schedule *s = &k->sched;
-  s->variant = KS_MMA;
+  if (!coop_eligible(m, i)) return false;
+  kir_schedule *s = &m->k[i].sched;
+  s->variant = KS_MMA, s->fold_batch = true;
   s->tile_m = s->tile_n = VK_COOP_TILE;
   s->threads[0] = VK_COOP_THREADS, s->threads[1] = s->threads[2] = 1;
   return true;
