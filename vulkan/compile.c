@@ -3,7 +3,9 @@
  * optimized by shaderc's SPIRV-Tools passes, then checked by the SPIRV-Tools validator. A shader
  * that fails to compile or validate is a bug in the dialect: the error carries the validator's
  * or compiler's message and the numbered GLSL. What the device lacks is passed as macros, so the
- * prelude can pick another way (subgroup arithmetic) or name the missing feature.
+ * prelude can pick another way (subgroup arithmetic) or name the missing feature. A kernel on
+ * cooperative matrices for a device with only the KHR extension is validated as compiled (NV)
+ * and then rewritten (spirv_coop.c): the validator here predates the KHR extension.
  */
 #include <shaderc/shaderc.h>
 #include <spirv-tools/libspirv.h>
@@ -67,6 +69,12 @@ static bool apply_options(shaderc_compile_options_t o, const build_args *a) {
   return true;
 }
 
+static bool has_define(const char *const *defines, const char *name) {
+  for (int i = 0; defines && defines[i]; i++)
+    if (strcmp(defines[i], name) == 0) return true;
+  return false;
+}
+
 portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words) {
   *spirv = NULL;
   *words = 0;
@@ -99,6 +107,10 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
     } else {
       memcpy(*spirv, bin.code, n);
       *words = n / 4;
+      if (has_define(defines, "PC_COOPMAT_KHR") && (st = vk_spirv_coop_khr(spirv, words))) { /* validated as NV, above */
+        free(*spirv);
+        *spirv = NULL, *words = 0;
+      }
     }
     spvDiagnosticDestroy(diag);
     spvContextDestroy(ctx);

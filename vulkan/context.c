@@ -132,7 +132,7 @@ static void driver_version(const VkPhysicalDeviceProperties *p, char *out, size_
 
 /* VK_NV_cooperative_matrix with 16x16x16 f16 x f16 + f32 on subgroups of 32, and the features its
  * shaders use (shaderFloat16, vulkanMemoryModel); Debian's glslang knows the NV extension only */
-static bool coop_matrix_f16(VkPhysicalDevice pd) {
+static bool coop_matrix_nv(VkPhysicalDevice pd) {
   if (!has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &cm};
@@ -154,6 +154,44 @@ static bool coop_matrix_f16(VkPhysicalDevice pd) {
               p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV;
   free(p);
   return found;
+}
+
+/* VK_KHR_cooperative_matrix with 16x16x16 f16 x f16 + f32 at subgroup scope, and shaderFloat16:
+ * the cross-vendor extension, the only one outside NVIDIA; the shaders are rewritten for it
+ * (spirv_coop.c) */
+static bool coop_matrix_khr(VkPhysicalDevice pd) {
+  if (!has_device_ext(pd, PC_KHR_COOPERATIVE_MATRIX_NAME)) return false;
+  pc_coop_features_khr cm = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &cm};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f16};
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  if (!cm.cooperativeMatrix || !f16.shaderFloat16) return false;
+  pc_coop_properties_fn get = (pc_coop_properties_fn)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  uint32_t n = 0;
+  if (!get || get(pd, &n, NULL) != VK_SUCCESS || !n) return false;
+  pc_coop_properties_khr *p = calloc(n, sizeof *p);
+  bool found = false;
+  for (uint32_t i = 0; p && i < n; i++) p[i].sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+  if (p && get(pd, &n, p) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n && !found; i++)
+      found = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == PC_COMPONENT_FLOAT16_KHR &&
+              p[i].BType == PC_COMPONENT_FLOAT16_KHR && p[i].CType == PC_COMPONENT_FLOAT32_KHR &&
+              p[i].ResultType == PC_COMPONENT_FLOAT32_KHR && p[i].scope == PC_SCOPE_SUBGROUP_KHR;
+  free(p);
+  return found;
+}
+
+/* whether a pipeline may require subgroups of 32 where the device's default differs (AMD's
+ * wave64 by default, say): VK_EXT_subgroup_size_control with 32 in range for compute */
+static bool subgroups_of_32_on_request(VkPhysicalDevice pd) {
+  if (!has_device_ext(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f};
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
+  vkGetPhysicalDeviceProperties2(pd, &p2);
+  return f.subgroupSizeControl && p.minSubgroupSize <= 32 && p.maxSubgroupSize >= 32 && (p.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
 }
 
 /* features, subgroup properties and the compute queue family of a physical device */
@@ -201,7 +239,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .int64 = f2.features.shaderInt64,
       .subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
-      .coop_matrix = coop_matrix_f16(pd),
+      .coop_matrix = coop_matrix_nv(pd),
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
       .f16_convert = rte16 && keep16 && h.shaderFloat16,
       .rte32 = ri == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE, /* NVIDIA's softmax f32 took 12% longer with it */
@@ -221,8 +259,12 @@ static void query(VkPhysicalDevice pd, device_info *di) {
     if (di->qfam < 0 || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) di->qfam = (int)i, di->ts_bits = q[i].timestampValidBits;
   }
   di->f.timestamps = di->ts_bits > 0 && di->props.limits.timestampPeriod > 0;
-  di->f.coop_matrix = di->f.coop_matrix && di->f.subgroup_size == 32 && di->f.storage16; /* four subgroups of 32 per tile */
   const char *off = getenv("PORTC_VULKAN_DISABLE");
+  if (off && strstr(off, "nvcoop")) di->f.coop_matrix = false; /* the KHR path, where the device has both */
+  if (!di->f.coop_matrix && coop_matrix_khr(pd)) di->f.coop_matrix = di->f.coop_khr = true;
+  di->f.coop_size32 = di->f.coop_matrix && di->f.subgroup_size != 32 && subgroups_of_32_on_request(pd);
+  /* four subgroups of 32 per tile */
+  di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
@@ -231,6 +273,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
       if (strstr(off, list[i].name)) *list[i].flag = false;
   }
+  di->f.coop_khr = di->f.coop_khr && di->f.coop_matrix, di->f.coop_size32 = di->f.coop_size32 && di->f.coop_matrix;
   /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
    * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
@@ -347,28 +390,36 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
                                             .storageBuffer8BitAccess = c->f.storage8};
   VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                                               .pNext = &s8, .storageBuffer16BitAccess = c->f.storage16};
+  /* the feature structures, each put in front of the chain where the device uses it */
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
-                                                    .pNext = &s16, .cooperativeMatrix = VK_TRUE};
-  VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &cm,
+                                                    .cooperativeMatrix = VK_TRUE};
+  VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
                                                   .vulkanMemoryModel = VK_TRUE};
-  VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm,
+  pc_coop_features_khr kcm = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FEATURES_KHR, .cooperativeMatrix = VK_TRUE};
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT ssc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT,
+                                                        .subgroupSizeControl = VK_TRUE};
+  VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
                                                    .shaderFloat16 = VK_TRUE};
-  VkPhysicalDeviceShaderFloat16Int8Features f16_only = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &s16,
-                                                        .shaderFloat16 = VK_TRUE};
-  void *chain = c->f.coop_matrix ? (void *)&f16 : c->f.f16_convert ? (void *)&f16_only : (void *)&s16;
+  void *chain = &s16;
+  if (c->f.coop_matrix && !c->f.coop_khr) cm.pNext = chain, mm.pNext = &cm, chain = &mm;
+  if (c->f.coop_khr) kcm.pNext = chain, chain = &kcm;
+  if (c->f.coop_size32) ssc.pNext = chain, chain = &ssc;
+  if (c->f.coop_matrix || c->f.f16_convert) f16.pNext = chain, chain = &f16;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR ep = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = chain, .pipelineExecutableInfo = VK_TRUE};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = c->f.exec_stats ? (void *)&ep : ep.pNext};
   f2.features.shaderInt64 = c->f.int64;
-  const char *exts[8];
+  const char *exts[12];
   uint32_t next = 0;
   if (c->f.storage8) exts[next++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
   if (c->f.denorm_preserve || c->f.f16_convert) exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
   if (c->f.exec_stats) exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-  if (c->f.coop_matrix) {
+  if (c->f.coop_matrix && !c->f.coop_khr) {
     exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (has_device_ext(c->phys, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) exts[next++] = VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
   }
+  if (c->f.coop_khr) exts[next++] = PC_KHR_COOPERATIVE_MATRIX_NAME;
+  if (c->f.coop_size32) exts[next++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
   if ((c->f.coop_matrix || c->f.f16_convert) && has_device_ext(c->phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
     exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
   VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
@@ -489,7 +540,9 @@ void vk_describe(FILE *out) {
             l->maxComputeSharedMemorySize / 1024, l->maxComputeWorkGroupInvocations, l->maxStorageBufferRange >> 20);
     fprintf(out, "      16-bit storage %s, 8-bit storage %s, int64 %s, timestamps %s, f32 denormals kept %s, cooperative matrix %s\n",
             di.f.storage16 ? "yes" : "no", di.f.storage8 ? "yes" : "no", di.f.int64 ? "yes" : "no", di.f.timestamps ? "yes" : "no",
-            di.f.denorm_preserve ? "yes" : "no", di.f.coop_matrix ? "yes (NV, f16 16x16x16)" : "no");
+            di.f.denorm_preserve ? "yes" : "no",
+            !di.f.coop_matrix ? "no" : di.f.coop_khr ? (di.f.coop_size32 ? "yes (KHR, f16 16x16x16, subgroups of 32 on request)" : "yes (KHR, f16 16x16x16)")
+                                                   : "yes (NV, f16 16x16x16)");
     fprintf(out, "      f32 to f16 by the device (nearest even, denormals kept) %s\n", di.f.f16_convert ? "yes" : "no (portc rounds in software)");
   }
 }

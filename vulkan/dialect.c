@@ -176,8 +176,8 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "PC_FETCH(0);");
   emit_line(e, "PC_STAGE(0);");
   emit_line(e, "barrier();");
-  emit_line(e, "fcoopmatNV<32, 3, 16, 16> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, 16>(0.0);",
+  emit_line(e, "fcoopmatNV<32, 3, 16, PC_CM_N> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, PC_CM_N>(0.0);",
             fm, fn);
   emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", COOP_BK);
   e->indent++;
@@ -186,7 +186,8 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "if (more) PC_FETCH(kk + %d);", COOP_BK);
   emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", COOP_BK);
   e->indent++;
-  emit_line(e, "fcoopmatNV<16, 3, 16, 16> fa[%d], fb;", fm);
+  emit_line(e, "fcoopmatNV<16, 3, 16, PC_CM_K> fa[%d];", fm);
+  emit_line(e, "fcoopmatNV<16, 3, PC_CM_K, PC_CM_N> fb;");
   emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * %d + (ks >> 3)), %du, false);", fm,
             arow, arow);
   emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", fn);

@@ -86,7 +86,8 @@ portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, con
       {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)", c->f.storage16},
       {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)", c->f.storage8},
       {"row", "PC_ROW_KERNEL", NULL, true},
-      {"coopmat", "PC_COOPMAT", "cooperative matrices (VK_NV_cooperative_matrix, f16 16x16x16)", c->f.coop_matrix},
+      {"coopmat", "PC_COOPMAT", "cooperative matrices (f16 16x16x16 on subgroups of 32)", c->f.coop_matrix},
+      {"coopmat", "PC_COOPMAT_KHR", NULL, c->f.coop_khr}, /* through VK_KHR_cooperative_matrix */
   };
   for (size_t t = 0; t < sizeof table / sizeof *table; t++) {
     const char *w = strstr(line, table[t].word);
@@ -212,10 +213,14 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   uint32_t wg = (uint32_t)m->km->k[i].sched.threads[0]; /* PC_WG, for 1-D kernels */
   VkSpecializationMapEntry wg_entry = {.constantID = 0, .offset = 0, .size = sizeof wg};
   VkSpecializationInfo spec = {.mapEntryCount = 1, .pMapEntries = &wg_entry, .dataSize = sizeof wg, .pData = &wg};
+  /* the cooperative-matrix matmul is written for subgroups of 32 */
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size32 = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT, .requiredSubgroupSize = 32};
+  bool require32 = c->f.coop_size32 && m->km->k[i].sched.variant == KS_MMA && m->km->k[i].kind == KK_MATMUL;
   VkComputePipelineCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = k->shader,
-                .pName = "main", .pSpecializationInfo = &spec},
+      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .pNext = require32 ? &size32 : NULL,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = k->shader, .pName = "main", .pSpecializationInfo = &spec},
       .layout = k->layout,
       .flags = c->f.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0};
   pthread_mutex_lock(&c->lock); /* the pipeline cache is shared by the process's modules */

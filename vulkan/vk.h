@@ -21,6 +21,10 @@ typedef struct vk_features {
    * rounding mode is set alongside, only on drivers whose widths must agree; rte64, keep64: the
    * 64-bit rounding and denormal modes too, on drivers where 16 and 64 bits must agree */
   bool f16_convert, rte32, rte64, keep64;
+  /* cooperative matrices through VK_KHR_cooperative_matrix (coop_matrix says there are some:
+   * NV's where offered, else KHR's); coop_size32: the device's subgroups are 32 only when a
+   * pipeline requires it (VK_EXT_subgroup_size_control), which the matmul's pipelines do */
+  bool coop_khr, coop_size32;
   bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
 } vk_features;
@@ -83,6 +87,9 @@ portc_status vk_submit_wait(vk_context *c, VkCommandBuffer cb, VkFence fence);
  * feature the device lacks */
 portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, const char **defines, int *nd);
 portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words);
+/* the cooperative-matrix matmul's SPIR-V, compiled for VK_NV_cooperative_matrix, rewritten for
+ * VK_KHR_cooperative_matrix in place (spirv_coop.c) */
+portc_status vk_spirv_coop_khr(uint32_t **code, size_t *words);
 /* shaderc's options for a kernel, in glslc's spelling, exactly as vk_compile applies them (the
  * cache key covers them) */
 void vk_compile_options(const vk_context *c, const char *const *defines, build_args *a);

@@ -95,4 +95,24 @@ bool vk_load_device(VkDevice dev, vk_device_api *api, char *why, size_t len);
 /* "VK_ERROR_OUT_OF_DEVICE_MEMORY" and friends */
 const char *vk_result_name(VkResult r);
 
+/* VK_KHR_cooperative_matrix, newer than Debian 12's Vulkan headers: the structures portc uses,
+ * as the Vulkan registry defines them */
+#define PC_KHR_COOPERATIVE_MATRIX_NAME "VK_KHR_cooperative_matrix"
+enum { PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FEATURES_KHR = 1000506000, PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR = 1000506001 };
+enum { PC_COMPONENT_FLOAT16_KHR = 0, PC_COMPONENT_FLOAT32_KHR = 1, PC_SCOPE_SUBGROUP_KHR = 3 };
+typedef struct pc_coop_features_khr {
+  VkStructureType sType;
+  void *pNext;
+  VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+} pc_coop_features_khr;
+typedef struct pc_coop_properties_khr {
+  VkStructureType sType;
+  void *pNext;
+  uint32_t MSize, NSize, KSize;
+  int32_t AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+  VkBool32 saturatingAccumulation;
+  int32_t scope; /* VkScopeKHR */
+} pc_coop_properties_khr;
+typedef VkResult (*pc_coop_properties_fn)(VkPhysicalDevice, uint32_t *, pc_coop_properties_khr *);
+
 #endif
