@@ -5,7 +5,8 @@
  * validation layer is enabled where installed, and every message it sends is printed with the
  * prefix "portc vulkan validation:" (the tests fail on any). PORTC_VULKAN_DISABLE=int64,storage16,
  * storage8,subgroup,timestamps,coopmat,denorm,f16convert makes portc treat a device as lacking those features,
- * which is how the tests reach the fallbacks and the errors of devices that lack them.
+ * which is how the tests reach the fallbacks and the errors of devices that lack them ("nvcoop":
+ * NVIDIA's cooperative-matrix extension only, so that the KHR one is used where offered).
  */
 #include <ctype.h>
 #include <stdio.h>

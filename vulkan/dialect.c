@@ -200,9 +200,14 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "barrier();");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) { /* the epilogue, a fragment at a time */", fm, fn);
+  /* the epilogue, a fragment at a time: the fragment is picked by constant indices, so that
+   * the accumulators stay in registers (indexed by a loop's counter, NVIDIA's driver, leaving
+   * the loop rolled, moved them all to memory: the matmul ran 5x slower) */
+  emit_line(e, "for (int f = 0; f < %d; f++) {", fm * fn);
   e->indent++;
-  emit_line(e, "coopMatStoreNV(c[i][j], pc_C, uint(sg * 256), 16u, false);");
+  emit_line(e, "const int i = f / %d, j = f %% %d;", fn, fn);
+  for (int f = 0; f < fm * fn; f++)
+    emit_line(e, "%sif (f == %d) coopMatStoreNV(c[%d][%d], pc_C, uint(sg * 256), 16u, false);", f ? "else " : "", f, f / fn, f % fn);
   emit_line(e, "subgroupMemoryBarrierShared();");
   emit_line(e, "subgroupBarrier();");
   emit_line(e, "for (int q = lane; q < 256; q += 32) {");
