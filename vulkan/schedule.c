@@ -4,11 +4,11 @@
  * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations.
  * On a device with cooperative matrices, an f16 matmul that is one GEMM (batches folded into
  * rows) with N and K known multiples of 8 and operands as they lie runs on those instead, in
- * 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a tune knob). Row kernels move their rows in
- * 16-byte vectors where the row's buffers lie as the row does (gpu_row_vector), pointwise
- * kernels their elements where the output's buffer lies as the output does
- * (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by one at a
- * tenth of its bandwidth.
+ * 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a tune knob). Row kernels
+ * move their rows in 16-byte vectors where the row's buffers lie as the row does
+ * (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as the
+ * output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
+ * one at a tenth of its bandwidth.
  */
 #include "../codegen/gpu_kernels.h"
 #include "vk.h"
@@ -62,7 +62,8 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     if ((s->tile_m != 64 && s->tile_m != 128) || (s->tile_n != 64 && s->tile_n != 128))
       return snprintf(why, len, "tile %dx%d: the cooperative-matrix tile is 64 or 128 each way", s->tile_m, s->tile_n), false;
     size_t shared = vk_coop_shared_bytes(s->tile_m, s->tile_n), most = c ? c->props.limits.maxComputeSharedMemorySize : 16384;
-    if (shared > most) return snprintf(why, len, "tile %dx%d takes %zu bytes of shared memory, the device allows %zu", s->tile_m, s->tile_n, shared, most), false;
+    if (shared > most)
+      return snprintf(why, len, "tile %dx%d takes %zu bytes of shared memory, the device allows %zu", s->tile_m, s->tile_n, shared, most), false;
     if (s->threads[0] != VK_COOP_THREADS) return snprintf(why, len, "the cooperative-matrix matmul runs %d threads", VK_COOP_THREADS), false;
     return true;
   }
@@ -80,7 +81,8 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   if (s->variant == KS_MMA) {
     static const int mma[][2] = {{64, 64}, {64, 128}, {128, 64}, {128, 128}};
     for (int t = 0; t < 4 && n < max; t++)
-      if (mma[t][0] != s->tile_m || mma[t][1] != s->tile_n) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v = {.tile_m = mma[t][0], .tile_n = mma[t][1]}};
+      if (mma[t][0] != s->tile_m || mma[t][1] != s->tile_n)
+        out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v = {.tile_m = mma[t][0], .tile_n = mma[t][1]}};
   }
   if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
