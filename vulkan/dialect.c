@@ -113,11 +113,11 @@ static void declare_buffers(emitter *e, int index, bool coop) {
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
 
-/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). Four subgroups of 32 share a BM x BN tile (the schedule's, 64 or 128 each way), each computing
- * a quarter as FM x FN fragments of 16x16. The operands pass through shared memory in k-steps of
- * 32, as 16-byte words (rows padded by one word, so that the eight rows a fragment load reads
- * at once fall in distinct banks); the next step's words are loaded into registers while the
- * current step multiplies, then written to the other half of the double buffer, so one barrier
+/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). Four subgroups of 32 share a BM x BN
+ * tile (the schedule's, 64 or 128 each way), each computing a quarter as FM x FN fragments of
+ * 16x16. The operands pass through shared memory in k-steps of 32, as 16-byte words (rows
+ * padded by one word, so that the eight rows a fragment load reads at once fall in distinct
+ * banks); the next step's words are loaded into registers while the current step multiplies, then written to the other half of the double buffer, so one barrier
  * per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and any N
  * and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums through its
  * own 16x16 shared tile, one fragment at a time, so that the epilogue runs per element as in the
@@ -181,7 +181,7 @@ static void matmul_coop(emitter *e) {
             fm, fn);
   emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", COOP_BK);
   e->indent++;
-  emit_line(e, "const int cur = (kk >> 5) & 1;");
+  emit_line(e, "const int cur = (kk >> 5) & 1; /* the k-step's half of the double buffer (COOP_BK = 32) */");
   emit_line(e, "const bool more = kk + %d < K;", COOP_BK);
   emit_line(e, "if (more) PC_FETCH(kk + %d);", COOP_BK);
   emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", COOP_BK);
