@@ -225,6 +225,11 @@ static void contraction_cases(conf_cases *cs) {
    * k-step of one 16-byte word */
   text(add(cs, "ops", "matmul/f16-partial-tiles-relu"),
        "input a: f16[200, 104]\ninput b: f16[104, 136]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");
+  /* Vulkan's f32 word matmul cut at every edge: 64x64 tiles (rows, columns, and a last k-step
+   * of one word), and 128x128 tiles over batches folded into rows */
+  text(add(cs, "ops", "matmul/f32-partial-tiles-bias"),
+       "input a: f32[200, 36]\ninput b: f32[36, 140]\ninput bias: f32[140]\nh = matmul(a, b)\ny = add(h, bias)\noutput y\n");
+  text(add(cs, "ops", "matmul/f32-batched-rows-wide"), "input a: f32[4, 512, 20]\ninput b: f32[20, 1028]\ny = matmul(a, b)\noutput y\n");
   text(add(cs, "ops", "matmul/bf16-partial-tiles"), "input a: bf16[130, 24]\ninput b: bf16[24, 72]\ny = matmul(a, b)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-batched-rows-relu"),
        "input a: f16[3, 50, 16]\ninput b: f16[16, 48]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");

@@ -24,7 +24,7 @@
 #             target against PyTorch's outputs (build/bin/onnx_compare), one module for two batches
 #   zoo       tests/onnx/zoo.py: torchvision's classification, segmentation and video models,
 #             exported there, checked on each target ($ZOO_JOBS models at once, default 6); every
-#             model under 30 M parameters and one of each family, all 92 with ZOO_LONG=1; $ZOO_ONLY
+#             model under 30 M parameters and one of each family (zoo.py --wide), all 92 with ZOO_LONG=1; $ZOO_ONLY
 #             (names, comma-separated) limits it
 #   train     training steps (bench/train_vs_torch.py: an MLP, the transformer layer and ResNet-18 at
 #             batch 32, forward, backward and AdamW, in f32 and under bf16 autocast) checked against
@@ -195,7 +195,7 @@ for step in $steps; do
     ;;
   zoo)
     PYTHONUNBUFFERED=1 python3 tests/onnx/zoo.py build/bin/onnx_compare "$out/zoo" --targets "${targets// /,}" --jobs "${ZOO_JOBS:-6}" \
-      ${ZOO_LONG:+--long} ${ZOO_ONLY:+--only "$ZOO_ONLY"} >"$out/zoo.txt" 2>&1
+      $([ -n "${ZOO_LONG:-}" ] && echo --long || echo --wide) ${ZOO_ONLY:+--only "$ZOO_ONLY"} >"$out/zoo.txt" 2>&1
     summary+=("zoo (rc $?):" "$(grep -E '^FAIL|^zoo:' "$out/zoo.txt" | cut -c1-300)")
     rm -rf "$out/zoo"
     ;;

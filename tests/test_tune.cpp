@@ -26,6 +26,7 @@ extern "C" {
 #include "driver/module.h"
 #include "lower/pipeline.h"
 #include "targets/tune.h"
+#include "vulkan/vk.h"
 }
 
 namespace {
@@ -242,6 +243,44 @@ TEST(TuneTables, OnlyCudasTiledConvolutionSplitsAndOnlyLibraryKernelsPickAnAlgor
     EXPECT_FALSE(tg->schedule_check(km, conv, -1, why, sizeof why));
     EXPECT_NE(strstr(why, "algo=1"), nullptr) << why;
   }
+  kir_module_free(km);
+}
+
+// Vulkan's f32 word matmul: 64x64 or 128x128 tiles, its k-step derived from the tile unless set;
+// another tile, or a k-step whose shared memory the device lacks, runs the element kernel
+TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKernel) {
+  Graph g = parse("graph mm\ninput a: f32[256, 256]\ninput b: f32[256, 256]\ny = matmul(a, b)\noutput y\n"
+                  "input c: f32[256, 250]\nz = matmul(a, c)\noutput z\n");
+  ASSERT_TRUE(g);
+  lower_options lo = {};
+  kir_module *km = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(km->nk, 2);
+  int device;
+  const target *tg = target_find("vulkan", &device);
+  ASSERT_NE(tg, nullptr);
+  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1); // no device: 16 KiB of shared memory
+  const int words = km->k[0].mnk[1].c == 256 ? 0 : 1, other = 1 - words;
+  kir_schedule &s = km->k[words].sched;
+  EXPECT_EQ(km->k[other].sched.vector, 0); // 250 columns: not whole 16-byte words
+  ASSERT_EQ(s.variant, KS_TILED);
+  EXPECT_EQ(s.vector, 4);
+  EXPECT_EQ(s.tile_m, 64); // 4 tiles of 128: too few for 128
+  EXPECT_EQ(vk_words_k_step(&s), 16);
+  const kir_schedule rules = s;
+  char why[256] = "";
+  s.tile_m = s.tile_n = 128;
+  EXPECT_TRUE(tg->schedule_check(km, words, -1, why, sizeof why)) << why;
+  EXPECT_EQ(s.vector, 4);
+  EXPECT_EQ(vk_words_k_step(&s), 8);
+  s.tile_k = 32; // 64 KiB of shared memory
+  EXPECT_TRUE(tg->schedule_check(km, words, -1, why, sizeof why)) << why;
+  EXPECT_EQ(s.vector, 0);
+  EXPECT_FALSE(s.fold_batch);
+  s = rules;
+  s.tile_m = s.tile_n = 32;
+  EXPECT_TRUE(tg->schedule_check(km, words, -1, why, sizeof why)) << why;
+  EXPECT_EQ(s.vector, 0);
   kir_module_free(km);
 }
 

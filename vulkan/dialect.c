@@ -5,8 +5,8 @@
  * GLSL's spellings below; the work-group size of 1-D kernels is the specialization constant PC_WG,
  * and the prelude's pc_wg_* reductions use subgroup operations and shared memory. What is
  * Vulkan's own: buffer declarations (narrow elements read through 32-bit words, row kernels'
- * vector accesses through a second declaration in 16-byte words), and, for f16
- * matmuls on a device with cooperative matrices, a matmul on those.
+ * vector accesses through a second declaration in 16-byte words), and its own matmuls
+ * (matmul.c).
  *
  * Each kernel's text starts with "//@kernel N needs LIST": the runtime cuts the module there,
  * puts the prelude in front of each piece, and checks LIST against the device's features.
@@ -86,8 +86,7 @@ bool vk_vector_dtypes(const kir_module *m, int index) {
   return true;
 }
 
-/* coop: the operands of a cooperative-matrix matmul are declared a second time as 16-byte words */
-static void declare_buffers(emitter *e, int index, bool coop) {
+void vk_declare_buffers(emitter *e, int index, bool words) {
   int bufs[GPU_MAX_ARGS];
   int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS);
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
@@ -95,7 +94,7 @@ static void declare_buffers(emitter *e, int index, bool coop) {
     bool written = kernel_writes(e->k, b);
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
-    bool operand = coop && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
+    bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
     bool vec = (e->k->kind == KK_ROW || e->k->kind == KK_POINTWISE) && e->k->sched.vector && dtype_is_float(t);
     emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand ? "" : "restrict ", written ? "" : "readonly ", i,
@@ -111,121 +110,6 @@ static void declare_buffers(emitter *e, int index, bool coop) {
   emit_line(e, "layout(push_constant) uniform Symbols { int S[%d]; };", nsym > 0 ? nsym : 1);
 }
 
-/* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
-
-/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). Four subgroups of 32 share a BM x BN
- * tile (the schedule's, 64 or 128 each way), each computing a quarter as FM x FN fragments of
- * 16x16. The operands pass through shared memory in k-steps of 32, as 16-byte words (rows
- * padded by one word, so that the eight rows a fragment load reads at once fall in distinct
- * banks); the next step's words are loaded into registers while the current step multiplies, then written to the other half of the double buffer, so one barrier
- * per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and any N
- * and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums through its
- * own 16x16 shared tile, one fragment at a time, so that the epilogue runs per element as in the
- * SIMT variant, with no barrier across the work group. */
-enum { COOP_BK = 32, COOP_SUBGROUPS = 4 };
-
-/* the 16-byte words of one stage of each operand: A's BM rows of 4 words, B's 32 rows of BN/8 */
-static int coop_a_words(int bm) { return bm * (COOP_BK / 8 + 1); }
-static int coop_b_words(int bn) { return COOP_BK * (bn / 8 + 1); }
-
-size_t vk_coop_shared_bytes(int tile_m, int tile_n) {
-  return 16 * 2 * (size_t)(coop_a_words(tile_m) + coop_b_words(tile_n)) + 4 * 256 * COOP_SUBGROUPS;
-}
-
-static void coop_declare(emitter *e, int index) {
-  const int bm = e->k->sched.tile_m, bn = e->k->sched.tile_n;
-  emit_line(e, "layout(local_size_x = %d) in;", 32 * COOP_SUBGROUPS);
-  declare_buffers(e, index, true);
-  emit_line(e, "const int PC_AS = %d, PC_BS = %d; /* the words of one stage: A %d x %d, B %d x %d, rows padded by a word */", coop_a_words(bm),
-            coop_b_words(bn), bm, COOP_BK, COOP_BK, bn);
-  emit_line(e, "shared uvec4 pc_As[2 * PC_AS], pc_Bs[2 * PC_BS];");
-  emit_line(e, "shared float pc_C[%d * 256]; /* a 16x16 fragment of sums per subgroup */", COOP_SUBGROUPS);
-}
-
-static void matmul_coop(emitter *e) {
-  const kir_kernel *k = e->k;
-  const int bm = k->sched.tile_m, bn = k->sched.tile_n, threads = 32 * COOP_SUBGROUPS;
-  const int fm = bm / 32, fn = bn / 32;          /* fragments per subgroup, which take a quarter each */
-  const int ha = bm * 4 / threads, hb = 4 * bn / threads; /* words per thread per stage */
-  const int arow = COOP_BK / 8 + 1, brow = bn / 8 + 1;    /* padded row lengths in words */
-  char a[16], b[16];
-  snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
-  snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
-  gpu_emit_gemm_rows(e);
-  emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
-  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = (sg >> 1) * %d, sn = (sg & 1) * %d;", bm / 2, bn / 2);
-  /* work groups in order of their id take the tiles of 8 tile rows column by column, so that the
-   * A and B panels a wave of work groups reads stay in L2 */
-  emit_line(e, "const int gx = int(gl_NumWorkGroups.x), gy = int(gl_NumWorkGroups.y), pid = int(gl_WorkGroupID.y) * gx + int(gl_WorkGroupID.x);");
-  emit_line(e, "const int first = pid / (8 * gx) * 8, rows = min(gy - first, 8), ty = first + pid %% (8 * gx) %% rows;");
-  emit_line(e, "const int n0 = pid %% (8 * gx) / rows * %d;", bn);
-  /* thread tid moves words tid + threads h of each stage: A's rows of 4 words, B's rows of bn/8 */
-  emit_line(e, "const int tid = int(gl_LocalInvocationID.x), ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid / %d, bw = tid %% %d;", bn / 8,
-            bn / 8);
-  emit_line(e, "uvec4 wa[%d], wb[%d];", ha, hb);
-  emit_line(e, "#define PC_FETCH(k0) { \\");
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", ha, threads / 4);
-  emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 3] : uvec4(0u); } \\", a);
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 8 * bw; \\", hb, threads / (bn / 8));
-  emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 3] : uvec4(0u); } }", b);
-  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", ha,
-            threads / 4, arow);
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", hb, threads / (bn / 8), brow);
-  emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", bm, bm);
-  e->indent++;
-  emit_line(e, "PC_FETCH(0);");
-  emit_line(e, "PC_STAGE(0);");
-  emit_line(e, "barrier();");
-  emit_line(e, "fcoopmatNV<32, 3, 16, PC_CM_N> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, PC_CM_N>(0.0);",
-            fm, fn);
-  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", COOP_BK);
-  e->indent++;
-  emit_line(e, "const int cur = (kk >> 5) & 1; /* the k-step's half of the double buffer (COOP_BK = 32) */");
-  emit_line(e, "const bool more = kk + %d < K;", COOP_BK);
-  emit_line(e, "if (more) PC_FETCH(kk + %d);", COOP_BK);
-  emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", COOP_BK);
-  e->indent++;
-  emit_line(e, "fcoopmatNV<16, 3, 16, PC_CM_K> fa[%d];", fm);
-  emit_line(e, "fcoopmatNV<16, 3, PC_CM_K, PC_CM_N> fb;");
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * %d + (ks >> 3)), %du, false);", fm,
-            arow, arow);
-  emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", fn);
-  emit_line(e, "  coopMatLoadNV(fb, pc_Bs, uint(cur * PC_BS + ks * %d + ((sn + 16 * j) >> 3)), %du, false);", brow, brow);
-  emit_line(e, "  [[unroll]] for (int i = 0; i < %d; i++) c[i][j] = coopMatMulAddNV(fa[i], fb, c[i][j]);", fm);
-  emit_line(e, "}");
-  e->indent--;
-  emit_line(e, "}");
-  emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
-  emit_line(e, "barrier();");
-  e->indent--;
-  emit_line(e, "}");
-  /* the epilogue, a fragment at a time: the fragment is picked by constant indices, so that
-   * the accumulators stay in registers (indexed by a loop's counter, NVIDIA's driver, leaving
-   * the loop rolled, moved them all to memory: the matmul ran 5x slower) */
-  emit_line(e, "for (int f = 0; f < %d; f++) {", fm * fn);
-  e->indent++;
-  emit_line(e, "const int i = f / %d, j = f %% %d;", fn, fn);
-  for (int f = 0; f < fm * fn; f++)
-    emit_line(e, "%sif (f == %d) coopMatStoreNV(c[%d][%d], pc_C, uint(sg * 256), 16u, false);", f ? "else " : "", f, f / fn, f % fn);
-  emit_line(e, "subgroupMemoryBarrierShared();");
-  emit_line(e, "subgroupBarrier();");
-  emit_line(e, "for (int q = lane; q < 256; q += 32) {");
-  e->indent++;
-  emit_line(e, "const int m = m0 + sm + 16 * i + (q >> 4), n = n0 + sn + 16 * j + (q & 15);");
-  emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
-  emit_scope_push(e);
-  const char *oidx[PORTC_MAX_RANK];
-  gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
-  gpu_loop_end(e);
-  emit_line(e, "subgroupBarrier(); /* every lane has read the fragment before the next is stored */");
-  gpu_loop_end(e);
-  gpu_loop_end(e);
-}
-
 static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
   char need[128];
@@ -233,20 +117,15 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "//@kernel %d needs%s", index, need);
   emit_line(e, "// %s", k->why);
   bool mm = k->kind == KK_MATMUL;
-  if (mm && k->sched.variant == KS_MMA) { /* scheduled only for devices with cooperative matrices */
-    coop_declare(e, index);
-    emit_line(e, "void main() {");
-    e->indent++;
-    matmul_coop(e);
-    e->indent--;
-    emit_line(e, "}");
+  if (mm && vk_matmul_own(k)) { /* the target's own matmuls (matmul.c) */
+    vk_matmul(e, index);
     sb_printf(&e->out, "\n");
     return;
   }
   bool conv = k->kind == KK_CONV && k->sched.variant == KS_TILED;
   if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
-  declare_buffers(e, index, false);
+  vk_declare_buffers(e, index, false);
   int vec = k->kind == KK_ROW || k->kind == KK_POINTWISE ? k->sched.vector : 0;
   if (vec) emit_line(e, "const int PC_VEC = %d; /* consecutive elements per vector access */", vec);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))

@@ -2,9 +2,12 @@
  * schedule.c: the Vulkan target's schedule hook, the one place its launch decisions are made.
  * 1-D kernels take the device's work-group size (the PC_WG specialization constant: 64 on CPU
  * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations.
- * On a device with cooperative matrices, an f16 matmul that is one GEMM (batches folded into
- * rows) with N and K known multiples of 8 and operands as they lie runs on those instead, in
- * 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a tune knob). Row kernels
+ * An f32 matmul that is one GEMM (batches folded into rows) with N and K known multiples of 4
+ * and operands as they lie moves its operands in 16-byte words instead (vk_words_schedule:
+ * 128x128 tiles where the output has enough of them, else 64x64). On a device with cooperative
+ * matrices, an f16 matmul that is one GEMM with N and K known multiples of 8 and operands as
+ * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a
+ * tune knob). Row kernels
  * move their rows in 16-byte vectors where the row's buffers lie as the row does
  * (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as the
  * output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
@@ -21,6 +24,32 @@ static bool coop_eligible(const kir_module *m, int i) {
   for (int d = 1; d < 3; d++)
     if (k->mnk[d].sym >= 0 || k->mnk[d].c % 8) return false;
   return m->buf[k->in_buf[0]].dt == PORTC_F16 && m->buf[k->in_buf[1]].dt == PORTC_F16;
+}
+
+/* an f32 matmul that is one 2-D GEMM with operands as they lie, N and K known multiples of 4 */
+static bool words_eligible(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (!matmul_gemm_view(m, i)) return false;
+  for (int d = 1; d < 3; d++)
+    if (k->mnk[d].sym >= 0 || k->mnk[d].c % 4) return false;
+  return m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32;
+}
+
+static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : 16384; }
+
+/* 128x128 tiles where the output has at least 128 of them (a wave of work groups on a large
+ * GPU), else 64x64 (the rows may be symbolic: then 64); the k-step follows from the tile
+ * (vk_words_k_step), and the double buffer then takes 16 KiB, which every device has */
+static void words_schedule(kir_module *m, int i, const vk_context *c) {
+  if (!words_eligible(m, i)) return;
+  kir_kernel *k = &m->k[i];
+  kir_schedule *s = &k->sched;
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < k->dom.rank; d++) rows = k->dom.d[d].sym >= 0 || rows < 0 ? -1 : rows * k->dom.d[d].c;
+  s->vector = 4, s->fold_batch = true, s->tile_k = 0;
+  s->tile_m = s->tile_n = rows > 0 && ((rows + 127) / 128) * ((k->mnk[1].c + 127) / 128) >= 128 ? 128 : 64;
+  char why[160];
+  if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->tile_m = s->tile_n = VK_MM_TILE;
 }
 
 bool vk_coop_schedule(kir_module *m, int i) {
@@ -43,6 +72,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->variant = KS_TILED;
     s->tile_m = s->tile_n = VK_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
+    if (k->kind == KK_MATMUL) words_schedule(m, i, c);
     if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
@@ -52,8 +82,10 @@ void vk_schedule(kir_module *m, int i, int device) {
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device
  * allows, at least a subgroup: the reductions halve it), the square tile of the SIMT matmul and
- * convolution, and the tile of the cooperative-matrix matmul (64 or 128 rows and columns: its
- * four subgroups take a quarter each, and its shared memory must fit the device) */
+ * convolution (the f32 word matmul takes 64 or 128 and a k-step that fits the device; other
+ * tiles, or a k-step that does not fit, run the element kernel), and the tile of the
+ * cooperative-matrix matmul (64 or 128 rows and columns: its four subgroups take a quarter each,
+ * and its shared memory must fit the device) */
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   char err[512];
   const vk_context *c = vk_context_get(device, err, sizeof err);
@@ -68,6 +100,10 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     return true;
   }
   if (!gpu_attention_fits(m, i, why, len)) return false;
+  if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
+    kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
+    w->vector = 0, w->fold_batch = false, w->tile_k = 0;
+  }
   if (s->variant != KS_PLAIN) return gpu_tiles_fit(&m->k[i], 1, why, len);
   int max = c ? (int)c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32;
   return gpu_group_fits(&m->k[i], sub, max, true, why, len);
@@ -85,6 +121,8 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
         out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v = {.tile_m = mma[t][0], .tile_n = mma[t][1]}};
   }
   if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
+  for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2)
+    if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   return n;
 }

@@ -102,8 +102,19 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
  * the runtime's hook calls it only on devices with cooperative matrices); false where not */
 bool vk_coop_schedule(kir_module *m, int i);
-/* the shared memory of the cooperative-matrix matmul with a tile_m x tile_n tile (dialect.c) */
+/* matmul.c, the target's own matmuls: the shared memory of the cooperative-matrix matmul with a
+ * tile_m x tile_n tile; the k-step of the f32 word matmul (the schedule's tile_k, or where that
+ * is 0 the shortest its tile allows: 1024 / tile), and whether the kernel and the device's
+ * shared memory take its tile and k-step (false with why); whether kernel k is one of the
+ * target's own matmuls, and its text */
 size_t vk_coop_shared_bytes(int tile_m, int tile_n);
+int vk_words_k_step(const kir_schedule *s);
+bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len);
+bool vk_matmul_own(const kir_kernel *k);
+void vk_matmul(emitter *e, int index);
+/* dialect.c: kernel index's buffer declarations; words: the matmul operands are declared a
+ * second time as 16-byte words (bNv) */
+void vk_declare_buffers(emitter *e, int index, bool words);
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
 void vk_schedule(kir_module *m, int i, int device);

@@ -4,16 +4,18 @@ dynamic batch at a reduced input size, run by PyTorch for batches 1 and 2, then 
 target by onnx_compare and run for both batches within the bounds of TOLERANCES.md.
 
 Each model's folder is removed after its runs, so that the disk holds only the models in flight
-(one, or --jobs of them). What runs, by default (the test command), on every target given:
-  - every model under 30 M parameters;
-  - one member of every architecture family (FAMILY below), whatever its size;
-  - the rest (VGG-19, ViT-H, the large RegNets, ConvNeXts and EfficientNets, ...) only with
-    --long, which runs every model (hours on two cores; its models' weights reach 2.5 GB).
+(one, or --jobs of them). What runs, on every target given:
+  - by default (the test command): one member of every architecture family (FAMILY below),
+    whatever its size; together they hold every operator and pattern of the zoo;
+  - with --wide, also every other model under 30 M parameters (the family's other depths and
+    widths: about twice the time);
+  - with --long, every model (VGG-19, ViT-H, the large RegNets, ConvNeXts and EfficientNets, ...:
+    hours on two cores; its models' weights reach 2.5 GB).
 A model the test cannot run is named in SKIP with the reason; an export failure of PyTorch's own
 is reported as such, not as a portc result. --jobs N runs N models at once (the GPU machine's
 16 cores), each with its share of PyTorch's threads.
 
-usage: zoo.py ONNX_COMPARE OUT [--targets cpu,vulkan] [--long] [--only NAME,...] [--jobs N]
+usage: zoo.py ONNX_COMPARE OUT [--targets cpu,vulkan] [--wide | --long] [--only NAME,...] [--jobs N]
 Exit 0 when every model ran and matched on every target it was given.
 """
 import argparse
@@ -37,9 +39,9 @@ warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_models import SegmentationOut, onnx_export, randomize_norms  # noqa: E402
 
-LONG_PARAMS = 30e6  # models with more parameters run only with --long
+WIDE_PARAMS = 30e6  # with --wide, the models outside FAMILY up to this many parameters run too
 
-# one member of each architecture family: runs on every target by default
+# one member of each architecture family: what runs by default
 FAMILY = {"alexnet", "convnext_tiny", "densenet121", "efficientnet_b0", "efficientnet_v2_s", "googlenet", "inception_v3", "maxvit_t",
           "mnasnet0_5", "mobilenet_v3_large", "regnet_x_400mf", "regnet_y_400mf", "resnext50_32x4d", "shufflenet_v2_x0_5",
           "squeezenet1_0", "swin_t", "swin_v2_t", "vgg11_bn", "vit_b_32", "wide_resnet50_2", "deeplabv3_mobilenet_v3_large",
@@ -151,6 +153,7 @@ def main():
     ap.add_argument("compare")
     ap.add_argument("out")
     ap.add_argument("--targets", default="cpu,vulkan")
+    ap.add_argument("--wide", action="store_true")
     ap.add_argument("--long", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--jobs", type=int, default=1)
@@ -168,7 +171,9 @@ def main():
             skipped += 1
         elif not a.long and name in LONG_ONLY:
             print(f"{name}: in the long suite (--long)", flush=True)
-        elif not a.long and name not in FAMILY and (params := sum(p.numel() for p in build(name, kind).parameters())) > LONG_PARAMS:
+        elif not a.long and name not in FAMILY and not a.wide:
+            print(f"{name}: another member of its family, in the wide suite (--wide)", flush=True)
+        elif not a.long and name not in FAMILY and (params := sum(p.numel() for p in build(name, kind).parameters())) > WIDE_PARAMS:
             print(f"{name}: {params / 1e6:.1f} M parameters, in the long suite (--long)", flush=True)
         else:
             todo.append((name, kind))

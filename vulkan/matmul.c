@@ -1,0 +1,248 @@
+/*
+ * matmul.c: the Vulkan target's own matmul kernels, for a matmul that is one 2-D GEMM
+ * (matmul_gemm_view: batches fold into rows, operands as they lie) whose operands move in
+ * 16-byte words. Two variants, each staging both operands through shared memory with a double
+ * buffer and one barrier per k-step:
+ *  - words (KS_TILED with vector 4): f32, SIMT, 16x16 invocations each holding an 8x8 or 4x4
+ *    block of sums, operands read from shared memory four floats at a time;
+ *  - coop (KS_MMA): f16 operands, f32 sums, on cooperative matrices (the device's NV or KHR
+ *    extension).
+ * Every other matmul runs the GPU dialects' shared SIMT skeleton (codegen/gpu_kernels.c).
+ */
+#include <stdio.h>
+
+#include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
+#include "vk.h"
+
+/* ---- f32 on 16x16 invocations, operands in 16-byte words ---- */
+
+/* A T x T tile (T = 64 or 128) per work group of 16x16 invocations; invocation (tx, ty) sums the
+ * T/16 x T/16 block of rows 64 g + 4 ty + v and columns 64 h + 4 tx + u (g, h < T/64, u, v < 4),
+ * so that its rows and columns of each operand panel are whole 16-byte words of shared memory.
+ * Per k-step of BK (vk_words_k_step) both panels arrive as 16-byte words: A's row-major
+ * words are written to shared memory transposed (k-major), a float at a time, B's as they are.
+ * The next step's words are loaded into registers while the current step multiplies, then
+ * written to the other half of the double buffer. Rows past M and k past K load zeros; N and K
+ * are multiples of 4 (whole words). */
+int vk_words_k_step(const kir_schedule *s) { return s->tile_k ? s->tile_k : 1024 / s->tile_m; }
+
+/* words of one operand panel each invocation moves per k-step (T * BK / 4 words over 256) */
+static int words_per_thread(int tile, int bk) { return tile * bk / 4 / 256; }
+
+bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len) {
+  const int tile = s->tile_m, bk = vk_words_k_step(s);
+  const size_t bytes = (size_t)2 * 2 * bk * tile * 4; /* two stages of both panels */
+  if (tile != s->tile_n || (tile != 64 && tile != 128))
+    return snprintf(why, len, "tile %dx%d: the f32 word matmul takes 64x64 or 128x128", s->tile_m, s->tile_n), false;
+  if ((bk != 8 && bk != 16 && bk != 32) || words_per_thread(tile, bk) < 1)
+    return snprintf(why, len, "k-step %d with tile %d: the f32 word matmul takes 8, 16 or 32, at least 1024 / tile", bk, tile), false;
+  if (bytes > shared_max)
+    return snprintf(why, len, "tile %d with k-step %d takes %zu bytes of shared memory, the device allows %zu", tile, bk, bytes, shared_max), false;
+  return true;
+}
+
+static void words_declare(emitter *e, int index) {
+  const int T = e->k->sched.tile_m, BK = vk_words_k_step(&e->k->sched);
+  emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
+  vk_declare_buffers(e, index, true);
+  emit_line(e, "shared vec4 pc_As[2 * %d * %d], pc_Bs[2 * %d * %d]; /* [stage][k][row or column / 4] */", BK, T / 4, BK, T / 4);
+}
+
+static void matmul_words(emitter *e) {
+  const kir_kernel *k = e->k;
+  const int T = k->sched.tile_m, BK = vk_words_k_step(&k->sched), RB = T / 16, G = T / 64, W = T / 4, H = words_per_thread(T, BK);
+  char a[16], b[16];
+  snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
+  snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  emit_line(e, "const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), tid = ty * 16 + tx;");
+  emit_line(e, "const int n0 = int(gl_WorkGroupID.x) * %d;", T);
+  /* invocation tid moves words tid + 256 h: A's rows of BK / 4 words, B's rows of T / 4 */
+  emit_line(e, "const int ar0 = tid / %d, akw = tid %% %d, br0 = tid / %d, bw = tid %% %d;", BK / 4, BK / 4, W, W);
+  emit_line(e, "uvec4 wa[%d], wb[%d];", H, H);
+  emit_line(e, "#define PC_FETCH(k0) { \\");
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, 256 / (BK / 4));
+  emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 2] : uvec4(0u); } \\", a);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 4 * bw; \\", H, 256 / W);
+  emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 2] : uvec4(0u); } }", b);
+  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) { const int r = ar0 + %d * h, q = (s) * %d + 4 * akw; \\", H,
+            256 / (BK / 4), BK);
+  emit_line(e, "    [[unroll]] for (int c = 0; c < 4; c++) pc_As[(q + c) * %d + (r >> 2)][r & 3] = uintBitsToFloat(wa[h][c]); } \\", W);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[((s) * %d + br0 + %d * h) * %d + bw] = uintBitsToFloat(wb[h]); }", H, BK, 256 / W, W);
+  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
+  e->indent++;
+  emit_line(e, "PC_FETCH(0);");
+  emit_line(e, "PC_STAGE(0);");
+  emit_line(e, "barrier();");
+  emit_line(e, "float c[%d][%d];", RB, RB);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = 0.0;", RB, RB);
+  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", BK);
+  e->indent++;
+  emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", BK);
+  emit_line(e, "const bool more = kk + %d < K;", BK);
+  emit_line(e, "if (more) PC_FETCH(kk + %d);", BK);
+  emit_line(e, "[[unroll]] for (int p = 0; p < %d; p++) {", BK);
+  e->indent++;
+  emit_line(e, "vec4 av[%d], bv[%d];", G, G);
+  emit_line(e, "[[unroll]] for (int g = 0; g < %d; g++) av[g] = pc_As[(cur * %d + p) * %d + 16 * g + ty];", G, BK, W);
+  emit_line(e, "[[unroll]] for (int g = 0; g < %d; g++) bv[g] = pc_Bs[(cur * %d + p) * %d + 16 * g + tx];", G, BK, W);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fma(av[i >> 2][i & 3], bv[j >> 2][j & 3], c[i][j]);",
+            RB, RB);
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
+  emit_line(e, "barrier();");
+  e->indent--;
+  emit_line(e, "}");
+  /* the epilogue, element by element, with constant indices into c (the loops are unrolled) */
+  emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", RB);
+  e->indent++;
+  emit_line(e, "const int n = n0 + 64 * (j >> 2) + 4 * tx + (j & 3);");
+  emit_line(e, "if (n >= N) continue;");
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) {", RB);
+  e->indent++;
+  emit_line(e, "const int m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3);");
+  emit_line(e, "if (m >= M) continue;");
+  emit_line(e, "const float acc0 = c[i][j];");
+  emit_scope_push(e);
+  const char *oidx[PORTC_MAX_RANK];
+  gpu_gemm_indices(e, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+/* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
+
+/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). Four subgroups of 32 share a BM x BN
+ * tile (the schedule's, 64 or 128 each way), each computing a quarter as FM x FN fragments of
+ * 16x16. The operands pass through shared memory in k-steps of 32, as 16-byte words (rows
+ * padded by one word, so that the eight rows a fragment load reads at once fall in distinct
+ * banks); the next step's words are loaded into registers while the current step multiplies, then written to the other half of the double buffer, so one barrier
+ * per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and any N
+ * and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums through its
+ * own 16x16 shared tile, one fragment at a time, so that the epilogue runs per element as in the
+ * SIMT variant, with no barrier across the work group. */
+enum { COOP_BK = 32, COOP_SUBGROUPS = 4 };
+
+/* the 16-byte words of one stage of each operand: A's BM rows of 4 words, B's 32 rows of BN/8 */
+static int coop_a_words(int bm) { return bm * (COOP_BK / 8 + 1); }
+static int coop_b_words(int bn) { return COOP_BK * (bn / 8 + 1); }
+
+size_t vk_coop_shared_bytes(int tile_m, int tile_n) {
+  return 16 * 2 * (size_t)(coop_a_words(tile_m) + coop_b_words(tile_n)) + 4 * 256 * COOP_SUBGROUPS;
+}
+
+static void coop_declare(emitter *e, int index) {
+  const int bm = e->k->sched.tile_m, bn = e->k->sched.tile_n;
+  emit_line(e, "layout(local_size_x = %d) in;", 32 * COOP_SUBGROUPS);
+  vk_declare_buffers(e, index, true);
+  emit_line(e, "const int PC_AS = %d, PC_BS = %d; /* the words of one stage: A %d x %d, B %d x %d, rows padded by a word */", coop_a_words(bm),
+            coop_b_words(bn), bm, COOP_BK, COOP_BK, bn);
+  emit_line(e, "shared uvec4 pc_As[2 * PC_AS], pc_Bs[2 * PC_BS];");
+  emit_line(e, "shared float pc_C[%d * 256]; /* a 16x16 fragment of sums per subgroup */", COOP_SUBGROUPS);
+}
+
+static void matmul_coop(emitter *e) {
+  const kir_kernel *k = e->k;
+  const int bm = k->sched.tile_m, bn = k->sched.tile_n, threads = 32 * COOP_SUBGROUPS;
+  const int fm = bm / 32, fn = bn / 32;          /* fragments per subgroup, which take a quarter each */
+  const int ha = bm * 4 / threads, hb = 4 * bn / threads; /* words per thread per stage */
+  const int arow = COOP_BK / 8 + 1, brow = bn / 8 + 1;    /* padded row lengths in words */
+  char a[16], b[16];
+  snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
+  snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = (sg >> 1) * %d, sn = (sg & 1) * %d;", bm / 2, bn / 2);
+  /* work groups in order of their id take the tiles of 8 tile rows column by column, so that the
+   * A and B panels a wave of work groups reads stay in L2 */
+  emit_line(e, "const int gx = int(gl_NumWorkGroups.x), gy = int(gl_NumWorkGroups.y), pid = int(gl_WorkGroupID.y) * gx + int(gl_WorkGroupID.x);");
+  emit_line(e, "const int first = pid / (8 * gx) * 8, rows = min(gy - first, 8), ty = first + pid %% (8 * gx) %% rows;");
+  emit_line(e, "const int n0 = pid %% (8 * gx) / rows * %d;", bn);
+  /* thread tid moves words tid + threads h of each stage: A's rows of 4 words, B's rows of bn/8 */
+  emit_line(e, "const int tid = int(gl_LocalInvocationID.x), ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid / %d, bw = tid %% %d;", bn / 8,
+            bn / 8);
+  emit_line(e, "uvec4 wa[%d], wb[%d];", ha, hb);
+  emit_line(e, "#define PC_FETCH(k0) { \\");
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", ha, threads / 4);
+  emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 3] : uvec4(0u); } \\", a);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 8 * bw; \\", hb, threads / (bn / 8));
+  emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 3] : uvec4(0u); } }", b);
+  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", ha,
+            threads / 4, arow);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", hb, threads / (bn / 8), brow);
+  emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", bm, bm);
+  e->indent++;
+  emit_line(e, "PC_FETCH(0);");
+  emit_line(e, "PC_STAGE(0);");
+  emit_line(e, "barrier();");
+  emit_line(e, "fcoopmatNV<32, 3, 16, PC_CM_N> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, PC_CM_N>(0.0);",
+            fm, fn);
+  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", COOP_BK);
+  e->indent++;
+  emit_line(e, "const int cur = (kk >> 5) & 1; /* the k-step's half of the double buffer (COOP_BK = 32) */");
+  emit_line(e, "const bool more = kk + %d < K;", COOP_BK);
+  emit_line(e, "if (more) PC_FETCH(kk + %d);", COOP_BK);
+  emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", COOP_BK);
+  e->indent++;
+  emit_line(e, "fcoopmatNV<16, 3, 16, PC_CM_K> fa[%d];", fm);
+  emit_line(e, "fcoopmatNV<16, 3, PC_CM_K, PC_CM_N> fb;");
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * %d + (ks >> 3)), %du, false);", fm,
+            arow, arow);
+  emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", fn);
+  emit_line(e, "  coopMatLoadNV(fb, pc_Bs, uint(cur * PC_BS + ks * %d + ((sn + 16 * j) >> 3)), %du, false);", brow, brow);
+  emit_line(e, "  [[unroll]] for (int i = 0; i < %d; i++) c[i][j] = coopMatMulAddNV(fa[i], fb, c[i][j]);", fm);
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
+  emit_line(e, "barrier();");
+  e->indent--;
+  emit_line(e, "}");
+  /* the epilogue, a fragment at a time: the fragment is picked by constant indices, so that
+   * the accumulators stay in registers (indexed by a loop's counter, NVIDIA's driver, leaving
+   * the loop rolled, moved them all to memory: the matmul ran 5x slower) */
+  emit_line(e, "for (int f = 0; f < %d; f++) {", fm * fn);
+  e->indent++;
+  emit_line(e, "const int i = f / %d, j = f %% %d;", fn, fn);
+  for (int f = 0; f < fm * fn; f++)
+    emit_line(e, "%sif (f == %d) coopMatStoreNV(c[%d][%d], pc_C, uint(sg * 256), 16u, false);", f ? "else " : "", f, f / fn, f % fn);
+  emit_line(e, "subgroupMemoryBarrierShared();");
+  emit_line(e, "subgroupBarrier();");
+  emit_line(e, "for (int q = lane; q < 256; q += 32) {");
+  e->indent++;
+  emit_line(e, "const int m = m0 + sm + 16 * i + (q >> 4), n = n0 + sn + 16 * j + (q & 15);");
+  emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
+  emit_scope_push(e);
+  const char *oidx[PORTC_MAX_RANK];
+  gpu_gemm_indices(e, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+  emit_line(e, "subgroupBarrier(); /* every lane has read the fragment before the next is stored */");
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+}
+
+bool vk_matmul_own(const kir_kernel *k) {
+  return k->kind == KK_MATMUL && (k->sched.variant == KS_MMA || (k->sched.variant == KS_TILED && k->sched.vector == 4));
+}
+
+void vk_matmul(emitter *e, int index) {
+  const bool coop = e->k->sched.variant == KS_MMA;
+  if (coop) coop_declare(e, index);
+  else words_declare(e, index);
+  emit_line(e, "void main() {");
+  e->indent++;
+  if (coop) matmul_coop(e);
+  else matmul_words(e);
+  e->indent--;
+  emit_line(e, "}");
+}
