@@ -23,22 +23,26 @@
 #include "vk.h"
 
 
-/* what the kernel needs beyond core Vulkan 1.1 ("coopmat": cooperative matrices) */
+/* what the kernel needs beyond core Vulkan 1.1 ("coopmat": cooperative matrices), and how it is
+ * built ("row": a row kernel; "exp16": every float it reads or writes is stored in 16 bits, so
+ * exp takes the device's exp2, whose error is far below a 16-bit rounding: pc_exp16) */
 static void needs(emitter *e, int index, char *out, size_t len) {
   const kir_kernel *k = e->k;
-  bool i64 = false, s16 = false, s8 = false;
+  bool i64 = false, s16 = false, s8 = false, f32 = false, f16 = false;
   int bufs[GPU_MAX_ARGS];
   int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS); /* the shared queue refuses more */
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
     portc_dtype t = e->m->buf[bufs[i]].dt;
     bool written = kernel_writes(k, bufs[i]); /* narrow elements are read through 32-bit words, written as they are */
-    s16 = s16 || (written && (t == PORTC_F16 || t == PORTC_BF16));
+    bool narrow = t == PORTC_F16 || t == PORTC_BF16;
+    s16 = s16 || (written && narrow);
     s8 = s8 || (written && t == PORTC_BOOL);
     i64 = i64 || !dtype_is_float(t);
+    f16 = f16 || narrow, f32 = f32 || (dtype_is_float(t) && !narrow);
   }
   for (int v = 0; v < k->nval; v++) i64 = i64 || !dtype_is_float(k->val[v].dt);
-  snprintf(out, len, "%s%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "",
-           k->sched.variant == KS_MMA ? " coopmat" : "");
+  snprintf(out, len, "%s%s%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "",
+           k->sched.variant == KS_MMA ? " coopmat" : "", f16 && !f32 ? " exp16" : "");
 }
 
 /* Vector accesses (row kernels whose schedule has a vector width, PC_VEC): each float buffer is
@@ -163,9 +167,9 @@ const dialect vulkan_dialect = {
         [PORTC_I32] = "%s[%s] = int(%s);", [PORTC_BOOL] = "%s[%s] = uint8_t((%s) != 0l ? 1u : 0u);",
     },
     .float_ops = {
-        [OP_abs] = "abs(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "pc_logf(%0)", [OP_sqrt] = "sqrt(%0)",
+        [OP_abs] = "abs(%0)", [OP_exp] = "PC_EXP(%0)", [OP_log] = "pc_logf(%0)", [OP_sqrt] = "sqrt(%0)",
         [OP_rsqrt] = "inversesqrt(%0)", [OP_reciprocal] = "(1.0 / %0)", [OP_tanh] = "pc_tanhf(%0)",
-        [OP_sigmoid] = "(1.0 / (1.0 + pc_expf(-%0)))", [OP_silu] = "(%0 / (1.0 + pc_expf(-%0)))", [OP_erf] = "pc_erff(%0)",
+        [OP_sigmoid] = "(1.0 / (1.0 + PC_EXP(-%0)))", [OP_silu] = "(%0 / (1.0 + PC_EXP(-%0)))", [OP_erf] = "pc_erff(%0)",
         [OP_sin] = "pc_sinf(%0)", [OP_cos] = "pc_cosf(%0)", [OP_floor] = "floor(%0)", [OP_ceil] = "ceil(%0)",
         [OP_pow] = "pc_powf(%0, %1)", [OP_where] = "(%0 != 0l ? %1 : %2)",
     },

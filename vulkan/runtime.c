@@ -86,6 +86,7 @@ portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, con
       {"storage16", "PC_STORAGE16", "16-bit storage buffers (storageBuffer16BitAccess)", c->f.storage16},
       {"storage8", "PC_STORAGE8", "8-bit storage buffers (storageBuffer8BitAccess)", c->f.storage8},
       {"row", "PC_ROW_KERNEL", NULL, true},
+      {"exp16", "PC_EXP16", NULL, true},
       {"coopmat", "PC_COOPMAT", "cooperative matrices (f16 16x16x16 on subgroups of 32)", c->f.coop_matrix},
       {"coopmat", "PC_COOPMAT_KHR", NULL, c->f.coop_khr}, /* through VK_KHR_cooperative_matrix */
   };
