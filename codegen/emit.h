@@ -96,6 +96,12 @@ bool matmul_transposed_operand(const kir_module *m, const kir_kernel *k, int slo
 /* matmul kernel i is one 2-D GEMM: A is read as it lies with the output's rank (its leading dims
  * fold into M rows), B is a matrix read as it lies (broadcast to every batch where batched) */
 bool matmul_gemm_view(const kir_module *m, int i);
+/* whether operand `slot` of kernel k reads dim d of its index space in aligned runs of `run`
+ * consecutive elements: the `run` elements from an index whose dim d is a multiple of run lie
+ * next to each other in the buffer, the first at a flat offset that is a multiple of run; and the
+ * rank of the operand's index space */
+bool operand_runs_along(const kir_module *m, const kir_kernel *k, int slot, int d, int run);
+int operand_rank(const kir_module *m, const kir_kernel *k, int slot);
 /* B's path (-1: none) reads one matrix for every batch: identity steps, or a broadcast that
  * drops the leading (batch) dims and keeps the last two as they are */
 bool matmul_same_matrix_per_batch(const kir_kernel *k, int path);

@@ -113,3 +113,42 @@ bool matmul_gemm_view(const kir_module *m, int i) {
   const kir_buf *a = &m->buf[k->in_buf[0]], *b = &m->buf[k->in_buf[1]];
   return a->sh.rank == k->dom.rank && path_is_identity(k, k->in_path[0]) && b->sh.rank == 2 && matmul_same_matrix_per_batch(k, k->in_path[1]);
 }
+
+static bool multiple_of(dim d, int run) { return d.sym < 0 && d.c % run == 0; }
+
+/* Follows dim d of the operand's index space through its path: a permute moves it, a broadcast
+ * keeps it (unless it broadcasts it), a slice of it must keep unit steps from a multiple of
+ * `run`, and a reshape must keep it last on both sides with extents that are multiples of `run`
+ * (then the flat index of a run's first element stays a multiple of run). It must end as the
+ * buffer's last dim, whose extent is a multiple of run, so the other dims' strides are too. */
+bool operand_runs_along(const kir_module *m, const kir_kernel *k, int slot, int d, int run) {
+  const shape *buf = &m->buf[k->in_buf[slot]].sh;
+  const kir_path *p = k->in_path[slot] >= 0 ? &k->path[k->in_path[slot]] : NULL;
+  for (int s = 0; p && s < p->n; s++) {
+    const kir_step *st = &p->s[s];
+    if (d < 0 || d >= st->from.rank) return false;
+    switch (st->kind) {
+    case ST_BCAST: {
+      int t = d + st->to.rank - st->from.rank;
+      if (t < 0 || st->to.d[t].sym != st->from.d[d].sym || st->to.d[t].c != st->from.d[d].c) return false;
+      d = t;
+      break;
+    }
+    case ST_PERMUTE: d = (int)st->a[d]; break;
+    case ST_SLICE:
+      if (st->a[0] == d && (st->a[2] != 1 || st->a[1] % run)) return false;
+      break;
+    case ST_RESHAPE:
+      if (d != st->from.rank - 1 || !multiple_of(st->from.d[d], run) || !multiple_of(st->to.d[st->to.rank - 1], run)) return false;
+      d = st->to.rank - 1;
+      break;
+    default: return false;
+    }
+  }
+  return d == buf->rank - 1 && multiple_of(buf->d[d], run);
+}
+
+int operand_rank(const kir_module *m, const kir_kernel *k, int slot) {
+  const kir_path *p = k->in_path[slot] >= 0 ? &k->path[k->in_path[slot]] : NULL;
+  return p && p->n ? p->s[0].from.rank : m->buf[k->in_buf[slot]].sh.rank;
+}

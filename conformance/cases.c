@@ -230,6 +230,11 @@ static void contraction_cases(conf_cases *cs) {
   text(add(cs, "ops", "matmul/f32-partial-tiles-bias"),
        "input a: f32[200, 36]\ninput b: f32[36, 140]\ninput bias: f32[140]\nh = matmul(a, b)\ny = add(h, bias)\noutput y\n");
   text(add(cs, "ops", "matmul/f32-batched-rows-wide"), "input a: f32[4, 512, 20]\ninput b: f32[20, 1028]\ny = matmul(a, b)\noutput y\n");
+  /* the f32 word matmul, batched, its operands read through views: A permuted, B permuted with
+   * its runs along k (q k^T) and along n (p v), with partial tiles */
+  text(add(cs, "ops", "matmul/f32-batched-views"),
+       "input x: f32[2, 36, 3, 8]\ninput kx: f32[2, 36, 3, 8]\ninput vx: f32[2, 36, 3, 8]\nq = permute(x, perm=[0, 2, 1, 3])\n"
+       "kt = permute(kx, perm=[0, 2, 3, 1])\nv = permute(vx, perm=[0, 2, 1, 3])\ns = matmul(q, kt)\nz = matmul(s, v)\noutput s\noutput z\n");
   text(add(cs, "ops", "matmul/bf16-partial-tiles"), "input a: bf16[130, 24]\ninput b: bf16[24, 72]\ny = matmul(a, b)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-batched-rows-relu"),
        "input a: f16[3, 50, 16]\ninput b: f16[16, 48]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");

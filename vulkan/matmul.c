@@ -1,15 +1,16 @@
 /*
- * matmul.c: the Vulkan target's own matmul kernels, for a matmul that is one 2-D GEMM
- * (matmul_gemm_view: batches fold into rows, operands as they lie) whose operands move in
- * 16-byte words. Two variants, each staging both operands through shared memory with a double
+ * matmul.c: the Vulkan target's own matmul kernels, for matmuls whose operands move in 16-byte
+ * words. Two variants, each staging both operands through shared memory with a double
  * buffer and one barrier per k-step:
  *  - words (KS_TILED with vector 4): f32, SIMT, 16x16 invocations each holding an 8x8 or 4x4
- *    block of sums, operands read from shared memory four floats at a time;
+ *    block of sums, operands read from shared memory four floats at a time; also batched, with
+ *    operands read through views that keep runs of 4 along k (A; B: along n or k);
  *  - coop (KS_MMA): f16 operands, f32 sums, on cooperative matrices (the device's NV or KHR
  *    extension).
  * Every other matmul runs the GPU dialects' shared SIMT skeleton (codegen/gpu_kernels.c).
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../codegen/emit.h"
 #include "../codegen/gpu_kernels.h"
@@ -20,11 +21,14 @@
 /* A T x T tile (T = 64 or 128) per work group of 16x16 invocations; invocation (tx, ty) sums the
  * T/16 x T/16 block of rows 64 g + 4 ty + v and columns 64 h + 4 tx + u (g, h < T/64, u, v < 4),
  * so that its rows and columns of each operand panel are whole 16-byte words of shared memory.
- * Per k-step of BK (vk_words_k_step) both panels arrive as 16-byte words: A's row-major
- * words are written to shared memory transposed (k-major), a float at a time, B's as they are.
- * The next step's words are loaded into registers while the current step multiplies, then
- * written to the other half of the double buffer. Rows past M and k past K load zeros; N and K
- * are multiples of 4 (whole words). */
+ * Per k-step of BK (vk_words_k_step) both panels arrive as 16-byte words: words along k (A's,
+ * and B's where its runs lie along k) are written to shared memory transposed (k-major), a float
+ * at a time, words along n as they are. The next step's words are loaded into registers while
+ * the current step multiplies, then written to the other half of the double buffer. Rows past M,
+ * columns past N and k past K load zeros; N and K are multiples of 4 (whole words).
+ * One GEMM (fold_batch) addresses its operands directly; a batched matmul takes a batch per work
+ * group of the grid's z and addresses each word through a function of the operand's view
+ * (words_address), whose runs of 4 the schedule checked (operand_runs_along). */
 int vk_words_k_step(const kir_schedule *s) { return s->tile_k ? s->tile_k : 1024 / s->tile_m; }
 
 /* words of one operand panel each invocation moves per k-step (T * BK / 4 words over 256) */
@@ -42,35 +46,118 @@ bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t le
   return true;
 }
 
+static const char *const bnames[] = {"bt0", "bt1", "bt2", "bt3", "bt4", "bt5", "bt6", "bt7"};
+
+/* "uint NAME(int bt0, ..., int I, int J)": the word of operand slot's buffer that holds its
+ * element at that index, the first of a run of 4 */
+static void words_address(emitter *e, const char *name, int slot, const char *i, const char *j) {
+  const kir_kernel *k = e->k;
+  const int r = k->dom.rank;
+  const char *idx[PORTC_MAX_RANK];
+  strbuf params = {0};
+  for (int d = 0; d < r; d++) {
+    idx[d] = d == r - 2 ? i : d == r - 1 ? j : bnames[d];
+    sb_printf(&params, "%sint %s", d ? ", " : "", idx[d]);
+  }
+  char *ps = emit_take(e, &params), off[128];
+  emit_line(e, "uint %s(%s) {", name, ps ? ps : "");
+  free(ps);
+  e->indent++;
+  emit_scope_push(e);
+  emit_offset(e, k->in_path[slot], &e->m->buf[k->in_buf[slot]].sh, idx, off, sizeof off);
+  emit_line(e, "return uint(%s) >> 2;", off);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* whether the batched word matmul reads B in runs along k (its words then go to shared memory
+ * transposed, as A's) */
+static bool b_along_k(const emitter *e) {
+  const kir_kernel *k = e->k;
+  return !k->sched.fold_batch && !operand_runs_along(e->m, k, 1, k->dom.rank - 1, 4);
+}
+
 static void words_declare(emitter *e, int index) {
   const int T = e->k->sched.tile_m, BK = vk_words_k_step(&e->k->sched);
   emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   vk_declare_buffers(e, index, true);
   emit_line(e, "shared vec4 pc_As[2 * %d * %d], pc_Bs[2 * %d * %d]; /* [stage][k][row or column / 4] */", BK, T / 4, BK, T / 4);
+  if (e->k->sched.fold_batch) return;
+  words_address(e, "pc_wa", 0, "mm", "kk");
+  words_address(e, "pc_wb", 1, "kk", "nn");
+}
+
+/* "bt0, ..., " for a call of a words_address function */
+static void batch_args(const emitter *e, char *out, size_t len) {
+  size_t at = 0;
+  out[0] = 0;
+  for (int d = 0; d + 2 < e->k->dom.rank && at < len; d++) at += (size_t)snprintf(out + at, len - at, "%s, ", bnames[d]);
+}
+
+/* the macros PC_FETCH(k0) (the words of the step from k0 into registers wa, wb) and PC_STAGE(s)
+ * (from there into half s of the double buffer) */
+static void words_fetch_stage(emitter *e, int T, int BK, int H) {
+  const kir_kernel *k = e->k;
+  const bool fold = k->sched.fold_batch, bk = b_along_k(e);
+  const int W = T / 4, arows = 256 / (BK / 4), brows = 256 / W;
+  char a[16], b[16], args[128], aw[256], bw[256];
+  snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
+  snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
+  batch_args(e, args, sizeof args);
+  if (fold) {
+    snprintf(aw, sizeof aw, "(uint(r) * uint(K) + uint(c)) >> 2");
+    snprintf(bw, sizeof bw, "(uint(r) * uint(N) + uint(c)) >> 2");
+  } else {
+    snprintf(aw, sizeof aw, "pc_wa(%sr, c)", args);
+    snprintf(bw, sizeof bw, bk ? "pc_wb(%sc, r)" : "pc_wb(%sr, c)", args);
+  }
+  /* invocation tid moves words tid + 256 h: rows of BK / 4 words along k (A's T rows; B's T
+   * columns where its runs lie along k), or B's BK rows of T / 4 words along n */
+  emit_line(e, "const int ar0 = tid / %d, akw = tid %% %d, br0 = tid / %d, bw = tid %% %d;", BK / 4, BK / 4, W, W);
+  emit_line(e, "uvec4 wa[%d], wb[%d];", H, H);
+  emit_line(e, "#define PC_FETCH(k0) { \\");
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, arows);
+  emit_line(e, "    wa[h] = r < M && c < K ? %sv[%s] : uvec4(0u); } \\", a, aw);
+  if (bk) {
+    emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = n0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, arows);
+    emit_line(e, "    wb[h] = r < N && c < K ? %sv[%s] : uvec4(0u); } }", b, bw);
+  } else {
+    emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 4 * bw; \\", H, brows);
+    emit_line(e, "    wb[h] = r < K && c < N ? %sv[%s] : uvec4(0u); } }", b, bw);
+  }
+  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) { const int r = ar0 + %d * h, q = (s) * %d + 4 * akw; \\", H, arows,
+            BK);
+  if (bk) {
+    emit_line(e, "    [[unroll]] for (int c = 0; c < 4; c++) pc_As[(q + c) * %d + (r >> 2)][r & 3] = uintBitsToFloat(wa[h][c]); \\", W);
+    emit_line(e, "    [[unroll]] for (int c = 0; c < 4; c++) pc_Bs[(q + c) * %d + (r >> 2)][r & 3] = uintBitsToFloat(wb[h][c]); } }", W);
+  } else {
+    emit_line(e, "    [[unroll]] for (int c = 0; c < 4; c++) pc_As[(q + c) * %d + (r >> 2)][r & 3] = uintBitsToFloat(wa[h][c]); } \\", W);
+    emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[((s) * %d + br0 + %d * h) * %d + bw] = uintBitsToFloat(wb[h]); }", H, BK, brows,
+              W);
+  }
 }
 
 static void matmul_words(emitter *e) {
   const kir_kernel *k = e->k;
   const int T = k->sched.tile_m, BK = vk_words_k_step(&k->sched), RB = T / 16, G = T / 64, W = T / 4, H = words_per_thread(T, BK);
-  char a[16], b[16];
-  snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
-  snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
-  gpu_emit_gemm_rows(e);
+  const int nb = k->dom.rank - 2;
+  const bool fold = k->sched.fold_batch;
+  char M[64];
+  if (fold) gpu_emit_gemm_rows(e);
+  else emit_line(e, "const int M = %s;", emit_dim(e, k->mnk[0], M, sizeof M));
   emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
   emit_line(e, "const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), tid = ty * 16 + tx;");
   emit_line(e, "const int n0 = int(gl_WorkGroupID.x) * %d;", T);
-  /* invocation tid moves words tid + 256 h: A's rows of BK / 4 words, B's rows of T / 4 */
-  emit_line(e, "const int ar0 = tid / %d, akw = tid %% %d, br0 = tid / %d, bw = tid %% %d;", BK / 4, BK / 4, W, W);
-  emit_line(e, "uvec4 wa[%d], wb[%d];", H, H);
-  emit_line(e, "#define PC_FETCH(k0) { \\");
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, 256 / (BK / 4));
-  emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 2] : uvec4(0u); } \\", a);
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 4 * bw; \\", H, 256 / W);
-  emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 2] : uvec4(0u); } }", b);
-  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) { const int r = ar0 + %d * h, q = (s) * %d + 4 * akw; \\", H,
-            256 / (BK / 4), BK);
-  emit_line(e, "    [[unroll]] for (int c = 0; c < 4; c++) pc_As[(q + c) * %d + (r >> 2)][r & 3] = uintBitsToFloat(wa[h][c]); } \\", W);
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[((s) * %d + br0 + %d * h) * %d + bw] = uintBitsToFloat(wb[h]); }", H, BK, 256 / W, W);
+  words_fetch_stage(e, T, BK, H);
+  if (!fold) {
+    char batch[256];
+    emit_count(e, &k->dom, 0, nb, batch, sizeof batch);
+    emit_line(e, "const int NB = %s;", batch);
+    emit_line(e, "for (int bt = int(gl_WorkGroupID.z); bt < NB; bt += int(gl_NumWorkGroups.z)) {");
+    e->indent++;
+    emit_unravel(e, &k->dom, 0, nb, "bt", bnames);
+  }
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
   e->indent++;
   emit_line(e, "PC_FETCH(0);");
@@ -108,12 +195,17 @@ static void matmul_words(emitter *e) {
   emit_line(e, "const float acc0 = c[i][j];");
   emit_scope_push(e);
   const char *oidx[PORTC_MAX_RANK];
-  gpu_gemm_indices(e, oidx);
+  if (fold) gpu_gemm_indices(e, oidx);
+  else {
+    for (int d = 0; d < nb; d++) oidx[d] = bnames[d];
+    oidx[nb] = "m", oidx[nb + 1] = "n";
+  }
   emit_store_at(e, &k->store[0], &k->dom, oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);
   gpu_loop_end(e);
   gpu_loop_end(e);
+  if (!fold) gpu_loop_end(e);
 }
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */

@@ -2,9 +2,9 @@
  * schedule.c: the Vulkan target's schedule hook, the one place its launch decisions are made.
  * 1-D kernels take the device's work-group size (the PC_WG specialization constant: 64 on CPU
  * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations.
- * An f32 matmul that is one GEMM (batches folded into rows) with N and K known multiples of 4
- * and operands as they lie moves its operands in 16-byte words instead (vk_words_schedule:
- * 128x128 tiles where the output has enough of them, else 64x64). On a device with cooperative
+ * An f32 matmul with N and K known multiples of 4 whose operands can be read in 16-byte words
+ * (as they lie, or through views that keep runs of 4 along A's k and B's n or k) moves them so
+ * instead (words_schedule: 128x128 tiles where the output has enough of them, else 64x64). On a device with cooperative
  * matrices, an f16 matmul that is one GEMM with N and K known multiples of 8 and operands as
  * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a
  * tune knob). Row kernels
@@ -26,28 +26,35 @@ static bool coop_eligible(const kir_module *m, int i) {
   return m->buf[k->in_buf[0]].dt == PORTC_F16 && m->buf[k->in_buf[1]].dt == PORTC_F16;
 }
 
-/* an f32 matmul that is one 2-D GEMM with operands as they lie, N and K known multiples of 4 */
+/* An f32 matmul with N and K known multiples of 4 whose operands are read in 16-byte words: one
+ * GEMM (matmul_gemm_view), or any batched one whose A is read along k and B along n or k in
+ * aligned runs of 4 (operand_runs_along: through permutes, slices and broadcast batches) */
 static bool words_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  if (!matmul_gemm_view(m, i)) return false;
+  if (k->kind != KK_MATMUL || k->dom.rank < 2 || m->buf[k->in_buf[0]].dt != PORTC_F32 || m->buf[k->in_buf[1]].dt != PORTC_F32) return false;
   for (int d = 1; d < 3; d++)
     if (k->mnk[d].sym >= 0 || k->mnk[d].c % 4) return false;
-  return m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32;
+  if (matmul_gemm_view(m, i)) return true;
+  const int r = k->dom.rank;
+  if (operand_rank(m, k, 0) != r || operand_rank(m, k, 1) != r) return false;
+  return operand_runs_along(m, k, 0, r - 1, 4) && (operand_runs_along(m, k, 1, r - 1, 4) || operand_runs_along(m, k, 1, r - 2, 4));
 }
 
 static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : 16384; }
 
 /* 128x128 tiles where the output has at least 128 of them (a wave of work groups on a large
- * GPU), else 64x64 (the rows may be symbolic: then 64); the k-step follows from the tile
- * (vk_words_k_step), and the double buffer then takes 16 KiB, which every device has */
+ * GPU), else 64x64 (the rows or batches may be symbolic: then 64); the k-step follows from the
+ * tile (vk_words_k_step), and the double buffer then takes 16 KiB, which every device has */
 static void words_schedule(kir_module *m, int i, const vk_context *c) {
   if (!words_eligible(m, i)) return;
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
-  int64_t rows = 1;
-  for (int d = 0; d + 1 < k->dom.rank; d++) rows = k->dom.d[d].sym >= 0 || rows < 0 ? -1 : rows * k->dom.d[d].c;
-  s->vector = 4, s->fold_batch = true, s->tile_k = 0;
-  s->tile_m = s->tile_n = rows > 0 && ((rows + 127) / 128) * ((k->mnk[1].c + 127) / 128) >= 128 ? 128 : 64;
+  const bool fold = matmul_gemm_view(m, i);
+  int64_t batches = 1, rows = fold ? 1 : k->mnk[0].sym >= 0 ? -1 : k->mnk[0].c;
+  for (int d = 0; d + (fold ? 1 : 2) < k->dom.rank; d++) batches = k->dom.d[d].sym >= 0 || batches < 0 ? -1 : batches * k->dom.d[d].c;
+  if (fold) rows = batches, batches = 1;
+  s->vector = 4, s->fold_batch = fold, s->tile_k = 0;
+  s->tile_m = s->tile_n = rows > 0 && batches > 0 && batches * ((rows + 127) / 128) * ((k->mnk[1].c + 127) / 128) >= 128 ? 128 : 64;
   char why[160];
   if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->tile_m = s->tile_n = VK_MM_TILE;
 }
