@@ -281,6 +281,40 @@ TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKerne
   s.tile_m = s.tile_n = 32;
   EXPECT_TRUE(tg->schedule_check(km, words, -1, why, sizeof why)) << why;
   EXPECT_EQ(s.vector, 0);
+  // the tuner's candidates: the tiles and the two other k-steps
+  s = rules;
+  tune_device dev = {};
+  snprintf(dev.api, sizeof dev.api, "vulkan");
+  tune_knobs cand[16];
+  int n = tg->tune_space(km, words, &dev, cand, 16), steps = 0, tiles = 0;
+  for (int c = 0; c < n; c++) {
+    steps += cand[c].mask == tune_knob_bit("tile_k") && cand[c].v.tile_k != 16;
+    tiles += cand[c].mask == tune_knob_bit("tile");
+  }
+  EXPECT_EQ(steps, 2);
+  EXPECT_GE(tiles, 1);
+  kir_module_free(km);
+}
+
+// a 1-D kernel's work-group size is a candidate of the Vulkan tuner
+TEST(TuneTables, VulkansTunerTriesWorkGroupSizesOfAPointwiseKernel) {
+  Graph g = parse("graph p\ninput x: f32[4096]\ny = relu(x)\noutput y\n");
+  ASSERT_TRUE(g);
+  lower_options lo = {};
+  kir_module *km = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  int device;
+  const target *tg = target_find("vulkan", &device);
+  ASSERT_NE(tg, nullptr);
+  km->k[0].sched = {};
+  tg->schedule(km, 0, -1);
+  ASSERT_EQ(km->k[0].sched.variant, KS_PLAIN);
+  tune_device dev = {};
+  snprintf(dev.api, sizeof dev.api, "vulkan");
+  tune_knobs cand[16];
+  int n = tg->tune_space(km, 0, &dev, cand, 16), threads = 0;
+  for (int c = 0; c < n; c++) threads += cand[c].mask == tune_knob_bit("threads");
+  EXPECT_GE(threads, 3);
   kir_module_free(km);
 }
 

@@ -128,8 +128,8 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
         out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v = {.tile_m = mma[t][0], .tile_n = mma[t][1]}};
   }
   if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
-  for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2)
-    if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
+  for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2) /* the word matmul's k-step */
+    if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};
   return n;
 }
