@@ -26,7 +26,7 @@ static const struct knob {
 } knobs[] = {
     {"threads", KF_TRIPLE, offsetof(kir_schedule, threads), 1, 1024, "threads per work group: N, NxM or NxMxL"},
     {"tile", KF_PAIR, offsetof(kir_schedule, tile_m), 16, 256, "output tile per work group: MxN (multiples of 16)"},
-    {"tile_k", KF_INT, offsetof(kir_schedule, tile_k), 8, 256, "the k-step of a tile"},
+    {"tile_k", KF_INT, offsetof(kir_schedule, tile_k), 0, 256, "the k-step of a tile (0: the target derives it from the tile)"},
     {"stages", KF_INT, offsetof(kir_schedule, stages), 1, 8, "pipeline stages"},
     {"vector", KF_INT, offsetof(kir_schedule, vector), 1, 16, "elements per vector access"},
     {"min_groups", KF_INT, offsetof(kir_schedule, min_groups), 0, 16, "work groups per multiprocessor to compile for"},
