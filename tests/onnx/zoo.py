@@ -8,7 +8,7 @@ Each model's folder is removed after its runs, so that the disk holds only the m
   - by default (the test command): one member of every architecture family (FAMILY below),
     whatever its size; together they hold every operator and pattern of the zoo;
   - with --wide, also every other model under 30 M parameters (the family's other depths and
-    widths: about twice the time);
+    widths: about 1.6 times the time);
   - with --long, every model (VGG-19, ViT-H, the large RegNets, ConvNeXts and EfficientNets, ...:
     hours on two cores; its models' weights reach 2.5 GB).
 A model the test cannot run is named in SKIP with the reason; an export failure of PyTorch's own
