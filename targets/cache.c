@@ -210,20 +210,25 @@ void build_key_hash(const build_key *k, char out[33]) {
 
 /* ---- files inside the folder ---- */
 
-/* removes whatever is at name: a file, a link, or a folder and what it holds */
+/* removes whatever is at name: a file, a link, or a folder and what it holds. A folder is
+ * emptied again while files keep appearing in it: the compiler of a process killed mid-build
+ * outlives it and may still write its output into the build folder being swept (once the
+ * folder is gone, nothing can be created in it). */
 static void remove_any(int at, const char *name, int depth) {
   if (unlinkat(at, name, 0) == 0 || errno == ENOENT) return;
   if (depth > 16) return;
-  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d) {
-    if (fd >= 0) close(fd);
-    return;
+  for (int pass = 0; pass < 8; pass++) {
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+      if (fd >= 0) close(fd);
+      return;
+    }
+    for (struct dirent *e; (e = readdir(d));)
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) remove_any(dirfd(d), e->d_name, depth + 1);
+    closedir(d);
+    if (unlinkat(at, name, AT_REMOVEDIR) == 0 || errno != ENOTEMPTY) return;
   }
-  for (struct dirent *e; (e = readdir(d));)
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) remove_any(dirfd(d), e->d_name, depth + 1);
-  closedir(d);
-  unlinkat(at, name, AT_REMOVEDIR);
 }
 
 /* opens an entry for reading: a regular file of ours that others cannot write (else -1) */
