@@ -675,6 +675,35 @@ void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
   mn[0] = dim_value(k->dom.d[1], S), mn[1] = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
 }
 
+/* the static sizes of convolution i's implicit GEMM (false where a dimension is symbolic) */
+static bool conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K) {
+  const kir_kernel *k = &m->k[i];
+  const shape *ws = &m->buf[k->in_buf[1]].sh;
+  for (int d = 0; d < 4; d++)
+    if (k->dom.d[d].sym >= 0) return false;
+  *M = k->dom.d[1].c, *N = k->dom.d[0].c * k->dom.d[2].c * k->dom.d[3].c, *K = ws->d[1].c * ws->d[2].c * ws->d[3].c;
+  return true;
+}
+
+bool gpu_conv_split_useful(const kir_module *m, int i, int tile, int split, int units) {
+  int64_t M, N, K;
+  if (!conv_static_mnk(m, i, &M, &N, &K)) return false;
+  int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
+  return K / split >= 16 * GPU_MM_BK && groups * (split / 2) < 4 * (int64_t)units;
+}
+
+/* A weight gradient (a few thousand outputs, each a sum over the batch's every pixel: 3 tiles and
+ * a reduction of 401,408 for ResNet's stem) takes the most slices. */
+int gpu_conv_split_rule(const kir_module *m, int i, int tile, int units, int max_split) {
+  int64_t M, N, K;
+  if (units <= 0 || !conv_static_mnk(m, i, &M, &N, &K)) return 1;
+  int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
+  if (groups >= 2 * (int64_t)units) return 1;
+  int split = 2;
+  while (split < max_split && groups * split < 4 * (int64_t)units && K / (2 * split) >= 16 * GPU_MM_BK) split *= 2;
+  return K / split >= 16 * GPU_MM_BK ? split : 1;
+}
+
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
   int64_t mn[2];
   gpu_conv_mn(m, i, S, mn);

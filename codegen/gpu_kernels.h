@@ -50,6 +50,14 @@ void gpu_conv(emitter *e);
  * threads): x over the tiles of output pixels, y over those of output channels, as
  * gpu_conv_groups() counts them (the kernel loops when the target caps the grid) */
 bool gpu_conv_tiled(const kir_module *m, int i);
+/* Split-K's rule, for a target that knows its device's multiprocessors (compute units): a
+ * convolution whose tiles give fewer than two work groups a unit splits its reduction in the
+ * fewest slices (a power of two, up to max_split) that give four, where each keeps 16 panels; 1
+ * where it does not split (units 0: unknown, or a symbolic extent). gpu_conv_split_useful: a
+ * slice count worth timing (a slice keeps 16 panels, and half as many slices would not already
+ * give every unit four work groups). */
+int gpu_conv_split_rule(const kir_module *m, int i, int tile, int units, int max_split);
+bool gpu_conv_split_useful(const kir_module *m, int i, int tile, int split, int units);
 /* the knobs only some kernels take: a library algorithm (library_algo) where the kernel may run on
  * the vendor library, and split-K up to max_split slices on a tiled convolution (1: the target
  * has no split-K); false with why */

@@ -118,40 +118,11 @@ static void matmul(kir_module *m, int i, kir_schedule *s) {
   if (blaslt_eligible(m, i, &direct, &bias)) s->library = direct ? 1 : 2, s->library_bias = bias;
 }
 
-/* the static sizes of convolution i's implicit GEMM (false where a dimension is symbolic) */
-static bool conv_sizes(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K) {
-  const kir_kernel *k = &m->k[i];
-  const shape *ws = &m->buf[k->in_buf[1]].sh;
-  for (int d = 0; d < 4; d++)
-    if (k->dom.d[d].sym >= 0) return false;
-  *M = k->dom.d[1].c, *N = k->dom.d[0].c * k->dom.d[2].c * k->dom.d[3].c, *K = ws->d[1].c * ws->d[2].c * ws->d[3].c;
-  return true;
-}
-
-/* split-K slices worth timing for convolution i in tiles of `tile` on a device of `sms`
- * multiprocessors: a slice keeps at least 16 panels, and half as many slices would not already
- * give every multiprocessor four work groups */
-static bool split_useful(const kir_module *m, int i, int tile, int split, int sms) {
-  int64_t M, N, K;
-  if (!conv_sizes(m, i, &M, &N, &K)) return false;
-  int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
-  return K / split >= 16 * GPU_MM_BK && groups * (split / 2) < 4 * (int64_t)sms;
-}
-
-/* the rule: a convolution whose tiles give fewer than two work groups a multiprocessor splits
- * its reduction in the fewest slices (a power of two, up to CU_MAX_SPLIT) that give four, where
- * each keeps 16 panels. A weight gradient (a few thousand outputs, each a sum over the batch's
- * every pixel: 3 tiles and a reduction of 401,408 for ResNet's stem) takes the most slices. */
+/* split-K by the shared rule (codegen/gpu_kernels.c) on the device's multiprocessors */
 static int conv_split(const kir_module *m, int i, int tile, int device) {
   char why[256];
   const cu_context *c = cu_context_get(device, why, sizeof why); /* -1: the default device; NULL: none */
-  int64_t M, N, K;
-  if (!c || !conv_sizes(m, i, &M, &N, &K)) return 1;
-  int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
-  if (groups >= 2 * (int64_t)c->sms) return 1;
-  int split = 2;
-  while (split < CU_MAX_SPLIT && groups * split < 4 * (int64_t)c->sms && K / (2 * split) >= 16 * GPU_MM_BK) split *= 2;
-  return K / split >= 16 * GPU_MM_BK ? split : 1;
+  return c ? gpu_conv_split_rule(m, i, tile, c->sms, CU_MAX_SPLIT) : 1;
 }
 
 void cu_schedule(kir_module *m, int i, int device) {
@@ -202,28 +173,13 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   return gpu_group_fits(&m->k[i], 32, 1024, false, why, len);
 }
 
-/* convolution i's tiles crossed with the useful split-K slices, but the default */
-static void conv_candidates(const kir_module *m, int i, int sms, tune_knobs *out, int max, int *n) {
-  const kir_schedule *s = &m->k[i].sched;
-  int tiles[3], nt = tune_useful_tiles(m, i, tiles);
-  unsigned mask = tune_knob_bit("tile") | tune_knob_bit("split_k");
-  for (int t = 0; t < nt; t++)
-    for (int split = 1; split <= CU_MAX_SPLIT && *n < max; split *= 2) {
-      if (split > 1 && !split_useful(m, i, tiles[t], split, sms)) continue;
-      if (tiles[t] == s->tile_m && split == (s->split_k > 1 ? s->split_k : 1)) continue;
-      tune_knobs c = {.mask = mask};
-      c.v.tile_m = c.v.tile_n = tiles[t], c.v.split_k = split;
-      out[(*n)++] = c;
-    }
-}
-
 int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max) {
   const kir_kernel *k = &m->k[i];
   const kir_schedule *s = &k->sched;
   static const int sizes[] = {128, 256, 512, 1024};
   int n = 0, tiles[3];
   if (s->variant == KS_TILED && k->kind == KK_CONV) {
-    conv_candidates(m, i, d->units, out, max - (s->min_groups ? 1 : 0), &n);
+    tune_conv_candidates(m, i, d->units, CU_MAX_SPLIT, out, max - (s->min_groups ? 1 : 0), &n);
     if (s->min_groups && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("min_groups"), .v.min_groups = 0};
   } else if (s->variant == KS_TILED) {
     tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);

@@ -7,8 +7,8 @@
 #             (a regex of case names) limits it
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
-#   split     the CUDA suite's convolution-bearing cases again with every tiled convolution's
-#             reduction in 3 slices (split-K, forced by a site tune table), also under memcheck
+#   split     the convolution-bearing cases again, per target, with every tiled convolution's
+#             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
 #   racecheck compute-sanitizer racecheck on row and tensor-core matmul cases (it is slow)
 #   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
@@ -87,16 +87,20 @@ for step in $steps; do
     done
     ;;
   split)
-    echo 'api=cuda kind=conv split_k=3 prov=heuristic source="every convolution in 3 slices: checks split-K"' >"$out/split_table.txt"
-    PORTC_TUNE_PATH=$out/split_table.txt PORTC_LOG=tune "$portc" explain examples/cnn.ptg -t cuda >"$out/explain_split.txt" 2>&1
-    PORTC_TUNE_PATH=$out/split_table.txt "$portc" verify -t cuda --examples examples --filter 'conv|model|cnn|resnet' >"$out/verify_split.txt" 2>&1
-    rc=$?
-    grep -E '^FAIL' "$out/verify_split.txt" | head -10
-    PORTC_TUNE_PATH=$out/split_table.txt "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples \
-      --filter 'conv' --quiet >"$out/memcheck_split.txt" 2>&1
-    mrc=$?
-    summary+=("verify cuda, split-K forced (rc $rc, $(grep -c 'slices' "$out/explain_split.txt") split kernels in cnn.ptg): $(tail -1 "$out/verify_split.txt")"
-      "memcheck, split-K forced (rc $mrc): $(grep -E 'ERROR SUMMARY|passed' "$out/memcheck_split.txt" | tail -2 | tr '\n' ' ')")
+    for t in $targets; do
+      echo "api=$t kind=conv split_k=3 prov=heuristic source=\"every convolution in 3 slices: checks split-K\"" >"$out/split_table_$t.txt"
+      PORTC_TUNE_PATH=$out/split_table_$t.txt PORTC_LOG=tune "$portc" explain examples/cnn.ptg -t "$t" >"$out/explain_split_$t.txt" 2>&1
+      PORTC_TUNE_PATH=$out/split_table_$t.txt "$portc" verify -t "$t" --examples examples --filter 'conv|model|cnn|resnet' >"$out/verify_split_$t.txt" 2>&1
+      rc=$?
+      grep -E '^FAIL' "$out/verify_split_$t.txt" | head -10
+      summary+=("verify $t, split-K forced (rc $rc, $(grep -c 'slices' "$out/explain_split_$t.txt") split kernels in cnn.ptg): $(tail -1 "$out/verify_split_$t.txt")")
+    done
+    if [[ " $targets " == *" cuda "* ]]; then
+      PORTC_TUNE_PATH=$out/split_table_cuda.txt "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager \
+        --examples examples --filter 'conv' --quiet >"$out/memcheck_split.txt" 2>&1
+      mrc=$?
+      summary+=("memcheck, split-K forced (rc $mrc): $(grep -E 'ERROR SUMMARY|passed' "$out/memcheck_split.txt" | tail -2 | tr '\n' ' ')")
+    fi
     ;;
   sanitize)
     "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --quiet \

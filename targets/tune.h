@@ -108,6 +108,9 @@ void tune_candidates(const char *knob, const int *values, int nvalues, int curre
 /* the square SIMT tiles worth timing for kernel i: 32, 64 and 128 but for those a simple cost
  * model rules out (codegen/gpu_kernels.c: gpu_tile_useful); returns how many, into tiles[3] */
 int tune_useful_tiles(const kir_module *m, int i, int tiles[3]);
+/* convolution i's useful tiles crossed with the split-K slices worth timing on a device of
+ * `units` multiprocessors (gpu_conv_split_useful; up to max_split), but its current schedule */
+void tune_conv_candidates(const kir_module *m, int i, int units, int max_split, tune_knobs *out, int max, int *n);
 /* "tile=64x64 threads=256": the set knobs, in the table's syntax */
 void tune_knobs_format(const tune_knobs *k, char *out, size_t len);
 /* the set knobs written into s */

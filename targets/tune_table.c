@@ -106,6 +106,20 @@ int tune_useful_tiles(const kir_module *m, int i, int tiles[3]) {
   return n;
 }
 
+void tune_conv_candidates(const kir_module *m, int i, int units, int max_split, tune_knobs *out, int max, int *n) {
+  const kir_schedule *s = &m->k[i].sched;
+  int tiles[3], nt = tune_useful_tiles(m, i, tiles);
+  unsigned mask = tune_knob_bit("tile") | tune_knob_bit("split_k");
+  for (int t = 0; t < nt; t++)
+    for (int split = 1; split <= max_split && *n < max; split *= 2) {
+      if (split > 1 && !gpu_conv_split_useful(m, i, tiles[t], split, units)) continue;
+      if (tiles[t] == s->tile_m && split == (s->split_k > 1 ? s->split_k : 1)) continue;
+      tune_knobs c = {.mask = mask};
+      c.v.tile_m = c.v.tile_n = tiles[t], c.v.split_k = split;
+      out[(*n)++] = c;
+    }
+}
+
 /* "64", "64x64", "16x16x1" into up to n ints; false when malformed */
 static bool parse_dims(const char *s, int n, int *v, int *got) {
   *got = 0;

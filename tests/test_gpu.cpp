@@ -1,7 +1,7 @@
 // test_gpu.cpp: the GPU targets end to end on whatever device the machine has: results against
 // the CPU target, modules that keep their device buffers between runs, reduce-overhead replays
-// that still see new inputs, the kernel cache, a bad gather index reported after the run, an
-// unknown device named. Vulkan must be there (Mesa's lavapipe in CI); CUDA's tests are skipped,
+// that still see new inputs, split-K convolutions, the kernel cache, a bad gather index reported
+// after the run, an unknown device named. Vulkan must be there (Mesa's lavapipe in CI); CUDA's tests are skipped,
 // and say why, on a machine without an NVIDIA driver. The conformance suite itself runs as the
 // ctests verify_vulkan (and on a GPU machine, `portc verify -t cuda`).
 #include <unistd.h>
@@ -112,6 +112,36 @@ TEST_P(Gpu, DynamicModuleRunsEverySize) {
   for (int64_t n : {1, 7, 300, 2})
     expect_near(run_seed(vk, g.get(), 9, n), run_seed(cpu, g.get(), 9, n), 1e-6);
   portc_module_free(vk);
+  portc_module_free(cpu);
+}
+
+// a convolution that a site tune table splits into 3 slices of its reduction (2 work groups of
+// tiles: only tables split it on the CI's software device): its partial sums pass through the
+// module's scratch buffer, which grows with the batch of a dynamic module and is reused after
+TEST_P(Gpu, SplitKConvolutionRunsEveryBatchSize) {
+  std::string table = dir + "-split.tune";
+  FILE *f = fopen(table.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fprintf(f, "api=%s kind=conv split_k=3 prov=heuristic source=\"a test: every convolution in 3 slices\"\n", target);
+  fclose(f);
+  setenv("PORTC_TUNE_PATH", table.c_str(), 1);
+  Graph g = parse("input x: f32[N, 24, 9, 9]\nparam w: f32[40, 24, 3, 3] = normal(mean=0, std=0.2, seed=3)\n"
+                  "param c: f32[40] = normal(mean=0, std=0.2, seed=4)\ny0 = conv2d(x, w, c, padding=[1, 1])\ny = relu(y0)\noutput y\n");
+  portc_compile_options o = {};
+  o.target = target;
+  o.dynamic = true;
+  portc_module *gpu = nullptr, *cpu = nullptr;
+  ASSERT_EQ(portc_compile(g.get(), &o, nullptr, &gpu), PORTC_OK) << portc_last_error();
+  unsetenv("PORTC_TUNE_PATH");
+  unlink(table.c_str());
+  char *text = portc_module_explain(gpu, nullptr);
+  ASSERT_NE(text, nullptr);
+  EXPECT_NE(std::string(text).find("the reduction in 3 slices"), std::string::npos) << text;
+  free(text);
+  o.target = "cpu";
+  ASSERT_EQ(portc_compile(g.get(), &o, nullptr, &cpu), PORTC_OK) << portc_last_error();
+  for (int64_t n : {1, 5, 2}) expect_near(run_seed(gpu, g.get(), 7, n), run_seed(cpu, g.get(), 7, n), 1e-5);
+  portc_module_free(gpu);
   portc_module_free(cpu);
 }
 

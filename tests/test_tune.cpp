@@ -201,7 +201,7 @@ TEST(TuneTables, AnEntryTheTargetRefusesLeavesTheRules) {
 // split-K: CUDA's tiled convolution takes it (up to its limit); a matmul, and every other
 // target's convolution, refuse it by name. A library algorithm: only a kernel that may run on
 // the vendor library takes one.
-TEST(TuneTables, OnlyCudasTiledConvolutionSplitsAndOnlyLibraryKernelsPickAnAlgorithm) {
+TEST(TuneTables, OnlyCudasAndVulkansTiledConvolutionsSplitAndOnlyLibraryKernelsPickAnAlgorithm) {
   Graph g = parse("graph c\ninput x: f32[2, 16, 8, 8]\nparam w: f32[64, 16, 3, 3]\n"
                   "y = conv2d(x, w, stride=[1, 1], padding=[1, 1])\nz = relu(y)\noutput z\n"
                   "input a: f32[64, 64]\ninput b: f32[64, 64]\nm = matmul(a, b)\noutput m\n");
@@ -213,7 +213,7 @@ TEST(TuneTables, OnlyCudasTiledConvolutionSplitsAndOnlyLibraryKernelsPickAnAlgor
   for (int j = 0; j < km->nk; j++) conv = km->k[j].kind == KK_CONV ? j : conv, mm = km->k[j].kind == KK_MATMUL ? j : mm;
   ASSERT_GE(conv, 0);
   ASSERT_GE(mm, 0);
-  struct { const char *target; int split; bool conv_ok; } cases[] = {{"cuda", 4, true}, {"cuda", 65, false}, {"vulkan", 2, false}, {"hip", 2, false}};
+  struct { const char *target; int split; bool conv_ok; } cases[] = {{"cuda", 4, true}, {"cuda", 65, false}, {"vulkan", 2, true}, {"vulkan", 65, false}, {"hip", 2, false}};
   for (auto &c : cases) {
     SCOPED_TRACE(std::string(c.target) + " split_k=" + std::to_string(c.split));
     int device;
@@ -315,6 +315,43 @@ TEST(TuneTables, VulkansTunerTriesWorkGroupSizesOfAPointwiseKernel) {
   int n = tg->tune_space(km, 0, &dev, cand, 16), threads = 0;
   for (int c = 0; c < n; c++) threads += cand[c].mask == tune_knob_bit("threads");
   EXPECT_GE(threads, 3);
+  kir_module_free(km);
+}
+
+// split-K's rule and tuner candidates, shared by CUDA and Vulkan: ResNet's last 3x3 layer at batch
+// 2 (16 tiles of 64, a reduction of 4608) splits on a device of 132 multiprocessors, not where their number is unknown
+// (0: Vulkan without a vendor extension), and not with tiles enough for every unit
+TEST(TuneTables, SplitKRuleAndCandidatesFollowTheDevicesMultiprocessors) {
+  Graph g = parse("graph c\ninput x: f32[2, 512, 7, 7]\nparam w: f32[512, 512, 3, 3]\n"
+                  "y = conv2d(x, w, padding=[1, 1])\noutput y\n");
+  ASSERT_TRUE(g);
+  lower_options lo = {};
+  kir_module *km = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(km->k[0].kind, KK_CONV);
+  EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 132, 64), 16); // 16 groups x 16 slices, each of 18 panels (32 would keep 9)
+  EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 132, 2), 2);  // at most the target's maximum
+  EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 0, 64), 1);
+  EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 8, 64), 1);   // 16 groups: two for each of 8 units
+  for (const char *name : {"cuda", "vulkan"}) {
+    SCOPED_TRACE(name);
+    int device;
+    const target *tg = target_find(name, &device);
+    ASSERT_NE(tg, nullptr);
+    km->k[0].sched = {};
+    tg->schedule(km, 0, -1);
+    ASSERT_EQ(km->k[0].sched.variant, KS_TILED);
+    for (int units : {132, 0}) {
+      tune_device dev = {};
+      snprintf(dev.api, sizeof dev.api, "%s", name);
+      dev.units = units;
+      tune_knobs cand[32];
+      int n = tg->tune_space(km, 0, &dev, cand, 32), split = 0;
+      for (int c = 0; c < n; c++) split += cand[c].v.split_k > 1;
+      if (units) EXPECT_GE(split, 2) << "units " << units;
+      else EXPECT_EQ(split, 0);
+    }
+  }
   kir_module_free(km);
 }
 

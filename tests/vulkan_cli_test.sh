@@ -72,6 +72,19 @@ expect 0 "bench on two targets" -- "$portc" bench "$src/examples/softmax.ptg" -t
 contains "softmax on vulkan" "bench ran the second target"
 grep -q '{"targets": \[' "$tmp/two.json" || { echo "FAIL: two targets' json lacks the list"; fails=$((fails + 1)); }
 
+# split-K convolutions, forced by a site table (lavapipe reports no multiprocessors, so the rule
+# never splits here): the conformance cases' convolutions, fused and eager, under the validation
+# layer, and a reduce-overhead replay
+printf 'api=vulkan kind=conv split_k=3 prov=heuristic source="every convolution in 3 slices: checks split-K"\n' >"$tmp/split.tune"
+PORTC_TUNE_PATH="$tmp/split.tune" expect 0 "explain split-K" -- "$portc" explain "$src/examples/cnn.ptg" -t vulkan
+contains "the reduction in 3 slices" "the site table splits the convolutions"
+PORTC_TUNE_PATH="$tmp/split.tune" PORTC_VULKAN_VALIDATION=1 expect 0 "split-K convolutions" -- \
+  "$portc" verify -t vulkan --filter 'conv|cnn|resnet' --examples "$src/examples" --quiet
+contains " 0 failed" "split-K convolutions match the reference"
+if grep -q "^portc vulkan validation:" "$tmp/out"; then echo "FAIL: the validation layer reported problems with split-K"; fails=$((fails + 1)); fi
+PORTC_TUNE_PATH="$tmp/split.tune" expect 0 "split-K under reduce-overhead" -- \
+  "$portc" run "$src/examples/cnn.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=3
+
 # reduce-overhead on vulkan records the launches once and replays them
 expect 0 "reduce-overhead on vulkan" -- "$portc" run "$src/examples/layer_norm.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=5
 

@@ -196,6 +196,24 @@ static bool subgroups_of_32_on_request(VkPhysicalDevice pd) {
   return f.subgroupSizeControl && p.minSubgroupSize <= 32 && p.maxSubgroupSize >= 32 && (p.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
 }
 
+/* the device's multiprocessors (NVIDIA's SMs, AMD's compute units) where a vendor extension
+ * says, for split-K's rule; 0 where none does (Intel, Arm, software drivers) */
+static uint32_t compute_units(VkPhysicalDevice pd) {
+  if (has_device_ext(pd, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    return p.shaderSMCount;
+  }
+  if (has_device_ext(pd, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    return p.shaderEngineCount * p.shaderArraysPerEngineCount * p.computeUnitsPerShaderArray;
+  }
+  return 0;
+}
+
 /* features, subgroup properties and the compute queue family of a physical device */
 typedef struct device_info {
   VkPhysicalDeviceProperties props;
@@ -248,6 +266,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .rte64 = ri != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL,
       .keep64 = di_ != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL,
       .subgroup_size = sg.subgroupSize,
+      .units = compute_units(pd),
       .exec_stats = log_enabled("shader_stats") && has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME),
   };
   uint32_t nq = 0;
@@ -335,6 +354,7 @@ void vk_device_key(int index, tune_device *d) {
   str_cut(d->driver, sizeof d->driver, "%s", c->driver);
   snprintf(d->compiler, sizeof d->compiler, "%s", vk_compiler_id());
   d->subgroup = (int)c->f.subgroup_size;
+  d->units = (int)c->f.units;
   d->shared_bytes = (int)p->limits.maxComputeSharedMemorySize;
 }
 
@@ -548,5 +568,7 @@ void vk_describe(FILE *out) {
             !di.f.coop_matrix ? "no" : di.f.coop_khr ? (di.f.coop_size32 ? "yes (KHR, f16 16x16x16, subgroups of 32 on request)" : "yes (KHR, f16 16x16x16)")
                                                    : "yes (NV, f16 16x16x16)");
     fprintf(out, "      f32 to f16 by the device (nearest even, denormals kept) %s\n", di.f.f16_convert ? "yes" : "no (portc rounds in software)");
+    if (di.f.units) fprintf(out, "      %u multiprocessors (split-K's rule for convolutions)\n", di.f.units);
+    else fprintf(out, "      multiprocessors not reported (convolutions split their reduction only where a tune table says)\n");
   }
 }

@@ -5,7 +5,8 @@
  * (targets/gpu_queue.c) collects a run's launches; this file records every dispatch into one
  * command buffer, with a barrier between dependent dispatches and timestamps around them, and
  * submits it and waits; in reduce-overhead mode the queue resubmits the command buffer while
- * the buffers and symbol values stay the same.
+ * the buffers and symbol values stay the same. A split-K convolution is two dispatches of one
+ * shader (its phases, two pipelines) through the module's scratch buffer of partial sums.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../codegen/grid.h"
 #include "../targets/cache.h"
 #include "../targets/gpu_queue.h"
@@ -25,10 +27,12 @@ typedef struct vk_kernel {
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
   VkPipeline pipe;
+  VkPipeline sum;                /* a split-K convolution's second phase: the slices added, the epilogue */
   int owner;                     /* the kernel whose shader and pipeline these are (identical kernels share them) */
   VkDescriptorSet set;          /* binding j is the kernel's buffer j; the status word is binding nbind */
   dev_buf bound[GPU_MAX_ARGS];   /* what the descriptor set holds now */
   uint64_t serial[GPU_MAX_ARGS]; /* of the buffers it holds: the pointers alone may be reused */
+  uint64_t scratch_serial;       /* of the scratch buffer it holds (split-K), 0: none yet */
   bool written;
 } vk_kernel;
 
@@ -46,6 +50,7 @@ typedef struct vk_module {
   VkFence fence;
   VkQueryPool queries;
   vk_buffer *status;
+  vk_buffer *scratch; /* split-K convolutions' partial sums (f32), grown to the largest launch */
 } vk_module;
 
 static bool available(char *why, size_t len) { return vk_available(why, len); }
@@ -59,6 +64,7 @@ static void unload(void *handle) {
     vk_kernel *k = &m->k[i];
     if (k->owner != i) continue; /* another kernel's */
     if (k->pipe) c->d.vkDestroyPipeline(c->dev, k->pipe, NULL);
+    if (k->sum) c->d.vkDestroyPipeline(c->dev, k->sum, NULL);
     if (k->layout) c->d.vkDestroyPipelineLayout(c->dev, k->layout, NULL);
     if (k->dsl) c->d.vkDestroyDescriptorSetLayout(c->dev, k->dsl, NULL);
     if (k->shader) c->d.vkDestroyShaderModule(c->dev, k->shader, NULL);
@@ -68,6 +74,7 @@ static void unload(void *handle) {
   if (m->cpool) c->d.vkDestroyCommandPool(c->dev, m->cpool, NULL);
   if (m->pool) c->d.vkDestroyDescriptorPool(c->dev, m->pool, NULL);
   vk_buffer_free(c, m->status);
+  vk_buffer_free(c, m->scratch);
   free(m->k);
   gpu_queue_free(&m->q);
   free(m);
@@ -191,9 +198,10 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   vk_context *c = m->c;
   vk_kernel *k = &m->k[i];
   const gpu_args *a = &m->q.args[i];
+  const bool split = gpu_conv_split(&m->km->k[i]) > 1;
   VkResult r;
-  if ((uint32_t)(a->nbind + a->status) > c->props.limits.maxPerStageDescriptorStorageBuffers)
-    return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d binds %d storage buffers; %s allows %u per shader stage", i, a->nbind + a->status,
+  if ((uint32_t)(a->nbind + a->status + split) > c->props.limits.maxPerStageDescriptorStorageBuffers)
+    return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d binds %d storage buffers; %s allows %u per shader stage", i, a->nbind + a->status + split,
                    c->props.deviceName, c->props.limits.maxPerStageDescriptorStorageBuffers);
   VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = words * 4, .pCode = code};
   if ((r = c->d.vkCreateShaderModule(c->dev, &si, NULL, &k->shader))) return vk_fail(r, "vkCreateShaderModule", c);
@@ -205,15 +213,19 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   if (a->status)
     b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)a->nbind, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+  if (split) /* the scratch buffer, after the status word */
+    b[nb++] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)(a->nbind + a->status), .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                             .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
   VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)nb, .pBindings = b};
   if ((r = c->d.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &k->dsl))) return vk_fail(r, "vkCreateDescriptorSetLayout", c);
   VkPushConstantRange pcr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 4 * (uint32_t)(m->nsym > 0 ? m->nsym : 1)};
   VkPipelineLayoutCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &k->dsl,
                                    .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
   if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
-  uint32_t wg = (uint32_t)m->km->k[i].sched.threads[0]; /* PC_WG, for 1-D kernels */
-  VkSpecializationMapEntry wg_entry = {.constantID = 0, .offset = 0, .size = sizeof wg};
-  VkSpecializationInfo spec = {.mapEntryCount = 1, .pMapEntries = &wg_entry, .dataSize = sizeof wg, .pData = &wg};
+  /* PC_WG, for 1-D kernels; PC_PHASE, for split-K convolutions (0 here, 1 for the sum's pipeline) */
+  uint32_t constants[2] = {(uint32_t)m->km->k[i].sched.threads[0], 0};
+  VkSpecializationMapEntry entries[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
+  VkSpecializationInfo spec = {.mapEntryCount = split ? 2 : 1, .pMapEntries = entries, .dataSize = split ? 8 : 4, .pData = constants};
   /* the cooperative-matrix matmul is written for subgroups of 32 */
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size32 = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT, .requiredSubgroupSize = 32};
@@ -226,6 +238,10 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
       .flags = c->f.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0};
   pthread_mutex_lock(&c->lock); /* the pipeline cache is shared by the process's modules */
   r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->pipe);
+  if (!r && split) {
+    constants[1] = 1;
+    r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->sum);
+  }
   pthread_mutex_unlock(&c->lock);
   if (r) return vk_fail(r, "vkCreateComputePipelines", c);
   if (c->f.exec_stats) log_stats(m, i);
@@ -237,7 +253,7 @@ static portc_status make_frame(vk_module *m) {
   vk_context *c = m->c;
   VkResult r;
   uint32_t descriptors = 0;
-  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->q.args[i].nbind + m->q.args[i].status;
+  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->q.args[i].nbind + m->q.args[i].status + (gpu_conv_split(&m->km->k[i]) > 1);
   VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = descriptors ? descriptors : 1};
   VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = (uint32_t)(m->nk ? m->nk : 1),
                                     .poolSizeCount = 1, .pPoolSizes = &ps};
@@ -294,6 +310,7 @@ static portc_status share_pipeline(vk_load *L, int i, int o) {
   if (m->km->k[i].sched.threads[0] == m->km->k[o].sched.threads[0]) {
     m->k[i].owner = o;
     m->k[i].shader = m->k[o].shader, m->k[i].dsl = m->k[o].dsl, m->k[i].layout = m->k[o].layout, m->k[i].pipe = m->k[o].pipe;
+    m->k[i].sum = m->k[o].sum;
     L->hit[i] = true;
     return PORTC_OK;
   }
@@ -385,11 +402,12 @@ static void update_set(vk_module *m, int i) {
   vk_kernel *k = &m->k[i];
   const gpu_args *a = &m->q.args[i];
   const gpu_launch *l = &m->q.pending[i];
-  bool same = k->written;
+  const bool split = gpu_conv_split(&m->km->k[i]) > 1 && m->scratch; /* no scratch yet: the kernel is not launched */
+  bool same = k->written && (!split || k->scratch_serial == m->scratch->serial);
   for (int j = 0; j < a->nbind && same; j++) same = same_buf(&k->bound[j], k->serial[j], &l->b[j]);
   if (same) return;
-  VkDescriptorBufferInfo info[GPU_MAX_ARGS + 1];
-  VkWriteDescriptorSet w[GPU_MAX_ARGS + 1];
+  VkDescriptorBufferInfo info[GPU_MAX_ARGS + 2];
+  VkWriteDescriptorSet w[GPU_MAX_ARGS + 2];
   int n = 0;
   for (int j = 0; j < a->nbind; j++) {
     const vk_buffer *vb = l->b[j].obj;
@@ -409,6 +427,13 @@ static void update_set(vk_module *m, int i) {
                                   .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
     n++;
   }
+  if (split) {
+    info[n] = (VkDescriptorBufferInfo){m->scratch->buf, 0, VK_WHOLE_SIZE};
+    w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = k->set, .dstBinding = (uint32_t)(a->nbind + a->status),
+                                  .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[n]};
+    n++;
+    k->scratch_serial = m->scratch->serial;
+  }
   m->c->d.vkUpdateDescriptorSets(m->c->dev, (uint32_t)n, w, 0, NULL);
   k->written = true;
 }
@@ -420,9 +445,38 @@ static void barrier(vk_module *m, VkPipelineStageFlags src, VkAccessFlags sa, Vk
 
 /* ---- the shared queue's calls (targets/gpu_queue.h): every run is recorded ---- */
 
+/* the scratch buffer as large as the split-K convolutions of this run need (slices x M x N
+ * floats), grown where a launch needs more; the last submission has ended, so the old one is free */
+static portc_status ensure_scratch(vk_module *m) {
+  int64_t need = 0;
+  for (int i = 0; i < m->nk; i++) {
+    int split = gpu_conv_split(&m->km->k[i]);
+    if (split <= 1 || !m->q.launched[i]) continue;
+    int64_t mn[2];
+    gpu_conv_mn(m->km, i, m->q.pending[i].S, mn);
+    int64_t bytes = split * mn[0] * mn[1] * 4;
+    if (bytes > (int64_t)m->c->props.limits.maxStorageBufferRange)
+      return err_set(PORTC_ERR_DEVICE,
+                     "vulkan: kernel %d (a convolution in %d slices) needs %lld bytes of partial sums; %s binds at most %u "
+                     "(maxStorageBufferRange): a tune entry with split_k=1 for it runs it whole",
+                     i, split, (long long)bytes, m->c->props.deviceName, m->c->props.limits.maxStorageBufferRange);
+    if (bytes > need) need = bytes;
+  }
+  if (!need || (m->scratch && m->scratch->bytes >= need)) return PORTC_OK;
+  vk_buffer_free(m->c, m->scratch);
+  m->scratch = NULL;
+  portc_status st = vk_buffer_new(m->c, need, false, &m->scratch);
+  if (!st) return PORTC_OK;
+  char why[1024];
+  snprintf(why, sizeof why, "%s", portc_last_error());
+  return err_set(st, "%s (the scratch buffer of split-K convolutions' partial sums, %lld bytes)", why, (long long)need);
+}
+
 static portc_status record_begin(void *rt) {
   vk_module *m = rt;
   vk_context *c = m->c;
+  portc_status st = ensure_scratch(m);
+  if (st) return st;
   for (int i = 0; i < m->nk; i++) update_set(m, i);
   VkResult r = c->d.vkResetCommandBuffer(m->cb, 0);
   VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -460,6 +514,15 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   /* the next kernel may read what this one wrote */
   barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  if (gpu_conv_split(&m->km->k[i]) > 1) { /* the slices added: work groups of 256 over M x N */
+    int64_t mn[2];
+    gpu_conv_mn(m->km, i, l->S, mn);
+    int64_t groups = (mn[0] * mn[1] + 255) / 256;
+    d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->sum);
+    d->vkCmdDispatch(m->cb, (uint32_t)(groups < 1 ? 1 : groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : groups), 1, 1);
+    barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  }
   return PORTC_OK;
 }
 

@@ -7,7 +7,9 @@
  * instead (words_schedule: 128x128 tiles where the output has enough of them, else 64x64). On a device with cooperative
  * matrices, an f16 matmul that is one GEMM with N and K known multiples of 8 and operands as
  * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a
- * tune knob). Row kernels
+ * tune knob). A convolution whose tiles give the device's multiprocessors fewer than two work
+ * groups each splits its reduction (split-K, gpu_conv_split_rule) where a vendor extension
+ * counts them. Row kernels
  * move their rows in 16-byte vectors where the row's buffers lie as the row does
  * (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as the
  * output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
@@ -80,6 +82,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->tile_m = s->tile_n = VK_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
     if (k->kind == KK_MATMUL) words_schedule(m, i, c);
+    else s->split_k = gpu_conv_split_rule(m, i, s->tile_m, c ? (int)c->f.units : 0, VK_MAX_SPLIT);
     if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
@@ -89,8 +92,8 @@ void vk_schedule(kir_module *m, int i, int device) {
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device
  * allows, at least a subgroup: the reductions halve it), the square tile of the SIMT matmul and
- * convolution (the f32 word matmul takes 64 or 128 and a k-step that fits the device; other
- * tiles, or a k-step that does not fit, run the element kernel), and the tile of the
+ * convolution and the convolution's split-K (the f32 word matmul takes 64 or 128 and a k-step
+ * that fits the device; other tiles, or a k-step that does not fit, run the element kernel), and the tile of the
  * cooperative-matrix matmul (64 or 128 rows and columns: its four subgroups take a quarter each,
  * and its shared memory must fit the device) */
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
@@ -111,7 +114,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
     w->vector = 0, w->fold_batch = false, w->tile_k = 0;
   }
-  if (s->variant != KS_PLAIN) return gpu_tiles_fit(&m->k[i], 1, why, len);
+  if (s->variant != KS_PLAIN) return gpu_tiles_fit(&m->k[i], VK_MAX_SPLIT, why, len);
   int max = c ? (int)c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32;
   return gpu_group_fits(&m->k[i], sub, max, true, why, len);
 }
@@ -127,7 +130,8 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
       if (mma[t][0] != s->tile_m || mma[t][1] != s->tile_n)
         out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v = {.tile_m = mma[t][0], .tile_n = mma[t][1]}};
   }
-  if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
+  if (s->variant == KS_TILED && m->k[i].kind == KK_CONV) tune_conv_candidates(m, i, d->units, VK_MAX_SPLIT, out, max, &n);
+  else if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2) /* the word matmul's k-step */
     if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};

@@ -27,6 +27,7 @@ typedef struct vk_features {
   bool coop_khr, coop_size32;
   bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
+  uint32_t units; /* multiprocessors or compute units where a vendor extension says (else 0) */
 } vk_features;
 
 typedef struct vk_context {
@@ -98,7 +99,7 @@ const char *vk_compiler_id(void);
 
 /* limits, and the tiles of the rules (schedule.c): the SIMT matmul's, the cooperative-matrix
  * matmul's and its threads (four subgroups of 32) */
-enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128 };
+enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128, VK_MAX_SPLIT = 64 };
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
  * the runtime's hook calls it only on devices with cooperative matrices); false where not */
 bool vk_coop_schedule(kir_module *m, int i);
