@@ -7,7 +7,7 @@
  * first be compiled on the GPU that has them. Here each distinct kernel, fused and eager, is
  * compiled by shaderc and checked by the SPIR-V validator exactly as the runtime does, as for a
  * device that offers every feature (the variant without them is what lavapipe runs in
- * verify_vulkan). No kernel runs: the schedule hook is the Vulkan target's, on the default device
+ * verify_vulkan), split-K convolutions included. No kernel runs: the schedule hook is the Vulkan target's, on the default device
  * where there is one, and the cooperative-matrix schedule is applied wherever it qualifies; those
  * kernels are compiled a second time for a device with only VK_KHR_cooperative_matrix, whose
  * rewritten SPIR-V is checked by khr_rewrite_wrong.
@@ -36,11 +36,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
 /* the Vulkan target's schedule, on the machine's default device (or its defaults where none),
- * with the cooperative-matrix matmul wherever a device that has them would run it */
+ * with the cooperative-matrix matmul wherever a device that has them would run it, and every
+ * tiled convolution's reduction in 3 slices, as a device that counts its multiprocessors splits
+ * those of few tiles (lavapipe counts none: it runs them whole) */
 static void schedule_all(kir_module *km) {
   for (int i = 0; i < km->nk; i++) {
     vk_schedule(km, i, -1);
     vk_coop_schedule(km, i);
+    if (km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_TILED) km->k[i].sched.split_k = 3;
   }
 }
 
