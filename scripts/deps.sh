@@ -14,19 +14,37 @@
 #   onnx.proto at build time); its tests export models with Debian's PyTorch (python3-torch,
 #   python3-torchvision, python3-onnx) and fuzz the importer with clang's libFuzzer
 #   the training example's test: the digits data set of python3-sklearn
+#   the WebGPU target's library: Dawn with Tint as npm's bun-webgpu-linux-x64 0.1.7 ships it
+#   (libwebgpu_wrapper.so, fetched with curl from the npm registry, checked against its pinned
+#   SHA-512), installed with its licences as /usr/local/lib/portc-webgpu/
 set -euo pipefail
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 need=()
 for pkg in gcc g++ make cmake libgtest-dev \
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
   hipcc rocm-device-libs libamdhip64-dev \
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn \
-  clang-14 libclang-rt-14-dev libvulkan-volk-dev libxxhash-dev pkg-config; do
+  clang-14 libclang-rt-14-dev libvulkan-volk-dev libxxhash-dev pkg-config curl ca-certificates; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then
   echo "installing: ${need[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+webgpu_dir=/usr/local/lib/portc-webgpu
+if [ ! -f "$webgpu_dir/libwebgpu_wrapper.so" ]; then
+  echo "installing the WebGPU library (bun-webgpu-linux-x64 0.1.7) in $webgpu_dir"
+  webgpu_tmp=$(mktemp -d)
+  curl -fsSL --retry 3 -o "$webgpu_tmp/package.tgz" https://registry.npmjs.org/bun-webgpu-linux-x64/-/bun-webgpu-linux-x64-0.1.7.tgz
+  echo "5043fb519744871f68b6f9197338ecb332fc65596b38300d42f825f82f3cfdb3559b10e8162ef0d5f5b31a2d6c6726a48844e39ad143ab6ff108b85b499c63ab  $webgpu_tmp/package.tgz" |
+    sha512sum -c --quiet
+  tar -xzf "$webgpu_tmp/package.tgz" -C "$webgpu_tmp"
+  $sudo install -d "$webgpu_dir"
+  $sudo install -m 644 "$webgpu_tmp/package/LICENSE" "$webgpu_dir/LICENSE.bun-webgpu"
+  $sudo install -m 644 "$(dirname "${BASH_SOURCE[0]}")/../webgpu/LICENSE.dawn" "$webgpu_dir/LICENSE.dawn"
+  $sudo install -m 755 "$webgpu_tmp/package/libwebgpu_wrapper.so" "$webgpu_dir/libwebgpu_wrapper.so"
+  rm -rf "$webgpu_tmp"
 fi

@@ -20,6 +20,25 @@ void *dl_open(const char *path, char *why, size_t len) {
   return h;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PORTC_DEEPBIND 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PORTC_DEEPBIND 0
+#endif
+#endif
+#ifndef PORTC_DEEPBIND
+#define PORTC_DEEPBIND RTLD_DEEPBIND
+#endif
+
+void *dl_open_isolated(const char *path, char *why, size_t len) {
+  pthread_mutex_lock(&lock);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | PORTC_DEEPBIND);
+  if (!h) snprintf(why, len, "%s", dlerror());
+  pthread_mutex_unlock(&lock);
+  return h;
+}
+
 void *dl_sym(void *h, const char *name, char *why, size_t len) {
   void *s = dlsym(h, name);
   if (!s) snprintf(why, len, "symbol %s not found", name);

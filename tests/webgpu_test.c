@@ -1,0 +1,105 @@
+/*
+ * webgpu_test.c: the ground of the WebGPU target (webgpu/): the library scripts/deps.sh
+ * installs opens, has the ABI portc declares, and its layouts read right; a library of another
+ * ABI and a missing one are refused with a message that says what to do.
+ *   webgpu_test abi       wg_abi_mismatch on symbol tables of this ABI, the stable one, neither
+ *   webgpu_test null      Dawn's Null adapter: its name and backend, and limits that are WebGPU's
+ *                         minimums or more (a field read at a wrong offset would not be), the
+ *                         features Dawn's Null backend has; the Vulkan adapter, where there is one
+ *   webgpu_test refused WORDS...   wg_load fails (PORTC_WEBGPU_LIB names a missing or wrong
+ *                         library) with a message containing each of WORDS
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../webgpu/wg.h"
+
+static int fails;
+#define CHECK(cond, ...)                              \
+  do {                                                \
+    if (!(cond)) {                                    \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
+      printf(__VA_ARGS__);                            \
+      printf("\n");                                   \
+      fails++;                                        \
+    }                                                 \
+  } while (0)
+
+static void *table(void *handle, const char *name) {
+  for (const char *const *n = handle; *n; n++)
+    if (!strcmp(*n, name)) return (void *)n;
+  return NULL;
+}
+
+static void abi(void) {
+  const char *dawn[] = {"wgpuCreateInstance", "wgpuGetInstanceCapabilities", NULL};
+  const char *stable[] = {"wgpuCreateInstance", "wgpuGetInstanceFeatures", "wgpuGetInstanceLimits", NULL};
+  const char *other[] = {"wgpuCreateInstance", NULL};
+  const char *none[] = {"vkCreateInstance", NULL};
+  CHECK(wg_abi_mismatch(table, dawn) == NULL, "Dawn's ABI of June 2025 refused");
+  const char *why = wg_abi_mismatch(table, stable);
+  CHECK(why && strstr(why, "stable release"), "the stable ABI: %s", why ? why : "accepted");
+  why = wg_abi_mismatch(table, other);
+  CHECK(why && strstr(why, "wgpuGetInstanceCapabilities"), "neither ABI: %s", why ? why : "accepted");
+  why = wg_abi_mismatch(table, none);
+  CHECK(why && strstr(why, "not a webgpu.h library"), "no webgpu.h: %s", why ? why : "accepted");
+}
+
+static void null_adapter(void) {
+  char why[1024] = "";
+  const char *path = NULL;
+  const wgpu_api *w = wg_load(&path, why, sizeof why);
+  CHECK(w != NULL, "the library does not load: %s", why);
+  if (!w) return;
+  printf("library: %s\n", path);
+  wg_adapter a;
+  bool ok = wg_adapter_get(WGPUBackendType_Null, &a, why, sizeof why);
+  CHECK(ok, "no Null adapter: %s", why);
+  if (!ok) return;
+  const WGPULimits *l = &a.limits;
+  printf("Null adapter: %s, backend %s, workgroup storage %u, invocations %u, size %ux%ux%u, groups %u, storage buffers %u, binding %llu\n",
+         a.name, wg_backend_name(a.backend), l->maxComputeWorkgroupStorageSize, l->maxComputeInvocationsPerWorkgroup, l->maxComputeWorkgroupSizeX,
+         l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ, l->maxComputeWorkgroupsPerDimension, l->maxStorageBuffersPerShaderStage,
+         (unsigned long long)l->maxStorageBufferBindingSize);
+  CHECK(a.backend == WGPUBackendType_Null, "backend %d", a.backend);
+  CHECK(strstr(a.name, "Null") != NULL, "name '%s'", a.name);
+  /* WebGPU's minimum limits (the specification's defaults): every adapter has at least these */
+  CHECK(l->maxComputeWorkgroupStorageSize >= 16384, "maxComputeWorkgroupStorageSize %u", l->maxComputeWorkgroupStorageSize);
+  CHECK(l->maxComputeInvocationsPerWorkgroup >= 256, "maxComputeInvocationsPerWorkgroup %u", l->maxComputeInvocationsPerWorkgroup);
+  CHECK(l->maxComputeWorkgroupSizeX >= 256 && l->maxComputeWorkgroupSizeY >= 256 && l->maxComputeWorkgroupSizeZ >= 64, "workgroup size %ux%ux%u",
+        l->maxComputeWorkgroupSizeX, l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ);
+  CHECK(l->maxComputeWorkgroupsPerDimension >= 65535, "maxComputeWorkgroupsPerDimension %u", l->maxComputeWorkgroupsPerDimension);
+  CHECK(l->maxStorageBuffersPerShaderStage >= 8, "maxStorageBuffersPerShaderStage %u", l->maxStorageBuffersPerShaderStage);
+  CHECK(l->maxStorageBufferBindingSize >= (128u << 20), "maxStorageBufferBindingSize %llu", (unsigned long long)l->maxStorageBufferBindingSize);
+  CHECK(l->maxBufferSize >= (256u << 20), "maxBufferSize %llu", (unsigned long long)l->maxBufferSize);
+  CHECK(l->minStorageBufferOffsetAlignment && l->minStorageBufferOffsetAlignment <= 256 &&
+            !(l->minStorageBufferOffsetAlignment & (l->minStorageBufferOffsetAlignment - 1)),
+        "minStorageBufferOffsetAlignment %u", l->minStorageBufferOffsetAlignment);
+  CHECK(l->maxBindGroups >= 4 && l->maxBindingsPerBindGroup >= 1000, "bind groups %u, bindings %u", l->maxBindGroups, l->maxBindingsPerBindGroup);
+  CHECK(a.f16 && a.subgroups && a.timestamps, "Dawn's Null backend offers every feature: f16 %d subgroups %d timestamps %d", a.f16, a.subgroups,
+        a.timestamps);
+  wg_adapter v;
+  if (wg_adapter_get(WGPUBackendType_Vulkan, &v, why, sizeof why))
+    printf("Vulkan adapter: %s (%s), f16 %s, subgroups %s, timestamps %s\n", v.name, v.driver, v.f16 ? "yes" : "no", v.subgroups ? "yes" : "no",
+           v.timestamps ? "yes" : "no");
+  else
+    printf("Vulkan adapter: none here (%s)\n", why); /* Dawn refuses Debian 12's lavapipe: not checked */
+}
+
+static void refused(int n, char **words) {
+  char why[1024] = "";
+  const wgpu_api *w = wg_load(NULL, why, sizeof why);
+  CHECK(w == NULL, "a library loaded where none should");
+  printf("refused: %s\n", why);
+  for (int i = 0; i < n; i++) CHECK(strstr(why, words[i]) != NULL, "the message lacks '%s'", words[i]);
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "abi")) abi();
+  else if (argc >= 2 && !strcmp(argv[1], "null")) null_adapter();
+  else if (argc >= 2 && !strcmp(argv[1], "refused")) refused(argc - 2, argv + 2);
+  else return printf("usage: webgpu_test abi|null|refused WORDS...\n"), 2;
+  if (fails) printf("%d checks failed\n", fails);
+  else printf("webgpu %s: all checks passed\n", argv[1]);
+  return fails != 0;
+}
