@@ -16,7 +16,11 @@
 #   the training example's test: the digits data set of python3-sklearn
 #   the WebGPU target's library: Dawn with Tint as npm's bun-webgpu-linux-x64 0.1.7 ships it
 #   (libwebgpu_wrapper.so, fetched with curl from the npm registry, checked against its pinned
-#   SHA-512), installed with its licences as /usr/local/lib/portc-webgpu/
+#   SHA-512), installed with its licences as /usr/local/lib/portc-webgpu/; and a Vulkan driver
+#   Dawn takes (it refuses Debian 12's lavapipe): Mesa 25's lavapipe from bookworm-backports,
+#   downloaded through a private package list (the system's sources stay as they are) and
+#   unpacked into /usr/local/lib/portc-webgpu/mesa25/ with its own ICD file, which only the
+#   WebGPU tests name (VK_DRIVER_FILES), so the Vulkan target's tests keep Debian 12's
 set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -47,4 +51,23 @@ if [ ! -f "$webgpu_dir/libwebgpu_wrapper.so" ]; then
   $sudo install -m 644 "$(dirname "${BASH_SOURCE[0]}")/../webgpu/LICENSE.dawn" "$webgpu_dir/LICENSE.dawn"
   $sudo install -m 755 "$webgpu_tmp/package/libwebgpu_wrapper.so" "$webgpu_dir/libwebgpu_wrapper.so"
   rm -rf "$webgpu_tmp"
+fi
+
+mesa_dir=/usr/local/lib/portc-webgpu/mesa25
+if [ ! -f "$mesa_dir/lvp_icd.json" ]; then
+  echo "installing Mesa 25's lavapipe from bookworm-backports in $mesa_dir"
+  bp=$(mktemp -d)
+  mkdir -p "$bp/lists/partial" "$bp/cache/archives/partial"
+  echo "deb http://deb.debian.org/debian bookworm-backports main" >"$bp/sources.list"
+  bp_opts=(-o Dir::Etc::sourcelist="$bp/sources.list" -o Dir::Etc::sourceparts=- -o Dir::State::Lists="$bp/lists" -o Dir::Cache="$bp/cache")
+  [ "$(id -u)" -eq 0 ] && bp_opts+=(-o APT::Sandbox::User=root) # the private folder is root's own
+  apt-get "${bp_opts[@]}" update -qq
+  (cd "$bp" && apt-get "${bp_opts[@]}" download -qq mesa-vulkan-drivers/bookworm-backports 2>/dev/null)
+  dpkg -x "$bp"/mesa-vulkan-drivers_*.deb "$bp/x"
+  $sudo install -d "$mesa_dir"
+  $sudo install -m 644 "$bp/x/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" "$mesa_dir/libvulkan_lvp.so"
+  $sudo install -m 644 "$bp/x/usr/share/doc/mesa-vulkan-drivers/copyright" "$mesa_dir/copyright"
+  printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s/libvulkan_lvp.so", "api_version": "1.4.305"}}\n' "$mesa_dir" >"$bp/lvp_icd.json"
+  $sudo install -m 644 "$bp/lvp_icd.json" "$mesa_dir/lvp_icd.json"
+  rm -rf "$bp"
 fi

@@ -3,9 +3,11 @@
  * installs opens, has the ABI portc declares, and its layouts read right; a library of another
  * ABI and a missing one are refused with a message that says what to do.
  *   webgpu_test abi       wg_abi_mismatch on symbol tables of this ABI, the stable one, neither
- *   webgpu_test null      Dawn's Null adapter: its name and backend, and limits that are WebGPU's
- *                         minimums or more (a field read at a wrong offset would not be), the
- *                         features Dawn's Null backend has; the Vulkan adapter, where there is one
+ *   webgpu_test null      Dawn's Null adapter (no driver needed): its name and backend, limits
+ *                         that are WebGPU's minimums or more, the features Dawn's Null backend has
+ *   webgpu_test vulkan    the Vulkan adapter (CI: Mesa 25's lavapipe, which scripts/deps.sh unpacks
+ *                         and the test names with VK_DRIVER_FILES): its limits, shader-f16,
+ *                         subgroups and timestamps, which the target's kernels and timers use
  *   webgpu_test refused WORDS...   wg_load fails (PORTC_WEBGPU_LIB names a missing or wrong
  *                         library) with a message containing each of WORDS
  */
@@ -45,6 +47,42 @@ static void abi(void) {
   CHECK(why && strstr(why, "not a webgpu.h library"), "no webgpu.h: %s", why ? why : "accepted");
 }
 
+/* limits every WebGPU adapter has at least (the specification's defaults); a field read at a
+ * wrong offset would not pass all of them */
+static void check_limits(const char *what, const WGPULimits *l) {
+  CHECK(l->maxComputeWorkgroupStorageSize >= 16384, "%s: maxComputeWorkgroupStorageSize %u", what, l->maxComputeWorkgroupStorageSize);
+  CHECK(l->maxComputeInvocationsPerWorkgroup >= 256, "%s: maxComputeInvocationsPerWorkgroup %u", what, l->maxComputeInvocationsPerWorkgroup);
+  CHECK(l->maxComputeWorkgroupSizeX >= 256 && l->maxComputeWorkgroupSizeY >= 256 && l->maxComputeWorkgroupSizeZ >= 64, "%s: workgroup size %ux%ux%u",
+        what, l->maxComputeWorkgroupSizeX, l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ);
+  CHECK(l->maxComputeWorkgroupsPerDimension >= 65535, "%s: maxComputeWorkgroupsPerDimension %u", what, l->maxComputeWorkgroupsPerDimension);
+  CHECK(l->maxStorageBuffersPerShaderStage >= 8, "%s: maxStorageBuffersPerShaderStage %u", what, l->maxStorageBuffersPerShaderStage);
+  CHECK(l->maxStorageBufferBindingSize >= (128u << 20), "%s: maxStorageBufferBindingSize %llu", what, (unsigned long long)l->maxStorageBufferBindingSize);
+  CHECK(l->maxBufferSize >= (256u << 20), "%s: maxBufferSize %llu", what, (unsigned long long)l->maxBufferSize);
+  CHECK(l->minStorageBufferOffsetAlignment && l->minStorageBufferOffsetAlignment <= 256 &&
+            !(l->minStorageBufferOffsetAlignment & (l->minStorageBufferOffsetAlignment - 1)),
+        "%s: minStorageBufferOffsetAlignment %u", what, l->minStorageBufferOffsetAlignment);
+  CHECK(l->maxBindGroups >= 4 && l->maxBindingsPerBindGroup >= 1000, "%s: bind groups %u, bindings %u", what, l->maxBindGroups,
+        l->maxBindingsPerBindGroup);
+}
+
+static void vulkan_adapter(void) {
+  char why[1024] = "";
+  wg_adapter v;
+  bool ok = wg_adapter_get(WGPUBackendType_Vulkan, &v, why, sizeof why);
+  CHECK(ok, "no Vulkan adapter: %s", why);
+  if (!ok) return;
+  const WGPULimits *l = &v.limits;
+  printf("Vulkan adapter: %s (%s, %s), subgroups %u-%u, workgroup storage %u, invocations %u, storage buffers %u, binding %llu, f16 %s, "
+         "subgroups %s, timestamps %s\n",
+         v.name, v.driver, v.vendor, v.subgroup_min, v.subgroup_max, l->maxComputeWorkgroupStorageSize, l->maxComputeInvocationsPerWorkgroup,
+         l->maxStorageBuffersPerShaderStage, (unsigned long long)l->maxStorageBufferBindingSize, v.f16 ? "yes" : "no", v.subgroups ? "yes" : "no",
+         v.timestamps ? "yes" : "no");
+  CHECK(v.backend == WGPUBackendType_Vulkan, "backend %d", v.backend);
+  check_limits("Vulkan", l);
+  CHECK(v.f16 && v.subgroups && v.timestamps, "f16 %d subgroups %d timestamps %d", v.f16, v.subgroups, v.timestamps);
+  CHECK(v.subgroup_min >= 1 && v.subgroup_min <= v.subgroup_max && v.subgroup_max <= 128, "subgroups %u-%u", v.subgroup_min, v.subgroup_max);
+}
+
 static void null_adapter(void) {
   char why[1024] = "";
   const char *path = NULL;
@@ -63,27 +101,9 @@ static void null_adapter(void) {
          (unsigned long long)l->maxStorageBufferBindingSize);
   CHECK(a.backend == WGPUBackendType_Null, "backend %d", a.backend);
   CHECK(strstr(a.name, "Null") != NULL, "name '%s'", a.name);
-  /* WebGPU's minimum limits (the specification's defaults): every adapter has at least these */
-  CHECK(l->maxComputeWorkgroupStorageSize >= 16384, "maxComputeWorkgroupStorageSize %u", l->maxComputeWorkgroupStorageSize);
-  CHECK(l->maxComputeInvocationsPerWorkgroup >= 256, "maxComputeInvocationsPerWorkgroup %u", l->maxComputeInvocationsPerWorkgroup);
-  CHECK(l->maxComputeWorkgroupSizeX >= 256 && l->maxComputeWorkgroupSizeY >= 256 && l->maxComputeWorkgroupSizeZ >= 64, "workgroup size %ux%ux%u",
-        l->maxComputeWorkgroupSizeX, l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ);
-  CHECK(l->maxComputeWorkgroupsPerDimension >= 65535, "maxComputeWorkgroupsPerDimension %u", l->maxComputeWorkgroupsPerDimension);
-  CHECK(l->maxStorageBuffersPerShaderStage >= 8, "maxStorageBuffersPerShaderStage %u", l->maxStorageBuffersPerShaderStage);
-  CHECK(l->maxStorageBufferBindingSize >= (128u << 20), "maxStorageBufferBindingSize %llu", (unsigned long long)l->maxStorageBufferBindingSize);
-  CHECK(l->maxBufferSize >= (256u << 20), "maxBufferSize %llu", (unsigned long long)l->maxBufferSize);
-  CHECK(l->minStorageBufferOffsetAlignment && l->minStorageBufferOffsetAlignment <= 256 &&
-            !(l->minStorageBufferOffsetAlignment & (l->minStorageBufferOffsetAlignment - 1)),
-        "minStorageBufferOffsetAlignment %u", l->minStorageBufferOffsetAlignment);
-  CHECK(l->maxBindGroups >= 4 && l->maxBindingsPerBindGroup >= 1000, "bind groups %u, bindings %u", l->maxBindGroups, l->maxBindingsPerBindGroup);
+  check_limits("Null", l);
   CHECK(a.f16 && a.subgroups && a.timestamps, "Dawn's Null backend offers every feature: f16 %d subgroups %d timestamps %d", a.f16, a.subgroups,
         a.timestamps);
-  wg_adapter v;
-  if (wg_adapter_get(WGPUBackendType_Vulkan, &v, why, sizeof why))
-    printf("Vulkan adapter: %s (%s), f16 %s, subgroups %s, timestamps %s\n", v.name, v.driver, v.f16 ? "yes" : "no", v.subgroups ? "yes" : "no",
-           v.timestamps ? "yes" : "no");
-  else
-    printf("Vulkan adapter: none here (%s)\n", why); /* Dawn refuses Debian 12's lavapipe: not checked */
 }
 
 static void refused(int n, char **words) {
@@ -97,8 +117,9 @@ static void refused(int n, char **words) {
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "abi")) abi();
   else if (argc >= 2 && !strcmp(argv[1], "null")) null_adapter();
+  else if (argc >= 2 && !strcmp(argv[1], "vulkan")) vulkan_adapter();
   else if (argc >= 2 && !strcmp(argv[1], "refused")) refused(argc - 2, argv + 2);
-  else return printf("usage: webgpu_test abi|null|refused WORDS...\n"), 2;
+  else return printf("usage: webgpu_test abi|null|vulkan|refused WORDS...\n"), 2;
   if (fails) printf("%d checks failed\n", fails);
   else printf("webgpu %s: all checks passed\n", argv[1]);
   return fails != 0;
