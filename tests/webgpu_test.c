@@ -8,6 +8,9 @@
  *   webgpu_test vulkan    the Vulkan adapter (CI: Mesa 25's lavapipe, which scripts/deps.sh unpacks
  *                         and the test names with VK_DRIVER_FILES): its limits, shader-f16,
  *                         subgroups and timestamps, which the target's kernels and timers use
+ *   webgpu_test run       a device of the Vulkan adapter runs a WGSL kernel (y = 2x + 1 over a
+ *                         million floats, in f32 and, where shader-f16 is there, through f16)
+ *                         and the values come back exact; a WGSL error names its line and column
  *   webgpu_test refused WORDS...   wg_load fails (PORTC_WEBGPU_LIB names a missing or wrong
  *                         library) with a message containing each of WORDS
  */
@@ -26,6 +29,18 @@ static int fails;
       fails++;                                        \
     }                                                 \
   } while (0)
+
+static void api_release_pipeline(WGPUComputePipeline p) {
+  char why[256];
+  wg_load(NULL, why, sizeof why)->ComputePipelineRelease(p);
+}
+
+static void api_release_buffer(WGPUBuffer b) {
+  char why[256];
+  const wgpu_api *w = wg_load(NULL, why, sizeof why);
+  w->BufferDestroy(b);
+  w->BufferRelease(b);
+}
 
 static void *table(void *handle, const char *name) {
   for (const char *const *n = handle; *n; n++)
@@ -106,6 +121,65 @@ static void null_adapter(void) {
         a.timestamps);
 }
 
+static const char affine[] =
+    "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
+    "@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n"
+    "  let i = g.x + g.y * 65535u * 256u;\n"
+    "  if (i < arrayLength(&y)) { y[i] = 2.0 * x[i] + 1.0; }\n"
+    "}\n";
+/* the same through f16: x in [-128, 128) at steps of 1/8 is exact in f16, and so is 2x + 1 */
+static const char affine16[] =
+    "enable f16;\n"
+    "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
+    "@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n"
+    "  let i = g.x + g.y * 65535u * 256u;\n"
+    "  if (i < arrayLength(&y)) { let h = f16(x[i]); y[i] = f32(h * 2.0h + 1.0h); }\n"
+    "}\n";
+static const char broken[] =
+    "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n"
+    "@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n"
+    "  y[g.x] = undefined_name;\n"
+    "}\n";
+
+static void run(void) {
+  char why[2048] = "";
+  wg_device d;
+  bool ok = wg_device_open(WGPUBackendType_Vulkan, &d, why, sizeof why);
+  CHECK(ok, "no device: %s", why);
+  if (!ok) return;
+  printf("device of %s\n", d.info.name);
+  enum { N = 1 << 20 };
+  static float x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 2048 - 1024) / 8;
+  WGPUBuffer b[2] = {wg_buffer_new(&d, sizeof x, why, sizeof why), wg_buffer_new(&d, sizeof y, why, sizeof why)};
+  CHECK(b[0] && b[1], "buffers: %s", why);
+  ok = b[0] && b[1] && wg_buffer_write(&d, b[0], 0, x, sizeof x, why, sizeof why);
+  CHECK(ok, "write: %s", why);
+  for (int v = 0; ok && v < (d.info.f16 ? 2 : 1); v++) {
+    WGPUComputePipeline p = wg_pipeline_new(&d, v ? affine16 : affine, "main", why, sizeof why);
+    CHECK(p, "pipeline %d: %s", v, why);
+    if (!p) break;
+    const uint32_t groups[3] = {N / 256, 1, 1};
+    memset(y, 0, sizeof y);
+    bool ran = wg_dispatch(&d, p, b, 2, groups, why, sizeof why) && wg_buffer_read(&d, b[1], 0, y, sizeof y, why, sizeof why);
+    CHECK(ran, "dispatch %d: %s", v, why);
+    int wrong = 0;
+    for (int i = 0; ran && i < N; i++) wrong += y[i] != 2 * x[i] + 1;
+    CHECK(ran && !wrong, "%s: %d of %d values wrong (y[5] = %g, want %g)", v ? "f16" : "f32", wrong, N, y[5], 2 * x[5] + 1);
+    if (ran && !wrong) printf("y = 2x + 1 over %d values in %s: exact\n", N, v ? "f16" : "f32");
+    api_release_pipeline(p);
+  }
+  WGPUComputePipeline bad = wg_pipeline_new(&d, broken, "main", why, sizeof why);
+  CHECK(!bad, "a broken shader compiled");
+  printf("broken shader: %s\n", why);
+  CHECK(strstr(why, "line 3, column") && strstr(why, "undefined_name"), "the message lacks the place or the name: %s", why);
+  for (int i = 0; i < 2; i++)
+    if (b[i]) api_release_buffer(b[i]);
+  wg_device_close(&d);
+}
+
 static void refused(int n, char **words) {
   char why[1024] = "";
   const wgpu_api *w = wg_load(NULL, why, sizeof why);
@@ -118,8 +192,9 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "abi")) abi();
   else if (argc >= 2 && !strcmp(argv[1], "null")) null_adapter();
   else if (argc >= 2 && !strcmp(argv[1], "vulkan")) vulkan_adapter();
+  else if (argc >= 2 && !strcmp(argv[1], "run")) run();
   else if (argc >= 2 && !strcmp(argv[1], "refused")) refused(argc - 2, argv + 2);
-  else return printf("usage: webgpu_test abi|null|vulkan|refused WORDS...\n"), 2;
+  else return printf("usage: webgpu_test abi|null|vulkan|run|refused WORDS...\n"), 2;
   if (fails) printf("%d checks failed\n", fails);
   else printf("webgpu %s: all checks passed\n", argv[1]);
   return fails != 0;

@@ -46,27 +46,49 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-bool wg_adapter_get(WGPUBackendType backend, wg_adapter *out, char *why, size_t len) {
+WGPUInstance wg_instance(char *why, size_t len) {
+  const wgpu_api *w = wg_load(NULL, why, len);
+  if (!w) return NULL;
+  pthread_mutex_lock(&lock);
+  if (!instance && !(instance = w->CreateInstance(NULL))) snprintf(why, len, "the WebGPU library made no instance");
+  WGPUInstance i = instance;
+  pthread_mutex_unlock(&lock);
+  return i;
+}
+
+bool wg_wait(const bool *done, const char *what, char *why, size_t len) {
+  const wgpu_api *w = wg_load(NULL, why, len);
+  WGPUInstance i = w ? wg_instance(why, len) : NULL;
+  if (!i) return false;
+  for (double until = now() + 30; !*done && now() < until;) w->InstanceProcessEvents(i);
+  if (!*done) snprintf(why, len, "the WebGPU library did not finish %s in 30 s", what);
+  return *done;
+}
+
+WGPUAdapter wg_request_adapter(WGPUBackendType backend, char *why, size_t len) {
+  const wgpu_api *w = wg_load(NULL, why, len);
+  WGPUInstance i = w ? wg_instance(why, len) : NULL;
+  if (!i) return NULL;
+  request r = {0};
+  WGPURequestAdapterOptions o = {.featureLevel = WGPUFeatureLevel_Core, .powerPreference = WGPUPowerPreference_HighPerformance, .backendType = backend};
+  WGPURequestAdapterCallbackInfo cb = {.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_adapter, .userdata1 = &r};
+  w->InstanceRequestAdapter(i, &o, cb);
+  char what[64];
+  snprintf(what, sizeof what, "a request for a %s adapter", wg_backend_name(backend));
+  if (!wg_wait(&r.done, what, why, len)) return NULL;
+  if (r.status == WGPURequestAdapterStatus_Success && r.adapter) return r.adapter;
+  snprintf(why, len, "no %s adapter: %s", wg_backend_name(backend), r.message[0] ? r.message : "the library gave no reason");
+  return NULL;
+}
+
+bool wg_adapter_describe(WGPUAdapter adapter, wg_adapter *out, char *why, size_t len) {
   const wgpu_api *w = wg_load(NULL, why, len);
   if (!w) return false;
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&lock);
-  if (!instance) instance = w->CreateInstance(NULL);
-  bool ok = instance != NULL;
-  if (!ok) snprintf(why, len, "the WebGPU library made no instance");
-  request r = {0};
-  if (ok) {
-    WGPURequestAdapterOptions o = {.featureLevel = WGPUFeatureLevel_Core, .powerPreference = WGPUPowerPreference_HighPerformance, .backendType = backend};
-    WGPURequestAdapterCallbackInfo cb = {.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_adapter, .userdata1 = &r};
-    w->InstanceRequestAdapter(instance, &o, cb);
-    for (double until = now() + 30; !r.done && now() < until;) w->InstanceProcessEvents(instance);
-    ok = r.done && r.status == WGPURequestAdapterStatus_Success && r.adapter;
-    if (!r.done) snprintf(why, len, "the WebGPU library did not answer a request for a %s adapter in 30 s", wg_backend_name(backend));
-    else if (!ok) snprintf(why, len, "no %s adapter: %s", wg_backend_name(backend), r.message[0] ? r.message : "the library gave no reason");
-  }
-  if (ok) {
+  bool ok = true;
+  {
     WGPUAdapterInfo info = {0};
-    if (w->AdapterGetInfo(r.adapter, &info) == WGPUStatus_Success) {
+    if (w->AdapterGetInfo(adapter, &info) == WGPUStatus_Success) {
       text(out->name, sizeof out->name, info.device);
       text(out->vendor, sizeof out->vendor, info.vendor);
       text(out->architecture, sizeof out->architecture, info.architecture);
@@ -76,20 +98,26 @@ bool wg_adapter_get(WGPUBackendType backend, wg_adapter *out, char *why, size_t 
       out->subgroup_min = info.subgroupMinSize, out->subgroup_max = info.subgroupMaxSize;
       w->AdapterInfoFreeMembers(info);
     }
-    if (w->AdapterGetLimits(r.adapter, &out->limits) != WGPUStatus_Success) {
+    if (w->AdapterGetLimits(adapter, &out->limits) != WGPUStatus_Success) {
       ok = false;
-      snprintf(why, len, "the %s adapter %s reports no limits", wg_backend_name(backend), out->name);
+      snprintf(why, len, "the %s adapter %s reports no limits", wg_backend_name(out->backend), out->name);
     }
     WGPUSupportedFeatures f = {0};
-    w->AdapterGetFeatures(r.adapter, &f);
+    w->AdapterGetFeatures(adapter, &f);
     for (size_t i = 0; i < f.featureCount; i++) {
       out->f16 = out->f16 || f.features[i] == WGPUFeatureName_ShaderF16;
       out->subgroups = out->subgroups || f.features[i] == WGPUFeatureName_Subgroups;
       out->timestamps = out->timestamps || f.features[i] == WGPUFeatureName_TimestampQuery;
     }
     w->SupportedFeaturesFreeMembers(f);
-    w->AdapterRelease(r.adapter);
   }
-  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
+bool wg_adapter_get(WGPUBackendType backend, wg_adapter *out, char *why, size_t len) {
+  WGPUAdapter a = wg_request_adapter(backend, why, len);
+  if (!a) return false;
+  bool ok = wg_adapter_describe(a, out, why, len);
+  wg_load(NULL, why, len)->AdapterRelease(a);
   return ok;
 }

@@ -35,7 +35,15 @@ static bool fill(void *h, wgpu_api *w, char *why, size_t len) {
 #define SYM(f) {"wgpu" #f, (void **)&w->f}
       SYM(GetInstanceCapabilities), SYM(CreateInstance), SYM(InstanceRequestAdapter), SYM(InstanceProcessEvents),
       SYM(InstanceRelease), SYM(AdapterGetInfo), SYM(AdapterGetLimits), SYM(AdapterGetFeatures), SYM(AdapterRelease),
-      SYM(AdapterInfoFreeMembers), SYM(SupportedFeaturesFreeMembers),
+      SYM(AdapterInfoFreeMembers), SYM(SupportedFeaturesFreeMembers), SYM(AdapterRequestDevice), SYM(DeviceGetQueue),
+      SYM(DeviceCreateBuffer), SYM(DeviceCreateShaderModule), SYM(ShaderModuleGetCompilationInfo), SYM(DeviceCreateComputePipeline),
+      SYM(ComputePipelineGetBindGroupLayout), SYM(DeviceCreateBindGroup), SYM(DeviceCreateCommandEncoder),
+      SYM(CommandEncoderBeginComputePass), SYM(ComputePassEncoderSetPipeline), SYM(ComputePassEncoderSetBindGroup),
+      SYM(ComputePassEncoderDispatchWorkgroups), SYM(ComputePassEncoderEnd), SYM(CommandEncoderCopyBufferToBuffer),
+      SYM(CommandEncoderFinish), SYM(QueueSubmit), SYM(QueueWriteBuffer), SYM(BufferMapAsync), SYM(BufferGetConstMappedRange),
+      SYM(BufferUnmap), SYM(BufferDestroy), SYM(BufferRelease), SYM(ShaderModuleRelease), SYM(ComputePipelineRelease),
+      SYM(BindGroupLayoutRelease), SYM(BindGroupRelease), SYM(CommandEncoderRelease), SYM(ComputePassEncoderRelease),
+      SYM(CommandBufferRelease), SYM(QueueRelease), SYM(DeviceDestroy), SYM(DeviceRelease),
 #undef SYM
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {

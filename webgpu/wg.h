@@ -1,8 +1,9 @@
 /*
  * wg.h: the WebGPU target's shared declarations. What exists so far is the ground the target
  * stands on: the library (Dawn behind webgpu.h) opened at run time and checked for the ABI
- * portc declares (wgpu_abi.h), and its adapters with their limits and features. The WGSL
- * dialect and the runtime that runs kernels come next; until then no target is registered.
+ * portc declares (wgpu_abi.h), its adapters with their limits and features, and devices that
+ * run a WGSL compute shader over storage buffers. The WGSL dialect and the runtime that runs a
+ * module's kernels come next; until then no target is registered.
  */
 #ifndef PORTC_WEBGPU_WG_H
 #define PORTC_WEBGPU_WG_H
@@ -39,5 +40,38 @@ typedef struct wg_adapter {
 bool wg_adapter_get(WGPUBackendType backend, wg_adapter *out, char *why, size_t len);
 /* "Vulkan", "Null", ... */
 const char *wg_backend_name(WGPUBackendType b);
+/* the process's instance (made once), or NULL with why */
+WGPUInstance wg_instance(char *why, size_t len);
+/* runs the instance's events until *done (a callback set it) or 30 s pass; false with why,
+ * naming `what`, when they pass */
+bool wg_wait(const bool *done, const char *what, char *why, size_t len);
+/* the adapter of wg_adapter_get, kept (release it with AdapterRelease), and what it says of itself */
+WGPUAdapter wg_request_adapter(WGPUBackendType backend, char *why, size_t len);
+bool wg_adapter_describe(WGPUAdapter adapter, wg_adapter *out, char *why, size_t len);
+
+/* A device of an adapter, with its queue (device.c): the adapter's limits and the features
+ * portc uses where the adapter has them are required of it; validation errors that arise
+ * outside a call that reports them collect in `errors` (wg_device_error takes them). */
+typedef struct wg_device {
+  WGPUAdapter adapter;
+  WGPUDevice device;
+  WGPUQueue queue;
+  wg_adapter info;
+  char errors[2048];
+} wg_device;
+
+bool wg_device_open(WGPUBackendType backend, wg_device *d, char *why, size_t len);
+void wg_device_close(wg_device *d);
+/* the errors collected since the last call, into why (false when there were none) */
+bool wg_device_error(wg_device *d, char *why, size_t len);
+/* a storage buffer the host can write and read back (through a staging copy) */
+WGPUBuffer wg_buffer_new(wg_device *d, uint64_t bytes, char *why, size_t len);
+bool wg_buffer_write(wg_device *d, WGPUBuffer b, uint64_t offset, const void *data, size_t bytes, char *why, size_t len);
+bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size_t bytes, char *why, size_t len);
+/* a compute pipeline of a WGSL module's entry point; NULL with why, where the compiler's
+ * messages come as "line L, column C: message" */
+WGPUComputePipeline wg_pipeline_new(wg_device *d, const char *wgsl, const char *entry, char *why, size_t len);
+/* one dispatch of groups[3] work groups with bindings 0..n-1 of group 0 bound to bufs, submitted */
+bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, int n, const uint32_t groups[3], char *why, size_t len);
 
 #endif

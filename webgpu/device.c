@@ -1,0 +1,211 @@
+/*
+ * device.c: a WebGPU device and what the runtime does with it: storage buffers written by the
+ * queue and read back through a mappable copy, compute pipelines compiled from WGSL with the
+ * compiler's messages by line and column, and dispatches over bound buffers. WebGPU reports
+ * most mistakes asynchronously, as uncaptured errors of the device: they are collected and
+ * checked after each step that can cause one, so that a failure says what went wrong where.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "wg.h"
+
+static const wgpu_api *api(char *why, size_t len) { return wg_load(NULL, why, len); }
+
+static WGPUStringView view(const char *s) { return (WGPUStringView){s, s ? strlen(s) : 0}; }
+
+static size_t view_len(WGPUStringView v) { return !v.data ? 0 : v.length == WGPU_STRLEN ? strlen(v.data) : v.length; }
+
+static void on_error(const WGPUDevice *device, WGPUErrorType type, WGPUStringView message, void *userdata1, void *userdata2) {
+  (void)device, (void)userdata2;
+  wg_device *d = userdata1;
+  static const char *const kinds[] = {"", "", "validation", "out of memory", "internal", "unknown"};
+  size_t at = strlen(d->errors);
+  if (at + 2 < sizeof d->errors)
+    snprintf(d->errors + at, sizeof d->errors - at, "%s%s error: %.*s", at ? "; " : "", type >= 2 && type <= 5 ? kinds[type] : "device",
+             (int)view_len(message), message.data ? message.data : "");
+}
+
+typedef struct device_request {
+  bool done;
+  WGPURequestDeviceStatus status;
+  WGPUDevice device;
+  char message[512];
+} device_request;
+
+static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *userdata1, void *userdata2) {
+  (void)userdata2;
+  device_request *r = userdata1;
+  r->status = status, r->device = device, r->done = true;
+  snprintf(r->message, sizeof r->message, "%.*s", (int)view_len(message), message.data ? message.data : "");
+}
+
+bool wg_device_error(wg_device *d, char *why, size_t len) {
+  if (!d->errors[0]) return false;
+  snprintf(why, len, "%s", d->errors);
+  d->errors[0] = 0;
+  return true;
+}
+
+bool wg_device_open(WGPUBackendType backend, wg_device *d, char *why, size_t len) {
+  memset(d, 0, sizeof *d);
+  const wgpu_api *w = api(why, len);
+  if (!w || !(d->adapter = wg_request_adapter(backend, why, len))) return false;
+  if (!wg_adapter_describe(d->adapter, &d->info, why, len)) return wg_device_close(d), false;
+  WGPUFeatureName features[3];
+  size_t nf = 0;
+  if (d->info.f16) features[nf++] = WGPUFeatureName_ShaderF16;
+  if (d->info.subgroups) features[nf++] = WGPUFeatureName_Subgroups;
+  if (d->info.timestamps) features[nf++] = WGPUFeatureName_TimestampQuery;
+  WGPULimits limits = d->info.limits; /* the adapter's, not WebGPU's defaults */
+  limits.nextInChain = NULL;
+  device_request r = {0};
+  WGPUDeviceDescriptor desc = {.label = view("portc"), .requiredFeatureCount = nf, .requiredFeatures = features, .requiredLimits = &limits,
+                               .uncapturedErrorCallbackInfo = {.callback = on_error, .userdata1 = d}};
+  w->AdapterRequestDevice(d->adapter, &desc, (WGPURequestDeviceCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_device, .userdata1 = &r});
+  if (!wg_wait(&r.done, "a request for a device", why, len)) return wg_device_close(d), false;
+  if (r.status != WGPURequestDeviceStatus_Success || !r.device) {
+    snprintf(why, len, "%s gives no device: %s", d->info.name, r.message[0] ? r.message : "the library gave no reason");
+    return wg_device_close(d), false;
+  }
+  d->device = r.device;
+  d->queue = w->DeviceGetQueue(d->device);
+  return true;
+}
+
+void wg_device_close(wg_device *d) {
+  char why[256];
+  const wgpu_api *w = api(why, sizeof why);
+  if (!w) return;
+  if (d->queue) w->QueueRelease(d->queue);
+  if (d->device) w->DeviceDestroy(d->device), w->DeviceRelease(d->device);
+  if (d->adapter) w->AdapterRelease(d->adapter);
+  d->queue = NULL, d->device = NULL, d->adapter = NULL;
+}
+
+static WGPUBuffer buffer(wg_device *d, uint64_t bytes, WGPUBufferUsage usage, char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  WGPUBufferDescriptor desc = {.usage = usage, .size = (bytes + 3) & ~(uint64_t)3};
+  WGPUBuffer b = w->DeviceCreateBuffer(d->device, &desc);
+  if (wg_device_error(d, why, len) || !b) {
+    if (b) w->BufferRelease(b);
+    if (!b) snprintf(why, len, "%s made no buffer of %llu bytes", d->info.name, (unsigned long long)bytes);
+    return NULL;
+  }
+  return b;
+}
+
+WGPUBuffer wg_buffer_new(wg_device *d, uint64_t bytes, char *why, size_t len) {
+  return buffer(d, bytes, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, why, len);
+}
+
+bool wg_buffer_write(wg_device *d, WGPUBuffer b, uint64_t offset, const void *data, size_t bytes, char *why, size_t len) {
+  api(why, len)->QueueWriteBuffer(d->queue, b, offset, data, bytes);
+  return !wg_device_error(d, why, len);
+}
+
+typedef struct map_request {
+  bool done;
+  WGPUMapAsyncStatus status;
+  char message[256];
+} map_request;
+
+static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
+  (void)userdata2;
+  map_request *r = userdata1;
+  r->status = status, r->done = true;
+  snprintf(r->message, sizeof r->message, "%.*s", (int)view_len(message), message.data ? message.data : "");
+}
+
+/* through a buffer the host can map: a copy, submitted, then the mapping awaited */
+bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size_t bytes, char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  uint64_t whole = (bytes + 3) & ~(size_t)3;
+  WGPUBuffer staging = buffer(d, whole, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, why, len);
+  if (!staging) return false;
+  WGPUCommandEncoder enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});
+  w->CommandEncoderCopyBufferToBuffer(enc, b, offset, staging, 0, whole);
+  WGPUCommandBuffer cmd = w->CommandEncoderFinish(enc, &(WGPUCommandBufferDescriptor){0});
+  w->QueueSubmit(d->queue, 1, &cmd);
+  w->CommandBufferRelease(cmd);
+  w->CommandEncoderRelease(enc);
+  map_request r = {0};
+  w->BufferMapAsync(staging, WGPUMapMode_Read, 0, (size_t)whole, (WGPUBufferMapCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_map, .userdata1 = &r});
+  bool ok = wg_wait(&r.done, "reading a buffer back", why, len) && !wg_device_error(d, why, len);
+  if (ok && r.status != WGPUMapAsyncStatus_Success) ok = false, snprintf(why, len, "%s could not map a buffer for reading: %s", d->info.name, r.message);
+  const void *p = ok ? w->BufferGetConstMappedRange(staging, 0, (size_t)whole) : NULL;
+  if (ok && !p) ok = false, snprintf(why, len, "%s gave no mapped range", d->info.name);
+  if (ok) memcpy(out, p, bytes);
+  if (r.done && r.status == WGPUMapAsyncStatus_Success) w->BufferUnmap(staging);
+  w->BufferDestroy(staging);
+  w->BufferRelease(staging);
+  return ok;
+}
+
+typedef struct compile_messages {
+  bool done;
+  int errors;
+  char text[2048];
+} compile_messages;
+
+static void on_compiled(WGPUCompilationInfoRequestStatus status, const WGPUCompilationInfo *info, void *userdata1, void *userdata2) {
+  (void)status, (void)userdata2;
+  compile_messages *c = userdata1;
+  c->done = true;
+  for (size_t i = 0; info && i < info->messageCount; i++) {
+    const WGPUCompilationMessage *m = &info->messages[i];
+    if (m->type != WGPUCompilationMessageType_Error) continue;
+    size_t at = strlen(c->text);
+    if (at + 2 < sizeof c->text)
+      snprintf(c->text + at, sizeof c->text - at, "%sline %llu, column %llu: %.*s", c->errors ? "; " : "", (unsigned long long)m->lineNum,
+               (unsigned long long)m->linePos, (int)view_len(m->message), m->message.data ? m->message.data : "");
+    c->errors++;
+  }
+}
+
+WGPUComputePipeline wg_pipeline_new(wg_device *d, const char *wgsl, const char *entry, char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  WGPUShaderSourceWGSL src = {.chain = {.sType = WGPUSType_ShaderSourceWGSL}, .code = view(wgsl)};
+  WGPUShaderModuleDescriptor sd = {.nextInChain = &src.chain};
+  WGPUShaderModule m = w->DeviceCreateShaderModule(d->device, &sd);
+  compile_messages c = {0};
+  w->ShaderModuleGetCompilationInfo(m, (WGPUCompilationInfoCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_compiled, .userdata1 = &c});
+  if (!wg_wait(&c.done, "compiling a shader", why, len)) return w->ShaderModuleRelease(m), NULL;
+  if (c.errors) {
+    d->errors[0] = 0; /* the same errors again, as the device's */
+    snprintf(why, len, "the WGSL of %s does not compile: %s", entry, c.text);
+    return w->ShaderModuleRelease(m), NULL;
+  }
+  WGPUComputePipelineDescriptor pd = {.compute = {.module = m, .entryPoint = view(entry)}};
+  WGPUComputePipeline p = w->DeviceCreateComputePipeline(d->device, &pd);
+  w->ShaderModuleRelease(m);
+  if (wg_device_error(d, why, len) || !p) {
+    if (p) w->ComputePipelineRelease(p);
+    else snprintf(why, len, "%s made no pipeline of %s", d->info.name, entry);
+    return NULL;
+  }
+  return p;
+}
+
+bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, int n, const uint32_t groups[3], char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  WGPUBindGroupEntry entries[64];
+  if (n > 64) return snprintf(why, len, "a dispatch binds %d buffers, at most 64", n), false;
+  for (int i = 0; i < n; i++) entries[i] = (WGPUBindGroupEntry){.binding = (uint32_t)i, .buffer = bufs[i], .size = WGPU_WHOLE_SIZE};
+  WGPUBindGroupLayout layout = w->ComputePipelineGetBindGroupLayout(p, 0);
+  WGPUBindGroup bind = w->DeviceCreateBindGroup(d->device, &(WGPUBindGroupDescriptor){.layout = layout, .entryCount = (size_t)n, .entries = entries});
+  WGPUCommandEncoder enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});
+  WGPUComputePassEncoder pass = w->CommandEncoderBeginComputePass(enc, &(WGPUComputePassDescriptor){0});
+  w->ComputePassEncoderSetPipeline(pass, p);
+  w->ComputePassEncoderSetBindGroup(pass, 0, bind, 0, NULL);
+  w->ComputePassEncoderDispatchWorkgroups(pass, groups[0], groups[1], groups[2]);
+  w->ComputePassEncoderEnd(pass);
+  WGPUCommandBuffer cmd = w->CommandEncoderFinish(enc, &(WGPUCommandBufferDescriptor){0});
+  w->QueueSubmit(d->queue, 1, &cmd);
+  w->CommandBufferRelease(cmd);
+  w->ComputePassEncoderRelease(pass);
+  w->CommandEncoderRelease(enc);
+  if (bind) w->BindGroupRelease(bind);
+  if (layout) w->BindGroupLayoutRelease(layout);
+  return !wg_device_error(d, why, len);
+}
