@@ -38,6 +38,10 @@
 #             with NVRTC and the C compiler hidden and an empty kernel cache, its outputs compared
 #             with the graph's own compile; then bench/regional.py's cold compiles of 1, 6 and 24
 #             stacked layers on each target
+#   webgpu    the WebGPU library (build/bin/webgpu_test, with $PORTC_WEBGPU_LIB, default
+#             .devrun/webgpu/libwebgpu_wrapper.so: copy it there from /usr/local/lib/portc-webgpu/ and
+#             carry it, 20 MB) on this machine's Vulkan driver: its adapter, limits and features, and
+#             a device running WGSL (y = 2x + 1, f32 and f16)
 #   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
 #             bench/gpu/ and the transformer example, per target, each timed three times by each
 #             build in turn (medians of 30 runs); the table gives the best of each and their ratio
@@ -84,6 +88,13 @@ for step in $steps; do
       rc=$?
       grep -E '^FAIL' "$out/verify_cuda_$how.txt" | head -10
       summary+=("verify cuda, PORTC_CUDA_MATMUL=$how (rc $rc): $(tail -1 "$out/verify_cuda_$how.txt")")
+    done
+    ;;
+  webgpu)
+    export PORTC_WEBGPU_LIB=${PORTC_WEBGPU_LIB:-$PWD/.devrun/webgpu/libwebgpu_wrapper.so}
+    for m in vulkan run; do
+      build/bin/webgpu_test "$m" >"$out/webgpu_$m.txt" 2>&1
+      summary+=("webgpu $m (rc $?): $(grep -E '^(Vulkan adapter|device of|y = |webgpu|FAIL)' "$out/webgpu_$m.txt" | tr '\n' ' ')")
     done
     ;;
   split)
