@@ -20,9 +20,11 @@ const char *wg_backend_name(WGPUBackendType b) {
   return b >= 0 && b <= WGPUBackendType_OpenGLES ? names[b] : "unknown";
 }
 
+size_t wg_view_len(WGPUStringView v) { return !v.data ? 0 : v.length == WGPU_STRLEN ? strlen(v.data) : v.length; }
+
 /* a string view's text, cut to fit */
 static void text(char *out, size_t len, WGPUStringView v) {
-  size_t n = !v.data ? 0 : v.length == WGPU_STRLEN ? strlen(v.data) : v.length;
+  size_t n = wg_view_len(v);
   snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), v.data ? v.data : "");
 }
 

@@ -14,7 +14,6 @@ static const wgpu_api *api(char *why, size_t len) { return wg_load(NULL, why, le
 
 static WGPUStringView view(const char *s) { return (WGPUStringView){s, s ? strlen(s) : 0}; }
 
-static size_t view_len(WGPUStringView v) { return !v.data ? 0 : v.length == WGPU_STRLEN ? strlen(v.data) : v.length; }
 
 static void on_error(const WGPUDevice *device, WGPUErrorType type, WGPUStringView message, void *userdata1, void *userdata2) {
   (void)device, (void)userdata2;
@@ -23,7 +22,7 @@ static void on_error(const WGPUDevice *device, WGPUErrorType type, WGPUStringVie
   size_t at = strlen(d->errors);
   if (at + 2 < sizeof d->errors)
     snprintf(d->errors + at, sizeof d->errors - at, "%s%s error: %.*s", at ? "; " : "", type >= 2 && type <= 5 ? kinds[type] : "device",
-             (int)view_len(message), message.data ? message.data : "");
+             (int)wg_view_len(message), message.data ? message.data : "");
 }
 
 typedef struct device_request {
@@ -37,7 +36,7 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
   (void)userdata2;
   device_request *r = userdata1;
   r->status = status, r->device = device, r->done = true;
-  snprintf(r->message, sizeof r->message, "%.*s", (int)view_len(message), message.data ? message.data : "");
+  snprintf(r->message, sizeof r->message, "%.*s", (int)wg_view_len(message), message.data ? message.data : "");
 }
 
 bool wg_device_error(wg_device *d, char *why, size_t len) {
@@ -114,7 +113,7 @@ static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user
   (void)userdata2;
   map_request *r = userdata1;
   r->status = status, r->done = true;
-  snprintf(r->message, sizeof r->message, "%.*s", (int)view_len(message), message.data ? message.data : "");
+  snprintf(r->message, sizeof r->message, "%.*s", (int)wg_view_len(message), message.data ? message.data : "");
 }
 
 /* through a buffer the host can map: a copy, submitted, then the mapping awaited */
@@ -158,7 +157,7 @@ static void on_compiled(WGPUCompilationInfoRequestStatus status, const WGPUCompi
     size_t at = strlen(c->text);
     if (at + 2 < sizeof c->text)
       snprintf(c->text + at, sizeof c->text - at, "%sline %llu, column %llu: %.*s", c->errors ? "; " : "", (unsigned long long)m->lineNum,
-               (unsigned long long)m->linePos, (int)view_len(m->message), m->message.data ? m->message.data : "");
+               (unsigned long long)m->linePos, (int)wg_view_len(m->message), m->message.data ? m->message.data : "");
     c->errors++;
   }
 }

@@ -40,6 +40,8 @@ typedef struct wg_adapter {
 bool wg_adapter_get(WGPUBackendType backend, wg_adapter *out, char *why, size_t len);
 /* "Vulkan", "Null", ... */
 const char *wg_backend_name(WGPUBackendType b);
+/* the length of a string view's text (WGPU_STRLEN: up to its terminating zero; no data: 0) */
+size_t wg_view_len(WGPUStringView v);
 /* the process's instance (made once), or NULL with why */
 WGPUInstance wg_instance(char *why, size_t len);
 /* runs the instance's events until *done (a callback set it) or 30 s pass; false with why,
