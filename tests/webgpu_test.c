@@ -94,7 +94,11 @@ static void vulkan_adapter(void) {
          v.timestamps ? "yes" : "no");
   CHECK(v.backend == WGPUBackendType_Vulkan, "backend %d", v.backend);
   check_limits("Vulkan", l);
-  CHECK(v.f16 && v.subgroups && v.timestamps, "f16 %d subgroups %d timestamps %d", v.f16, v.subgroups, v.timestamps);
+  CHECK(v.subgroups && v.timestamps, "subgroups %d timestamps %d", v.subgroups, v.timestamps);
+  /* shader-f16 is the driver's to offer: Mesa 25's lavapipe (CI's driver) has it, NVIDIA's driver
+   * does not through this Dawn (seen on the H200), so only lavapipe must show it */
+  if (strstr(v.name, "llvmpipe")) CHECK(v.f16, "%s offers no shader-f16", v.name);
+  else if (!v.f16) printf("%s offers no shader-f16: its f16 cases are skipped\n", v.name);
   CHECK(v.subgroup_min >= 1 && v.subgroup_min <= v.subgroup_max && v.subgroup_max <= 128, "subgroups %u-%u", v.subgroup_min, v.subgroup_max);
 }
 
