@@ -57,6 +57,15 @@ struct dialect {
    * INT64_MIN and INT64_MAX. */
   const char *index_type, *index_lit, *int_lit;
   bool decimal_floats;
+  /* Declarations, as printf formats with positional arguments (1: the type, 2: the name, 3: the
+   * value): a constant and a variable; NULL: C's "const %1$s %2$s = %3$s;" and "%1$s %2$s = %3$s;"
+   * (WGSL: "let %2$s: %1$s = %3$s;"). The compute types of floats and integers: NULL: C's
+   * "float" and "int64_t". */
+  const char *decl_const, *decl_var;
+  const char *float_type, *int_type;
+  /* optional: a float's conversion to bool (0 or 1 in the integer compute type), where the
+   * prelude's PC_BOOL takes integers only (NULL: "PC_BOOL(%s)") */
+  const char *float_to_bool;
   /* The tables of spellings: a NULL entry is the base dialect's. */
   const char *storage[PORTC_BOOL + 1];     /* element type of a buffer of each dtype */
   const char *load[PORTC_BOOL + 1];        /* printf format: buffer, offset -> a compute value */

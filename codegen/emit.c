@@ -58,7 +58,7 @@ static bool is_one(dim d) { return d.sym < 0 && d.c == 1; }
 /* writes "const int64_t xN = <expr>;" and puts the short name xN in name */
 static void tmpvar(emitter *e, char *name, const char *expr) {
   snprintf(name, NAME, "x%d", e->tmp++);
-  emit_line(e, "const %s %s = %s;", e->d->index_type, name, expr);
+  emit_const(e, e->d->index_type, name, expr);
 }
 
 /* sum of names[d] * stride(s, d) over the dims of s, into a temporary; name gets its name */
@@ -157,6 +157,24 @@ void emit_offset(emitter *e, int path, const shape *space, const char *const *id
 
 const char *compute_type(portc_dtype t) { return dtype_is_float(t) ? "float" : "int64_t"; }
 
+const char *emit_type(const emitter *e, portc_dtype t) {
+  const char *own = dtype_is_float(t) ? e->d->float_type : e->d->int_type;
+  return own ? own : compute_type(t);
+}
+
+/* a declaration line, and `after` on the same line */
+static void declare(emitter *e, bool constant, const char *type, const char *name, const char *value, const char *after) {
+  const char *fmt = constant ? (e->d->decl_const ? e->d->decl_const : "const %1$s %2$s = %3$s;")
+                             : (e->d->decl_var ? e->d->decl_var : "%1$s %2$s = %3$s;");
+  for (int i = 0; i < e->indent; i++) sb_printf(&e->out, "  ");
+  sb_printf(&e->out, fmt, type, name, value);
+  sb_printf(&e->out, "%s\n", after);
+}
+
+void emit_const(emitter *e, const char *type, const char *name, const char *value) { declare(e, true, type, name, value, ""); }
+
+void emit_var(emitter *e, const char *type, const char *name, const char *value) { declare(e, false, type, name, value, ""); }
+
 void emit_scope_push(emitter *e) {
   e->stack[e->depth++] = e->scope;
   e->scope = ++e->next_scope;
@@ -216,9 +234,9 @@ void emit_float_op(emitter *e, enum op op, const char *a, const char *b, char *o
   spell(dialect_spelling(e->d, DT_FLOAT_OP, op), args, out, len);
 }
 
-static void cast_expr(portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
+static void cast_expr(const dialect *d, portc_dtype from, portc_dtype to, const char *x, char *out, size_t len) {
   bool ff = dtype_is_float(from), tf = dtype_is_float(to);
-  if (to == PORTC_BOOL) snprintf(out, len, "PC_BOOL(%s)", x);
+  if (to == PORTC_BOOL) snprintf(out, len, ff && d->float_to_bool ? d->float_to_bool : "PC_BOOL(%s)", x);
   else if (ff && tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16(%s)" : to == PORTC_BF16 ? "pc_round_bf16(%s)" : "(%s)", x);
   else if (ff) snprintf(out, len, to == PORTC_I32 ? "pc_f2i32(%s)" : "pc_f2i64(%s)", x);
   else if (tf) snprintf(out, len, to == PORTC_F16 ? "pc_round_f16(PC_FLOAT(%s))" : to == PORTC_BF16 ? "pc_round_bf16(PC_FLOAT(%s))" : "PC_FLOAT(%s)", x);
@@ -264,7 +282,7 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
   case KV_OP: {
     const kir_val *a0 = &e->k->val[x->arg[0]];
     if (x->op == OP_cast) {
-      cast_expr(a0->dt, x->dt, argp[0], expr, sizeof expr);
+      cast_expr(e->d, a0->dt, x->dt, argp[0], expr, sizeof expr);
       break;
     }
     /* comparisons and where read their operands' type, not their result's */
@@ -284,7 +302,7 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
   }
   default: expr[0] = 0;
   }
-  emit_line(e, "const %s %s = %s;", compute_type(x->dt), var(v), expr);
+  emit_const(e, emit_type(e, x->dt), var(v), expr);
   e->done[v] = e->scope;
   return var(v);
 }
@@ -311,15 +329,23 @@ void emit_unravel(emitter *e, const shape *s, int first, int last, const char *f
   const char *t = e->d->index_type;
   if (last <= first) return;
   if (last - first == 1) {
-    emit_line(e, "const %s %s = %s;", t, names[first], flat);
+    emit_const(e, t, names[first], flat);
     return;
   }
-  emit_line(e, "%s r_%s = %s;", t, names[first], flat);
+  char rest[NAME], val[NAME + 40];
+  snprintf(rest, sizeof rest, "r_%s", names[first]);
+  emit_var(e, t, rest, flat);
   for (int d = last - 1; d >= first; d--) {
     char ext[32];
     emit_dim(e, s->d[d], ext, sizeof ext);
-    if (d == first) emit_line(e, "const %s %s = r_%s;", t, names[d], names[first]);
-    else emit_line(e, "const %s %s = r_%s %% %s; r_%s /= %s;", t, names[d], names[first], ext, names[first], ext);
+    if (d == first) {
+      emit_const(e, t, names[d], rest);
+      continue;
+    }
+    char div[NAME + 40];
+    snprintf(val, sizeof val, "%s %% %s", rest, ext);
+    snprintf(div, sizeof div, " %s /= %s;", rest, ext);
+    declare(e, true, t, names[d], val, div);
   }
 }
 

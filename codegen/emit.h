@@ -51,6 +51,11 @@ void emit_scope_pop(emitter *e);
 void emit_hoisted(emitter *e, int v, const char *const *idx);
 /* the compute type of a dtype: "float" or "int64_t" */
 const char *compute_type(portc_dtype t);
+/* ... as the current dialect spells it */
+const char *emit_type(const emitter *e, portc_dtype t);
+/* "const T name = value;" and "T name = value;" as the dialect declares them */
+void emit_const(emitter *e, const char *type, const char *name, const char *value);
+void emit_var(emitter *e, const char *type, const char *name, const char *value);
 /* float op `op` of operands a (and b) as the dialect spells it */
 void emit_float_op(emitter *e, enum op op, const char *a, const char *b, char *out, size_t len);
 /* the body of an OPAQUE kernel: its op's template (opaque.c); attention's is attention.c's */

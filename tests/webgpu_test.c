@@ -11,12 +11,20 @@
  *   webgpu_test run       a device of the Vulkan adapter runs a WGSL kernel (y = 2x + 1 over a
  *                         million floats, in f32 and, where shader-f16 is there, through f16)
  *                         and the values come back exact; a WGSL error names its line and column
+ *   webgpu_test wgsl EXAMPLES  every pointwise kernel of the conformance suite (fused and eager)
+ *                         in the WGSL dialect, compiled into a pipeline by Dawn's Null adapter,
+ *                         which checks WGSL as a browser does; a kernel it rejects is printed
+ *                         with line numbers and the compiler's message
  *   webgpu_test refused WORDS...   wg_load fails (PORTC_WEBGPU_LIB names a missing or wrong
  *                         library) with a message containing each of WORDS
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../codegen/emit.h"
+#include "../conformance/conformance.h"
+#include "../lower/pipeline.h"
 #include "../webgpu/wg.h"
 
 static int fails;
@@ -184,6 +192,64 @@ static void run(void) {
   wg_device_close(&d);
 }
 
+static int over_limit; /* kernels with more buffers than the device binds: packing comes later */
+
+/* a module's pointwise kernels as WGSL pipelines of the device; returns how many compiled */
+static int compile_pointwise(wg_device *d, const kir_module *km, const char *name) {
+  char *src = emit_module(&wgsl_dialect, km);
+  CHECK(src, "%s: no source", name);
+  int n = 0, bufs[WG_MAX_BINDINGS + 1];
+  for (int i = 0; src && i < km->nk; i++) {
+    if (km->k[i].kind != KK_POINTWISE) continue;
+    if (kernel_buffers(km, i, bufs, WG_MAX_BINDINGS) + (km->g->nsyms > 0) > (int)d->info.limits.maxStorageBuffersPerShaderStage) {
+      over_limit++;
+      continue;
+    }
+    char *wgsl = wg_kernel_source(src, i), why[4096] = "";
+    CHECK(wgsl, "%s: kernel %d is not in the module", name, i);
+    WGPUComputePipeline p = wgsl ? wg_pipeline_new(d, wgsl, "main", why, sizeof why) : NULL;
+    if (p) n++, api_release_pipeline(p);
+    else if (wgsl) {
+      char *numbered = emit_numbered(wgsl);
+      const char *own = numbered ? strstr(numbered, "//@kernel") : NULL; /* the prelude compiles: the kernel's own lines */
+      CHECK(false, "%s: kernel %d: %s\n%s", name, i, why, own ? own - 7 : "");
+      free(numbered);
+    }
+    free(wgsl);
+  }
+  free(src);
+  return n;
+}
+
+static void wgsl(const char *examples) {
+  char why[1024] = "";
+  wg_device d;
+  bool ok = wg_device_open(WGPUBackendType_Null, &d, why, sizeof why);
+  CHECK(ok, "no Null device: %s", why);
+  if (!ok) return;
+  conf_cases cs = {0};
+  conf_generate(&cs, examples);
+  int kernels = 0, cases = 0;
+  for (int c = 0; c < cs.n && fails < 5; c++) {
+    portc_graph *g = NULL;
+    const conf_case *cc = &cs.c[c];
+    if ((cc->path ? portc_graph_load(cc->path, &g) : portc_graph_parse(cc->text, cc->name, &g)) != PORTC_OK) continue;
+    for (int eager = 0; eager < 2; eager++) {
+      lower_options lo = {.eager = eager};
+      kir_module *km = NULL;
+      if (lower_graph(g, &lo, &km) != PORTC_OK) continue;
+      int n = compile_pointwise(&d, km, cc->name);
+      kernels += n, cases += n > 0;
+      kir_module_free(km);
+    }
+    portc_graph_free(g);
+  }
+  printf("%d pointwise kernels of %d modules compiled as WGSL; %d bind more buffers than the %u the device allows\n", kernels, cases,
+         over_limit, d.info.limits.maxStorageBuffersPerShaderStage);
+  CHECK(kernels > 1000, "only %d kernels: the suite no longer reaches the dialect", kernels);
+  wg_device_close(&d);
+}
+
 static void refused(int n, char **words) {
   char why[1024] = "";
   const wgpu_api *w = wg_load(NULL, why, sizeof why);
@@ -197,8 +263,9 @@ int main(int argc, char **argv) {
   else if (argc >= 2 && !strcmp(argv[1], "null")) null_adapter();
   else if (argc >= 2 && !strcmp(argv[1], "vulkan")) vulkan_adapter();
   else if (argc >= 2 && !strcmp(argv[1], "run")) run();
+  else if (argc >= 3 && !strcmp(argv[1], "wgsl")) wgsl(argv[2]);
   else if (argc >= 2 && !strcmp(argv[1], "refused")) refused(argc - 2, argv + 2);
-  else return printf("usage: webgpu_test abi|null|vulkan|run|refused WORDS...\n"), 2;
+  else return printf("usage: webgpu_test abi|null|vulkan|run|refused WORDS...|wgsl EXAMPLES\n"), 2;
   if (fails) printf("%d checks failed\n", fails);
   else printf("webgpu %s: all checks passed\n", argv[1]);
   return fails != 0;

@@ -2,8 +2,9 @@
  * wg.h: the WebGPU target's shared declarations. What exists so far is the ground the target
  * stands on: the library (Dawn behind webgpu.h) opened at run time and checked for the ABI
  * portc declares (wgpu_abi.h), its adapters with their limits and features, and devices that
- * run a WGSL compute shader over storage buffers. The WGSL dialect and the runtime that runs a
- * module's kernels come next; until then no target is registered.
+ * run a WGSL compute shader over storage buffers, and the WGSL dialect (dialect.c: pointwise
+ * kernels so far). The runtime that runs a module's kernels comes next; until then no target is
+ * registered.
  */
 #ifndef PORTC_WEBGPU_WG_H
 #define PORTC_WEBGPU_WG_H
@@ -75,5 +76,14 @@ bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size
 WGPUComputePipeline wg_pipeline_new(wg_device *d, const char *wgsl, const char *entry, char *why, size_t len);
 /* one dispatch of groups[3] work groups with bindings 0..n-1 of group 0 bound to bufs, submitted */
 bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, int n, const uint32_t groups[3], char *why, size_t len);
+
+/* The WGSL dialect (dialect.c): WG_THREADS invocations per work group of its 1-D kernels, and
+ * at most WG_MAX_BINDINGS buffers a kernel binds (the device's limit is lower: 8 to 10) */
+enum { WG_THREADS = 256, WG_MAX_BINDINGS = 64 };
+#include "../codegen/dialect.h"
+extern const dialect wgsl_dialect;
+/* the WGSL source of kernel i of a module's source (emit_module with wgsl_dialect): the prelude
+ * and the kernel's own text (free with free()); NULL when the module has no kernel i */
+char *wg_kernel_source(const char *module, int i);
 
 #endif

@@ -1,0 +1,136 @@
+/*
+ * dialect.c: how the WebGPU target spells kernels: WGSL compute shaders, one entry point `main`
+ * per kernel, buffers as storage bindings of group 0 (binding b is the kernel's buffer b, then
+ * the symbol values S as one more binding). It is a delta of the C base (codegen/base_dialect.c):
+ * declarations as `let`, compute types f32 and i32, and the op spellings WGSL needs (no ?:, no
+ * implicit conversions: comparisons give 0 or 1 through select). The prelude (prelude.h) says
+ * how narrow elements and 64-bit integers are stored.
+ *
+ * What the dialect writes so far: pointwise kernels (elementwise ops over views and casts), as a
+ * grid-stride loop of 1-D work groups of WG_THREADS. The target (target.c) sends every other
+ * node to the fallback target, so a graph runs whole with its pointwise kernels here.
+ *
+ * Each kernel's text starts with "//@kernel N": the runtime cuts the module there and puts the
+ * prelude in front of each piece.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../codegen/emit.h"
+#include "../ir/dtype.h"
+#include "prelude.h"
+#include "wg.h"
+
+/* every binding is referenced, so that the pipeline's own layout (layout "auto") has them all */
+static void declare_buffers(emitter *e, int index, int *nbind) {
+  int bufs[WG_MAX_BINDINGS];
+  int nb = kernel_buffers(e->m, index, bufs, WG_MAX_BINDINGS);
+  for (int i = 0; i < nb && i < WG_MAX_BINDINGS; i++) {
+    portc_dtype t = e->m->buf[bufs[i]].dt;
+    bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
+    const char *elem = narrow ? "atomic<u32>" : t == PORTC_F32 ? "f32" : t == PORTC_I64 ? "vec2<i32>" : "i32";
+    bool written = narrow || kernel_writes(e->k, bufs[i]); /* atomics need read_write */
+    emit_line(e, "@group(0) @binding(%d) var<storage, %s> b%d: array<%s>;", i, written ? "read_write" : "read", i, elem);
+  }
+  *nbind = nb;
+  if (e->m->g->nsyms > 0) emit_line(e, "@group(0) @binding(%d) var<storage, read> S: array<i32>;", nb);
+}
+
+static void kernel(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "//@kernel %d", index);
+  emit_line(e, "// %s", k->why);
+  if (k->kind != KK_POINTWISE) { /* the target's supports hook keeps these away */
+    emit_line(e, "// not written: only pointwise kernels are");
+    return;
+  }
+  int nb = 0;
+  declare_buffers(e, index, &nb);
+  emit_line(e, "@compute @workgroup_size(%d)", WG_THREADS);
+  emit_line(e, "fn main(@builtin(global_invocation_id) pc_gid: vec3<u32>, @builtin(num_workgroups) pc_groups: vec3<u32>) {");
+  e->indent++;
+  emit_line(e, "pc_init();");
+  for (int i = 0; i < nb; i++) emit_line(e, "_ = &b%d;", i);
+  if (e->m->g->nsyms > 0) emit_line(e, "_ = &S;");
+  char count[512];
+  emit_count(e, &k->dom, 0, k->dom.rank, count, sizeof count);
+  emit_line(e, "let pc_count: i32 = %s;", count);
+  emit_line(e, "for (var t: i32 = i32(pc_gid.x); t < pc_count; t += i32(pc_groups.x) * %d) {", WG_THREADS);
+  e->indent++;
+  const char *idx[PORTC_MAX_RANK];
+  char names[PORTC_MAX_RANK][8];
+  for (int d = 0; d < k->dom.rank; d++) snprintf(names[d], sizeof names[d], "i%d", d), idx[d] = names[d];
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idx);
+  emit_scope_push(e);
+  for (int s = 0; s < k->nstore; s++) emit_store_at(e, &k->store[s], &k->dom, idx);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+  sb_printf(&e->out, "\n");
+}
+
+static void module_end(emitter *e) { (void)e; }
+
+/* a 16-bit element o of a buffer of 32-bit words, written atomically (neighbours share a word) */
+#define ST16(conv)                                                                                    \
+  "{ let o_ = %2$s; let s_ = u32(o_ & 1) * 16u; atomicAnd(&%1$s[o_ >> 1u], ~(0xffffu << s_)); "       \
+  "atomicOr(&%1$s[o_ >> 1u], " conv "(%3$s) << s_); }"
+
+const dialect wgsl_dialect = {
+    .name = "wgsl",
+    .base = &c_dialect,
+    .prelude = wgsl_prelude,
+    .index_type = "i32",
+    .index_lit = "%lld",
+    .int_lit = "%lld",
+    .decl_const = "let %2$s: %1$s = %3$s;",
+    .decl_var = "var %2$s: %1$s = %3$s;",
+    .float_type = "f32",
+    .int_type = "i32",
+    .float_to_bool = "pc_boolf(%s)",
+    .load = {
+        [PORTC_F32] = "%1$s[%2$s]", [PORTC_F16] = "pc_ld_f16(pc_half(atomicLoad(&%1$s[(%2$s) >> 1u]), %2$s))",
+        [PORTC_BF16] = "pc_ld_bf16(pc_half(atomicLoad(&%1$s[(%2$s) >> 1u]), %2$s))", [PORTC_I32] = "%1$s[%2$s]",
+        [PORTC_I64] = "%1$s[%2$s].x", [PORTC_BOOL] = "pc_byte(atomicLoad(&%1$s[(%2$s) >> 2u]), %2$s)",
+    },
+    .store = {
+        [PORTC_F32] = "%1$s[%2$s] = %3$s;", [PORTC_F16] = ST16("pc_soft_f16"), [PORTC_BF16] = ST16("pc_st_bf16"),
+        [PORTC_I32] = "%1$s[%2$s] = %3$s;", [PORTC_I64] = "%1$s[%2$s] = vec2<i32>(%3$s, (%3$s) >> 31u);",
+        [PORTC_BOOL] = "{ let o_ = %2$s; let s_ = u32(o_ & 3) * 8u; atomicAnd(&%1$s[o_ >> 2u], ~(0xffu << s_)); "
+                       "atomicOr(&%1$s[o_ >> 2u], u32(select(0, 1, (%3$s) != 0)) << s_); }",
+    },
+    .float_ops = {
+        [OP_abs] = "abs(%0)", [OP_exp] = "pc_expf(%0)", [OP_log] = "pc_logf(%0)", [OP_sqrt] = "sqrt(%0)",
+        [OP_rsqrt] = "(1.0f / sqrt(%0))", [OP_tanh] = "pc_tanhf(%0)", [OP_sigmoid] = "(1.0f / (1.0f + pc_expf(-%0)))",
+        [OP_silu] = "(%0 / (1.0f + pc_expf(-%0)))", [OP_erf] = "pc_erff(%0)", [OP_sin] = "pc_sinf(%0)", [OP_cos] = "pc_cosf(%0)",
+        [OP_floor] = "floor(%0)", [OP_ceil] = "ceil(%0)", [OP_pow] = "pc_powf(%0, %1)",
+        [OP_eq] = "select(0, 1, %0 == %1)", [OP_ne] = "select(0, 1, %0 != %1 || pc_isnan(%0) || pc_isnan(%1))",
+        [OP_lt] = "select(0, 1, %0 < %1)", [OP_le] = "select(0, 1, %0 <= %1)", [OP_gt] = "select(0, 1, %0 > %1)",
+        [OP_ge] = "select(0, 1, %0 >= %1)", [OP_where] = "select(%2, %1, %0 != 0)", [OP_causal_mask] = "select(%0, -INFINITY, %2 > %1)",
+    },
+    .int_ops = {
+        [OP_neg] = "(-%0)", [OP_abs] = "abs(%0)", [OP_relu] = "max(%0, 0)", [OP_sign] = "(select(0, 1, %0 > 0) - select(0, 1, %0 < 0))",
+        [OP_not] = "select(0, 1, %0 == 0)", [OP_add] = "(%0 + %1)", [OP_sub] = "(%0 - %1)", [OP_mul] = "(%0 * %1)",
+        [OP_div] = "pc_idiv(%0, %1)", [OP_maximum] = "max(%0, %1)", [OP_minimum] = "min(%0, %1)",
+        [OP_and] = "select(0, 1, %0 != 0 && %1 != 0)", [OP_or] = "select(0, 1, %0 != 0 || %1 != 0)",
+        [OP_eq] = "select(0, 1, %0 == %1)", [OP_ne] = "select(0, 1, %0 != %1)", [OP_lt] = "select(0, 1, %0 < %1)",
+        [OP_le] = "select(0, 1, %0 <= %1)", [OP_gt] = "select(0, 1, %0 > %1)", [OP_ge] = "select(0, 1, %0 >= %1)",
+        [OP_where] = "select(%2, %1, %0 != 0)",
+    },
+    .kernel = kernel,
+    .module_end = module_end,
+};
+
+char *wg_kernel_source(const char *module, int i) {
+  char mark[32];
+  snprintf(mark, sizeof mark, "//@kernel %d\n", i);
+  const char *at = strstr(module, mark);
+  if (!at) return NULL;
+  const char *end = strstr(at + strlen(mark), "//@kernel ");
+  size_t n = end ? (size_t)(end - at) : strlen(at);
+  strbuf b = {0};
+  sb_printf(&b, "%s\n%.*s", wgsl_prelude, (int)n, at);
+  return sb_take(&b);
+}
