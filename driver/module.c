@@ -225,7 +225,8 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
   unsigned whole = t->attention_kernel;
   if (att && strcmp(att, "decomposed") == 0) whole = 0;
   else if (att && strcmp(att, "kernel") == 0 && whole) whole = TARGET_ATTENTION_FLOATS;
-  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after, .attention = whole};
+  lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after, .attention = whole,
+                      .max_loads = t->max_kernel_loads ? t->max_kernel_loads(device) : 0};
   if ((st = lower_graph(g, &lo, &m->km)) || (st = map_module(m))) {
     portc_module_free(m);
     return st;

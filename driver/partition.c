@@ -197,10 +197,22 @@ portc_status partition_compile(const portc_graph *g, const portc_compile_options
   if (!st && (p->n = assign_regions(g, off, reg, side)) < 0) st = err_set(PORTC_ERR_NOMEM, "compile: out of memory");
   if (!st && !(p->r = calloc((size_t)p->n + 1, sizeof *p->r))) st = err_set(PORTC_ERR_NOMEM, "compile: out of memory");
   if (!st && b && (st = bindings_bind_symbols(g, b))) err_set(st, "compile: %s", portc_last_error());
+  int kept = 0; /* regions that give something: one of dead nodes alone (a gradient graph's unused view) is dropped */
   for (int k = 0; k < p->n && !st; k++) {
-    region *r = &p->r[k];
+    region *r = &p->r[kept];
     r->fallback = side[k];
-    if ((st = build_region(g, reg, k, r))) break;
+    if ((st = build_region(g, reg, k, r))) {
+      kept++; /* partition_free frees what it built */
+      break;
+    }
+    if (!r->nout) {
+      portc_graph_free(r->g);
+      free(r->in_node);
+      free(r->out_node);
+      memset(r, 0, sizeof *r);
+      continue;
+    }
+    kept++;
     portc_compile_options ro = *o;
     ro.target = r->fallback ? fallback_name : o->target;
     ro.dump_dir = NULL, ro.dump_after = NULL, ro.fullgraph = false;
@@ -209,6 +221,7 @@ portc_status partition_compile(const portc_graph *g, const portc_compile_options
     if (st) err_set(st, "graph %s, region %d (on %s): %s", g->name, k, ro.target, portc_last_error());
     portc_bindings_free(rb);
   }
+  if (p && p->r) p->n = kept;
   if (!st) {
     log_line("graph_breaks", "graph %s: %d node%s on %s, %d region%s", g->name, nbreak, nbreak == 1 ? "" : "s", fallback_name, p->n,
              p->n == 1 ? "" : "s");

@@ -56,6 +56,7 @@ typedef struct fctx {
   int32_t **cons;
   int *cost;
   bool *is_out;
+  int max_loads; /* the most buffers an inlined expression reads (MAX_EXPR_LOADS, or the target's lower bound) */
 } fctx;
 
 static void set_mat(fctx *c, int i, const char *why) {
@@ -135,8 +136,9 @@ static int count_loads(fctx *c, int v, int *stamp, int mark, int count, int limi
   return count;
 }
 
-/* 2c. An inlined expression reads at most MAX_EXPR_LOADS buffers: where a node's expression would
- * read more (a sum of 40 tensors), its widest operand is materialized, until it fits. */
+/* 2c. An inlined expression reads at most MAX_EXPR_LOADS buffers (fewer where the target binds
+ * fewer: WebGPU's 8 to 10 storage buffers per shader): where a node's expression would read more
+ * (a sum of 40 tensors), its widest operand is materialized, until it fits. */
 static void bound_loads(fctx *c) {
   fplan *p = c->p;
   int n = c->g->n, *stamp = calloc((size_t)n + 1, sizeof *stamp), *loads = calloc((size_t)n + 1, sizeof *loads), mark = 0;
@@ -150,15 +152,16 @@ static void bound_loads(fctx *c) {
     for (;;) {
       int count = 0, widest = -1;
       mark++;
-      for (int k = 0; k < x->nin; k++) count = count_loads(c, x->in[k], stamp, mark, count, MAX_EXPR_LOADS);
+      for (int k = 0; k < x->nin; k++) count = count_loads(c, x->in[k], stamp, mark, count, c->max_loads);
       loads[i] = count;
-      if (count <= MAX_EXPR_LOADS) break;
+      if (count <= c->max_loads) break;
       for (int k = 0; k < x->nin; k++) {
         int v = x->in[k];
         if (!p->mat[v] && (p->cls[v] == C_PW || p->cls[v] == C_VIEW) && (widest < 0 || loads[v] > loads[widest])) widest = v;
       }
       if (widest < 0) break; /* every operand is a buffer already */
-      set_mat(c, widest, "the expression it joins would read more than " MAX_EXPR_LOADS_TEXT " buffers");
+      set_mat(c, widest, c->max_loads == MAX_EXPR_LOADS ? "the expression it joins would read more than " MAX_EXPR_LOADS_TEXT " buffers"
+                                                         : "the expression it joins would read more buffers than the target binds in a kernel");
     }
   }
   free(stamp), free(loads);
@@ -412,10 +415,10 @@ static portc_status plan_all(fctx *c, bool eager) {
   return PORTC_OK;
 }
 
-portc_status fuse(portc_graph *g, bool eager, kir_module **out) {
+portc_status fuse(portc_graph *g, bool eager, int max_loads, kir_module **out) {
   int n = g->n;
   fplan p = {.g = g};
-  fctx c = {.p = &p, .g = g};
+  fctx c = {.p = &p, .g = g, .max_loads = max_loads > 0 && max_loads < MAX_EXPR_LOADS ? max_loads : MAX_EXPR_LOADS};
   p.cls = calloc((size_t)n + 1, sizeof *p.cls);
   p.mat = calloc((size_t)n + 1, sizeof *p.mat);
   p.group = malloc(sizeof *p.group * (size_t)(n + 1));

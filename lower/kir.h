@@ -165,10 +165,10 @@ bool path_push(kir_path *p, kir_step s);     /* false when the path is full */
 int kir_read_buf(const kir_kernel *k, int i);
 
 /* fusion and kernel building (fuse.c, kir_build.c) */
-portc_status fuse(portc_graph *g, bool eager, kir_module **out);
+portc_status fuse(portc_graph *g, bool eager, int max_loads, kir_module **out);
 /* rematerialization (remat.c): *m replaced by a module that recomputes values its plan would
  * hold across the arena's peak, while that makes the arena smaller (constant sizes only) */
-bool remat(kir_module **m); /* whether it replaced *m */
+bool remat(kir_module **m, int max_loads); /* whether it replaced *m; max_loads: fuse's */
 
 /* concrete numbers for a launch: dims under symbol values (sym may be NULL when none) */
 int64_t dim_value(dim d, const int64_t *sym);

@@ -60,8 +60,8 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   RUN(opt_fold, g);
   RUN(opt_cse, g);
   RUN(opt_dce, g);
-  if ((st = fuse(g, o->eager, out))) goto fail; /* the module now owns g */
-  if (!o->eager) remat(out);
+  if ((st = fuse(g, o->eager, o->max_loads, out))) goto fail; /* the module now owns g */
+  if (!o->eager) remat(out, o->max_loads);
   if (o->dump_after && strcmp(o->dump_after, "fuse") == 0) kir_print(*out, o->dump ? o->dump : stderr);
   return PORTC_OK;
 fail:

@@ -306,7 +306,7 @@ static void free_candidates(rctx *r) {
 }
 
 /* one round: the module with this round's clones, when its arena is smaller (else NULL) */
-static portc_status round_of(const kir_module *m, kir_module **better) {
+static portc_status round_of(const kir_module *m, int max_loads, kir_module **better) {
   const portc_graph *g = m->g;
   *better = NULL;
   rctx r = {.m = m, .g = g};
@@ -326,7 +326,7 @@ static portc_status round_of(const kir_module *m, kir_module **better) {
     portc_graph *g2 = NULL;
     bool dead;
     kir_module *m2 = NULL;
-    if ((st = rebuild_with_clones(&r, &g2)) || (st = opt_dce(g2, &dead)) || (st = fuse(g2, false, &m2))) {
+    if ((st = rebuild_with_clones(&r, &g2)) || (st = opt_dce(g2, &dead)) || (st = fuse(g2, false, max_loads, &m2))) {
       portc_graph_free(g2); /* fuse owns it only when it succeeds */
     } else {
       mem_plan before, after;
@@ -347,11 +347,11 @@ static portc_status round_of(const kir_module *m, kir_module **better) {
 
 /* A round that fails (out of memory, a rebuilt graph the fuser refuses) ends the search with the
  * module of the round before: rematerialization only saves memory, and that module is whole. */
-bool remat(kir_module **m) {
+bool remat(kir_module **m, int max_loads) {
   bool changed = false;
   for (int round = 0; round < REMAT_ROUNDS; round++) {
     kir_module *better = NULL;
-    if (round_of(*m, &better) || !better) break;
+    if (round_of(*m, max_loads, &better) || !better) break;
     kir_module_free(*m);
     *m = better;
     changed = true;

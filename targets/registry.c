@@ -8,7 +8,7 @@
 
 #include "target.h"
 
-extern const target cpu_target, vulkan_target, cuda_target, hip_target, hip_on_cuda_target, cpu_partial_target;
+extern const target cpu_target, vulkan_target, cuda_target, hip_target, hip_on_cuda_target, webgpu_target, cpu_partial_target;
 
 static const target *const targets[] = {
     &cpu_target,
@@ -16,6 +16,7 @@ static const target *const targets[] = {
     &cuda_target,
     &hip_target,
     &hip_on_cuda_target,
+    &webgpu_target,
     &cpu_partial_target, /* a test target: with PORTC_TEST_TARGETS=1 only */
 };
 

@@ -87,6 +87,9 @@ typedef struct target {
    * decomposition. Read by the lowering (lower_options.attention). */
   unsigned attention_kernel;
 #define TARGET_ATTENTION_FLOATS (1u << PORTC_F32 | 1u << PORTC_F16 | 1u << PORTC_BF16)
+  /* optional: the most buffers a fused expression may read on the device (0 or NULL: fusion's own
+   * bound), for a target that binds few buffers per kernel (WebGPU: 8 to 10 in all) */
+  int (*max_kernel_loads)(int device);
   /* optional: more lines about the devices for `portc devices` */
   void (*describe)(FILE *out);
   /* optional: the hooks of a target with a device of its own (NULL: buffers are host memory,

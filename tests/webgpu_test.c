@@ -13,8 +13,9 @@
  *                         and the values come back exact; a WGSL error names its line and column
  *   webgpu_test wgsl EXAMPLES  every pointwise kernel of the conformance suite (fused and eager)
  *                         in the WGSL dialect, compiled into a pipeline by Dawn's Null adapter,
- *                         which checks WGSL as a browser does; a kernel it rejects is printed
- *                         with line numbers and the compiler's message
+ *                         which checks WGSL as a browser does (fusion bounded to the buffers
+ *                         its limits allow); a kernel it rejects is printed with line numbers
+ *                         and the compiler's message
  *   webgpu_test refused WORDS...   wg_load fails (PORTC_WEBGPU_LIB names a missing or wrong
  *                         library) with a message containing each of WORDS
  */
@@ -175,7 +176,7 @@ static void run(void) {
     if (!p) break;
     const uint32_t groups[3] = {N / 256, 1, 1};
     memset(y, 0, sizeof y);
-    bool ran = wg_dispatch(&d, p, b, 2, groups, why, sizeof why) && wg_buffer_read(&d, b[1], 0, y, sizeof y, why, sizeof why);
+    bool ran = wg_dispatch(&d, p, b, NULL, NULL, 2, groups, why, sizeof why) && wg_buffer_read(&d, b[1], 0, y, sizeof y, why, sizeof why);
     CHECK(ran, "dispatch %d: %s", v, why);
     int wrong = 0;
     for (int i = 0; ran && i < N; i++) wrong += y[i] != 2 * x[i] + 1;
@@ -192,7 +193,11 @@ static void run(void) {
   wg_device_close(&d);
 }
 
-static int over_limit; /* kernels with more buffers than the device binds: packing comes later */
+static int over_limit; /* kernels with more buffers than the device binds */
+
+/* as the target bounds fusion (wg_max_kernel_loads): the device's storage buffers less the
+ * output, the status word and the symbols */
+static int wg_max_loads_of(const wg_device *d) { return (int)d->info.limits.maxStorageBuffersPerShaderStage - 3; }
 
 /* a module's pointwise kernels as WGSL pipelines of the device; returns how many compiled */
 static int compile_pointwise(wg_device *d, const kir_module *km, const char *name) {
@@ -235,7 +240,7 @@ static void wgsl(const char *examples) {
     const conf_case *cc = &cs.c[c];
     if ((cc->path ? portc_graph_load(cc->path, &g) : portc_graph_parse(cc->text, cc->name, &g)) != PORTC_OK) continue;
     for (int eager = 0; eager < 2; eager++) {
-      lower_options lo = {.eager = eager};
+      lower_options lo = {.eager = eager, .max_loads = wg_max_loads_of(&d)};
       kir_module *km = NULL;
       if (lower_graph(g, &lo, &km) != PORTC_OK) continue;
       int n = compile_pointwise(&d, km, cc->name);
@@ -247,6 +252,7 @@ static void wgsl(const char *examples) {
   printf("%d pointwise kernels of %d modules compiled as WGSL; %d bind more buffers than the %u the device allows\n", kernels, cases,
          over_limit, d.info.limits.maxStorageBuffersPerShaderStage);
   CHECK(kernels > 1000, "only %d kernels: the suite no longer reaches the dialect", kernels);
+  CHECK(over_limit == 0, "%d kernels bind more buffers than the device allows: fusion's bound (max_loads) failed", over_limit);
   wg_device_close(&d);
 }
 

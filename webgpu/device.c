@@ -76,10 +76,11 @@ void wg_device_close(wg_device *d) {
   char why[256];
   const wgpu_api *w = api(why, sizeof why);
   if (!w) return;
+  if (d->fence) w->BufferDestroy(d->fence), w->BufferRelease(d->fence);
   if (d->queue) w->QueueRelease(d->queue);
   if (d->device) w->DeviceDestroy(d->device), w->DeviceRelease(d->device);
   if (d->adapter) w->AdapterRelease(d->adapter);
-  d->queue = NULL, d->device = NULL, d->adapter = NULL;
+  d->fence = NULL, d->queue = NULL, d->device = NULL, d->adapter = NULL;
 }
 
 static WGPUBuffer buffer(wg_device *d, uint64_t bytes, WGPUBufferUsage usage, char *why, size_t len) {
@@ -186,11 +187,33 @@ WGPUComputePipeline wg_pipeline_new(wg_device *d, const char *wgsl, const char *
   return p;
 }
 
-bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, int n, const uint32_t groups[3], char *why, size_t len) {
+void wg_pipeline_free(WGPUComputePipeline p) {
+  char why[256];
+  const wgpu_api *w = api(why, sizeof why);
+  if (w && p) w->ComputePipelineRelease(p);
+}
+
+/* a read of a word is a copy submitted after everything before it, then awaited */
+bool wg_queue_finish(wg_device *d, char *why, size_t len) {
+  uint32_t word;
+  if (!d->fence && !(d->fence = wg_buffer_new(d, 4, why, len))) return false;
+  return wg_buffer_read(d, d->fence, 0, &word, 4, why, len);
+}
+
+void wg_buffer_free(WGPUBuffer b) {
+  char why[256];
+  const wgpu_api *w = api(why, sizeof why);
+  if (w && b) w->BufferDestroy(b), w->BufferRelease(b);
+}
+
+bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
+                 const uint32_t groups[3], char *why, size_t len) {
   const wgpu_api *w = api(why, len);
   WGPUBindGroupEntry entries[64];
   if (n > 64) return snprintf(why, len, "a dispatch binds %d buffers, at most 64", n), false;
-  for (int i = 0; i < n; i++) entries[i] = (WGPUBindGroupEntry){.binding = (uint32_t)i, .buffer = bufs[i], .size = WGPU_WHOLE_SIZE};
+  for (int i = 0; i < n; i++)
+    entries[i] = (WGPUBindGroupEntry){.binding = (uint32_t)i, .buffer = bufs[i], .offset = offsets ? offsets[i] : 0,
+                                      .size = sizes ? sizes[i] : WGPU_WHOLE_SIZE};
   WGPUBindGroupLayout layout = w->ComputePipelineGetBindGroupLayout(p, 0);
   WGPUBindGroup bind = w->DeviceCreateBindGroup(d->device, &(WGPUBindGroupDescriptor){.layout = layout, .entryCount = (size_t)n, .entries = entries});
   WGPUCommandEncoder enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});

@@ -1,7 +1,7 @@
 /*
  * dialect.c: how the WebGPU target spells kernels: WGSL compute shaders, one entry point `main`
  * per kernel, buffers as storage bindings of group 0 (binding b is the kernel's buffer b, then
- * the symbol values S as one more binding). It is a delta of the C base (codegen/base_dialect.c):
+ * the status word where the kernel has one, then the symbol values S). It is a delta of the C base (codegen/base_dialect.c):
  * declarations as `let`, compute types f32 and i32, and the op spellings WGSL needs (no ?:, no
  * implicit conversions: comparisons give 0 or 1 through select). The prelude (prelude.h) says
  * how narrow elements and 64-bit integers are stored.
@@ -29,10 +29,15 @@ static void declare_buffers(emitter *e, int index, int *nbind) {
     portc_dtype t = e->m->buf[bufs[i]].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     const char *elem = narrow ? "atomic<u32>" : t == PORTC_F32 ? "f32" : t == PORTC_I64 ? "vec2<i32>" : "i32";
-    bool written = narrow || kernel_writes(e->k, bufs[i]); /* atomics need read_write */
-    emit_line(e, "@group(0) @binding(%d) var<storage, %s> b%d: array<%s>;", i, written ? "read_write" : "read", i, elem);
+    /* read_write even where only read: temporaries are ranges of one buffer, and WebGPU refuses
+     * a buffer bound read-only and writable in one dispatch (atomics need read_write anyway) */
+    emit_line(e, "@group(0) @binding(%d) var<storage, read_write> b%d: array<%s>;", i, i, elem);
   }
   *nbind = nb;
+  if (kernel_has_status(e->m, index)) {
+    emit_line(e, "@group(0) @binding(%d) var<storage, read_write> pc_bad: atomic<u32>;", nb++);
+    emit_line(e, "fn pc_idivc(x: i32, y: i32) -> i32 { if (y == 0) { atomicOr(&pc_bad, 2u); } return pc_idiv(x, y); } /* STATUS_DIV_ZERO */");
+  }
   if (e->m->g->nsyms > 0) emit_line(e, "@group(0) @binding(%d) var<storage, read> S: array<i32>;", nb);
 }
 
@@ -51,6 +56,7 @@ static void kernel(emitter *e, int index) {
   e->indent++;
   emit_line(e, "pc_init();");
   for (int i = 0; i < nb; i++) emit_line(e, "_ = &b%d;", i);
+  if (kernel_has_status(e->m, index)) emit_line(e, "_ = &pc_bad;");
   if (e->m->g->nsyms > 0) emit_line(e, "_ = &S;");
   char count[512];
   emit_count(e, &k->dom, 0, k->dom.rank, count, sizeof count);
@@ -90,6 +96,7 @@ const dialect wgsl_dialect = {
     .float_type = "f32",
     .int_type = "i32",
     .float_to_bool = "pc_boolf(%s)",
+    .checked_idiv = "pc_idivc(%0, %1)",
     .load = {
         [PORTC_F32] = "%1$s[%2$s]", [PORTC_F16] = "pc_ld_f16(pc_half(atomicLoad(&%1$s[(%2$s) >> 1u]), %2$s))",
         [PORTC_BF16] = "pc_ld_bf16(pc_half(atomicLoad(&%1$s[(%2$s) >> 1u]), %2$s))", [PORTC_I32] = "%1$s[%2$s]",

@@ -59,6 +59,7 @@ typedef struct wg_device {
   WGPUAdapter adapter;
   WGPUDevice device;
   WGPUQueue queue;
+  WGPUBuffer fence; /* a word wg_queue_finish reads back */
   wg_adapter info;
   char errors[2048];
 } wg_device;
@@ -74,8 +75,14 @@ bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size
 /* a compute pipeline of a WGSL module's entry point; NULL with why, where the compiler's
  * messages come as "line L, column C: message" */
 WGPUComputePipeline wg_pipeline_new(wg_device *d, const char *wgsl, const char *entry, char *why, size_t len);
-/* one dispatch of groups[3] work groups with bindings 0..n-1 of group 0 bound to bufs, submitted */
-bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, int n, const uint32_t groups[3], char *why, size_t len);
+void wg_buffer_free(WGPUBuffer b);
+void wg_pipeline_free(WGPUComputePipeline p);
+/* waits until the work submitted so far is done */
+bool wg_queue_finish(wg_device *d, char *why, size_t len);
+/* one dispatch of groups[3] work groups with bindings 0..n-1 of group 0 bound to bufs (byte
+ * ranges offsets[i], sizes[i]; NULL: whole buffers), submitted */
+bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
+                 const uint32_t groups[3], char *why, size_t len);
 
 /* The WGSL dialect (dialect.c): WG_THREADS invocations per work group of its 1-D kernels, and
  * at most WG_MAX_BINDINGS buffers a kernel binds (the device's limit is lower: 8 to 10) */
@@ -85,5 +92,19 @@ extern const dialect wgsl_dialect;
 /* the WGSL source of kernel i of a module's source (emit_module with wgsl_dialect): the prelude
  * and the kernel's own text (free with free()); NULL when the module has no kernel i */
 char *wg_kernel_source(const char *module, int i);
+
+/* The target (target.c, runtime.c). Its device is the process's one device of the library's
+ * Vulkan adapter, made on first use (device 0; there is no other yet), or NULL with why; every
+ * call into the library holds wg_lock. */
+#include "../targets/target.h"
+wg_device *wg_target_device(int index, char *why, size_t len);
+void wg_lock(void);
+void wg_unlock(void);
+bool wg_target_available(char *why, size_t len);
+const char *wg_target_device_name(void);
+void wg_schedule(kir_module *m, int i, int device);
+bool wg_supports(const portc_graph *g, int i, char *why, size_t len);
+int wg_max_kernel_loads(int device);
+void wg_describe(FILE *out);
 
 #endif

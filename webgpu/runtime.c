@@ -1,0 +1,242 @@
+/*
+ * runtime.c: the WebGPU target's modules. load cuts the module's WGSL into one shader per kernel
+ * (the prelude in front of each) and makes a compute pipeline of each through the library; the
+ * shared GPU queue (targets/gpu_queue.c) collects a run's launches, and each is issued as one
+ * dispatch: its buffers bound at their byte ranges (temporaries lie in one arena at 256-byte
+ * offsets, WebGPU's largest storage offset alignment), then the status word where the kernel
+ * checks an integer division, then the symbol values, which the queue writes before the
+ * dispatch. The device is the process's one device of the library's Vulkan adapter
+ * (target.c: wg_target_device); every call into the library holds its lock, since a device of
+ * this Dawn is not safe to use from several threads at once.
+ *
+ * Not yet: a recorded command buffer replayed in reduce-overhead mode (each run issues again),
+ * timestamp queries (end's seconds are the host's clock around the submissions and the wait),
+ * a kernel cache, and the kernel kinds the dialect does not write (target.c sends those nodes to
+ * the CPU).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../codegen/emit.h"
+#include "../targets/gpu_queue.h"
+#include "wg.h"
+
+typedef struct wg_module {
+  wg_device *d;
+  const kir_module *km;
+  int nk;
+  WGPUComputePipeline *pipe; /* per kernel */
+  WGPUBuffer sym, status;   /* the symbol values (one word each), the status word */
+  gpu_queue q;
+  double t0, seconds;
+} wg_module;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static portc_status fail(const char *what, const char *why) { return err_set(PORTC_ERR_DEVICE, "webgpu: %s: %s", what, why); }
+
+static void unload(void *handle) {
+  wg_module *m = handle;
+  if (!m) return;
+  wg_lock();
+  for (int i = 0; m->pipe && i < m->nk; i++) wg_pipeline_free(m->pipe[i]);
+  wg_buffer_free(m->sym);
+  wg_buffer_free(m->status);
+  wg_unlock();
+  free(m->pipe);
+  gpu_queue_free(&m->q);
+  free(m);
+}
+
+static portc_status load(const load_request *req, void **handle, bool *hit) {
+  *hit = false;
+  char why[4096] = "";
+  wg_device *d = wg_target_device(req->device, why, sizeof why);
+  if (!d) return err_set(PORTC_ERR_DEVICE, "webgpu: %s", why);
+  const kir_module *km = req->km;
+  wg_module *m = calloc(1, sizeof *m);
+  if (!m || !(m->pipe = calloc((size_t)km->nk + 1, sizeof *m->pipe))) return free(m), err_set(PORTC_ERR_NOMEM, "webgpu: out of memory");
+  m->d = d, m->km = km, m->nk = km->nk;
+  portc_status st = gpu_queue_init(&m->q, "webgpu", km, false);
+  wg_lock();
+  for (int i = 0; i < km->nk && !st; i++) {
+    if (km->k[i].kind != KK_POINTWISE) {
+      st = err_set(PORTC_ERR_INTERNAL, "webgpu: kernel %d (%s) is of a kind the WGSL dialect does not write yet", i, km->k[i].why);
+      break;
+    }
+    char *src = wg_kernel_source(req->source, i);
+    if (!src) {
+      st = err_set(PORTC_ERR_NOMEM, "webgpu: kernel %d is not in the module's source", i);
+      break;
+    }
+    if (!(m->pipe[i] = wg_pipeline_new(d, src, "main", why, sizeof why))) {
+      char *numbered = emit_numbered(src);
+      st = err_set(PORTC_ERR_INTERNAL, "webgpu: kernel %d of graph %s does not compile: %s\n%s", i, req->graph_name, why, numbered ? numbered : "");
+      free(numbered);
+    }
+    free(src);
+  }
+  int nsym = km->g->nsyms;
+  if (!st && nsym && !(m->sym = wg_buffer_new(d, 4 * (uint64_t)nsym, why, sizeof why))) st = fail("the symbol buffer", why);
+  if (!st && m->q.status && !(m->status = wg_buffer_new(d, 4, why, sizeof why))) st = fail("the status word", why);
+  wg_unlock();
+  if (st) return unload(m), st;
+  *handle = m;
+  return PORTC_OK;
+}
+
+static portc_status launch(void *handle, int i, void *const *bufs, const int64_t *S) {
+  wg_module *m = handle;
+  return gpu_queue_launch(&m->q, i, bufs, S);
+}
+
+/* ---- the queue's calls: one dispatch per launch ---- */
+
+static void status_clear(void *rt) {
+  wg_module *m = rt;
+  char why[512];
+  const uint32_t zero = 0;
+  wg_buffer_write(m->d, m->status, 0, &zero, 4, why, sizeof why);
+}
+
+static void timer_start(void *rt) { ((wg_module *)rt)->t0 = now(); }
+static void timer_stop(void *rt) { (void)rt; }
+
+/* bindings are whole 4-byte words (a 3-byte bool tensor binds 4: its allocation is rounded up) */
+static uint64_t words(int64_t bytes) { return bytes < 4 ? 4 : (uint64_t)(bytes + 3) & ~(uint64_t)3; }
+
+static portc_status issue(void *rt, int i, const gpu_launch *l) {
+  wg_module *m = rt;
+  const gpu_args *a = &m->q.args[i];
+  int64_t count = shape_count(&m->km->k[i].dom, l->S);
+  if (count <= 0) return PORTC_OK;
+  WGPUBuffer b[WG_MAX_BINDINGS + 2];
+  uint64_t off[WG_MAX_BINDINGS + 2], size[WG_MAX_BINDINGS + 2];
+  int n = 0;
+  for (int j = 0; j < a->nbind; j++, n++) b[n] = l->b[j].obj, off[n] = (uint64_t)l->b[j].offset, size[n] = words(l->b[j].bytes);
+  if (a->status) b[n] = m->status, off[n] = 0, size[n] = 4, n++;
+  char why[2048];
+  int nsym = m->km->g->nsyms;
+  if (nsym) {
+    int32_t s[GPU_MAX_SYMS];
+    for (int k = 0; k < nsym; k++) s[k] = (int32_t)l->S[k];
+    if (!wg_buffer_write(m->d, m->sym, 0, s, 4 * (size_t)nsym, why, sizeof why)) return fail("the symbol values", why);
+    b[n] = m->sym, off[n] = 0, size[n] = 4 * (uint64_t)nsym, n++;
+  }
+  int64_t groups = (count + WG_THREADS - 1) / WG_THREADS;
+  const uint32_t max = m->d->info.limits.maxComputeWorkgroupsPerDimension; /* the kernel loops over the rest */
+  const uint32_t grid[3] = {groups > max ? max : (uint32_t)groups, 1, 1};
+  if (!wg_dispatch(m->d, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
+    char what[64];
+    snprintf(what, sizeof what, "kernel %d's dispatch", i);
+    return fail(what, why);
+  }
+  return PORTC_OK;
+}
+
+static portc_status wait(void *rt, double *seconds) {
+  wg_module *m = rt;
+  char why[1024];
+  if (!wg_queue_finish(m->d, why, sizeof why)) return fail("waiting for the queue", why);
+  m->seconds = now() - m->t0;
+  if (seconds) *seconds = m->seconds;
+  return PORTC_OK;
+}
+
+static portc_status status_read(void *rt, unsigned *word) {
+  wg_module *m = rt;
+  char why[1024];
+  uint32_t w = 0;
+  if (!wg_buffer_read(m->d, m->status, 0, &w, 4, why, sizeof why)) return fail("the status word", why);
+  *word = w;
+  return PORTC_OK;
+}
+
+static const gpu_queue_ops queue_ops = {
+    .status_clear = status_clear, .timer_start = timer_start, .issue = issue, .timer_stop = timer_stop,
+    .wait = wait, .status_read = status_read,
+};
+
+static portc_status end(void *handle, double *seconds) {
+  wg_module *m = handle;
+  wg_lock();
+  portc_status st = gpu_queue_run(&m->q, &queue_ops, m, seconds);
+  wg_unlock();
+  return st;
+}
+
+static const char *timer(void *handle) {
+  (void)handle;
+  return "the host's clock around the submissions (no timestamp queries yet)";
+}
+
+/* ---- memory: a storage buffer per allocation, its size rounded up to whole words ---- */
+
+static portc_status dev_alloc(void *handle, int64_t bytes, void **obj) {
+  wg_module *m = handle;
+  char why[1024];
+  wg_lock();
+  WGPUBuffer b = wg_buffer_new(m->d, words(bytes), why, sizeof why);
+  wg_unlock();
+  if (!b) return err_set(PORTC_ERR_NOMEM, "webgpu: a buffer of %lld bytes: %s", (long long)bytes, why);
+  *obj = b;
+  return PORTC_OK;
+}
+
+static void dev_free(void *handle, void *obj) {
+  (void)handle;
+  wg_lock();
+  wg_buffer_free(obj);
+  wg_unlock();
+}
+
+/* WebGPU writes whole words: a tail of 1 to 3 bytes goes as a word padded with zeros (the
+ * allocation is rounded up to words, and nothing else lies in its last word) */
+static portc_status dev_write(void *handle, void *obj, int64_t offset, const void *src, int64_t bytes) {
+  wg_module *m = handle;
+  char why[1024];
+  int64_t whole = bytes & ~(int64_t)3;
+  wg_lock();
+  bool ok = !whole || wg_buffer_write(m->d, obj, (uint64_t)offset, src, (size_t)whole, why, sizeof why);
+  if (ok && whole < bytes) {
+    uint8_t tail[4] = {0};
+    memcpy(tail, (const uint8_t *)src + whole, (size_t)(bytes - whole));
+    ok = wg_buffer_write(m->d, obj, (uint64_t)(offset + whole), tail, 4, why, sizeof why);
+  }
+  wg_unlock();
+  return ok ? PORTC_OK : fail("a write", why);
+}
+
+static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst, int64_t bytes) {
+  wg_module *m = handle;
+  char why[1024];
+  wg_lock();
+  bool ok = wg_buffer_read(m->d, obj, (uint64_t)offset, dst, (size_t)bytes, why, sizeof why);
+  wg_unlock();
+  return ok ? PORTC_OK : fail("a read", why);
+}
+
+static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = dev_write, .read = dev_read, .end = end, .timer = timer};
+
+const target webgpu_target = {
+    .name = "webgpu",
+    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; pointwise kernels so far, "
+               "other nodes on the CPU",
+    .dialect = &wgsl_dialect,
+    .available = wg_target_available,
+    .device = wg_target_device_name,
+    .schedule = wg_schedule,
+    .supports = wg_supports,
+    .max_kernel_loads = wg_max_kernel_loads,
+    .describe = wg_describe,
+    .load = load,
+    .launch = launch,
+    .unload = unload,
+    .gpu = &gpu,
+};
