@@ -61,7 +61,7 @@ contains "symbol 'Q' does not appear" "unknown symbol message"
 expect 1 "run clashing symbol" -- "$portc" run "$src/examples/softmax.ptg" --set N=3 --input "x=$tmp/o/y.npy"
 contains "symbol N is 3, but x has 5" "clash message"
 expect 2 "run unknown target" -- "$portc" run "$src/examples/softmax.ptg" -t metal
-contains "unknown target 'metal' (available: ref, cpu, vulkan, cuda, hip, hip-on-cuda, cpu-partial)" "target message"
+contains "unknown target 'metal' (available: ref, cpu, vulkan, cuda, hip, hip-on-cuda, webgpu, cpu-partial)" "target message"
 expect 2 "run bad seed" -- "$portc" run "$src/examples/softmax.ptg" --seed -4
 expect 2 "run bad set" -- "$portc" run "$src/examples/softmax.ptg" --set N
 expect 2 "run missing value" -- "$portc" run "$src/examples/softmax.ptg" --seed

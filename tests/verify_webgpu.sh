@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# verify_webgpu.sh: the conformance suite on the WebGPU target (fused and eager), on Mesa 25's
+# lavapipe (scripts/deps.sh unpacks it; Dawn refuses Debian 12's). The target writes pointwise
+# kernels so far and sends every other node to the CPU, so this also checks that its regions do
+# run on it: the MLP example's bias and GELU must be a WebGPU region in `portc explain`. Fails
+# when the target is unavailable or any case fails.
+# Usage: verify_webgpu.sh PORTC_BINARY EXAMPLES_DIR [FILTER]   (FILTER: verify's --filter)
+set -u
+portc=$1
+examples=$2
+filter=(${3:+--filter "$3"})
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/lib/portc-webgpu/mesa25/lvp_icd.json}
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+if ! "$portc" devices | grep -q '^webgpu    available'; then
+  "$portc" devices
+  echo "FAIL: the WebGPU target is not available; scripts/deps.sh installs its library and Mesa 25's lavapipe"
+  exit 1
+fi
+if ! "$portc" explain "$examples/mlp.ptg" -t webgpu | grep -q "^== region 1 on webgpu: takes h b1; gives a"; then
+  "$portc" explain "$examples/mlp.ptg" -t webgpu
+  echo "FAIL: the MLP's bias and GELU do not run on the WebGPU target"
+  exit 1
+fi
+"$portc" verify -t webgpu --examples "$examples" --quiet "${filter[@]}"
