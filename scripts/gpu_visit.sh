@@ -55,6 +55,10 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PORTC_CACHE_DIR=${PORTC_CACHE_DIR:-/tmp/portc-cache}
 portc=$PWD/build/bin/portc
+# the WebGPU target's library, where the visit carries it (.devrun/webgpu/): TARGETS=webgpu runs on it
+if [ -z "${PORTC_WEBGPU_LIB:-}" ] && [ -f .devrun/webgpu/libwebgpu_wrapper.so ]; then
+  export PORTC_WEBGPU_LIB=$PWD/.devrun/webgpu/libwebgpu_wrapper.so
+fi
 targets=${TARGETS:-cuda vulkan}
 steps=${*:-verify bench torch}
 summary=()
