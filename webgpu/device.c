@@ -206,8 +206,16 @@ void wg_buffer_free(WGPUBuffer b) {
   if (w && b) w->BufferDestroy(b), w->BufferRelease(b);
 }
 
-bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
-                 const uint32_t groups[3], char *why, size_t len) {
+bool wg_pass_begin(wg_device *d, wg_pass *r, char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  r->enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});
+  r->pass = w->CommandEncoderBeginComputePass(r->enc, &(WGPUComputePassDescriptor){0});
+  return !wg_device_error(d, why, len);
+}
+
+/* the bind group goes as soon as it is set: the pass holds it */
+bool wg_pass_dispatch(wg_device *d, wg_pass *r, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes,
+                      int n, const uint32_t groups[3], char *why, size_t len) {
   const wgpu_api *w = api(why, len);
   WGPUBindGroupEntry entries[64];
   if (n > 64) return snprintf(why, len, "a dispatch binds %d buffers, at most 64", n), false;
@@ -216,18 +224,32 @@ bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, co
                                       .size = sizes ? sizes[i] : WGPU_WHOLE_SIZE};
   WGPUBindGroupLayout layout = w->ComputePipelineGetBindGroupLayout(p, 0);
   WGPUBindGroup bind = w->DeviceCreateBindGroup(d->device, &(WGPUBindGroupDescriptor){.layout = layout, .entryCount = (size_t)n, .entries = entries});
-  WGPUCommandEncoder enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});
-  WGPUComputePassEncoder pass = w->CommandEncoderBeginComputePass(enc, &(WGPUComputePassDescriptor){0});
-  w->ComputePassEncoderSetPipeline(pass, p);
-  w->ComputePassEncoderSetBindGroup(pass, 0, bind, 0, NULL);
-  w->ComputePassEncoderDispatchWorkgroups(pass, groups[0], groups[1], groups[2]);
-  w->ComputePassEncoderEnd(pass);
-  WGPUCommandBuffer cmd = w->CommandEncoderFinish(enc, &(WGPUCommandBufferDescriptor){0});
-  w->QueueSubmit(d->queue, 1, &cmd);
-  w->CommandBufferRelease(cmd);
-  w->ComputePassEncoderRelease(pass);
-  w->CommandEncoderRelease(enc);
+  w->ComputePassEncoderSetPipeline(r->pass, p);
+  w->ComputePassEncoderSetBindGroup(r->pass, 0, bind, 0, NULL);
+  w->ComputePassEncoderDispatchWorkgroups(r->pass, groups[0], groups[1], groups[2]);
   if (bind) w->BindGroupRelease(bind);
   if (layout) w->BindGroupLayoutRelease(layout);
   return !wg_device_error(d, why, len);
+}
+
+bool wg_pass_submit(wg_device *d, wg_pass *r, char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  if (!r->pass) return true;
+  w->ComputePassEncoderEnd(r->pass);
+  WGPUCommandBuffer cmd = w->CommandEncoderFinish(r->enc, &(WGPUCommandBufferDescriptor){0});
+  w->QueueSubmit(d->queue, 1, &cmd);
+  w->CommandBufferRelease(cmd);
+  w->ComputePassEncoderRelease(r->pass);
+  w->CommandEncoderRelease(r->enc);
+  r->pass = NULL, r->enc = NULL;
+  return !wg_device_error(d, why, len);
+}
+
+bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
+                 const uint32_t groups[3], char *why, size_t len) {
+  wg_pass r = {0};
+  char ignored[256]; /* after a failed dispatch, its message is the one to keep */
+  bool ok = wg_pass_begin(d, &r, why, len) && wg_pass_dispatch(d, &r, p, bufs, offsets, sizes, n, groups, why, len);
+  bool sent = wg_pass_submit(d, &r, ok ? why : ignored, ok ? len : sizeof ignored);
+  return ok && sent;
 }

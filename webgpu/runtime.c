@@ -1,16 +1,17 @@
 /*
  * runtime.c: the WebGPU target's modules. load cuts the module's WGSL into one shader per kernel
  * (the prelude in front of each) and makes a compute pipeline of each through the library; the
- * shared GPU queue (targets/gpu_queue.c) collects a run's launches, and each is issued as one
- * dispatch: its buffers bound at their byte ranges (temporaries lie in one arena at 256-byte
- * offsets, WebGPU's largest storage offset alignment), then the status word where the kernel
- * checks an integer division, then the symbol values, which the queue writes before the
- * dispatch. The device is the process's one device of the library's Vulkan adapter
+ * shared GPU queue (targets/gpu_queue.c) collects a run's launches, and they are issued as
+ * the dispatches of one compute pass, submitted as one command buffer: each with its buffers
+ * bound at their byte ranges (temporaries lie in one arena at 256-byte offsets, WebGPU's
+ * largest storage offset alignment), then the status word where the kernel checks an integer
+ * division, then the symbol values, written (once per run: every kernel takes the same) before
+ * the submission. The device is the process's one device of the library's Vulkan adapter
  * (target.c: wg_target_device); every call into the library holds its lock, since a device of
  * this Dawn is not safe to use from several threads at once.
  *
- * Not yet: a recorded command buffer replayed in reduce-overhead mode (each run issues again),
- * timestamp queries (end's seconds are the host's clock around the submissions and the wait),
+ * Not yet: a recorded command buffer replayed in reduce-overhead mode (each run records again),
+ * timestamp queries (end's seconds are the host's clock around the submission and the wait),
  * a kernel cache, and the kernel kinds the dialect does not write (target.c sends those nodes to
  * the CPU).
  */
@@ -30,6 +31,9 @@ typedef struct wg_module {
   WGPUComputePipeline *pipe; /* per kernel */
   WGPUBuffer sym, status;   /* the symbol values (one word each), the status word */
   gpu_queue q;
+  wg_pass pass;    /* the run's dispatches */
+  bool sym_written; /* in this run */
+  char pass_error[1024];
   double t0, seconds;
 } wg_module;
 
@@ -105,8 +109,20 @@ static void status_clear(void *rt) {
   wg_buffer_write(m->d, m->status, 0, &zero, 4, why, sizeof why);
 }
 
-static void timer_start(void *rt) { ((wg_module *)rt)->t0 = now(); }
-static void timer_stop(void *rt) { (void)rt; }
+static void timer_start(void *rt) {
+  wg_module *m = rt;
+  m->t0 = now();
+  m->sym_written = false;
+  m->pass_error[0] = 0;
+  if (!wg_pass_begin(m->d, &m->pass, m->pass_error, sizeof m->pass_error) && !m->pass_error[0])
+    snprintf(m->pass_error, sizeof m->pass_error, "no command encoder");
+}
+
+static void timer_stop(void *rt) {
+  wg_module *m = rt;
+  char why[1024];
+  if (!wg_pass_submit(m->d, &m->pass, why, sizeof why) && !m->pass_error[0]) snprintf(m->pass_error, sizeof m->pass_error, "%s", why);
+}
 
 /* bindings are whole 4-byte words (a 3-byte bool tensor binds 4: its allocation is rounded up) */
 static uint64_t words(int64_t bytes) { return bytes < 4 ? 4 : (uint64_t)(bytes + 3) & ~(uint64_t)3; }
@@ -123,16 +139,18 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   if (a->status) b[n] = m->status, off[n] = 0, size[n] = 4, n++;
   char why[2048];
   int nsym = m->km->g->nsyms;
+  if (m->pass_error[0]) return fail("the run's compute pass", m->pass_error);
   if (nsym) {
     int32_t s[GPU_MAX_SYMS];
     for (int k = 0; k < nsym; k++) s[k] = (int32_t)l->S[k];
-    if (!wg_buffer_write(m->d, m->sym, 0, s, 4 * (size_t)nsym, why, sizeof why)) return fail("the symbol values", why);
+    if (!m->sym_written && !wg_buffer_write(m->d, m->sym, 0, s, 4 * (size_t)nsym, why, sizeof why)) return fail("the symbol values", why);
+    m->sym_written = true;
     b[n] = m->sym, off[n] = 0, size[n] = 4 * (uint64_t)nsym, n++;
   }
   int64_t groups = (count + WG_THREADS - 1) / WG_THREADS;
   const uint32_t max = m->d->info.limits.maxComputeWorkgroupsPerDimension; /* the kernel loops over the rest */
   const uint32_t grid[3] = {groups > max ? max : (uint32_t)groups, 1, 1};
-  if (!wg_dispatch(m->d, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
+  if (!wg_pass_dispatch(m->d, &m->pass, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
     char what[64];
     snprintf(what, sizeof what, "kernel %d's dispatch", i);
     return fail(what, why);
@@ -143,6 +161,7 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
 static portc_status wait(void *rt, double *seconds) {
   wg_module *m = rt;
   char why[1024];
+  if (m->pass_error[0]) return fail("the run's compute pass", m->pass_error);
   if (!wg_queue_finish(m->d, why, sizeof why)) return fail("waiting for the queue", why);
   m->seconds = now() - m->t0;
   if (seconds) *seconds = m->seconds;
@@ -173,7 +192,14 @@ static portc_status end(void *handle, double *seconds) {
 
 static const char *timer(void *handle) {
   (void)handle;
-  return "the host's clock around the submissions (no timestamp queries yet)";
+  return "the host's clock around the submission and the wait (no timestamp queries yet)";
+}
+
+/* WGSL lets every device flush f32 denormals, and a shader cannot ask it not to (NVIDIA's driver
+ * does, through Dawn) */
+static bool flushes_denormals(void *handle) {
+  (void)handle;
+  return true;
 }
 
 /* ---- memory: a storage buffer per allocation, its size rounded up to whole words ---- */
@@ -239,4 +265,5 @@ const target webgpu_target = {
     .launch = launch,
     .unload = unload,
     .gpu = &gpu,
+    .flushes_denormals = flushes_denormals,
 };

@@ -1,10 +1,8 @@
 /*
- * wg.h: the WebGPU target's shared declarations. What exists so far is the ground the target
- * stands on: the library (Dawn behind webgpu.h) opened at run time and checked for the ABI
- * portc declares (wgpu_abi.h), its adapters with their limits and features, and devices that
- * run a WGSL compute shader over storage buffers, and the WGSL dialect (dialect.c: pointwise
- * kernels so far). The runtime that runs a module's kernels comes next; until then no target is
- * registered.
+ * wg.h: the WebGPU target's shared declarations: the library (Dawn behind webgpu.h) opened at
+ * run time and checked for the ABI portc declares (wgpu_abi.h), its adapters with their limits
+ * and features, devices that run WGSL compute shaders over storage buffers (device.c), the WGSL
+ * dialect (dialect.c: pointwise kernels so far) and the target (target.c, runtime.c).
  */
 #ifndef PORTC_WEBGPU_WG_H
 #define PORTC_WEBGPU_WG_H
@@ -79,8 +77,20 @@ void wg_buffer_free(WGPUBuffer b);
 void wg_pipeline_free(WGPUComputePipeline p);
 /* waits until the work submitted so far is done */
 bool wg_queue_finish(wg_device *d, char *why, size_t len);
-/* one dispatch of groups[3] work groups with bindings 0..n-1 of group 0 bound to bufs (byte
- * ranges offsets[i], sizes[i]; NULL: whole buffers), submitted */
+/* A compute pass of several dispatches, submitted as one command buffer (WebGPU orders the
+ * dispatches of a pass and makes each one's writes visible to the next): begin, a dispatch of
+ * groups[3] work groups per call with bindings 0..n-1 of group 0 bound to bufs (byte ranges
+ * offsets[i], sizes[i]; NULL: whole buffers), then submit (which also ends a pass a failed
+ * dispatch left open). */
+typedef struct wg_pass {
+  WGPUCommandEncoder enc;
+  WGPUComputePassEncoder pass;
+} wg_pass;
+bool wg_pass_begin(wg_device *d, wg_pass *r, char *why, size_t len);
+bool wg_pass_dispatch(wg_device *d, wg_pass *r, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes,
+                      int n, const uint32_t groups[3], char *why, size_t len);
+bool wg_pass_submit(wg_device *d, wg_pass *r, char *why, size_t len);
+/* one dispatch in a pass of its own, submitted */
 bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
                  const uint32_t groups[3], char *why, size_t len);
 
