@@ -7,8 +7,10 @@
  * how narrow elements and 64-bit integers are stored.
  *
  * What the dialect writes so far: pointwise kernels (elementwise ops over views and casts), as a
- * grid-stride loop of 1-D work groups of WG_THREADS. The target (target.c) sends every other
- * node to the fallback target, so a graph runs whole with its pointwise kernels here.
+ * grid-stride loop of 1-D work groups of WG_THREADS, and row kernels (reductions and what fuses
+ * with them: softmax, layer_norm), a work group per row, each phase's share per invocation then
+ * a tree in workgroup memory. The target (target.c) sends every other node to the fallback
+ * target, so a graph runs whole with these kernels here.
  *
  * Each kernel's text starts with "//@kernel N": the runtime cuts the module there and puts the
  * prelude in front of each piece.
@@ -41,23 +43,21 @@ static void declare_buffers(emitter *e, int index, int *nbind) {
   if (e->m->g->nsyms > 0) emit_line(e, "@group(0) @binding(%d) var<storage, read> S: array<i32>;", nb);
 }
 
-static void kernel(emitter *e, int index) {
-  const kir_kernel *k = e->k;
-  emit_line(e, "//@kernel %d", index);
-  emit_line(e, "// %s", k->why);
-  if (k->kind != KK_POINTWISE) { /* the target's supports hook keeps these away */
-    emit_line(e, "// not written: only pointwise kernels are");
-    return;
-  }
-  int nb = 0;
-  declare_buffers(e, index, &nb);
+/* the entry point's head: every binding referenced, so that the pipeline's own layout has it */
+static void entry_begin(emitter *e, int index, int nb) {
   emit_line(e, "@compute @workgroup_size(%d)", WG_THREADS);
-  emit_line(e, "fn main(@builtin(global_invocation_id) pc_gid: vec3<u32>, @builtin(num_workgroups) pc_groups: vec3<u32>) {");
+  emit_line(e, "fn main(@builtin(global_invocation_id) pc_gid: vec3<u32>, @builtin(num_workgroups) pc_groups: vec3<u32>,");
+  emit_line(e, "        @builtin(local_invocation_index) pc_lid: u32, @builtin(workgroup_id) pc_wid: vec3<u32>) {");
   e->indent++;
   emit_line(e, "pc_init();");
+  emit_line(e, "pc_tid = pc_lid;");
   for (int i = 0; i < nb; i++) emit_line(e, "_ = &b%d;", i);
   if (kernel_has_status(e->m, index)) emit_line(e, "_ = &pc_bad;");
   if (e->m->g->nsyms > 0) emit_line(e, "_ = &S;");
+}
+
+static void pointwise(emitter *e) {
+  const kir_kernel *k = e->k;
   char count[512];
   emit_count(e, &k->dom, 0, k->dom.rank, count, sizeof count);
   emit_line(e, "let pc_count: i32 = %s;", count);
@@ -72,6 +72,142 @@ static void kernel(emitter *e, int index) {
   emit_scope_pop(e);
   e->indent--;
   emit_line(e, "}");
+}
+
+/* ---- row kernels: a work group per row (of the outer dims), grid-stride over the rows ---- */
+
+static const char *const rownames[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"};
+static const char *const rednames[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
+
+/* the outer dims, then the row's */
+static shape full_space(const kir_kernel *k) {
+  shape fs = {.rank = k->dom.rank + k->red.rank};
+  for (int d = 0; d < k->dom.rank; d++) fs.d[d] = k->dom.d[d];
+  for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
+  return fs;
+}
+
+/* a loop of this invocation's row elements, with their indices unravelled; closed by row_loop_end */
+static void row_loop_begin(emitter *e, const char *const *full) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "for (var j: i32 = i32(pc_lid); j < L; j += %d) {", WG_THREADS);
+  e->indent++;
+  emit_scope_push(e);
+  shape fs = full_space(k);
+  emit_unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
+}
+
+static void row_loop_end(emitter *e) {
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* phase p: each invocation's share of the row, then the work group's (pc_wg_*: prelude of row
+ * kernels); max and min through pc_maxf/pc_minf, which keep a NaN */
+static void row_phase(emitter *e, int p, const char *const *full) {
+  const kir_phase *ph = &e->k->phase[p];
+  portc_dtype t = row_phase_type(e->m, e->k, p);
+  bool f = dtype_is_float(t);
+  const char *name = ph->op == OP_prod ? "prod" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "sum";
+  emit_hoisted(e, ph->val, full);
+  char acc[16];
+  snprintf(acc, sizeof acc, "acc%d", p);
+  emit_var(e, emit_type(e, t), acc, reduce_init(ph->op, t));
+  row_loop_begin(e, full);
+  char v[16];
+  snprintf(v, sizeof v, "%s", emit_value(e, ph->val, full));
+  switch (ph->op) {
+  case OP_prod: emit_line(e, "acc%d *= %s;", p, v); break;
+  case OP_max: emit_line(e, "acc%d = %s(acc%d, %s);", p, f ? "pc_maxf" : "max", p, v); break;
+  case OP_min: emit_line(e, "acc%d = %s(acc%d, %s);", p, f ? "pc_minf" : "min", p, v); break;
+  default: emit_line(e, "acc%d += %s;", p, v); break;
+  }
+  row_loop_end(e);
+  emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
+  if (ph->op == OP_mean) emit_line(e, "acc%d /= f32(L);", p);
+}
+
+static void row(emitter *e) {
+  const kir_kernel *k = e->k;
+  char no[256], len[256];
+  emit_count(e, &k->dom, 0, k->dom.rank, no, sizeof no);
+  emit_count(e, &k->red, 0, k->red.rank, len, sizeof len);
+  const char *full[2 * PORTC_MAX_RANK];
+  for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
+  for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
+  emit_line(e, "let NO: i32 = %s;", no);
+  emit_line(e, "let L: i32 = %s;", len);
+  /* the row loop's bound comes from read-only bindings (uniform), so the barriers inside are too */
+  emit_line(e, "for (var o: i32 = i32(pc_wid.x); o < NO; o += i32(pc_groups.x)) {");
+  e->indent++;
+  emit_scope_push(e);
+  emit_unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
+  for (int p = 0; p < k->nphase; p++) row_phase(e, p, full);
+  bool outer = false, any_row = false;
+  for (int s = 0; s < k->nstore; s++) outer = outer || !k->store[s].row, any_row = any_row || k->store[s].row;
+  if (outer) {
+    emit_line(e, "if (pc_lid == 0u) {");
+    e->indent++;
+    emit_scope_push(e);
+    for (int s = 0; s < k->nstore; s++)
+      if (!k->store[s].row) emit_store_at(e, &k->store[s], &k->dom, rownames);
+    emit_scope_pop(e);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (any_row) {
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
+    row_loop_begin(e, full);
+    shape xs = full_space(k);
+    for (int s = 0; s < k->nstore; s++)
+      if (k->store[s].row) emit_store_at(e, &k->store[s], &xs, full);
+    row_loop_end(e);
+  }
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* the work-group reductions of row kernels: a tree in workgroup memory (every invocation gets
+ * the result; the barriers are in the row loop's uniform control flow) */
+static void declare_row_reductions(emitter *e) {
+  emit_line(e, "var<workgroup> pc_redf: array<f32, %d>;", WG_THREADS);
+  emit_line(e, "var<workgroup> pc_redi: array<i32, %d>;", WG_THREADS);
+  static const char *const ops[][3] = {
+      {"sum", "a + b", "a + b"}, {"prod", "a * b", "a * b"}, {"max", "pc_maxf(a, b)", "max(a, b)"}, {"min", "pc_minf(a, b)", "min(a, b)"}};
+  for (int i = 0; i < 4; i++)
+    for (int f = 1; f >= 0; f--) {
+      const char *T = f ? "f32" : "i32", *arr = f ? "pc_redf" : "pc_redi";
+      emit_line(e, "fn pc_wg_%s%s(v: %s) -> %s {", ops[i][0], f ? "" : "i", T, T);
+      emit_line(e, "  %s[pc_tid] = v;", arr);
+      emit_line(e, "  workgroupBarrier();");
+      emit_line(e, "  for (var s = %du; s > 0u; s >>= 1u) {", WG_THREADS / 2);
+      emit_line(e, "    if (pc_tid < s) { let a = %s[pc_tid]; let b = %s[pc_tid + s]; %s[pc_tid] = %s; }", arr, arr, arr, ops[i][f ? 1 : 2]);
+      emit_line(e, "    workgroupBarrier();");
+      emit_line(e, "  }");
+      emit_line(e, "  let r = %s[0];", arr);
+      emit_line(e, "  workgroupBarrier();");
+      emit_line(e, "  return r;");
+      emit_line(e, "}");
+    }
+}
+
+static void kernel(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  emit_line(e, "//@kernel %d", index);
+  emit_line(e, "// %s", k->why);
+  if (k->kind != KK_POINTWISE && k->kind != KK_ROW) { /* the target's supports hook keeps these away */
+    emit_line(e, "// not written: only pointwise and row kernels are");
+    return;
+  }
+  int nb = 0;
+  declare_buffers(e, index, &nb);
+  if (k->kind == KK_ROW) declare_row_reductions(e);
+  entry_begin(e, index, nb);
+  if (k->kind == KK_ROW) row(e);
+  else pointwise(e);
   e->indent--;
   emit_line(e, "}");
   sb_printf(&e->out, "\n");

@@ -70,7 +70,7 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   portc_status st = gpu_queue_init(&m->q, "webgpu", km, false);
   wg_lock();
   for (int i = 0; i < km->nk && !st; i++) {
-    if (km->k[i].kind != KK_POINTWISE) {
+    if (km->k[i].kind != KK_POINTWISE && km->k[i].kind != KK_ROW) {
       st = err_set(PORTC_ERR_INTERNAL, "webgpu: kernel %d (%s) is of a kind the WGSL dialect does not write yet", i, km->k[i].why);
       break;
     }
@@ -147,7 +147,7 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
     m->sym_written = true;
     b[n] = m->sym, off[n] = 0, size[n] = 4 * (uint64_t)nsym, n++;
   }
-  int64_t groups = (count + WG_THREADS - 1) / WG_THREADS;
+  int64_t groups = m->km->k[i].kind == KK_ROW ? count : (count + WG_THREADS - 1) / WG_THREADS; /* a row per work group */
   const uint32_t max = m->d->info.limits.maxComputeWorkgroupsPerDimension; /* the kernel loops over the rest */
   const uint32_t grid[3] = {groups > max ? max : (uint32_t)groups, 1, 1};
   if (!wg_pass_dispatch(m->d, &m->pass, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
@@ -252,7 +252,7 @@ static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = de
 
 const target webgpu_target = {
     .name = "webgpu",
-    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; pointwise kernels so far, "
+    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; pointwise and row kernels so far, "
                "other nodes on the CPU",
     .dialect = &wgsl_dialect,
     .available = wg_target_available,

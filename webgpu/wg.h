@@ -2,7 +2,7 @@
  * wg.h: the WebGPU target's shared declarations: the library (Dawn behind webgpu.h) opened at
  * run time and checked for the ABI portc declares (wgpu_abi.h), its adapters with their limits
  * and features, devices that run WGSL compute shaders over storage buffers (device.c), the WGSL
- * dialect (dialect.c: pointwise kernels so far) and the target (target.c, runtime.c).
+ * dialect (dialect.c: pointwise and row kernels so far) and the target (target.c, runtime.c).
  */
 #ifndef PORTC_WEBGPU_WG_H
 #define PORTC_WEBGPU_WG_H
