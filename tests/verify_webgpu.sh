@@ -2,8 +2,9 @@
 # verify_webgpu.sh: the conformance suite on the WebGPU target (fused and eager), on Mesa 25's
 # lavapipe (scripts/deps.sh unpacks it; Dawn refuses Debian 12's). The target writes pointwise
 # kernels so far and sends every other node to the CPU, so this also checks that its regions do
-# run on it: the MLP example's bias and GELU must be a WebGPU region in `portc explain`. Fails
-# when the target is unavailable or any case fails.
+# run on it: the MLP example's bias and GELU must be a WebGPU region in `portc explain`; and that a
+# tensor over the adapter's binding size (lavapipe: 128 MiB) is an error that names the limit.
+# Fails when the target is unavailable or any case fails.
 # Usage: verify_webgpu.sh PORTC_BINARY EXAMPLES_DIR [FILTER]   (FILTER: verify's --filter)
 set -u
 portc=$1
@@ -19,6 +20,15 @@ fi
 if ! "$portc" explain "$examples/mlp.ptg" -t webgpu | grep -q "^== region 1 on webgpu: takes h b1; gives a"; then
   "$portc" explain "$examples/mlp.ptg" -t webgpu
   echo "FAIL: the MLP's bias and GELU do not run on the WebGPU target"
+  exit 1
+fi
+big=$(mktemp -d)
+trap 'rm -rf "$big"' EXIT
+printf 'graph big\ninput x: f32[40000000]\ny = relu(x)\noutput y\n' >"$big/big.ptg"
+msg=$("$portc" run "$big/big.ptg" -t webgpu --seed 1 2>&1)
+if [ $? -eq 0 ] || ! grep -q "binds at most 134217728 bytes (maxStorageBufferBindingSize)" <<<"$msg"; then
+  echo "$msg"
+  echo "FAIL: a 160 MB tensor on the WebGPU target is not refused by name"
   exit 1
 fi
 "$portc" verify -t webgpu --examples "$examples" --quiet "${filter[@]}"

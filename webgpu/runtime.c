@@ -135,7 +135,13 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   WGPUBuffer b[WG_MAX_BINDINGS + 2];
   uint64_t off[WG_MAX_BINDINGS + 2], size[WG_MAX_BINDINGS + 2];
   int n = 0;
-  for (int j = 0; j < a->nbind; j++, n++) b[n] = l->b[j].obj, off[n] = (uint64_t)l->b[j].offset, size[n] = words(l->b[j].bytes);
+  const uint64_t most = m->d->info.limits.maxStorageBufferBindingSize;
+  for (int j = 0; j < a->nbind; j++, n++) {
+    b[n] = l->b[j].obj, off[n] = (uint64_t)l->b[j].offset, size[n] = words(l->b[j].bytes);
+    if (size[n] > most) /* splitting or windowing such a tensor is to come */
+      return err_set(PORTC_ERR_DEVICE, "webgpu: kernel %d binds buffer %d of %llu bytes; %s binds at most %llu bytes (maxStorageBufferBindingSize)",
+                     i, a->bind[j], (unsigned long long)size[n], m->d->info.name, (unsigned long long)most);
+  }
   if (a->status) b[n] = m->status, off[n] = 0, size[n] = 4, n++;
   char why[2048];
   int nsym = m->km->g->nsyms;
