@@ -63,9 +63,7 @@ static void pointwise(emitter *e) {
   emit_line(e, "let pc_count: i32 = %s;", count);
   emit_line(e, "for (var t: i32 = i32(pc_gid.x); t < pc_count; t += i32(pc_groups.x) * %d) {", WG_THREADS);
   e->indent++;
-  const char *idx[PORTC_MAX_RANK];
-  char names[PORTC_MAX_RANK][8];
-  for (int d = 0; d < k->dom.rank; d++) snprintf(names[d], sizeof names[d], "i%d", d), idx[d] = names[d];
+  static const char *const idx[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
   emit_unravel(e, &k->dom, 0, k->dom.rank, "t", idx);
   emit_scope_push(e);
   for (int s = 0; s < k->nstore; s++) emit_store_at(e, &k->store[s], &k->dom, idx);
