@@ -268,6 +268,7 @@ static void wgsl(const char *examples) {
          "lowered one kernel per op; %d kernels over it\n", kernels, cases, relowered, d.info.limits.maxStorageBuffersPerShaderStage, over_limit);
   CHECK(kernels > 1000, "only %d kernels: the suite no longer reaches the dialect", kernels);
   CHECK(over_limit == 0, "%d kernels bind more buffers than the device allows: fusion's bound (max_loads) failed", over_limit);
+  conf_free(&cs);
   wg_device_close(&d);
 }
 
