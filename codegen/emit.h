@@ -89,6 +89,8 @@ enum { STATUS_BAD_INDEX = 1, STATUS_DIV_ZERO = 2 };
 /* what a status word's bits mean, for the error a run returns */
 const char *status_message(unsigned word);
 int kernel_buffers(const kir_module *m, int i, int *bufs, int max);
+/* whether some kernel of m reads and writes more than max buffers */
+bool kernels_wider_than(const kir_module *m, int max);
 bool kernel_writes(const kir_kernel *k, int buf);
 bool kernel_has_status(const kir_module *m, int i);
 /* every step of the path (-1: none) maps an index to itself */

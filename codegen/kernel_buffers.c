@@ -4,6 +4,8 @@
  * a matmul operand is a plain row-major matrix, or the whole matmul one 2-D GEMM, which the
  * matrix-unit and library paths need.
  */
+#include <stdlib.h>
+
 #include "../ir/dtype.h"
 #include "emit.h"
 
@@ -151,4 +153,12 @@ bool operand_runs_along(const kir_module *m, const kir_kernel *k, int slot, int 
 int operand_rank(const kir_module *m, const kir_kernel *k, int slot) {
   const kir_path *p = k->in_path[slot] >= 0 ? &k->path[k->in_path[slot]] : NULL;
   return p && p->n ? p->s[0].from.rank : m->buf[k->in_buf[slot]].sh.rank;
+}
+
+bool kernels_wider_than(const kir_module *m, int max) {
+  int *bufs = malloc(sizeof *bufs * (size_t)(m->nbuf + 1));
+  bool wide = false;
+  for (int i = 0; bufs && i < m->nk && !wide; i++) wide = kernel_buffers(m, i, bufs, m->nbuf) > max;
+  free(bufs);
+  return wide;
 }

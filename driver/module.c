@@ -140,15 +140,6 @@ static portc_status file_schedules(kir_module *km, const module_extra *x, const 
   return PORTC_OK;
 }
 
-/* whether some kernel of km binds more than max_loads + 1 buffers (what it reads and writes) */
-static bool too_wide(const kir_module *km, int max_loads) {
-  int *bufs = malloc(sizeof *bufs * (size_t)(km->nbuf + 1));
-  bool wide = false;
-  for (int i = 0; bufs && i < km->nk && !wide; i++) wide = kernel_buffers(km, i, bufs, km->nbuf) > max_loads + 1;
-  free(bufs);
-  return wide;
-}
-
 static portc_status compile_module(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
                                    const module_extra *x, portc_module **out) {
   *out = NULL;
@@ -236,7 +227,7 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
   else if (att && strcmp(att, "kernel") == 0 && whole) whole = TARGET_ATTENTION_FLOATS;
   lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after, .attention = whole,
                       .max_loads = t->max_kernel_loads ? t->max_kernel_loads(device) : 0};
-  if (!(st = lower_graph(g, &lo, &m->km)) && lo.max_loads && !lo.eager && too_wide(m->km, lo.max_loads)) {
+  if (!(st = lower_graph(g, &lo, &m->km)) && lo.max_loads && !lo.eager && kernels_wider_than(m->km, lo.max_loads + 1)) {
     /* a row kernel joined more than the target binds (fusion bounds expressions, not the stores
      * and operands a row kernel gathers): the graph lowers again, one kernel per op */
     log_line("fusion", "graph %s: a fused kernel binds more than the %d buffers target %s allows; one kernel per op instead", g->name,

@@ -107,7 +107,7 @@ static void vulkan_adapter(void) {
   /* shader-f16 is the driver's to offer: Mesa 25's lavapipe (CI's driver) has it, NVIDIA's driver
    * does not through this Dawn (seen on the H200), so only lavapipe must show it */
   if (strstr(v.name, "llvmpipe")) CHECK(v.f16, "%s offers no shader-f16", v.name);
-  else if (!v.f16) printf("%s offers no shader-f16: its f16 cases are skipped\n", v.name);
+  else if (!v.f16) printf("%s offers no shader-f16 (the target does not need it: 16-bit elements move through 32-bit words)\n", v.name);
   CHECK(v.subgroup_min >= 1 && v.subgroup_min <= v.subgroup_max && v.subgroup_max <= 128, "subgroups %u-%u", v.subgroup_min, v.subgroup_max);
 }
 
@@ -196,16 +196,7 @@ static void run(void) {
 static int over_limit; /* kernels with more buffers than the device binds */
 static int relowered;  /* fused modules too wide for it, lowered one kernel per op instead */
 
-static bool too_wide(const kir_module *km, int max_loads) {
-  int bufs[WG_MAX_BINDINGS + 1];
-  for (int i = 0; i < km->nk; i++)
-    if (kernel_buffers(km, i, bufs, WG_MAX_BINDINGS) > max_loads + 1) return true;
-  return false;
-}
 
-/* as the target bounds fusion (wg_max_kernel_loads): the device's storage buffers less the
- * output, the status word and the symbols */
-static int wg_max_loads_of(const wg_device *d) { return (int)d->info.limits.maxStorageBuffersPerShaderStage - 3; }
 
 /* a module's pointwise and row kernels as WGSL pipelines of the device; returns how many compiled */
 static int compile_kernels(wg_device *d, const kir_module *km, const char *name) {
@@ -249,10 +240,10 @@ static void wgsl(const char *examples) {
     const conf_case *cc = &cs.c[c];
     if ((cc->path ? portc_graph_load(cc->path, &g) : portc_graph_parse(cc->text, cc->name, &g)) != PORTC_OK) continue;
     for (int eager = 0; eager < 2; eager++) {
-      lower_options lo = {.eager = eager, .max_loads = wg_max_loads_of(&d)};
+      lower_options lo = {.eager = eager, .max_loads = wg_loads_within(&d.info.limits)};
       kir_module *km = NULL;
       if (lower_graph(g, &lo, &km) != PORTC_OK) continue;
-      if (!eager && too_wide(km, lo.max_loads)) { /* as the driver does (module.c): one kernel per op */
+      if (!eager && kernels_wider_than(km, lo.max_loads + 1)) { /* as the driver does (module.c): one kernel per op */
         kir_module_free(km);
         km = NULL;
         lo.eager = true, relowered++;

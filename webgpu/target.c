@@ -59,11 +59,15 @@ void wg_schedule(kir_module *m, int i, int device) {
 }
 
 /* a pointwise kernel binds what it reads, its output, the status word and the symbols */
+int wg_loads_within(const WGPULimits *l) {
+  int n = l ? (int)l->maxStorageBuffersPerShaderStage : 8; /* 8: WebGPU's least */
+  return n - 3 > 1 ? n - 3 : 1;
+}
+
 int wg_max_kernel_loads(int device) {
   char why[256];
   wg_device *d = wg_target_device(device, why, sizeof why);
-  int n = d ? (int)d->info.limits.maxStorageBuffersPerShaderStage : 8;
-  return n - 3 > 1 ? n - 3 : 1;
+  return wg_loads_within(d ? &d->info.limits : NULL);
 }
 
 /* dtypes WGSL computes: no f64, and 64-bit integers are not emulated yet */

@@ -115,6 +115,8 @@ const char *wg_target_device_name(void);
 void wg_schedule(kir_module *m, int i, int device);
 bool wg_supports(const portc_graph *g, int i, char *why, size_t len);
 int wg_max_kernel_loads(int device);
+/* the buffers a fused expression may read under these limits (NULL: WebGPU's defaults) */
+int wg_loads_within(const WGPULimits *l);
 void wg_describe(FILE *out);
 
 #endif
