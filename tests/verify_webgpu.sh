@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # verify_webgpu.sh: the conformance suite on the WebGPU target (fused and eager), on Mesa 25's
-# lavapipe (scripts/deps.sh unpacks it; Dawn refuses Debian 12's). The target writes pointwise
-# kernels so far and sends every other node to the CPU, so this also checks that its regions do
-# run on it: the MLP example's bias and GELU must be a WebGPU region in `portc explain`; and that a
-# tensor over the adapter's binding size (lavapipe: 128 MiB) is an error that names the limit.
+# lavapipe (scripts/deps.sh unpacks it; Dawn refuses Debian 12's). The target sends the nodes its
+# dialect does not write to the CPU, so this also checks that the examples' graphs run whole on
+# it, matmuls, convolutions and attention included (`portc explain` names no region and lists
+# matmul or conv2d kernels); and that a tensor over the adapter's binding size (lavapipe: 128 MiB)
+# is an error that names the limit.
 # Fails when the target is unavailable or any case fails.
 # Usage: verify_webgpu.sh PORTC_BINARY EXAMPLES_DIR [FILTER]   (FILTER: verify's --filter)
 set -u
@@ -17,11 +18,14 @@ if ! "$portc" devices | grep -q '^webgpu    available'; then
   echo "FAIL: the WebGPU target is not available; scripts/deps.sh installs its library and Mesa 25's lavapipe"
   exit 1
 fi
-if ! "$portc" explain "$examples/mlp.ptg" -t webgpu | grep -q "^== region 1 on webgpu: takes h b1; gives a"; then
-  "$portc" explain "$examples/mlp.ptg" -t webgpu
-  echo "FAIL: the MLP's bias and GELU do not run on the WebGPU target"
-  exit 1
-fi
+for model in mlp cnn transformer; do
+  plan=$("$portc" explain "$examples/$model.ptg" -t webgpu)
+  if ! grep -q "^graph [a-z]* on webgpu ([^)]*)*: [0-9]* kernels" <<<"$plan" || ! grep -Eq "^kernel [0-9]+: (matmul|conv2d)" <<<"$plan"; then
+    echo "$plan"
+    echo "FAIL: the $model example does not run whole on the WebGPU target, matmuls and convolutions included"
+    exit 1
+  fi
+done
 big=$(mktemp -d)
 trap 'rm -rf "$big"' EXIT
 printf 'graph big\ninput x: f32[40000000]\ny = relu(x)\noutput y\n' >"$big/big.ptg"

@@ -11,7 +11,7 @@
  *   webgpu_test run       a device of the Vulkan adapter runs a WGSL kernel (y = 2x + 1 over a
  *                         million floats, in f32 and, where shader-f16 is there, through f16)
  *                         and the values come back exact; a WGSL error names its line and column
- *   webgpu_test wgsl EXAMPLES  every pointwise and row kernel of the conformance suite (fused and eager)
+ *   webgpu_test wgsl EXAMPLES  every kernel of the conformance suite (fused and eager) the dialect writes
  *                         in the WGSL dialect, compiled into a pipeline by Dawn's Null adapter,
  *                         which checks WGSL as a browser does (fusion bounded to the buffers
  *                         its limits allow); a kernel it rejects is printed with line numbers
@@ -198,13 +198,15 @@ static int relowered;  /* fused modules too wide for it, lowered one kernel per 
 
 
 
-/* a module's pointwise and row kernels as WGSL pipelines of the device; returns how many compiled */
+static int by_kind[KK_OPAQUE + 1]; /* kernels compiled, per kind */
+
+/* a module's kernels that the WGSL dialect writes as pipelines of the device; returns how many compiled */
 static int compile_kernels(wg_device *d, const kir_module *km, const char *name) {
   char *src = emit_module(&wgsl_dialect, km);
   CHECK(src, "%s: no source", name);
   int n = 0, bufs[WG_MAX_BINDINGS + 1];
   for (int i = 0; src && i < km->nk; i++) {
-    if (km->k[i].kind != KK_POINTWISE && km->k[i].kind != KK_ROW) continue;
+    if (!wg_writes(km, i)) continue;
     if (kernel_buffers(km, i, bufs, WG_MAX_BINDINGS) + (km->g->nsyms > 0) > (int)d->info.limits.maxStorageBuffersPerShaderStage) {
       over_limit++;
       printf("%s: kernel %d (%s) binds %d buffers\n", name, i, km->k[i].why, kernel_buffers(km, i, bufs, WG_MAX_BINDINGS));
@@ -213,7 +215,7 @@ static int compile_kernels(wg_device *d, const kir_module *km, const char *name)
     char *wgsl = wg_kernel_source(src, i), why[4096] = "";
     CHECK(wgsl, "%s: kernel %d is not in the module", name, i);
     WGPUComputePipeline p = wgsl ? wg_pipeline_new(d, wgsl, "main", why, sizeof why) : NULL;
-    if (p) n++, api_release_pipeline(p);
+    if (p) n++, by_kind[km->k[i].kind]++, api_release_pipeline(p);
     else if (wgsl) {
       char *numbered = emit_numbered(wgsl);
       const char *own = numbered ? strstr(numbered, "//@kernel") : NULL; /* the prelude compiles: the kernel's own lines */
@@ -255,9 +257,12 @@ static void wgsl(const char *examples) {
     }
     portc_graph_free(g);
   }
-  printf("%d pointwise and row kernels of %d modules compiled as WGSL; %d fused modules too wide for the %u buffers the device binds, "
-         "lowered one kernel per op; %d kernels over it\n", kernels, cases, relowered, d.info.limits.maxStorageBuffersPerShaderStage, over_limit);
+  printf("%d kernels of %d modules compiled as WGSL (pointwise %d, row %d, matmul %d, conv %d, pooling %d); %d fused modules too wide for "
+         "the %u buffers the device binds, lowered one kernel per op; %d kernels over it\n",
+         kernels, cases, by_kind[KK_POINTWISE], by_kind[KK_ROW], by_kind[KK_MATMUL], by_kind[KK_CONV], by_kind[KK_OPAQUE], relowered,
+         d.info.limits.maxStorageBuffersPerShaderStage, over_limit);
   CHECK(kernels > 1000, "only %d kernels: the suite no longer reaches the dialect", kernels);
+  CHECK(by_kind[KK_MATMUL] > 50 && by_kind[KK_CONV] > 10 && by_kind[KK_OPAQUE] > 5, "too few matmul, conv or pooling kernels: the suite no longer reaches them");
   CHECK(over_limit == 0, "%d kernels bind more buffers than the device allows: fusion's bound (max_loads) failed", over_limit);
   conf_free(&cs);
   wg_device_close(&d);

@@ -59,7 +59,10 @@ bool wg_device_open(WGPUBackendType backend, wg_device *d, char *why, size_t len
   WGPULimits limits = d->info.limits; /* the adapter's, not WebGPU's defaults */
   limits.nextInChain = NULL;
   device_request r = {0};
-  WGPUDeviceDescriptor desc = {.label = view("portc"), .requiredFeatureCount = nf, .requiredFeatures = features, .requiredLimits = &limits,
+  /* timestamps at full resolution: Dawn rounds them to 65.5 us steps unless told not to */
+  static const char *const off[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor toggles = {.chain = {.sType = WGPUSType_DawnTogglesDescriptor}, .disabledToggleCount = 1, .disabledToggles = off};
+  WGPUDeviceDescriptor desc = {.nextInChain = &toggles.chain, .label = view("portc"), .requiredFeatureCount = nf, .requiredFeatures = features, .requiredLimits = &limits,
                                .uncapturedErrorCallbackInfo = {.callback = on_error, .userdata1 = d}};
   w->AdapterRequestDevice(d->adapter, &desc, (WGPURequestDeviceCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_device, .userdata1 = &r});
   if (!wg_wait(&r.done, "a request for a device", why, len)) return wg_device_close(d), false;
@@ -77,6 +80,9 @@ void wg_device_close(wg_device *d) {
   const wgpu_api *w = api(why, sizeof why);
   if (!w) return;
   if (d->fence) w->BufferDestroy(d->fence), w->BufferRelease(d->fence);
+  if (d->stamps) w->QuerySetDestroy(d->stamps), w->QuerySetRelease(d->stamps);
+  if (d->stamped) w->BufferDestroy(d->stamped), w->BufferRelease(d->stamped);
+  d->stamps = NULL, d->stamped = NULL;
   if (d->queue) w->QueueRelease(d->queue);
   if (d->device) w->DeviceDestroy(d->device), w->DeviceRelease(d->device);
   if (d->adapter) w->AdapterRelease(d->adapter);
@@ -206,11 +212,35 @@ void wg_buffer_free(WGPUBuffer b) {
   if (w && b) w->BufferDestroy(b), w->BufferRelease(b);
 }
 
-bool wg_pass_begin(wg_device *d, wg_pass *r, char *why, size_t len) {
+/* the query set of two timestamps and the buffer they resolve to, made on first use */
+static bool stamps_ready(wg_device *d, char *why, size_t len) {
   const wgpu_api *w = api(why, len);
+  if (!d->stamps) {
+    d->stamps = w->DeviceCreateQuerySet(d->device, &(WGPUQuerySetDescriptor){.type = WGPUQueryType_Timestamp, .count = 2});
+    if (wg_device_error(d, why, len) || !d->stamps) {
+      if (!d->stamps) snprintf(why, len, "%s made no timestamp query set", d->info.name);
+      return false;
+    }
+  }
+  if (!d->stamped && !(d->stamped = buffer(d, 16, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, why, len))) return false;
+  return true;
+}
+
+bool wg_pass_begin(wg_device *d, wg_pass *r, bool timed, char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
+  r->timed = timed && d->info.timestamps && stamps_ready(d, why, len);
+  if (timed && !r->timed) return false;
+  WGPUPassTimestampWrites stamps = {.querySet = d->stamps, .beginningOfPassWriteIndex = 0, .endOfPassWriteIndex = 1};
   r->enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});
-  r->pass = w->CommandEncoderBeginComputePass(r->enc, &(WGPUComputePassDescriptor){0});
+  r->pass = w->CommandEncoderBeginComputePass(r->enc, &(WGPUComputePassDescriptor){.timestampWrites = r->timed ? &stamps : NULL});
   return !wg_device_error(d, why, len);
+}
+
+bool wg_pass_seconds(wg_device *d, double *seconds, char *why, size_t len) {
+  uint64_t ns[2];
+  if (!wg_buffer_read(d, d->stamped, 0, ns, sizeof ns, why, len)) return false;
+  *seconds = ns[1] > ns[0] ? 1e-9 * (double)(ns[1] - ns[0]) : 0.0;
+  return true;
 }
 
 /* the bind group goes as soon as it is set: the pass holds it */
@@ -236,6 +266,7 @@ bool wg_pass_submit(wg_device *d, wg_pass *r, char *why, size_t len) {
   const wgpu_api *w = api(why, len);
   if (!r->pass) return true;
   w->ComputePassEncoderEnd(r->pass);
+  if (r->timed) w->CommandEncoderResolveQuerySet(r->enc, d->stamps, 0, 2, d->stamped, 0);
   WGPUCommandBuffer cmd = w->CommandEncoderFinish(r->enc, &(WGPUCommandBufferDescriptor){0});
   w->QueueSubmit(d->queue, 1, &cmd);
   w->CommandBufferRelease(cmd);
@@ -249,7 +280,7 @@ bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, co
                  const uint32_t groups[3], char *why, size_t len) {
   wg_pass r = {0};
   char ignored[256]; /* after a failed dispatch, its message is the one to keep */
-  bool ok = wg_pass_begin(d, &r, why, len) && wg_pass_dispatch(d, &r, p, bufs, offsets, sizes, n, groups, why, len);
+  bool ok = wg_pass_begin(d, &r, false, why, len) && wg_pass_dispatch(d, &r, p, bufs, offsets, sizes, n, groups, why, len);
   bool sent = wg_pass_submit(d, &r, ok ? why : ignored, ok ? len : sizeof ignored);
   return ok && sent;
 }

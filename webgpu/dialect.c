@@ -196,16 +196,22 @@ static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
   emit_line(e, "//@kernel %d", index);
   emit_line(e, "// %s", k->why);
-  if (k->kind != KK_POINTWISE && k->kind != KK_ROW) { /* the target's supports hook keeps these away */
-    emit_line(e, "// not written: only pointwise and row kernels are");
+  if (!wg_writes(e->m, index)) { /* the target's supports hook keeps these away */
+    emit_line(e, "// not written: the dialect has no %s kernels", e->m->g->nodes[k->node].op == OP_attention ? "attention" : "such");
     return;
   }
   int nb = 0;
   declare_buffers(e, index, &nb);
   if (k->kind == KK_ROW) declare_row_reductions(e);
+  wg_declare_matmul(e);
   entry_begin(e, index, nb);
-  if (k->kind == KK_ROW) row(e);
-  else pointwise(e);
+  switch (k->kind) {
+  case KK_ROW: row(e); break;
+  case KK_MATMUL: wg_matmul(e); break;
+  case KK_CONV: wg_conv(e); break;
+  case KK_OPAQUE: wg_pool(e); break;
+  default: pointwise(e); break;
+  }
   e->indent--;
   emit_line(e, "}");
   sb_printf(&e->out, "\n");
@@ -263,6 +269,13 @@ const dialect wgsl_dialect = {
     .kernel = kernel,
     .module_end = module_end,
 };
+
+bool wg_writes(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_OPAQUE) return true;
+  enum op op = m->g->nodes[k->node].op;
+  return op == OP_max_pool2d || op == OP_avg_pool2d;
+}
 
 char *wg_kernel_source(const char *module, int i) {
   char mark[32];

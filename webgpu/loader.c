@@ -44,6 +44,7 @@ static bool fill(void *h, wgpu_api *w, char *why, size_t len) {
       SYM(BufferUnmap), SYM(BufferDestroy), SYM(BufferRelease), SYM(ShaderModuleRelease), SYM(ComputePipelineRelease),
       SYM(BindGroupLayoutRelease), SYM(BindGroupRelease), SYM(CommandEncoderRelease), SYM(ComputePassEncoderRelease),
       SYM(CommandBufferRelease), SYM(QueueRelease), SYM(DeviceDestroy), SYM(DeviceRelease),
+      SYM(DeviceCreateQuerySet), SYM(CommandEncoderResolveQuerySet), SYM(QuerySetDestroy), SYM(QuerySetRelease),
 #undef SYM
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {

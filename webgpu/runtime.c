@@ -10,10 +10,12 @@
  * (target.c: wg_target_device); every call into the library holds its lock, since a device of
  * this Dawn is not safe to use from several threads at once.
  *
+ * A run's seconds are the GPU's, from timestamps the pass writes as it begins and ends, where the
+ * adapter has timestamp-query (else the host's clock around the submission and the wait).
+ *
  * Not yet: a recorded command buffer replayed in reduce-overhead mode (each run records again),
- * timestamp queries (end's seconds are the host's clock around the submission and the wait),
- * a kernel cache, and the kernel kinds the dialect does not write (target.c sends those nodes to
- * the CPU).
+ * a kernel cache, and the opaque kernels other than pooling (argmax, concat, pad, gather:
+ * target.c sends those nodes to the CPU).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +72,7 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   portc_status st = gpu_queue_init(&m->q, "webgpu", km, false);
   wg_lock();
   for (int i = 0; i < km->nk && !st; i++) {
-    if (km->k[i].kind != KK_POINTWISE && km->k[i].kind != KK_ROW) {
+    if (!wg_writes(km, i)) {
       st = err_set(PORTC_ERR_INTERNAL, "webgpu: kernel %d (%s) is of a kind the WGSL dialect does not write yet", i, km->k[i].why);
       break;
     }
@@ -114,7 +116,7 @@ static void timer_start(void *rt) {
   m->t0 = now();
   m->sym_written = false;
   m->pass_error[0] = 0;
-  if (!wg_pass_begin(m->d, &m->pass, m->pass_error, sizeof m->pass_error) && !m->pass_error[0])
+  if (!wg_pass_begin(m->d, &m->pass, m->d->info.timestamps, m->pass_error, sizeof m->pass_error) && !m->pass_error[0])
     snprintf(m->pass_error, sizeof m->pass_error, "no command encoder");
 }
 
@@ -153,9 +155,12 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
     m->sym_written = true;
     b[n] = m->sym, off[n] = 0, size[n] = 4 * (uint64_t)nsym, n++;
   }
-  int64_t groups = m->km->k[i].kind == KK_ROW ? count : (count + WG_THREADS - 1) / WG_THREADS; /* a row per work group */
-  const uint32_t max = m->d->info.limits.maxComputeWorkgroupsPerDimension; /* the kernel loops over the rest */
-  const uint32_t grid[3] = {groups > max ? max : (uint32_t)groups, 1, 1};
+  int64_t groups[3] = {(count + WG_THREADS - 1) / WG_THREADS, 1, 1};
+  if (m->km->k[i].kind == KK_ROW) groups[0] = count; /* a row per work group */
+  if (m->km->k[i].kind == KK_MATMUL) wg_matmul_groups(m->km, i, l->S, groups);
+  const uint32_t max = m->d->info.limits.maxComputeWorkgroupsPerDimension; /* the kernels loop over the rest */
+  uint32_t grid[3];
+  for (int d = 0; d < 3; d++) grid[d] = groups[d] > max ? max : groups[d] < 1 ? 1 : (uint32_t)groups[d];
   if (!wg_pass_dispatch(m->d, &m->pass, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
     char what[64];
     snprintf(what, sizeof what, "kernel %d's dispatch", i);
@@ -168,6 +173,12 @@ static portc_status wait(void *rt, double *seconds) {
   wg_module *m = rt;
   char why[1024];
   if (m->pass_error[0]) return fail("the run's compute pass", m->pass_error);
+  if (m->pass.timed) {
+    double gpu = 0;
+    if (!wg_pass_seconds(m->d, &gpu, why, sizeof why)) return fail("the run's timestamps", why);
+    if (seconds) *seconds = gpu;
+    return PORTC_OK;
+  }
   if (!wg_queue_finish(m->d, why, sizeof why)) return fail("waiting for the queue", why);
   if (seconds) *seconds = now() - m->t0;
   return PORTC_OK;
@@ -196,8 +207,9 @@ static portc_status end(void *handle, double *seconds) {
 }
 
 static const char *timer(void *handle) {
-  (void)handle;
-  return "the host's clock around the submission and the wait (no timestamp queries yet)";
+  wg_module *m = handle;
+  return m->d->info.timestamps ? "timestamp queries at the start and end of the run's compute pass"
+                               : "the host's clock around the submission and the wait (the adapter has no timestamp-query)";
 }
 
 /* WGSL lets every device flush f32 denormals, and a shader cannot ask it not to (NVIDIA's driver
@@ -257,8 +269,8 @@ static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = de
 
 const target webgpu_target = {
     .name = "webgpu",
-    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; pointwise and row kernels so far, "
-               "other nodes on the CPU",
+    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; argmax, gather, "
+               "concat and pad on the CPU so far",
     .dialect = &wgsl_dialect,
     .available = wg_target_available,
     .device = wg_target_device_name,

@@ -2,10 +2,10 @@
  * target.c: the WebGPU target's device, schedule and reach. The device is the library's Vulkan
  * adapter (Dawn chooses the GPU), opened once per process with the adapter's limits; the target
  * is available where the library loads and finds that adapter. Kernels are 1-D work groups of
- * WG_THREADS. The WGSL dialect writes pointwise and row kernels so far, so `supports` takes
- * elementwise ops, casts, the views that stay pointwise, reductions and the row ops (softmax,
- * log_softmax, layer_norm, rms_norm), of the dtypes WGSL computes (f32, f16 and bf16 through f32,
- * i32, bool); every other node runs on the CPU (a graph break, driver/partition.c),
+ * WG_THREADS. `supports` takes what the WGSL dialect writes: elementwise ops, casts, the views
+ * that stay pointwise, reductions and the row ops (softmax, log_softmax, layer_norm, rms_norm),
+ * matmul, attention (as matmul, softmax, matmul), and float conv2d and pooling, of the dtypes WGSL computes (f32, f16 and bf16 through
+ * f32, i32, bool); every other node runs on the CPU (a graph break, driver/partition.c),
  * with the reason in `portc explain` and PORTC_LOG=graph_breaks.
  */
 #include <pthread.h>
@@ -55,6 +55,7 @@ void wg_schedule(kir_module *m, int i, int device) {
   (void)device;
   kir_schedule *s = &m->k[i].sched;
   s->threads[0] = WG_THREADS, s->threads[1] = s->threads[2] = 1;
+  if (m->k[i].kind == KK_MATMUL && dtype_is_float(m->buf[m->k[i].in_buf[0]].dt)) s->variant = KS_TILED, s->tile_m = s->tile_n = WG_MM_TILE;
   snprintf(s->source, sizeof s->source, "rules");
 }
 
@@ -78,8 +79,13 @@ bool wg_supports(const portc_graph *g, int i, char *why, size_t len) {
   enum op_kind k = op_get(n->op)->kind;
   bool pointwise = k == K_UNARY || k == K_BINARY || k == K_COMPARE || k == K_WHERE || k == K_CAST || k == K_MASK ||
                    n->op == OP_reshape || n->op == OP_permute || n->op == OP_expand || n->op == OP_slice;
-  bool row = k == K_REDUCE || n->op == OP_softmax || n->op == OP_log_softmax || n->op == OP_layer_norm || n->op == OP_rms_norm;
-  if (!pointwise && !row) return snprintf(why, len, "writes pointwise and row kernels only so far, not %s", op_get(n->op)->name), false;
+  /* attention too: the target keeps none whole, so lowering writes it as matmul, softmax, matmul */
+  bool row = k == K_REDUCE || n->op == OP_softmax || n->op == OP_log_softmax || n->op == OP_layer_norm || n->op == OP_rms_norm ||
+             n->op == OP_attention;
+  bool window = k == K_CONV || k == K_POOL;
+  if (!pointwise && !row && !window && k != K_MATMUL)
+    return snprintf(why, len, "writes no %s kernels yet", op_get(n->op)->name), false;
+  if (window && !dtype_is_float(n->dt)) return snprintf(why, len, "writes float %s only", op_get(n->op)->name), false;
   if (!wgsl_dtype(n->dt)) return snprintf(why, len, "has no %s values (WGSL computes 32-bit integers)", portc_dtype_name(n->dt)), false;
   for (int j = 0; j < n->nin; j++)
     if (!wgsl_dtype(g->nodes[n->in[j]].dt))

@@ -2,7 +2,7 @@
  * wg.h: the WebGPU target's shared declarations: the library (Dawn behind webgpu.h) opened at
  * run time and checked for the ABI portc declares (wgpu_abi.h), its adapters with their limits
  * and features, devices that run WGSL compute shaders over storage buffers (device.c), the WGSL
- * dialect (dialect.c: pointwise and row kernels so far) and the target (target.c, runtime.c).
+ * dialect (dialect.c, matmul.c, window.c) and the target (target.c, runtime.c).
  */
 #ifndef PORTC_WEBGPU_WG_H
 #define PORTC_WEBGPU_WG_H
@@ -58,6 +58,8 @@ typedef struct wg_device {
   WGPUDevice device;
   WGPUQueue queue;
   WGPUBuffer fence; /* a word wg_queue_finish reads back */
+  WGPUQuerySet stamps; /* a timed pass's two timestamps (wg_pass_begin), */
+  WGPUBuffer stamped;  /* resolved here */
   wg_adapter info;
   char errors[2048];
 } wg_device;
@@ -85,8 +87,13 @@ bool wg_queue_finish(wg_device *d, char *why, size_t len);
 typedef struct wg_pass {
   WGPUCommandEncoder enc;
   WGPUComputePassEncoder pass;
+  bool timed;
 } wg_pass;
-bool wg_pass_begin(wg_device *d, wg_pass *r, char *why, size_t len);
+/* timed: the pass writes timestamps as it begins and ends (needs the adapter's timestamp-query;
+ * false with why where the device cannot), which wg_pass_seconds reads back after the submission:
+ * the GPU's time from the pass's start to its end, waiting for it */
+bool wg_pass_begin(wg_device *d, wg_pass *r, bool timed, char *why, size_t len);
+bool wg_pass_seconds(wg_device *d, double *seconds, char *why, size_t len);
 bool wg_pass_dispatch(wg_device *d, wg_pass *r, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes,
                       int n, const uint32_t groups[3], char *why, size_t len);
 bool wg_pass_submit(wg_device *d, wg_pass *r, char *why, size_t len);
@@ -102,6 +109,17 @@ extern const dialect wgsl_dialect;
 /* the WGSL source of kernel i of a module's source (emit_module with wgsl_dialect): the prelude
  * and the kernel's own text (free with free()); NULL when the module has no kernel i */
 char *wg_kernel_source(const char *module, int i);
+/* whether the dialect writes kernel i (every kind but the opaque ops other than pooling) */
+bool wg_writes(const kir_module *m, int i);
+/* its matmul (matmul.c): WG_MM_TILE square output tiles of panels WG_MM_BK deep for floats, an
+ * invocation per element for integers; the work groups a launch dispatches (x, y, z) */
+enum { WG_MM_TILE = 64, WG_MM_BK = 16 };
+void wg_declare_matmul(emitter *e);
+void wg_matmul(emitter *e);
+void wg_matmul_groups(const kir_module *m, int i, const int64_t *S, int64_t groups[3]);
+/* its sliding windows (window.c): conv2d and pooling, an invocation per output element */
+void wg_conv(emitter *e);
+void wg_pool(emitter *e);
 
 /* The target (target.c, runtime.c). Its device is the process's one device of the library's
  * Vulkan adapter, made on first use (device 0; there is no other yet), or NULL with why; every

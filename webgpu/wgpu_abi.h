@@ -32,6 +32,7 @@ typedef struct WGPUComputePassEncoderImpl *WGPUComputePassEncoder;
 typedef struct WGPUCommandBufferImpl *WGPUCommandBuffer;
 typedef struct WGPUSamplerImpl *WGPUSampler;
 typedef struct WGPUTextureViewImpl *WGPUTextureView;
+typedef struct WGPUQuerySetImpl *WGPUQuerySet;
 
 #define WGPU_STRLEN SIZE_MAX
 
@@ -71,7 +72,8 @@ typedef enum {
   WGPUFeatureName_Subgroups = 0x11,
   WGPUFeatureName_Force32 = 0x7FFFFFFF
 } WGPUFeatureName;
-typedef enum { WGPUSType_ShaderSourceWGSL = 0x02, WGPUSType_Force32 = 0x7FFFFFFF } WGPUSType;
+typedef enum { WGPUSType_ShaderSourceWGSL = 0x02, WGPUSType_DawnTogglesDescriptor = 0x0005000A, WGPUSType_Force32 = 0x7FFFFFFF } WGPUSType;
+typedef enum { WGPUQueryType_Timestamp = 0x02, WGPUQueryType_Force32 = 0x7FFFFFFF } WGPUQueryType;
 typedef enum {
   WGPURequestDeviceStatus_Success = 1,
   WGPURequestDeviceStatus_CallbackCancelled = 2,
@@ -101,6 +103,7 @@ typedef WGPUFlags WGPUBufferUsage;
 #define WGPUBufferUsage_CopySrc ((WGPUBufferUsage)0x4)
 #define WGPUBufferUsage_CopyDst ((WGPUBufferUsage)0x8)
 #define WGPUBufferUsage_Storage ((WGPUBufferUsage)0x80)
+#define WGPUBufferUsage_QueryResolve ((WGPUBufferUsage)0x200)
 typedef WGPUFlags WGPUMapMode;
 #define WGPUMapMode_Read ((WGPUMapMode)0x1)
 #define WGPU_WHOLE_SIZE UINT64_MAX
@@ -309,11 +312,34 @@ typedef struct WGPUCommandEncoderDescriptor {
   WGPUStringView label;
 } WGPUCommandEncoderDescriptor;
 
+/* where a pass writes a timestamp as it begins and as it ends (nanoseconds once resolved) */
+typedef struct WGPUPassTimestampWrites {
+  WGPUChainedStruct *nextInChain;
+  WGPUQuerySet querySet;
+  uint32_t beginningOfPassWriteIndex, endOfPassWriteIndex;
+} WGPUPassTimestampWrites;
+
 typedef struct WGPUComputePassDescriptor {
   WGPUChainedStruct *nextInChain;
   WGPUStringView label;
-  const void *timestampWrites;
+  const WGPUPassTimestampWrites *timestampWrites;
 } WGPUComputePassDescriptor;
+
+typedef struct WGPUQuerySetDescriptor {
+  WGPUChainedStruct *nextInChain;
+  WGPUStringView label;
+  WGPUQueryType type;
+  uint32_t count;
+} WGPUQuerySetDescriptor;
+
+/* Dawn's own: toggles by name, chained on the device descriptor */
+typedef struct WGPUDawnTogglesDescriptor {
+  WGPUChainedStruct chain;
+  size_t enabledToggleCount;
+  const char *const *enabledToggles;
+  size_t disabledToggleCount;
+  const char *const *disabledToggles;
+} WGPUDawnTogglesDescriptor;
 
 typedef struct WGPUCommandBufferDescriptor {
   WGPUChainedStruct *nextInChain;
@@ -372,6 +398,11 @@ typedef struct wgpu_api {
   void (*QueueRelease)(WGPUQueue queue);
   void (*DeviceDestroy)(WGPUDevice device);
   void (*DeviceRelease)(WGPUDevice device);
+  WGPUQuerySet (*DeviceCreateQuerySet)(WGPUDevice device, const WGPUQuerySetDescriptor *descriptor);
+  void (*CommandEncoderResolveQuerySet)(WGPUCommandEncoder encoder, WGPUQuerySet set, uint32_t first, uint32_t count, WGPUBuffer destination,
+                                        uint64_t destination_offset);
+  void (*QuerySetDestroy)(WGPUQuerySet set);
+  void (*QuerySetRelease)(WGPUQuerySet set);
 } wgpu_api;
 
 #endif
