@@ -209,7 +209,10 @@ static void kernel(emitter *e, int index) {
   case KK_ROW: row(e); break;
   case KK_MATMUL: wg_matmul(e); break;
   case KK_CONV: wg_conv(e); break;
-  case KK_OPAQUE: wg_pool(e); break;
+  case KK_OPAQUE:
+    if (e->m->g->nodes[k->node].op == OP_concat || e->m->g->nodes[k->node].op == OP_pad) wg_layout(e);
+    else wg_pool(e);
+    break;
   default: pointwise(e); break;
   }
   e->indent--;
@@ -274,7 +277,7 @@ bool wg_writes(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   if (k->kind != KK_OPAQUE) return true;
   enum op op = m->g->nodes[k->node].op;
-  return op == OP_max_pool2d || op == OP_avg_pool2d;
+  return op == OP_max_pool2d || op == OP_avg_pool2d || op == OP_concat || op == OP_pad;
 }
 
 char *wg_kernel_source(const char *module, int i) {

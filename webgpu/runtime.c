@@ -14,8 +14,8 @@
  * adapter has timestamp-query (else the host's clock around the submission and the wait).
  *
  * Not yet: a recorded command buffer replayed in reduce-overhead mode (each run records again),
- * a kernel cache, and the opaque kernels other than pooling (argmax, concat, pad, gather:
- * target.c sends those nodes to the CPU).
+ * a kernel cache, and the opaque kernels argmax and gather (their indices are int64, which
+ * the dialect does not compute yet: target.c sends those nodes to the CPU).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,8 +269,8 @@ static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = de
 
 const target webgpu_target = {
     .name = "webgpu",
-    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; argmax, gather, "
-               "concat and pad on the CPU so far",
+    .summary = "WGSL compute shaders run through webgpu.h (Dawn, opened at run time) on its Vulkan adapter; int64 values "
+               "(argmax, gather) on the CPU so far",
     .dialect = &wgsl_dialect,
     .available = wg_target_available,
     .device = wg_target_device_name,

@@ -2,10 +2,11 @@
  * target.c: the WebGPU target's device, schedule and reach. The device is the library's Vulkan
  * adapter (Dawn chooses the GPU), opened once per process with the adapter's limits; the target
  * is available where the library loads and finds that adapter. Kernels are 1-D work groups of
- * WG_THREADS. `supports` takes what the WGSL dialect writes: elementwise ops, casts, the views
- * that stay pointwise, reductions and the row ops (softmax, log_softmax, layer_norm, rms_norm),
- * matmul, attention (as matmul, softmax, matmul), and float conv2d and pooling, of the dtypes WGSL computes (f32, f16 and bf16 through
- * f32, i32, bool); every other node runs on the CPU (a graph break, driver/partition.c),
+ * WG_THREADS. `supports` takes what the WGSL dialect writes: elementwise ops, casts, views,
+ * concat and pad, reductions and the row ops (softmax, log_softmax, layer_norm, rms_norm),
+ * matmul, attention (as matmul, softmax, matmul), and float conv2d and pooling, of the dtypes
+ * WGSL computes (f32, f16 and bf16 through f32, i32, bool); every other node (int64 values,
+ * argmax, gather) runs on the CPU (a graph break, driver/partition.c),
  * with the reason in `portc explain` and PORTC_LOG=graph_breaks.
  */
 #include <pthread.h>
@@ -78,7 +79,12 @@ bool wg_supports(const portc_graph *g, int i, char *why, size_t len) {
   const node *n = &g->nodes[i];
   enum op_kind k = op_get(n->op)->kind;
   bool pointwise = k == K_UNARY || k == K_BINARY || k == K_COMPARE || k == K_WHERE || k == K_CAST || k == K_MASK ||
-                   n->op == OP_reshape || n->op == OP_permute || n->op == OP_expand || n->op == OP_slice;
+                   n->op == OP_reshape || n->op == OP_permute || n->op == OP_expand || n->op == OP_slice || n->op == OP_pad;
+  if (n->op == OP_concat) { /* a kernel binds every input: as many as every adapter allows */
+    int most = wg_loads_within(NULL);
+    if (n->nin > most) return snprintf(why, len, "binds at most %d inputs to a kernel, and this concat has %d", most, n->nin), false;
+    pointwise = true;
+  }
   /* attention too: the target keeps none whole, so lowering writes it as matmul, softmax, matmul */
   bool row = k == K_REDUCE || n->op == OP_softmax || n->op == OP_log_softmax || n->op == OP_layer_norm || n->op == OP_rms_norm ||
              n->op == OP_attention;

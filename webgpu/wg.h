@@ -2,7 +2,7 @@
  * wg.h: the WebGPU target's shared declarations: the library (Dawn behind webgpu.h) opened at
  * run time and checked for the ABI portc declares (wgpu_abi.h), its adapters with their limits
  * and features, devices that run WGSL compute shaders over storage buffers (device.c), the WGSL
- * dialect (dialect.c, matmul.c, window.c) and the target (target.c, runtime.c).
+ * dialect (dialect.c, matmul.c, window.c, layout.c) and the target (target.c, runtime.c).
  */
 #ifndef PORTC_WEBGPU_WG_H
 #define PORTC_WEBGPU_WG_H
@@ -109,7 +109,7 @@ extern const dialect wgsl_dialect;
 /* the WGSL source of kernel i of a module's source (emit_module with wgsl_dialect): the prelude
  * and the kernel's own text (free with free()); NULL when the module has no kernel i */
 char *wg_kernel_source(const char *module, int i);
-/* whether the dialect writes kernel i (every kind but the opaque ops other than pooling) */
+/* whether the dialect writes kernel i (every kind; of the opaque ops, pooling, concat and pad) */
 bool wg_writes(const kir_module *m, int i);
 /* its matmul (matmul.c): WG_MM_TILE square output tiles of panels WG_MM_BK deep for floats, an
  * invocation per element for integers; the work groups a launch dispatches (x, y, z) */
@@ -120,6 +120,8 @@ void wg_matmul_groups(const kir_module *m, int i, const int64_t *S, int64_t grou
 /* its sliding windows (window.c): conv2d and pooling, an invocation per output element */
 void wg_conv(emitter *e);
 void wg_pool(emitter *e);
+/* concat and pad (layout.c), an invocation per element */
+void wg_layout(emitter *e);
 
 /* The target (target.c, runtime.c). Its device is the process's one device of the library's
  * Vulkan adapter, made on first use (device 0; there is no other yet), or NULL with why; every
