@@ -8,15 +8,11 @@
 #include <stdlib.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../ir/dtype.h"
 #include "wg.h"
 
 static const char *const idxnames[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
-
-static void block_end(emitter *e) {
-  e->indent--;
-  emit_line(e, "}");
-}
 
 static void grid_loop(emitter *e, const char *count) {
   emit_line(e, "for (var t: i32 = i32(pc_gid.x); t < %s; t += i32(pc_groups.x) * %d) {", count, WG_THREADS);
@@ -41,7 +37,7 @@ static void concat(emitter *e, const node *n) {
     emit_load(e, k->in_buf[j], "t", ld, sizeof ld);
     snprintf(off, sizeof off, "(o * %lld + %lld) * IN + r", (long long)k->dom.d[axis].c, (long long)at);
     emit_store(e, k->store[0].buf, off, ld);
-    block_end(e);
+    gpu_loop_end(e);
     at += xl;
   }
 }
@@ -75,10 +71,10 @@ static void pad(emitter *e, const node *n) {
   emit_line(e, "} else {");
   e->indent++;
   emit_store(e, ob, "t", val);
-  block_end(e);
+  gpu_loop_end(e);
   free(os);
   free(is);
-  block_end(e);
+  gpu_loop_end(e);
 }
 
 void wg_layout(emitter *e) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../ir/dtype.h"
 #include "wg.h"
 
@@ -55,11 +56,6 @@ static void matmul_begin(emitter *e, const char **aidx, const char **bidx, const
   aidx[nb] = "mm", aidx[nb + 1] = "kk", bidx[nb] = "kk", bidx[nb + 1] = "nn", oidx[nb] = "m", oidx[nb + 1] = "n";
 }
 
-static void block_end(emitter *e) {
-  e->indent--;
-  emit_line(e, "}");
-}
-
 /* the output at (m, n) from acc, through the store's epilogue */
 static void store_output(emitter *e, const char *const *oidx, const char *acc) {
   emit_const(e, emit_type(e, e->m->buf[e->k->in_buf[0]].dt), "acc0", acc);
@@ -83,8 +79,8 @@ static void stage_panels(emitter *e, const char *const *aidx, const char *const 
   e->indent++;
   emit_operand(e, 0, aidx, ex, sizeof ex);
   emit_line(e, "av = %s;", ex);
-  block_end(e);
-  block_end(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
   emit_line(e, "pc_As[(ea %% %d) * %d + ea / %d] = av;", WG_MM_BK, WG_MM_TILE, WG_MM_BK);
   emit_line(e, "var bv: f32 = 0.0f;");
   emit_line(e, "{");
@@ -95,10 +91,10 @@ static void stage_panels(emitter *e, const char *const *aidx, const char *const 
   e->indent++;
   emit_operand(e, 1, bidx, ex, sizeof ex);
   emit_line(e, "bv = %s;", ex);
-  block_end(e);
-  block_end(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
   emit_line(e, "pc_Bs[ea] = bv;");
-  block_end(e);
+  gpu_loop_end(e);
 }
 
 enum { RB = WG_MM_TILE / 16 }; /* rows (and columns) of the output each invocation holds */
@@ -129,9 +125,9 @@ static void matmul_float(emitter *e) {
   emit_line(e, "for (var i: i32 = 0; i < %d; i++) {", RB);
   emit_line(e, "  for (var j: i32 = 0; j < %d; j++) { c[i * %d + j] = fma(a[i], b[j], c[i * %d + j]); }", RB, RB, RB);
   emit_line(e, "}");
-  block_end(e);
+  gpu_loop_end(e);
   emit_line(e, "workgroupBarrier();");
-  block_end(e);
+  gpu_loop_end(e);
   emit_line(e, "for (var i: i32 = 0; i < %d; i++) {", RB);
   e->indent++;
   emit_line(e, "let m: i32 = m0 + ty + 16 * i;");
@@ -143,12 +139,12 @@ static void matmul_float(emitter *e) {
   char acc[32];
   snprintf(acc, sizeof acc, "c[i * %d + j]", RB);
   store_output(e, oidx, acc);
-  block_end(e);
-  block_end(e);
-  block_end(e);
-  block_end(e); /* n0 */
-  block_end(e); /* m0 */
-  block_end(e); /* bt */
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
+  gpu_loop_end(e); /* n0 */
+  gpu_loop_end(e); /* m0 */
+  gpu_loop_end(e); /* bt */
 }
 
 static void matmul_int(emitter *e) {
@@ -167,10 +163,10 @@ static void matmul_int(emitter *e) {
   emit_operand(e, 0, aidx, ae, sizeof ae);
   emit_operand(e, 1, bidx, be, sizeof be);
   emit_line(e, "s += %s * %s;", ae, be);
-  block_end(e);
+  gpu_loop_end(e);
   store_output(e, oidx, "s");
-  block_end(e);
-  block_end(e); /* bt */
+  gpu_loop_end(e);
+  gpu_loop_end(e); /* bt */
 }
 
 void wg_matmul(emitter *e) {

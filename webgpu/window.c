@@ -9,15 +9,11 @@
 #include <stdio.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../ir/dtype.h"
 #include "wg.h"
 
 static const char *const idxnames[] = {"i0", "i1", "i2", "i3"};
-
-static void block_end(emitter *e) {
-  e->indent--;
-  emit_line(e, "}");
-}
 
 /* for t over the output's elements, i0..i3 unravelled from it */
 static void output_loop(emitter *e) {
@@ -65,14 +61,14 @@ void wg_conv(emitter *e) {
   snprintf(woff, sizeof woff, "((i1 * CG + c) * %lld + kh) * %lld + kw", (long long)ws->d[2].c, (long long)ws->d[3].c);
   emit_load(e, k->in_buf[1], woff, wv, sizeof wv);
   emit_line(e, "s = fma(%s, %s, s);", xv, wv);
-  block_end(e); /* kw */
-  block_end(e); /* kh */
-  block_end(e); /* c */
+  gpu_loop_end(e); /* kw */
+  gpu_loop_end(e); /* kh */
+  gpu_loop_end(e); /* c */
   emit_const(e, "f32", "acc0", "s");
   emit_scope_push(e);
   emit_store_at(e, &k->store[0], &k->dom, idxnames);
   emit_scope_pop(e);
-  block_end(e);
+  gpu_loop_end(e);
 }
 
 void wg_pool(emitter *e) {
@@ -94,9 +90,9 @@ void wg_pool(emitter *e) {
   emit_line(e, "let v: f32 = %s;", ld);
   if (mx) emit_line(e, "if (!pc_isnan(acc) && (pc_isnan(v) || v > acc)) { acc = v; }");
   else emit_line(e, "acc += v;");
-  block_end(e); /* kw */
-  block_end(e); /* kh */
+  gpu_loop_end(e); /* kw */
+  gpu_loop_end(e); /* kh */
   if (!mx) emit_line(e, "acc /= %lld.0f;", (long long)(ka->v[0] * ka->v[1]));
   emit_store(e, k->store[0].buf, "t", "acc");
-  block_end(e);
+  gpu_loop_end(e);
 }
