@@ -278,7 +278,7 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
 }
 
 /* symbol values for the lowered graph's kernels, checked against the specialization */
-static portc_status symbols_for_run(portc_module *m, portc_bindings *b, int64_t *S) {
+portc_status module_symbols(portc_module *m, portc_bindings *b, int64_t *S) {
   portc_status st = bindings_bind_symbols(m->g, b);
   if (st) return st;
   for (int k = 0; k < m->g->nsyms; k++) {
@@ -357,7 +357,7 @@ static portc_status prepare_device(portc_module *m, run_state *r, const mem_plan
   return st;
 }
 
-static portc_status const_tensor(const node *n, const int64_t *shape, portc_tensor **out) {
+portc_status module_const_tensor(const node *n, const int64_t *shape, portc_tensor **out) {
   portc_tensor *t = portc_tensor_new(n->dt, n->sh.rank, shape);
   if (!t) return PORTC_ERR_NOMEM;
   for (int64_t k = 0; k < n->value.n; k++) {
@@ -376,7 +376,7 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r, bo
   memset(r, 0, sizeof *r);
   if (!b || b->g != m->g) return err_set(PORTC_ERR_INVALID, "run: the bindings were made for another graph");
   if (km->g->nsyms > 64) return err_set(PORTC_ERR_INVALID, "run: more than 64 symbols");
-  portc_status st = symbols_for_run(m, b, r->S);
+  portc_status st = module_symbols(m, b, r->S);
   if (!st && resident_capable(m)) st = resident_handover(m, b);
   if (st) return st;
   mem_plan plan;
@@ -412,7 +412,7 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r, bo
       break;
     case BUF_CONST:
       if (device && resident_current(m, i, b, bytes)) r->on_device[i] = true;
-      else st = const_tensor(&km->g->nodes[kb->node], shape, &r->owned[i]);
+      else st = module_const_tensor(&km->g->nodes[kb->node], shape, &r->owned[i]);
       break;
     case BUF_OUTPUT:
       if (r->on_device[i]) break; /* written by the run, read by the next one, never by the host */
@@ -463,7 +463,7 @@ portc_status portc_module_profile(portc_module *m, portc_bindings *b, int reps, 
   portc_status st = module_time_kernels(m, b, reps, NULL, seconds);
   module_lock(m, b);
   int64_t S[64] = {0};
-  if (!st && (bytes || flops)) st = symbols_for_run(m, b, S);
+  if (!st && (bytes || flops)) st = module_symbols(m, b, S);
   for (int i = 0; !st && i < m->km->nk && (bytes || flops); i++) {
     int64_t by, fl;
     kir_cost(m->km, &m->km->k[i], S, &by, &fl);

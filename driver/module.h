@@ -49,6 +49,11 @@ struct portc_module {
  * (the tuner's candidates) */
 portc_status module_compile(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const tune_knobs *const *force,
                             portc_module **out);
+/* the lowered graph's symbol values for a run with b (per km->g symbol), checked against the
+ * module's specialization */
+portc_status module_symbols(portc_module *m, portc_bindings *b, int64_t *S);
+/* a constant node's value as a tensor of the given shape */
+portc_status module_const_tensor(const node *n, const int64_t *shape, portc_tensor **out);
 /* the caller's options, whole (older callers' structs are shorter), with max-autotune done:
  * the tune table then holds its results, and the mode is the default */
 portc_status module_options(const portc_graph *g, const portc_compile_options *opts, portc_bindings *b, portc_compile_options *whole);

@@ -52,6 +52,18 @@ typedef struct target_gpu {
   void (*flush_cache)(void *handle);
 } target_gpu;
 
+/* What a web bundle (driver/export.c: `portc export`) takes from a target whose kernels a browser
+ * runs (WebGPU): each kernel's own source, and the work groups of its dispatch. */
+typedef struct target_web {
+  /* kernel i's source alone, cut from the module's (free() it), or NULL when there is none */
+  char *(*kernel_source)(const char *module, int i);
+  /* kernel i's work groups (x, y, z) at symbol values S on a device that dispatches at most
+   * max_groups per dimension (the kernels loop over the rest); false when it has nothing to do */
+  bool (*groups)(const kir_module *m, int i, const int64_t *S, uint32_t max_groups, uint32_t out[3]);
+  /* the language the sources are in, for the bundle's files ("wgsl") */
+  const char *language;
+} target_web;
+
 typedef struct target {
   const char *name;    /* "cpu" */
   const char *summary; /* one line for `portc devices` */
@@ -95,6 +107,8 @@ typedef struct target {
   /* optional: the hooks of a target with a device of its own (NULL: buffers are host memory,
    * launches run at once, timed by the host clock) */
   const target_gpu *gpu;
+  /* optional: the target's kernels run in a browser: what a web bundle needs of it */
+  const target_web *web;
   /* optional: a line for `portc explain` on how kernel i runs (empty: nothing to add) */
   void (*kernel_note)(void *handle, int i, char *buf, size_t len);
   /* optional: whether the device may flush f32 denormals to zero (NULL: it keeps them) */

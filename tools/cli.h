@@ -58,6 +58,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* an SVG chart of kernel rates against the device's peaks (chart.c) */
 typedef struct chart_point {

@@ -17,6 +17,7 @@ static const char *const usage =
     "  bench G.ptg   time a compiled graph, fused against eager, with compile times and memory\n"
     "  tune G.ptg    time candidate schedules on the device and keep the fastest in the tune table\n"
     "  compile G.ptg -o M.portc   a module file: compiled kernels, weights and guards, run where no compiler is\n"
+    "  export G.ptg -t webgpu -o DIR   a web bundle: WGSL kernels, weights and a page that runs them in a browser\n"
     "  cache         where the kernel cache is and its size; --clear empties it\n"
     "  convert M.onnx -o M.ptg   write a model as .ptg text, its weights in an .npz beside it\n"
     "  devices       the targets and whether each can run here\n"
@@ -41,7 +42,7 @@ int main(int argc, char **argv) {
   static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
       {"run", cmd_run}, {"check", cmd_check}, {"ops", cmd_ops}, {"verify", cmd_verify},
       {"explain", cmd_explain}, {"bench", cmd_bench}, {"devices", cmd_devices}, {"convert", cmd_convert}, {"tune", cmd_tune}, {"cache", cmd_cache},
-      {"compile", cmd_compile}};
+      {"compile", cmd_compile}, {"export", cmd_export}};
   if (argc < 2) {
     fputs(usage, stderr);
     return EXIT_USAGE;

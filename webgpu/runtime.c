@@ -129,11 +129,20 @@ static void timer_stop(void *rt) {
 /* bindings are whole 4-byte words (a 3-byte bool tensor binds 4: its allocation is rounded up) */
 static uint64_t words(int64_t bytes) { return bytes < 4 ? 4 : (uint64_t)(bytes + 3) & ~(uint64_t)3; }
 
+bool wg_groups(const kir_module *km, int i, const int64_t *S, uint32_t max, uint32_t grid[3]) {
+  int64_t count = shape_count(&km->k[i].dom, S);
+  if (count <= 0) return false;
+  int64_t groups[3] = {(count + WG_THREADS - 1) / WG_THREADS, 1, 1};
+  if (km->k[i].kind == KK_ROW) groups[0] = count; /* a row per work group */
+  if (km->k[i].kind == KK_MATMUL) wg_matmul_groups(km, i, S, groups);
+  for (int d = 0; d < 3; d++) grid[d] = groups[d] > max ? max : groups[d] < 1 ? 1 : (uint32_t)groups[d]; /* the kernels loop over the rest */
+  return true;
+}
+
 static portc_status issue(void *rt, int i, const gpu_launch *l) {
   wg_module *m = rt;
   const gpu_args *a = &m->q.args[i];
-  int64_t count = shape_count(&m->km->k[i].dom, l->S);
-  if (count <= 0) return PORTC_OK;
+  if (shape_count(&m->km->k[i].dom, l->S) <= 0) return PORTC_OK;
   WGPUBuffer b[WG_MAX_BINDINGS + 2];
   uint64_t off[WG_MAX_BINDINGS + 2], size[WG_MAX_BINDINGS + 2];
   int n = 0;
@@ -155,12 +164,8 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
     m->sym_written = true;
     b[n] = m->sym, off[n] = 0, size[n] = 4 * (uint64_t)nsym, n++;
   }
-  int64_t groups[3] = {(count + WG_THREADS - 1) / WG_THREADS, 1, 1};
-  if (m->km->k[i].kind == KK_ROW) groups[0] = count; /* a row per work group */
-  if (m->km->k[i].kind == KK_MATMUL) wg_matmul_groups(m->km, i, l->S, groups);
-  const uint32_t max = m->d->info.limits.maxComputeWorkgroupsPerDimension; /* the kernels loop over the rest */
   uint32_t grid[3];
-  for (int d = 0; d < 3; d++) grid[d] = groups[d] > max ? max : groups[d] < 1 ? 1 : (uint32_t)groups[d];
+  wg_groups(m->km, i, l->S, m->d->info.limits.maxComputeWorkgroupsPerDimension, grid);
   if (!wg_pass_dispatch(m->d, &m->pass, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
     char what[64];
     snprintf(what, sizeof what, "kernel %d's dispatch", i);
@@ -265,6 +270,8 @@ static portc_status dev_read(void *handle, void *obj, int64_t offset, void *dst,
   return ok ? PORTC_OK : fail("a read", why);
 }
 
+static const target_web web = {.kernel_source = wg_kernel_source, .groups = wg_groups, .language = "wgsl"};
+
 static const target_gpu gpu = {.alloc = dev_alloc, .free = dev_free, .write = dev_write, .read = dev_read, .end = end, .timer = timer};
 
 const target webgpu_target = {
@@ -282,5 +289,6 @@ const target webgpu_target = {
     .launch = launch,
     .unload = unload,
     .gpu = &gpu,
+    .web = &web,
     .flushes_denormals = flushes_denormals,
 };

@@ -138,5 +138,8 @@ int wg_max_kernel_loads(int device);
 /* the buffers a fused expression may read under these limits (NULL: WebGPU's defaults) */
 int wg_loads_within(const WGPULimits *l);
 void wg_describe(FILE *out);
+/* the work groups kernel i dispatches at symbol values S, at most max per dimension (its loops
+ * take the rest); false when it has nothing to do (runtime.c; web bundles ask the same) */
+bool wg_groups(const kir_module *km, int i, const int64_t *S, uint32_t max, uint32_t grid[3]);
 
 #endif

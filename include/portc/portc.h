@@ -451,6 +451,19 @@ PORTC_API portc_status portc_module_load(const char *path, const char *target, p
  * as long as the module). */
 PORTC_API const portc_graph *portc_module_graph(const portc_module *m);
 
+/* ---- web bundles: a model a browser runs through WebGPU ---------------------------------------- */
+
+/* Compiles g for the WebGPU target (o->target "webgpu", the default here being an error: name it)
+ * as a whole (a browser has no CPU to fall back on: an op the target cannot run is an error that
+ * names it), specialized to the symbol values b gives, and writes a web bundle into folder dir
+ * (made when missing): index.html, runner.js (the runner over navigator.gpu, an ES module),
+ * manifest.json (the device buffers, the kernels and the dispatches of one run, and the limits
+ * the device must grant), kernels/kN.wgsl, weights.bin (parameters and constants), and a sample:
+ * inputs.bin (the inputs b binds, or its seed makes) with expected.bin (the float64 reference's
+ * outputs for them), which the page checks the browser's results against. Serve the folder over
+ * HTTP and open index.html in a browser with WebGPU. */
+PORTC_API portc_status portc_export_web(const portc_graph *g, const portc_compile_options *o, portc_bindings *b, const char *dir);
+
 /* ---- tuning: measured schedules for the device, kept in the user's tune table ---------------- */
 
 typedef struct portc_tune_options {
