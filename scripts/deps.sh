@@ -14,6 +14,8 @@
 #   onnx.proto at build time); its tests export models with Debian's PyTorch (python3-torch,
 #   python3-torchvision, python3-onnx) and fuzz the importer with clang's libFuzzer
 #   the training example's test: the digits data set of python3-sklearn
+#   the WebGPU target's web bundles: Debian's chromium, whose headless mode runs them on its own
+#   SwiftShader (tests/web_bundle_test.py)
 #   the WebGPU target's library: Dawn with Tint as npm's bun-webgpu-linux-x64 0.1.7 ships it
 #   (libwebgpu_wrapper.so, fetched with curl from the npm registry, checked against its pinned
 #   SHA-512), installed with its licences as /usr/local/lib/portc-webgpu/; and a Vulkan driver
@@ -29,7 +31,7 @@ for pkg in gcc g++ make cmake libgtest-dev \
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
   hipcc rocm-device-libs libamdhip64-dev \
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn \
-  clang-14 libclang-rt-14-dev libvulkan-volk-dev libxxhash-dev pkg-config curl ca-certificates; do
+  clang-14 libclang-rt-14-dev libvulkan-volk-dev libxxhash-dev pkg-config curl ca-certificates chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then
