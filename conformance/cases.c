@@ -437,6 +437,8 @@ static void dynamic_cases(conf_cases *cs) {
       /* an intermediate whose size does not follow N (exp(w)) beside one that does: when the sizes
        * shrink and grow again, devices must rebind both (a reallocated buffer may reuse an address) */
       "input x: f32[N, 24]\ninput w: f32[24, 40]\nv = exp(w)\nh = matmul(x, v)\ny = softmax(h)\noutput y\n",
+      /* padding a batch of any size (the input's extent along each dim, N included, bounds the copy) */
+      "input x: f32[N, 3, 5, 6]\ny = pad(x, pads=[0, 0, 1, 0, 2, 1, 0, 3], value=0.5)\noutput y\n",
       /* causal attention over sequences of any length */
       "input q: f32[2, N, 16]\ninput k: f32[2, N, 16]\ninput v: f32[2, N, 8]\ny = attention(q, k, v, causal=true)\noutput y\n",
   };

@@ -25,10 +25,10 @@ for variant in release asan; do
   # library: they run in the release build;
   # the model zoo spends its time in PyTorch, cc and lavapipe, and every operator it imports is also
   # in the smaller models of onnx_models, which run instrumented: it runs in the release build only;
-  # so does the WebGPU target's whole suite, whose non-pointwise nodes are verify_cpu's (under the
-  # sanitizers, verify_webgpu_fusion runs its fusion and special cases)
+  # so do the WebGPU target's whole suite, whose non-pointwise nodes are verify_cpu's (under the
+  # sanitizers, verify_webgpu_fusion runs its fusion and special cases), and its run of the ONNX models
   skip=()
-  [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$')
+  [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$|^onnx_models_webgpu$')
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"

@@ -9,9 +9,12 @@
 # without a GPU) and that module runs both batches, within the bounds of TOLERANCES.md. Then what
 # explain must show, `portc convert` and its .npz, external data, and the malformed and
 # unsupported files of make_bad_models.py.
+# ONNX_TARGETS names other targets for the comparisons (default "cpu vulkan"); with ONNX_MODELS_ONLY=1
+# the comparisons are all it does (the WebGPU target's run: onnx_models_webgpu).
 # usage: onnx_test.sh PORTC ONNX_COMPARE SOURCE_DIR
 set -uo pipefail
 portc=$1 compare=$2 src=$3
+targets=${ONNX_TARGETS:-cpu vulkan}
 py=/usr/bin/python3 # Debian's python, which sees python3-torch, python3-torchvision and python3-onnx
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -31,7 +34,7 @@ $py "$src/tests/onnx/spec_models.py" "$work/spec" || fail "spec_models.py"
 
 export PORTC_VULKAN_VALIDATION=1
 for dir in "$work"/m17/* "$work"/m13/* "$work"/spec/*; do
-  for target in cpu vulkan; do
+  for target in $targets; do
     out=$("$compare" "$dir/model.onnx" "$target" "$dir/x_1.npy" "$dir/y_1.npy" "$dir/x_3.npy" "$dir/y_3.npy" 2>&1)
     rc=$?
     echo "${out//$work\//}"
@@ -40,6 +43,11 @@ for dir in "$work"/m17/* "$work"/m13/* "$work"/spec/*; do
   done
 done
 unset PORTC_VULKAN_VALIDATION
+if [ "${ONNX_MODELS_ONLY:-0}" = 1 ]; then
+  echo "$fails failed"
+  [ $fails -eq 0 ]
+  exit
+fi
 
 # explain: ResNet-18's conv + (folded) batchnorm + relu is one kernel, and the residual add sits in
 # the second conv's epilogue; the transformer's softmax and each layer_norm are one row kernel

@@ -6,6 +6,7 @@
  * checked after each step that can cause one, so that a failure says what went wrong where.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wg.h"
@@ -61,7 +62,16 @@ bool wg_device_open(WGPUBackendType backend, wg_device *d, char *why, size_t len
   device_request r = {0};
   /* timestamps at full resolution: Dawn rounds them to 65.5 us steps unless told not to */
   static const char *const off[] = {"timestamp_quantization"};
-  WGPUDawnTogglesDescriptor toggles = {.chain = {.sType = WGPUSType_DawnTogglesDescriptor}, .disabledToggleCount = 1, .disabledToggles = off};
+  /* $PORTC_WEBGPU_TOGGLES: Dawn toggles to turn on besides, comma-separated (disable_robustness:
+   * no bounds clamps on buffer accesses, which portc's kernels keep in bounds themselves) */
+  char names[512] = "";
+  const char *on[16];
+  size_t non = 0;
+  str_cut(names, sizeof names, "%s", getenv("PORTC_WEBGPU_TOGGLES") ? getenv("PORTC_WEBGPU_TOGGLES") : "");
+  char *save = NULL;
+  for (char *t = strtok_r(names, ", ", &save); t && non < 16; t = strtok_r(NULL, ", ", &save)) on[non++] = t;
+  WGPUDawnTogglesDescriptor toggles = {.chain = {.sType = WGPUSType_DawnTogglesDescriptor}, .enabledToggleCount = non, .enabledToggles = on,
+                                       .disabledToggleCount = 1, .disabledToggles = off};
   WGPUDeviceDescriptor desc = {.nextInChain = &toggles.chain, .label = view("portc"), .requiredFeatureCount = nf, .requiredFeatures = features, .requiredLimits = &limits,
                                .uncapturedErrorCallbackInfo = {.callback = on_error, .userdata1 = d}};
   w->AdapterRequestDevice(d->adapter, &desc, (WGPURequestDeviceCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_device, .userdata1 = &r});

@@ -23,17 +23,22 @@
 #include "prelude.h"
 #include "wg.h"
 
-/* every binding is referenced, so that the pipeline's own layout (layout "auto") has them all */
+/* every binding is referenced, so that the pipeline's own layout (layout "auto") has them all.
+ * A buffer the kernel only reads is bound read-only (the driver may cache its loads), except the
+ * temporaries: they are ranges of one buffer, and WebGPU refuses a buffer bound read-only and
+ * writable in one dispatch. Narrow elements (f16, bf16, bool) lie in 32-bit words, atomic only
+ * where the kernel writes them (neighbours share a word); bN_w(i) reads word i either way, so
+ * that a plain load stays plain (an atomic one bypasses the caches on some devices). */
 static void declare_buffers(emitter *e, int index, int *nbind) {
   int bufs[WG_MAX_BINDINGS];
   int nb = kernel_buffers(e->m, index, bufs, WG_MAX_BINDINGS);
   for (int i = 0; i < nb && i < WG_MAX_BINDINGS; i++) {
-    portc_dtype t = e->m->buf[bufs[i]].dt;
-    bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
-    const char *elem = narrow ? "atomic<u32>" : t == PORTC_F32 ? "f32" : t == PORTC_I64 ? "vec2<i32>" : "i32";
-    /* read_write even where only read: temporaries are ranges of one buffer, and WebGPU refuses
-     * a buffer bound read-only and writable in one dispatch (atomics need read_write anyway) */
-    emit_line(e, "@group(0) @binding(%d) var<storage, read_write> b%d: array<%s>;", i, i, elem);
+    const kir_buf *b = &e->m->buf[bufs[i]];
+    bool writes = kernel_writes(&e->m->k[index], bufs[i]);
+    bool narrow = b->dt == PORTC_F16 || b->dt == PORTC_BF16 || b->dt == PORTC_BOOL;
+    const char *elem = narrow ? (writes ? "atomic<u32>" : "u32") : b->dt == PORTC_F32 ? "f32" : b->dt == PORTC_I64 ? "vec2<i32>" : "i32";
+    emit_line(e, "@group(0) @binding(%d) var<storage, %s> b%d: array<%s>;", i, writes || b->role == BUF_TEMP ? "read_write" : "read", i, elem);
+    if (narrow) emit_line(e, "fn b%d_w(i: i32) -> u32 { return %sb%d[i]%s; }", i, writes ? "atomicLoad(&" : "", i, writes ? ")" : "");
   }
   *nbind = nb;
   if (kernel_has_status(e->m, index)) {
@@ -241,9 +246,9 @@ const dialect wgsl_dialect = {
     .float_to_bool = "pc_boolf(%s)",
     .checked_idiv = "pc_idivc(%0, %1)",
     .load = {
-        [PORTC_F32] = "%1$s[%2$s]", [PORTC_F16] = "pc_ld_f16(pc_half(atomicLoad(&%1$s[(%2$s) >> 1u]), %2$s))",
-        [PORTC_BF16] = "pc_ld_bf16(pc_half(atomicLoad(&%1$s[(%2$s) >> 1u]), %2$s))", [PORTC_I32] = "%1$s[%2$s]",
-        [PORTC_I64] = "%1$s[%2$s].x", [PORTC_BOOL] = "pc_byte(atomicLoad(&%1$s[(%2$s) >> 2u]), %2$s)",
+        [PORTC_F32] = "%1$s[%2$s]", [PORTC_F16] = "pc_ld_f16(pc_half(%1$s_w((%2$s) >> 1u), %2$s))",
+        [PORTC_BF16] = "pc_ld_bf16(pc_half(%1$s_w((%2$s) >> 1u), %2$s))", [PORTC_I32] = "%1$s[%2$s]",
+        [PORTC_I64] = "%1$s[%2$s].x", [PORTC_BOOL] = "pc_byte(%1$s_w((%2$s) >> 2u), %2$s)",
     },
     .store = {
         [PORTC_F32] = "%1$s[%2$s] = %3$s;", [PORTC_F16] = ST16("pc_soft_f16"), [PORTC_BF16] = ST16("pc_st_bf16"),

@@ -2,7 +2,7 @@
  * layout.c: the WGSL dialect's data-movement kernels that are not views of one buffer, written
  * as codegen/opaque.c writes them for the other dialects: concat (a grid-stride loop per input,
  * each writing its slab of the output) and pad (an invocation per output element, which reads
- * its input element or writes the fill value). Dims are the lowered graph's constants.
+ * its input element or writes the fill value). Symbolic dims are read from the symbol values.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@ static void concat(emitter *e, const node *n) {
   emit_line(e, "let IN: i32 = %s;", inner);
   int64_t at = 0;
   for (int j = 0; j < k->nin; j++) {
-    int64_t xl = e->m->buf[k->in_buf[j]].sh.d[axis].c;
+    int64_t xl = e->m->buf[k->in_buf[j]].sh.d[axis].c; /* the graph refuses a concat along a symbolic dim */
     snprintf(count, sizeof count, "OU * %lld * IN", (long long)xl);
     grid_loop(e, count);
     emit_line(e, "let o: i32 = t / (%lld * IN);", (long long)xl);
@@ -59,7 +59,8 @@ static void pad(emitter *e, const node *n) {
     char stride[256];
     emit_count(e, xs, d + 1, xs->rank, stride, sizeof stride);
     emit_line(e, "let p%d: i32 = %s - %lld;", d, idxnames[d], (long long)pads->v[2 * d]);
-    sb_printf(&in, "%sp%d >= 0 && p%d < %lld", d ? " && " : "", d, d, (long long)xs->d[d].c);
+    char len[64];
+    sb_printf(&in, "%sp%d >= 0 && p%d < %s", d ? " && " : "", d, d, emit_dim(e, xs->d[d], len, sizeof len));
     sb_printf(&off, "%sp%d * %s", d ? " + " : "", d, stride);
   }
   char *os = emit_take(e, &off), *is = emit_take(e, &in);
