@@ -1,0 +1,99 @@
+/*
+ * wgsl_copy.c: how a WGSL copy reaches the device's bandwidth through Dawn, variant by variant
+ * (the shapes portc's WebGPU kernels could take): 64M f32 (256 MiB in, 256 MiB out), each
+ * variant timed by the pass's timestamps, median of 20 after 3 warm-ups, its result checked.
+ *   scalar-loop     an element per invocation in a grid-stride loop over at most 65535 groups
+ *                   (what the pointwise kernels do), the input read-only
+ *   scalar-loop-rw  the same with the input bound read_write
+ *   scalar-2d       an element per invocation, no loop: a 2-D grid of groups
+ *   unroll4-loop    4 elements a stride apart per invocation, loaded before any store
+ *   vec4-loop       a vec4<f32> per invocation in the grid-stride loop
+ *   vec4-2d         a vec4<f32> per invocation, a 2-D grid
+ * Dawn toggles (disable_robustness) through PORTC_WEBGPU_TOGGLES, as the target reads them.
+ * Not a test: bench/gpu/NOTES.md records what it printed on the GPU machine.
+ * usage: wgsl_copy [MiB]   (default 256)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../../webgpu/wg.h"
+
+#define HEAD(T)                                                                                      \
+  "@group(0) @binding(0) var<storage, %s> x: array<" T ">;\n"                                        \
+  "@group(0) @binding(1) var<storage, read_write> y: array<" T ">;\n"                                \
+  "@compute @workgroup_size(256)\n"                                                                   \
+  "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) ng: vec3<u32>,\n" \
+  "        @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n"      \
+  "  let n: i32 = %d;\n"
+
+static const struct variant {
+  const char *name, *body;
+  int per; /* elements per invocation */
+  bool vec, two_d, rw;
+} variants[] = {
+    {"scalar-loop", HEAD("f32") "  for (var t: i32 = i32(gid.x); t < n; t += i32(ng.x) * 256) { y[t] = x[t]; }\n}\n", 1, false, false, false},
+    {"scalar-loop-rw", HEAD("f32") "  for (var t: i32 = i32(gid.x); t < n; t += i32(ng.x) * 256) { y[t] = x[t]; }\n}\n", 1, false, false, true},
+    {"scalar-2d", HEAD("f32") "  let t = i32((wid.y * ng.x + wid.x) * 256u + lid);\n  if (t < n) { y[t] = x[t]; }\n}\n", 1, false, true, false},
+    {"unroll4-loop",
+     HEAD("f32") "  let s = i32(ng.x) * 256;\n"
+                 "  for (var t: i32 = i32(gid.x); t < n; t += 4 * s) {\n"
+                 "    let a = x[t]; let b = x[min(t + s, n - 1)]; let c = x[min(t + 2 * s, n - 1)]; let d = x[min(t + 3 * s, n - 1)];\n"
+                 "    y[t] = a; if (t + s < n) { y[t + s] = b; } if (t + 2 * s < n) { y[t + 2 * s] = c; } if (t + 3 * s < n) { y[t + 3 * s] = d; }\n"
+                 "  }\n}\n",
+     1, false, false, false},
+    {"vec4-loop", HEAD("vec4<f32>") "  for (var t: i32 = i32(gid.x); t < n; t += i32(ng.x) * 256) { y[t] = x[t]; }\n}\n", 4, true, false, false},
+    {"vec4-2d", HEAD("vec4<f32>") "  let t = i32((wid.y * ng.x + wid.x) * 256u + lid);\n  if (t < n) { y[t] = x[t]; }\n}\n", 4, true, true, false},
+};
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 256;
+  size_t n = mib << 18; /* floats */
+  char why[4096] = "";
+  wg_device d;
+  if (!wg_device_open(WGPUBackendType_Vulkan, &d, why, sizeof why)) return fprintf(stderr, "no device: %s\n", why), 1;
+  if (!d.info.timestamps) return fprintf(stderr, "%s has no timestamp-query\n", d.info.name), 1;
+  const char *toggles = getenv("PORTC_WEBGPU_TOGGLES");
+  printf("%s, %zu MiB in and out, toggles: %s\n", d.info.name, mib, toggles && *toggles ? toggles : "(none)");
+  float *h = malloc(n * sizeof *h), *back = malloc(n * sizeof *back);
+  for (size_t i = 0; i < n; i++) h[i] = (float)i;
+  WGPUBuffer b[2] = {wg_buffer_new(&d, n * 4, why, sizeof why), wg_buffer_new(&d, n * 4, why, sizeof why)};
+  if (!b[0] || !b[1] || !wg_buffer_write(&d, b[0], 0, h, n * 4, why, sizeof why)) return fprintf(stderr, "buffers: %s\n", why), 1;
+  for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+    const struct variant *x = &variants[v];
+    int items = (int)(n / (size_t)x->per);
+    char src[4096];
+    snprintf(src, sizeof src, x->body, x->rw ? "read_write" : "read", items);
+    WGPUComputePipeline p = wg_pipeline_new(&d, src, "main", why, sizeof why);
+    if (!p) return fprintf(stderr, "%s: %s\n", x->name, why), 1;
+    uint32_t groups[3] = {65535, 1, 1};
+    int64_t need = (items + 255) / 256;
+    if (x->two_d) groups[1] = (uint32_t)((need + 65534) / 65535);
+    else if (need < 65535) groups[0] = (uint32_t)need;
+    double t[23];
+    for (int r = 0; r < 23; r++) {
+      wg_pass pass;
+      if (!wg_pass_begin(&d, &pass, true, why, sizeof why) || !wg_pass_dispatch(&d, &pass, p, b, NULL, NULL, 2, groups, why, sizeof why) ||
+          !wg_pass_submit(&d, &pass, why, sizeof why) || !wg_pass_seconds(&d, &t[r], why, sizeof why))
+        return fprintf(stderr, "%s: %s\n", x->name, why), 1;
+    }
+    qsort(t + 3, 20, sizeof *t, cmp);
+    memset(back, 0, n * 4);
+    bool right = wg_buffer_read(&d, b[1], 0, back, n * 4, why, sizeof why) && !memcmp(back, h, n * 4);
+    printf("%-15s %8.3f ms %8.1f GB/s%s\n", x->name, t[13] * 1e3, 2.0 * (double)n * 4 / t[13] / 1e9, right ? "" : "  WRONG RESULT");
+    const uint32_t zero = 0;
+    wg_buffer_write(&d, b[1], 0, &zero, 4, why, sizeof why);
+    wg_pipeline_free(p);
+  }
+  wg_buffer_free(b[0]);
+  wg_buffer_free(b[1]);
+  wg_device_close(&d);
+  free(h);
+  free(back);
+  return 0;
+}
