@@ -69,9 +69,9 @@ static void json_str(strbuf *s, const char *text) {
   sb_printf(s, "\"");
 }
 
-static void json_shape(strbuf *s, const portc_tensor *t) {
+static void json_shape(strbuf *s, int rank, const int64_t *shape) {
   sb_printf(s, "[");
-  for (int d = 0; d < t->rank; d++) sb_printf(s, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  for (int d = 0; d < rank; d++) sb_printf(s, "%s%lld", d ? ", " : "", (long long)shape[d]);
   sb_printf(s, "]");
 }
 
@@ -135,17 +135,16 @@ static portc_status put_buffers(export_state *x, portc_bindings *b) {
     int64_t shape[PORTC_MAX_RANK];
     for (int d = 0; d < kb->sh.rank; d++) shape[d] = dim_value(kb->sh.d[d], x->S);
     int64_t bytes = shape_count(&kb->sh, x->S) * (int64_t)portc_dtype_size(kb->dt);
-    portc_tensor *t = NULL;
+    portc_tensor *t = NULL; /* a source's value */
     if (kb->role == BUF_INPUT || kb->role == BUF_PARAM) st = bindings_source(x->m->g, b, x->m->src_node[i], &t);
     else if (kb->role == BUF_CONST) st = module_const_tensor(&km->g->nodes[kb->node], shape, &t);
-    else if (!(t = portc_tensor_new(kb->dt, kb->sh.rank, shape))) st = err_set(PORTC_ERR_NOMEM, "export: out of memory");
     if (st) break;
     static const char *const role[] = {[BUF_INPUT] = "input", [BUF_PARAM] = "param", [BUF_CONST] = "const", [BUF_OUTPUT] = "output"};
     x->gpu[i] = x->ngpu++;
     sb_printf(s, "    {\"name\": ");
     json_str(s, km->g->nodes[kb->node].name);
     sb_printf(s, ", \"role\": \"%s\", \"dtype\": \"%s\", \"shape\": ", role[kb->role], portc_dtype_name(kb->dt));
-    json_shape(s, t);
+    json_shape(s, kb->sh.rank, shape);
     sb_printf(s, ", \"bytes\": %lld, \"size\": %lld", (long long)bytes, (long long)words(bytes));
     if (kb->role != BUF_OUTPUT) {
       blob *into = kb->role == BUF_INPUT ? &x->inputs : &x->weights;
@@ -187,10 +186,10 @@ static portc_status put_outputs(export_state *x, portc_tensor **ref) {
     if (at < 0) return err_set(PORTC_ERR_NOMEM, "export: out of memory");
     sb_printf(s, "    {\"name\": ");
     json_str(s, portc_node_name(g, portc_graph_output(g, k)));
-    sb_printf(s, ", \"buffer\": %d, \"offset\": %lld, \"bytes\": %lld, \"dtype\": \"%s\", \"shape\": ", x->gpu[buf],
+    sb_printf(s, ", \"buffer\": %d, \"offset\": %lld, \"bytes\": %lld, \"dtype\": \"%s\", \"shape\": ", kb->role == BUF_TEMP ? x->arena_id : x->gpu[buf],
               (long long)(kb->role == BUF_TEMP ? x->offsets[buf] : 0), (long long)(n * (int64_t)portc_dtype_size(kb->dt)),
               portc_dtype_name(kb->dt));
-    json_shape(s, r);
+    json_shape(s, r->rank, r->shape);
     sb_printf(s, ", \"expected\": {\"file\": \"expected.bin\", \"offset\": %lld}, \"rtol\": %g}%s\n", (long long)at, check_rtol(kb->dt),
               k + 1 < km->g->nout ? "," : "");
   }
@@ -287,8 +286,8 @@ portc_status portc_export_web(const portc_graph *g, const portc_compile_options 
   if (!t || !t->web)
     return err_set(PORTC_ERR_INVALID, "export: target %s does not run in a browser: web bundles are for webgpu", o.target ? o.target : "cpu");
   if (o.dynamic) return err_set(PORTC_ERR_INVALID, "export: a web bundle runs one shape: give the symbols' values instead of dynamic");
-  if (g->nsyms && !b) return err_set(PORTC_ERR_SHAPE, "export: graph %s has symbol %s: a web bundle runs one shape; give its value", g->name, g->syms[0]);
-  if (b && (st = bindings_bind_symbols(g, b))) return st;
+  if (!b) return err_set(PORTC_ERR_INVALID, "export: no bindings: the bundle's sample takes its inputs from them (or from their seed)");
+  if ((st = bindings_bind_symbols(g, b))) return st;
   for (int k = 0; k < g->nsyms; k++)
     if (!b->sym_set[k]) return err_set(PORTC_ERR_SHAPE, "export: symbol %s has no value: a web bundle runs one shape; give its value (--set %s=...)", g->syms[k], g->syms[k]);
   o.fullgraph = true; /* a page has no CPU to fall back on */
