@@ -6,6 +6,7 @@
 # cache, so the second build's conformance run reuses the kernels the first one compiled. Then the
 # concurrency tests under ThreadSanitizer, and last a short libFuzzer run of the ONNX importer, the
 # .ptg parser, the .npy and .npz readers and the graph builder (scripts/fuzz.sh).
+# PORTC_LONG_TESTS=1 adds the long runs: torchvision's model zoo on cpu and vulkan (onnx_zoo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -28,6 +29,8 @@ for variant in release asan; do
   # so do the WebGPU target's whole suite, whose non-pointwise nodes are verify_cpu's (under the
   # sanitizers, verify_webgpu_fusion runs its fusion and special cases), and its run of the ONNX models
   skip=()
+  # torchvision's model zoo (onnx_zoo, about 20 minutes on two cores) runs with PORTC_LONG_TESTS=1
+  [ "${PORTC_LONG_TESTS:-0}" = 1 ] || skip=(-E '^onnx_zoo$')
   [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$|^onnx_models_webgpu$')
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

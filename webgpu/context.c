@@ -58,12 +58,12 @@ WGPUInstance wg_instance(char *why, size_t len) {
   return i;
 }
 
-bool wg_wait(const bool *done, const char *what, char *why, size_t len) {
+bool wg_wait(const bool *done, double seconds, const char *what, char *why, size_t len) {
   const wgpu_api *w = wg_load(NULL, why, len);
   WGPUInstance i = w ? wg_instance(why, len) : NULL;
   if (!i) return false;
-  for (double until = now() + 30; !*done && now() < until;) w->InstanceProcessEvents(i);
-  if (!*done) snprintf(why, len, "the WebGPU library did not finish %s in 30 s", what);
+  for (double until = now() + seconds; !*done && now() < until;) w->InstanceProcessEvents(i);
+  if (!*done) snprintf(why, len, "the WebGPU library did not finish %s in %.0f s", what, seconds);
   return *done;
 }
 
@@ -77,7 +77,7 @@ WGPUAdapter wg_request_adapter(WGPUBackendType backend, char *why, size_t len) {
   w->InstanceRequestAdapter(i, &o, cb);
   char what[64];
   snprintf(what, sizeof what, "a request for a %s adapter", wg_backend_name(backend));
-  if (!wg_wait(&r.done, what, why, len)) return NULL;
+  if (!wg_wait(&r.done, WG_WAIT_REQUEST, what, why, len)) return NULL;
   if (r.status == WGPURequestAdapterStatus_Success && r.adapter) return r.adapter;
   snprintf(why, len, "no %s adapter: %s", wg_backend_name(backend), r.message[0] ? r.message : "the library gave no reason");
   return NULL;

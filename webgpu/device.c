@@ -75,7 +75,7 @@ bool wg_device_open(WGPUBackendType backend, wg_device *d, char *why, size_t len
   WGPUDeviceDescriptor desc = {.nextInChain = &toggles.chain, .label = view("portc"), .requiredFeatureCount = nf, .requiredFeatures = features, .requiredLimits = &limits,
                                .uncapturedErrorCallbackInfo = {.callback = on_error, .userdata1 = d}};
   w->AdapterRequestDevice(d->adapter, &desc, (WGPURequestDeviceCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_device, .userdata1 = &r});
-  if (!wg_wait(&r.done, "a request for a device", why, len)) return wg_device_close(d), false;
+  if (!wg_wait(&r.done, WG_WAIT_REQUEST, "a request for a device", why, len)) return wg_device_close(d), false;
   if (r.status != WGPURequestDeviceStatus_Success || !r.device) {
     snprintf(why, len, "%s gives no device: %s", d->info.name, r.message[0] ? r.message : "the library gave no reason");
     return wg_device_close(d), false;
@@ -147,7 +147,7 @@ bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size
   w->CommandEncoderRelease(enc);
   map_request r = {0};
   w->BufferMapAsync(staging, WGPUMapMode_Read, 0, (size_t)whole, (WGPUBufferMapCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_map, .userdata1 = &r});
-  bool ok = wg_wait(&r.done, "reading a buffer back", why, len) && !wg_device_error(d, why, len);
+  bool ok = wg_wait(&r.done, WG_WAIT_WORK, "reading a buffer back", why, len) && !wg_device_error(d, why, len);
   if (ok && r.status != WGPUMapAsyncStatus_Success) ok = false, snprintf(why, len, "%s could not map a buffer for reading: %s", d->info.name, r.message);
   const void *p = ok ? w->BufferGetConstMappedRange(staging, 0, (size_t)whole) : NULL;
   if (ok && !p) ok = false, snprintf(why, len, "%s gave no mapped range", d->info.name);
@@ -186,7 +186,7 @@ WGPUComputePipeline wg_pipeline_new(wg_device *d, const char *wgsl, const char *
   WGPUShaderModule m = w->DeviceCreateShaderModule(d->device, &sd);
   compile_messages c = {0};
   w->ShaderModuleGetCompilationInfo(m, (WGPUCompilationInfoCallbackInfo){.mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_compiled, .userdata1 = &c});
-  if (!wg_wait(&c.done, "compiling a shader", why, len)) return w->ShaderModuleRelease(m), NULL;
+  if (!wg_wait(&c.done, WG_WAIT_WORK, "compiling a shader", why, len)) return w->ShaderModuleRelease(m), NULL;
   if (c.errors) {
     d->errors[0] = 0; /* the same errors again, as the device's */
     snprintf(why, len, "the WGSL of %s does not compile: %s", entry, c.text);

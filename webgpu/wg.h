@@ -43,9 +43,13 @@ const char *wg_backend_name(WGPUBackendType b);
 size_t wg_view_len(WGPUStringView v);
 /* the process's instance (made once), or NULL with why */
 WGPUInstance wg_instance(char *why, size_t len);
-/* runs the instance's events until *done (a callback set it) or 30 s pass; false with why,
- * naming `what`, when they pass */
-bool wg_wait(const bool *done, const char *what, char *why, size_t len);
+/* runs the instance's events until *done (a callback set it) or `seconds` pass; false with why,
+ * naming `what`, when they pass. Requests for an adapter or a device get WG_WAIT_REQUEST; the
+ * device's work (a readback, which waits for the run, and a compile) WG_WAIT_WORK, since a CPU
+ * driver sharing a busy machine runs a long graph for minutes. */
+#define WG_WAIT_REQUEST 30.0
+#define WG_WAIT_WORK 600.0
+bool wg_wait(const bool *done, double seconds, const char *what, char *why, size_t len);
 /* the adapter of wg_adapter_get, kept (release it with AdapterRelease), and what it says of itself */
 WGPUAdapter wg_request_adapter(WGPUBackendType backend, char *why, size_t len);
 bool wg_adapter_describe(WGPUAdapter adapter, wg_adapter *out, char *why, size_t len);
