@@ -10,6 +10,9 @@
  * (target.c: wg_target_device); every call into the library holds its lock, since a device of
  * this Dawn is not safe to use from several threads at once.
  *
+ * A web bundle (driver/export.c, through the target's `web` hooks) writes the same dispatches
+ * down for a browser: the work groups come from wg_groups, the bindings in the order issue binds.
+ *
  * A run's seconds are the GPU's, from timestamps the pass writes as it begins and ends, where the
  * adapter has timestamp-query (else the host's clock around the submission and the wait).
  *
