@@ -16,7 +16,6 @@
  * to a temporary name and renamed, so a folder holds whole files.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,27 +221,29 @@ static portc_status put_kernels(export_state *x, const char *dir) {
   }
   free(source);
   sb_printf(s, "  ],\n  \"dispatches\": [\n");
+  gpu_queue q = {0}; /* each kernel's buffers and status word, as the runtime's queue has them */
+  if (!st) st = gpu_queue_init(&q, "export", km, false);
   bool first = true;
   for (int i = 0; i < km->nk && !st; i++) {
     uint32_t groups[3];
     if (!t->web->groups(km, i, x->S, WEB_MAX_GROUPS, groups)) continue; /* nothing to do at these sizes */
-    int bind[GPU_MAX_ARGS];
-    int n = kernel_buffers(km, i, bind, GPU_MAX_ARGS);
-    if (n > GPU_MAX_ARGS) return err_set(PORTC_ERR_INVALID, "export: kernel %d binds more than %d buffers", i, GPU_MAX_ARGS);
+    const gpu_args *a = &q.args[i];
     sb_printf(s, "%s    {\"kernel\": %d, \"groups\": [%u, %u, %u], \"bind\": [", first ? "" : ",\n", i, groups[0], groups[1], groups[2]);
     first = false;
+    int n = a->nbind;
     for (int j = 0; j < n; j++) {
-      const kir_buf *kb = &km->buf[bind[j]];
+      const kir_buf *kb = &km->buf[a->bind[j]];
       int64_t bytes = words(shape_count(&kb->sh, x->S) * (int64_t)portc_dtype_size(kb->dt));
-      int64_t off = kb->role == BUF_TEMP ? x->offsets[bind[j]] : 0;
-      sb_printf(s, "%s[%d, %lld, %lld]", j ? ", " : "", kb->role == BUF_TEMP ? x->arena_id : x->gpu[bind[j]], (long long)off, (long long)bytes);
+      int64_t off = kb->role == BUF_TEMP ? x->offsets[a->bind[j]] : 0;
+      sb_printf(s, "%s[%d, %lld, %lld]", j ? ", " : "", kb->role == BUF_TEMP ? x->arena_id : x->gpu[a->bind[j]], (long long)off, (long long)bytes);
       if (bytes > x->most_binding) x->most_binding = bytes;
     }
-    if (kernel_has_status(km, i)) sb_printf(s, "%s[%d, 0, 4]", n++ ? ", " : "", x->status_id);
+    if (a->status) sb_printf(s, "%s[%d, 0, 4]", n++ ? ", " : "", x->status_id);
     if (km->g->nsyms) sb_printf(s, "%s[%d, 0, %d]", n++ ? ", " : "", x->sym_id, 4 * km->g->nsyms);
     sb_printf(s, "]}");
     if (n > x->most_bindings) x->most_bindings = n;
   }
+  gpu_queue_free(&q);
   sb_printf(s, "\n  ],\n");
   return st;
 }
