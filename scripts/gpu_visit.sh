@@ -42,6 +42,9 @@
 #             .devrun/webgpu/libwebgpu_wrapper.so: copy it there from /usr/local/lib/portc-webgpu/ and
 #             carry it, 20 MB) on this machine's Vulkan driver: its adapter, limits and features, and
 #             a device running WGSL (y = 2x + 1, f32 and f16)
+#   copygap   where WebGPU's copy loses time to Vulkan's: build/bin/wgsl_copy (hand-written WGSL
+#             copies and portc's own copy kernel, through the target's device code), beside
+#             `portc bench bench/gpu/copy_64M.ptg` on vulkan, and on webgpu after 3 to 20000 warm-up runs
 #   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
 #             bench/gpu/ and the transformer example, per target, each timed three times by each
 #             build in turn (medians of 30 runs); the table gives the best of each and their ratio
@@ -68,6 +71,13 @@ transformer=(examples/transformer.ptg --set B=16 --set S=512)
 "$portc" devices >"$out/devices.txt" 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >>"$out/devices.txt" 2>&1
 cat "$out/devices.txt"
+
+# the fused median, min and max of the last `portc bench --json $out/copygap.json`
+copy_ms() {
+  python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print("median %.3f min %.3f max %.3f ms" % (f["median_s"]*1e3, f["min_s"]*1e3, f["max_s"]*1e3))' \
+    "$out/copygap.json" 2>&1 | tail -1
+  rm -f "$out/copygap.json"
+}
 
 for step in $steps; do
   start=$(date +%s)
@@ -99,6 +109,16 @@ for step in $steps; do
     for m in vulkan run; do
       build/bin/webgpu_test "$m" >"$out/webgpu_$m.txt" 2>&1
       summary+=("webgpu $m (rc $?): $(grep -E '^(Vulkan adapter|device of|y = |webgpu|FAIL)' "$out/webgpu_$m.txt" | tr '\n' ' ')")
+    done
+    ;;
+  copygap)
+    build/bin/wgsl_copy 256 random >"$out/wgsl_copy.txt" 2>&1
+    summary+=("wgsl_copy: $(awk 'NR > 1 {printf "%s %s; ", $1, $2}' "$out/wgsl_copy.txt")")
+    "$portc" bench bench/gpu/copy_64M.ptg -t vulkan --no-eager --iters 30 --warmup 3 --json "$out/copygap.json" >>"$out/copygap_vulkan.txt" 2>&1
+    summary+=("portc bench copy_64M vulkan: $(copy_ms)")
+    for runs in 3 1000 5000 20000; do
+      "$portc" bench bench/gpu/copy_64M.ptg -t webgpu --no-eager --iters 30 --warmup "$runs" --warmup-s 0 --json "$out/copygap.json" >>"$out/copygap_webgpu.txt" 2>&1
+      summary+=("portc bench copy_64M webgpu after $runs warm-up runs: $(copy_ms)")
     done
     ;;
   split)

@@ -92,7 +92,8 @@ void wg_device_close(wg_device *d) {
   if (d->fence) w->BufferDestroy(d->fence), w->BufferRelease(d->fence);
   if (d->stamps) w->QuerySetDestroy(d->stamps), w->QuerySetRelease(d->stamps);
   if (d->stamped) w->BufferDestroy(d->stamped), w->BufferRelease(d->stamped);
-  d->stamps = NULL, d->stamped = NULL;
+  if (d->small) w->BufferDestroy(d->small), w->BufferRelease(d->small);
+  d->stamps = NULL, d->stamped = NULL, d->small = NULL;
   if (d->queue) w->QueueRelease(d->queue);
   if (d->device) w->DeviceDestroy(d->device), w->DeviceRelease(d->device);
   if (d->adapter) w->AdapterRelease(d->adapter);
@@ -133,11 +134,17 @@ static void on_map(WGPUMapAsyncStatus status, WGPUStringView message, void *user
   snprintf(r->message, sizeof r->message, "%.*s", (int)wg_view_len(message), message.data ? message.data : "");
 }
 
-/* through a buffer the host can map: a copy, submitted, then the mapping awaited */
+/* through a buffer the host can map: a copy, submitted, then the mapping awaited. Small reads (a
+ * run's timestamps and status word, every run) reuse one buffer: a mappable buffer made and
+ * destroyed per run costs the device more than the read (runs slowed by a quarter after a few
+ * thousand of them on the H200) */
 bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size_t bytes, char *why, size_t len) {
   const wgpu_api *w = api(why, len);
   uint64_t whole = (bytes + 3) & ~(size_t)3;
-  WGPUBuffer staging = buffer(d, whole, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, why, len);
+  const WGPUBufferUsage usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+  bool small = whole <= WG_SMALL_READ;
+  if (small && !d->small && !(d->small = buffer(d, WG_SMALL_READ, usage, why, len))) return false;
+  WGPUBuffer staging = small ? d->small : buffer(d, whole, usage, why, len);
   if (!staging) return false;
   WGPUCommandEncoder enc = w->DeviceCreateCommandEncoder(d->device, &(WGPUCommandEncoderDescriptor){0});
   w->CommandEncoderCopyBufferToBuffer(enc, b, offset, staging, 0, whole);
@@ -153,8 +160,8 @@ bool wg_buffer_read(wg_device *d, WGPUBuffer b, uint64_t offset, void *out, size
   if (ok && !p) ok = false, snprintf(why, len, "%s gave no mapped range", d->info.name);
   if (ok) memcpy(out, p, bytes);
   if (r.done && r.status == WGPUMapAsyncStatus_Success) w->BufferUnmap(staging);
-  w->BufferDestroy(staging);
-  w->BufferRelease(staging);
+  if (!small || !ok) w->BufferDestroy(staging), w->BufferRelease(staging); /* a failed map may leave it pending: made anew next time */
+  if (small && !ok) d->small = NULL;
   return ok;
 }
 

@@ -57,6 +57,8 @@ bool wg_adapter_describe(WGPUAdapter adapter, wg_adapter *out, char *why, size_t
 /* A device of an adapter, with its queue (device.c): the adapter's limits and the features
  * portc uses where the adapter has them are required of it; validation errors that arise
  * outside a call that reports them collect in `errors` (wg_device_error takes them). */
+#define WG_SMALL_READ 256
+
 typedef struct wg_device {
   WGPUAdapter adapter;
   WGPUDevice device;
@@ -64,6 +66,7 @@ typedef struct wg_device {
   WGPUBuffer fence; /* a word wg_queue_finish reads back */
   WGPUQuerySet stamps; /* a timed pass's two timestamps (wg_pass_begin), */
   WGPUBuffer stamped;  /* resolved here */
+  WGPUBuffer small;    /* a mappable buffer kept for reads of up to WG_SMALL_READ bytes (timestamps, status) */
   wg_adapter info;
   char errors[2048];
 } wg_device;

@@ -14,7 +14,8 @@
  *   portc-ranged    the same bound as portc's runtime binds (explicit offsets and sizes)
  * Dawn toggles (disable_robustness) through PORTC_WEBGPU_TOGGLES, as the target reads them.
  * Not a test: bench/gpu/NOTES.md records what it printed on the GPU machine.
- * usage: wgsl_copy [MiB]   (default 256)
+ * usage: wgsl_copy [MiB] [random]   (default 256; the input i as float, or with `random` seeded
+ * uniform values in [-1, 1), as `portc bench` draws them)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +78,14 @@ int main(int argc, char **argv) {
   if (!wg_device_open(WGPUBackendType_Vulkan, &d, why, sizeof why)) return fprintf(stderr, "no device: %s\n", why), 1;
   if (!d.info.timestamps) return fprintf(stderr, "%s has no timestamp-query\n", d.info.name), 1;
   const char *toggles = getenv("PORTC_WEBGPU_TOGGLES");
-  printf("%s, %zu MiB in and out, toggles: %s\n", d.info.name, mib, toggles && *toggles ? toggles : "(none)");
   float *h = malloc(n * sizeof *h), *back = malloc(n * sizeof *back);
-  for (size_t i = 0; i < n; i++) h[i] = (float)i;
+  bool random = argc > 2 && !strcmp(argv[2], "random");
+  uint64_t state = 1;
+  for (size_t i = 0; i < n; i++) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    h[i] = random ? (float)((double)(state >> 40) / (double)(1u << 23) - 1.0) : (float)i;
+  }
+  printf("%s, %zu MiB in and out, %s input, toggles: %s\n", d.info.name, mib, random ? "random" : "sequential", toggles && *toggles ? toggles : "(none)");
   WGPUBuffer b[2] = {wg_buffer_new(&d, n * 4, why, sizeof why), wg_buffer_new(&d, n * 4, why, sizeof why)};
   if (!b[0] || !b[1] || !wg_buffer_write(&d, b[0], 0, h, n * 4, why, sizeof why)) return fprintf(stderr, "buffers: %s\n", why), 1;
   const uint64_t offsets[2] = {0, 0}, sizes[2] = {n * 4, n * 4};
