@@ -19,9 +19,39 @@
 #include <string.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../ir/dtype.h"
 #include "prelude.h"
 #include "wg.h"
+
+/* A pointwise kernel whose schedule says vector 4 (wg_schedule: f32 buffers read and written as
+ * they lie, the last dim a multiple of 4) moves a vec4<f32> per invocation and step through those
+ * buffers, which it binds as arrays of vec4<f32>: every access of them is such a whole vector. */
+static bool vec4_access(const kir_module *m, int i, int buf) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_POINTWISE || m->buf[buf].dt != PORTC_F32 || m->buf[buf].sh.rank != k->dom.rank) return false;
+  bool used = false;
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].buf == buf) {
+      if (!path_is_identity(k, k->store[s].path)) return false;
+      used = true;
+    }
+  for (int v = 0; v < k->nval; v++)
+    if (k->val[v].kind == KV_LOAD && k->val[v].buf == buf) {
+      if (!path_is_identity(k, k->val[v].path)) return false;
+      used = true;
+    }
+  return used;
+}
+
+static bool vec4_buffer(const kir_module *m, int i, int buf) { return m->k[i].sched.vector == 4 && vec4_access(m, i, buf); }
+
+/* the schedule's vector width for kernel i of the WGSL dialect: 4 for a pointwise kernel that
+ * stores one f32 buffer as it lies, its last dim a multiple of 4, else 1 */
+int wg_vector(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  return k->kind == KK_POINTWISE && k->nstore == 1 && gpu_pointwise_vector(m, i) == 4 && vec4_access(m, i, k->store[0].buf) ? 4 : 1;
+}
 
 /* every binding is referenced, so that the pipeline's own layout (layout "auto") has them all.
  * A buffer the kernel only reads is bound read-only (the driver may cache its loads), except the
@@ -36,7 +66,10 @@ static void declare_buffers(emitter *e, int index, int *nbind) {
     const kir_buf *b = &e->m->buf[bufs[i]];
     bool writes = kernel_writes(&e->m->k[index], bufs[i]);
     bool narrow = b->dt == PORTC_F16 || b->dt == PORTC_BF16 || b->dt == PORTC_BOOL;
-    const char *elem = narrow ? (writes ? "atomic<u32>" : "u32") : b->dt == PORTC_F32 ? "f32" : b->dt == PORTC_I64 ? "vec2<i32>" : "i32";
+    const char *elem = narrow                 ? (writes ? "atomic<u32>" : "u32")
+                       : b->dt == PORTC_F32   ? (vec4_buffer(e->m, index, bufs[i]) ? "vec4<f32>" : "f32")
+                       : b->dt == PORTC_I64   ? "vec2<i32>"
+                                              : "i32";
     emit_line(e, "@group(0) @binding(%d) var<storage, %s> b%d: array<%s>;", i, writes || b->role == BUF_TEMP ? "read_write" : "read", i, elem);
     if (narrow) emit_line(e, "fn b%d_w(i: i32) -> u32 { return %sb%d[i]%s; }", i, writes ? "atomicLoad(&" : "", i, writes ? ")" : "");
   }
@@ -61,8 +94,57 @@ static void entry_begin(emitter *e, int index, int nb) {
   if (e->m->g->nsyms > 0) emit_line(e, "_ = &S;");
 }
 
-static void pointwise(emitter *e) {
+/* four consecutive elements of the last dim per step: a vec4 load from each vec4 buffer, the
+ * values computed lane by lane (written out four times), a vec4 store */
+static void pointwise_vec4(emitter *e, int index) {
   const kir_kernel *k = e->k;
+  static const char *const gnames[] = {"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"};
+  static const char *const idx[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+  int r = k->dom.rank;
+  shape gs = k->dom;
+  gs.d[r - 1].c /= 4;
+  char count[512], off[256];
+  emit_count(e, &gs, 0, r, count, sizeof count);
+  emit_line(e, "let pc_count: i32 = %s;", count);
+  emit_line(e, "for (var t: i32 = i32(pc_gid.x); t < pc_count; t += i32(pc_groups.x) * %d) {", WG_THREADS);
+  e->indent++;
+  emit_unravel(e, &gs, 0, r, "t", gnames);
+  emit_line(e, "let gv: i32 = %s * 4;", gnames[r - 1]);
+  const char *first[PORTC_MAX_RANK];
+  for (int d = 0; d < r; d++) first[d] = d == r - 1 ? "gv" : gnames[d];
+  emit_scope_push(e);
+  for (int v = 0; v < k->nval; v++) {
+    const kir_val *x = &k->val[v];
+    if (x->kind != KV_LOAD || !vec4_buffer(e->m, index, x->buf)) continue;
+    emit_offset(e, x->path, &k->dom, first, off, sizeof off);
+    emit_line(e, "let lv%d: vec4<f32> = %s[(%s) / 4];", v, emit_buf(e, x->buf), off);
+  }
+  emit_line(e, "var sv: vec4<f32>;");
+  for (int c = 0; c < 4; c++) {
+    emit_line(e, "{");
+    e->indent++;
+    emit_scope_push(e);
+    for (int d = 0; d < r; d++) emit_line(e, "let %s: i32 = %s + %d;", idx[d], first[d], d == r - 1 ? c : 0);
+    for (int v = 0; v < k->nval; v++)
+      if (k->val[v].kind == KV_LOAD && vec4_buffer(e->m, index, k->val[v].buf)) emit_line(e, "let v%d: f32 = lv%d[%d];", v, v, c), e->done[v] = e->scope;
+    emit_line(e, "sv[%d] = %s;", c, emit_value(e, k->store[0].val, idx));
+    emit_scope_pop(e);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  emit_offset(e, k->store[0].path, &k->dom, first, off, sizeof off);
+  emit_line(e, "%s[(%s) / 4] = sv;", emit_buf(e, k->store[0].buf), off);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+static void pointwise(emitter *e, int index) {
+  const kir_kernel *k = e->k;
+  if (k->sched.vector == 4) {
+    pointwise_vec4(e, index);
+    return;
+  }
   char count[512];
   emit_count(e, &k->dom, 0, k->dom.rank, count, sizeof count);
   emit_line(e, "let pc_count: i32 = %s;", count);
@@ -218,7 +300,7 @@ static void kernel(emitter *e, int index) {
     if (e->m->g->nodes[k->node].op == OP_concat || e->m->g->nodes[k->node].op == OP_pad) wg_layout(e);
     else wg_pool(e);
     break;
-  default: pointwise(e); break;
+  default: pointwise(e, index); break;
   }
   e->indent--;
   emit_line(e, "}");

@@ -135,6 +135,7 @@ static uint64_t words(int64_t bytes) { return bytes < 4 ? 4 : (uint64_t)(bytes +
 bool wg_groups(const kir_module *km, int i, const int64_t *S, uint32_t max, uint32_t grid[3]) {
   int64_t count = shape_count(&km->k[i].dom, S);
   if (count <= 0) return false;
+  if (km->k[i].kind == KK_POINTWISE && km->k[i].sched.vector > 1) count /= km->k[i].sched.vector; /* an invocation per vector */
   int64_t groups[3] = {(count + WG_THREADS - 1) / WG_THREADS, 1, 1};
   if (km->k[i].kind == KK_ROW) groups[0] = count; /* a row per work group */
   if (km->k[i].kind == KK_MATMUL) wg_matmul_groups(km, i, S, groups);

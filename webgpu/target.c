@@ -57,6 +57,7 @@ void wg_schedule(kir_module *m, int i, int device) {
   kir_schedule *s = &m->k[i].sched;
   s->threads[0] = WG_THREADS, s->threads[1] = s->threads[2] = 1;
   if (m->k[i].kind == KK_MATMUL && dtype_is_float(m->buf[m->k[i].in_buf[0]].dt)) s->variant = KS_TILED, s->tile_m = s->tile_n = WG_MM_TILE;
+  s->vector = wg_vector(m, i);
   snprintf(s->source, sizeof s->source, "rules");
 }
 

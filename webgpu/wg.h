@@ -116,6 +116,8 @@ extern const dialect wgsl_dialect;
 /* the WGSL source of kernel i of a module's source (emit_module with wgsl_dialect): the prelude
  * and the kernel's own text (free with free()); NULL when the module has no kernel i */
 char *wg_kernel_source(const char *module, int i);
+/* the vector width of kernel i's accesses, for its schedule: 4 (vec4<f32>) or 1 */
+int wg_vector(const kir_module *m, int i);
 /* whether the dialect writes kernel i (every kind; of the opaque ops, pooling, concat and pad) */
 bool wg_writes(const kir_module *m, int i);
 /* its matmul (matmul.c): WG_MM_TILE square output tiles of panels WG_MM_BK deep for floats, an
