@@ -25,6 +25,14 @@ typedef struct gpu_spelling {
    * into a float array from an lvalue (second %s), as one vector load; the SIMT matmul then gives
    * each thread runs of 4 rows and columns (gpu_kernels.c); NULL: one float at a time */
   const char *panel_ld4;
+  /* For a dialect whose statements are not C's (WGSL), in the row kernels: a private float
+   * array (1: its name, 2: its length; NULL: "float %1$s[%2$s];"); braces around the body of
+   * every if; and nan_minmax: max and min reductions take each element through the prelude's
+   * pc_maxf/pc_minf, which keep a NaN (else a compare and a flag, with a second work-group
+   * reduction of the flag where the result is infinite: WGSL's uniformity rules refuse that
+   * reduction's barriers under such a condition). */
+  const char *float_array;
+  bool braces, nan_minmax;
 } gpu_spelling;
 
 /* the thread and group indices, barrier and unroll hint of CUDA C, which HIP C++ spells alike:

@@ -119,6 +119,37 @@ void gpu_pointwise(emitter *e) {
 
 /* ---- row kernels: a work group per row ---- */
 
+/* The row kernels' statements, spelled as the dialect writes them (C's, or gpu_spelling's and the
+ * dialect's declarations): "UNROLLfor (int NAME = FIRST; REST) {", the counter declared as the
+ * dialect declares a variable; the body indented */
+static void loop_head(emitter *e, const char *unroll, const char *name, const char *first, const char *rest) {
+  char decl[256];
+  snprintf(decl, sizeof decl, e->d->decl_var ? e->d->decl_var : "%1$s %2$s = %3$s;", e->d->index_type, name, first);
+  decl[strcspn(decl, ";")] = 0;
+  emit_line(e, "%sfor (%s; %s) {", unroll, decl, rest);
+  e->indent++;
+}
+
+/* "const int A = a, B = b;" */
+static void index_consts(emitter *e, const char *A, const char *a, const char *B, const char *b) {
+  if (!e->d->decl_const) {
+    emit_line(e, "const %s %s = %s, %s = %s;", e->d->index_type, A, a, B, b);
+    return;
+  }
+  emit_const(e, e->d->index_type, A, a);
+  emit_const(e, e->d->index_type, B, b);
+}
+
+/* "if (COND) STATEMENT" */
+static void emit_if(emitter *e, const char *cond, const char *statement) {
+  emit_line(e, G(e)->braces ? "if (%s) { %s }" : "if (%s) %s", cond, statement);
+}
+
+/* "float NAME[LENGTH];" */
+static void float_array(emitter *e, const char *name, const char *length) {
+  emit_line(e, G(e)->float_array ? G(e)->float_array : "float %1$s[%2$s];", name, length);
+}
+
 /* Row values kept in registers: loads of the row that more than one loop over it needs (softmax
  * reads x in all three), and costly values (softmax's exp) that a later loop needs again. When
  * the row length is a known constant, each thread keeps its share, PC_RV elements, in an array
@@ -189,34 +220,47 @@ int gpu_row_vector(const kir_module *m, int i) {
   return vec && L % vec == 0 ? vec : 0;
 }
 
-static void plan_row_regs(const emitter *e, row_regs *rr) {
-  const kir_kernel *k = e->k;
+static void free_row_regs(row_regs *rr) {
+  free(rr->used);
+  free(rr->slot);
+  free(rr->vload);
+  free(rr->shared);
+}
+
+/* vec: the elements per vector access (0: none) */
+static void plan_row_regs(const kir_module *m, const kir_kernel *k, int vec, row_regs *rr) {
   memset(rr, 0, sizeof *rr);
   rr->used = calloc((size_t)k->nval + 1, sizeof *rr->used);
   rr->slot = malloc(sizeof *rr->slot * (size_t)(k->nval + 1));
   rr->vload = calloc((size_t)k->nval + 1, sizeof *rr->vload);
   rr->shared = calloc((size_t)k->nval + 1, sizeof *rr->shared);
   if (!gpu_row_regs_length(k) || !rr->used || !rr->slot || !rr->vload || !rr->shared) return;
-  rr->vec = G(e)->vload ? k->sched.vector : 0; /* the schedule's, where the dialect has vector accesses */
+  rr->vec = vec;
   for (int p = 0; p < k->nphase; p++) row_mark_loop(k, k->phase[p].val, p, rr->used);
   for (int s = 0; s < k->nstore; s++)
     if (k->store[s].row) row_mark_loop(k, k->store[s].val, k->nphase, rr->used);
   for (int v = 0; v < k->nval; v++) {
     const kir_val *x = &k->val[v];
     bool load = x->kind == KV_LOAD && x->row && dtype_is_float(x->dt);
-    rr->vload[v] = load && rr->vec && rr->used[v] && vector_access(e->m, k, x->buf, x->path);
-    rr->shared[v] = load && rr->vec && rr->used[v] && !rr->vload[v] && shared_operand_access(e->m, k, x->buf, x->path, rr->vec);
+    rr->vload[v] = load && rr->vec && rr->used[v] && vector_access(m, k, x->buf, x->path);
+    rr->shared[v] = load && rr->vec && rr->used[v] && !rr->vload[v] && shared_operand_access(m, k, x->buf, x->path, rr->vec);
     bool costly = x->kind == KV_OP && x->row && dtype_is_float(x->dt) && op_is_costly(x->op);
     rr->slot[v] = (((load && !rr->shared[v]) || costly) && __builtin_popcount(rr->used[v]) > 1) || rr->vload[v] ? rr->n++ : -1;
   }
-  for (int s = 0; s < k->nstore; s++) rr->vstore[s] = rr->vec && k->store[s].row && vector_access(e->m, k, k->store[s].buf, k->store[s].path);
+  for (int s = 0; s < k->nstore; s++) rr->vstore[s] = rr->vec && k->store[s].row && vector_access(m, k, k->store[s].buf, k->store[s].path);
 }
 
-static void free_row_regs(row_regs *rr) {
-  free(rr->used);
-  free(rr->slot);
-  free(rr->vload);
-  free(rr->shared);
+int gpu_row_vector_buffer(const kir_module *m, int i, int vec, int buf) {
+  const kir_kernel *k = &m->k[i];
+  row_regs rr;
+  plan_row_regs(m, k, vec, &rr);
+  bool vector = false, scalar = false;
+  for (int v = 0; v < k->nval && rr.used; v++)
+    if (k->val[v].kind == KV_LOAD && k->val[v].buf == buf && rr.used[v]) *(rr.vload[v] || rr.shared[v] ? &vector : &scalar) = true;
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].buf == buf) *(rr.vstore[s] ? &vector : &scalar) = true;
+  free_row_regs(&rr);
+  return vector ? (scalar ? -1 : 1) : 0;
 }
 
 static bool first_loop(const row_regs *rr, int v, int loop) { return (rr->used[v] & ((1u << loop) - 1)) == 0; }
@@ -236,20 +280,25 @@ static bool row_loads(const kir_kernel *k) {
 
 static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char *const *full) {
   const kir_kernel *k = e->k;
+  const char *I = e->d->index_type;
+  char rest[128], jg[256], j[256];
+  snprintf(rest, sizeof rest, "it < %s(PC_RV); it++", I);
   if (rr->vec) { /* PC_VEC consecutive elements per thread at a time */
-    emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", G(e)->unroll);
-    emit_line(e, "  const int jg = ((it / PC_VEC) * int(PC_WG) + %s) * PC_VEC, j = jg + it %% PC_VEC;", G(e)->local[0]);
-    emit_line(e, "  if (jg >= L) break;");
+    loop_head(e, G(e)->unroll, "it", "0", rest);
+    snprintf(jg, sizeof jg, "((it / PC_VEC) * %s(PC_WG) + %s) * PC_VEC", I, G(e)->local[0]);
+    index_consts(e, "jg", jg, "j", "jg + it % PC_VEC");
+    emit_if(e, "jg >= L", "break;");
   } else if (gpu_row_regs_length(k)) { /* a counted loop the compiler unrolls: many loads in flight */
     /* (not without a load of the row: nothing to overlap, and Mesa 22.3's lavapipe ran such a
      * loop, forced to unroll, at most 79 times: a sum of 8192 ones was 5056) */
-    emit_line(e, "%sfor (int it = 0; it < int(PC_RV); it++) {", row_loads(k) ? G(e)->unroll : "");
-    emit_line(e, "  const int j = %s + it * int(PC_WG);", G(e)->local[0]);
-    emit_line(e, "  if (j >= L) break;");
+    loop_head(e, row_loads(k) ? G(e)->unroll : "", "it", "0", rest);
+    snprintf(j, sizeof j, "%s + it * %s(PC_WG)", G(e)->local[0], I);
+    emit_const(e, I, "j", j);
+    emit_if(e, "j >= L", "break;");
   } else {
-    emit_line(e, "for (int j = %s; j < L; j += int(PC_WG)) {", G(e)->local[0]);
+    snprintf(rest, sizeof rest, "j < L; j += %s(PC_WG)", I);
+    loop_head(e, "", "j", G(e)->local[0], rest);
   }
-  e->indent++;
   emit_scope_push(e);
   shape fs = {.rank = k->dom.rank + k->red.rank}; /* the full index space: outer dims, then the row's */
   for (int d = 0; d < k->dom.rank; d++) fs.d[d] = k->dom.d[d];
@@ -272,7 +321,10 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
       emit_line(e, G(e)->vload, buf, off, arr, idx);
       gpu_loop_end(e);
     }
-    emit_line(e, "const float v%d = rr%d[it];", v, rr->slot[v]);
+    char name[16], value[32];
+    snprintf(name, sizeof name, "v%d", v);
+    snprintf(value, sizeof value, "rr%d[it]", rr->slot[v]);
+    emit_const(e, emit_type(e, PORTC_F32), name, value);
     e->done[v] = e->scope;
   }
   for (int v = 0; v < k->nval && rr->vec; v++) {
@@ -287,7 +339,10 @@ static void row_loop_begin(emitter *e, const row_regs *rr, int loop, const char 
     e->indent++;
     emit_line(e, G(e)->vload, buf, off, arr, "0");
     gpu_loop_end(e);
-    emit_line(e, "const float v%d = sh%d[it %% PC_VEC];", v, v);
+    char name[16], value[32];
+    snprintf(name, sizeof name, "v%d", v);
+    snprintf(value, sizeof value, "sh%d[it %% PC_VEC]", v);
+    emit_const(e, emit_type(e, PORTC_F32), name, value);
     e->done[v] = e->scope;
   }
 }
@@ -328,27 +383,36 @@ static void row_phase(emitter *e, const row_regs *rr, int p, const char *const *
   portc_dtype t = row_phase_type(e->m, e->k, p);
   bool f = dtype_is_float(t), minmax = ph->op == OP_max || ph->op == OP_min;
   const char *name = ph->op == OP_prod ? "prod" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "sum";
+  bool flag = f && minmax && !G(e)->nan_minmax; /* a NaN seen, beside the accumulator */
+  const char *F = emit_type(e, PORTC_F32);
+  char acc[16], nan[16];
+  snprintf(acc, sizeof acc, "acc%d", p);
+  snprintf(nan, sizeof nan, "nan%d", p);
   emit_hoisted(e, ph->val, full);
-  emit_line(e, "%s acc%d = %s;", compute_type(t), p, reduce_init(ph->op, t));
-  if (f && minmax) emit_line(e, "float nan%d = 0.0;", p);
+  emit_var(e, emit_type(e, t), acc, reduce_init(ph->op, t));
+  if (flag) emit_var(e, F, nan, "0.0");
   row_loop_begin(e, rr, p, full);
   char v[16];
   snprintf(v, sizeof v, "%s", emit_value(e, ph->val, full));
+  const char *pick = ph->op == OP_max ? (f ? "pc_maxf" : "max") : (f ? "pc_minf" : "min");
   switch (ph->op) {
   case OP_prod: emit_line(e, "acc%d *= %s;", p, v); break;
-  case OP_max: emit_line(e, "acc%d = %s > acc%d ? %s : acc%d;", p, v, p, v, p); break;
-  case OP_min: emit_line(e, "acc%d = %s < acc%d ? %s : acc%d;", p, v, p, v, p); break;
+  case OP_max:
+  case OP_min:
+    if (G(e)->nan_minmax) emit_line(e, "acc%d = %s(acc%d, %s);", p, pick, p, v);
+    else emit_line(e, "acc%d = %s %c acc%d ? %s : acc%d;", p, v, ph->op == OP_max ? '>' : '<', p, v, p);
+    break;
   default: emit_line(e, "acc%d += %s;", p, v); break;
   }
-  if (f && minmax) emit_line(e, "if (isnan(%s)) nan%d = 1.0;", v, p);
+  if (flag) emit_line(e, "if (isnan(%s)) nan%d = 1.0;", v, p);
   row_loop_end(e, rr, p, full);
   /* a NaN reads as the infinity that wins, so one reduction does; only where that infinity
    * wins (every thread sees the same result) does a second reduction ask whether it was a NaN */
   const char *inf = ph->op == OP_max ? "INFINITY" : "(-INFINITY)";
-  if (f && minmax) emit_line(e, "if (nan%d != 0.0) acc%d = %s;", p, p, inf);
+  if (flag) emit_line(e, "if (nan%d != 0.0) acc%d = %s;", p, p, inf);
   emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
-  if (f && minmax) emit_line(e, "if (acc%d == %s && pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, inf, p, p);
-  if (ph->op == OP_mean) emit_line(e, "acc%d /= float(L);", p);
+  if (flag) emit_line(e, "if (acc%d == %s && pc_wg_max(nan%d) != 0.0) acc%d = NAN;", p, inf, p, p);
+  if (ph->op == OP_mean) emit_line(e, "acc%d /= %s(L);", p, F);
 }
 
 void gpu_row(emitter *e) {
@@ -359,16 +423,17 @@ void gpu_row(emitter *e) {
   const char *full[2 * PORTC_MAX_RANK];
   for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
   for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
-  emit_line(e, "const int NO = %s, L = %s;", no, len);
+  index_consts(e, "NO", no, "L", len);
   row_regs rr;
-  plan_row_regs(e, &rr);
-  for (int c = 0; c < rr.n; c++) emit_line(e, "float rr%d[PC_RV];", c);
+  plan_row_regs(e->m, k, G(e)->vload ? k->sched.vector : 0, &rr); /* the schedule's vectors, where the dialect has vector accesses */
+  char name[16], rest[128];
+  for (int c = 0; c < rr.n; c++) snprintf(name, sizeof name, "rr%d", c), float_array(e, name, "PC_RV");
   for (int s = 0; s < k->nstore; s++)
-    if (rr.vstore[s]) emit_line(e, "float sv%d[PC_VEC];", s);
+    if (rr.vstore[s]) snprintf(name, sizeof name, "sv%d", s), float_array(e, name, "PC_VEC");
   for (int v = 0; v < k->nval && rr.shared; v++)
-    if (rr.shared[v]) emit_line(e, "float sh%d[PC_VEC];", v);
-  emit_line(e, "for (int o = %s; o < NO; o += %s) {", G(e)->group[0], G(e)->ngroups[0]);
-  e->indent++;
+    if (rr.shared[v]) snprintf(name, sizeof name, "sh%d", v), float_array(e, name, "PC_VEC");
+  snprintf(rest, sizeof rest, "o < NO; o += %s", G(e)->ngroups[0]);
+  loop_head(e, "", "o", G(e)->group[0], rest);
   emit_scope_push(e);
   emit_unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
   for (int p = 0; p < k->nphase; p++) row_phase(e, &rr, p, full);

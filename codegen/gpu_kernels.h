@@ -23,6 +23,11 @@ int64_t gpu_row_regs_length(const kir_kernel *k);
  * schedule hooks of dialects with vector accesses; where the schedule's vector is not 0 the
  * dialect defines PC_VEC to it, and PC_RV as a multiple of it */
 int gpu_row_vector(const kir_module *m, int i);
+/* how row kernel i, with vec elements per vector access, reaches buffer buf: 1 only through
+ * vector accesses, -1 through those and others, 0 through no vector access (a dialect that
+ * declares a vector-accessed buffer as an array of vectors, WGSL, vectorizes a kernel only where
+ * no buffer is -1) */
+int gpu_row_vector_buffer(const kir_module *m, int i, int vec, int buf);
 /* the same for pointwise kernel i: 8 where it moves 16-bit data, else 4, when its last dim is a
  * constant multiple of that and its store writes its buffer as it lies; the kernel then takes
  * PC_VEC consecutive elements per invocation */

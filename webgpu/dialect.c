@@ -44,12 +44,30 @@ static bool vec4_access(const kir_module *m, int i, int buf) {
   return used;
 }
 
-static bool vec4_buffer(const kir_module *m, int i, int buf) { return m->k[i].sched.vector == 4 && vec4_access(m, i, buf); }
+/* A row kernel whose schedule says vector 4 (f32 rows of a multiple of 4 whose buffers it
+ * reaches only through the shared row skeleton's vector accesses: gpu_row_vector_buffer) binds
+ * those buffers as arrays of vec4<f32> too, and the skeleton moves 4 consecutive row elements per
+ * access (the spellings vload and vstore below). */
+static bool vec4_buffer(const kir_module *m, int i, int buf) {
+  if (m->k[i].sched.vector != 4) return false;
+  return m->k[i].kind == KK_ROW ? gpu_row_vector_buffer(m, i, 4, buf) == 1 : vec4_access(m, i, buf);
+}
+
+static bool row_vec4(const kir_module *m, int i) {
+  int bufs[WG_MAX_BINDINGS];
+  int nb = kernel_buffers(m, i, bufs, WG_MAX_BINDINGS);
+  if (gpu_row_vector(m, i) != 4) return false;
+  for (int b = 0; b < nb && b < WG_MAX_BINDINGS; b++)
+    if (gpu_row_vector_buffer(m, i, 4, bufs[b]) < 0) return false;
+  return true;
+}
 
 /* the schedule's vector width for kernel i of the WGSL dialect: 4 for a pointwise kernel that
- * stores one f32 buffer as it lies, its last dim a multiple of 4, else 1 */
+ * stores one f32 buffer as it lies, its last dim a multiple of 4 (else 1), and for a row kernel
+ * as vec4_buffer says (else 0) */
 int wg_vector(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
+  if (k->kind == KK_ROW) return row_vec4(m, i) ? 4 : 0;
   return k->kind == KK_POINTWISE && k->nstore == 1 && gpu_pointwise_vector(m, i) == 4 && vec4_access(m, i, k->store[0].buf) ? 4 : 1;
 }
 
@@ -159,102 +177,6 @@ static void pointwise(emitter *e, int index) {
   emit_line(e, "}");
 }
 
-/* ---- row kernels: a work group per row (of the outer dims), grid-stride over the rows ---- */
-
-static const char *const rownames[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"};
-static const char *const rednames[] = {"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"};
-
-/* the outer dims, then the row's */
-static shape full_space(const kir_kernel *k) {
-  shape fs = {.rank = k->dom.rank + k->red.rank};
-  for (int d = 0; d < k->dom.rank; d++) fs.d[d] = k->dom.d[d];
-  for (int d = 0; d < k->red.rank; d++) fs.d[k->dom.rank + d] = k->red.d[d];
-  return fs;
-}
-
-/* a loop of this invocation's row elements, with their indices unravelled; closed by row_loop_end */
-static void row_loop_begin(emitter *e, const char *const *full) {
-  const kir_kernel *k = e->k;
-  emit_line(e, "for (var j: i32 = i32(pc_lid); j < L; j += %d) {", WG_THREADS);
-  e->indent++;
-  emit_scope_push(e);
-  shape fs = full_space(k);
-  emit_unravel(e, &fs, k->dom.rank, fs.rank, "j", full);
-}
-
-static void row_loop_end(emitter *e) {
-  emit_scope_pop(e);
-  e->indent--;
-  emit_line(e, "}");
-}
-
-/* phase p: each invocation's share of the row, then the work group's (pc_wg_*: prelude of row
- * kernels); max and min through pc_maxf/pc_minf, which keep a NaN */
-static void row_phase(emitter *e, int p, const char *const *full) {
-  const kir_phase *ph = &e->k->phase[p];
-  portc_dtype t = row_phase_type(e->m, e->k, p);
-  bool f = dtype_is_float(t);
-  const char *name = ph->op == OP_prod ? "prod" : ph->op == OP_max ? "max" : ph->op == OP_min ? "min" : "sum";
-  emit_hoisted(e, ph->val, full);
-  char acc[16];
-  snprintf(acc, sizeof acc, "acc%d", p);
-  emit_var(e, emit_type(e, t), acc, reduce_init(ph->op, t));
-  row_loop_begin(e, full);
-  char v[16];
-  snprintf(v, sizeof v, "%s", emit_value(e, ph->val, full));
-  switch (ph->op) {
-  case OP_prod: emit_line(e, "acc%d *= %s;", p, v); break;
-  case OP_max: emit_line(e, "acc%d = %s(acc%d, %s);", p, f ? "pc_maxf" : "max", p, v); break;
-  case OP_min: emit_line(e, "acc%d = %s(acc%d, %s);", p, f ? "pc_minf" : "min", p, v); break;
-  default: emit_line(e, "acc%d += %s;", p, v); break;
-  }
-  row_loop_end(e);
-  emit_line(e, "acc%d = pc_wg_%s%s(acc%d);", p, name, f ? "" : "i", p);
-  if (ph->op == OP_mean) emit_line(e, "acc%d /= f32(L);", p);
-}
-
-static void row(emitter *e) {
-  const kir_kernel *k = e->k;
-  char no[256], len[256];
-  emit_count(e, &k->dom, 0, k->dom.rank, no, sizeof no);
-  emit_count(e, &k->red, 0, k->red.rank, len, sizeof len);
-  const char *full[2 * PORTC_MAX_RANK];
-  for (int d = 0; d < k->dom.rank; d++) full[d] = rownames[d];
-  for (int d = 0; d < k->red.rank; d++) full[k->dom.rank + d] = rednames[d];
-  emit_line(e, "let NO: i32 = %s;", no);
-  emit_line(e, "let L: i32 = %s;", len);
-  /* the row loop's bound comes from read-only bindings (uniform), so the barriers inside are too */
-  emit_line(e, "for (var o: i32 = i32(pc_wid.x); o < NO; o += i32(pc_groups.x)) {");
-  e->indent++;
-  emit_scope_push(e);
-  emit_unravel(e, &k->dom, 0, k->dom.rank, "o", rownames);
-  for (int p = 0; p < k->nphase; p++) row_phase(e, p, full);
-  bool outer = false, any_row = false;
-  for (int s = 0; s < k->nstore; s++) outer = outer || !k->store[s].row, any_row = any_row || k->store[s].row;
-  if (outer) {
-    emit_line(e, "if (pc_lid == 0u) {");
-    e->indent++;
-    emit_scope_push(e);
-    for (int s = 0; s < k->nstore; s++)
-      if (!k->store[s].row) emit_store_at(e, &k->store[s], &k->dom, rownames);
-    emit_scope_pop(e);
-    e->indent--;
-    emit_line(e, "}");
-  }
-  if (any_row) {
-    for (int s = 0; s < k->nstore; s++)
-      if (k->store[s].row) emit_hoisted(e, k->store[s].val, full);
-    row_loop_begin(e, full);
-    shape xs = full_space(k);
-    for (int s = 0; s < k->nstore; s++)
-      if (k->store[s].row) emit_store_at(e, &k->store[s], &xs, full);
-    row_loop_end(e);
-  }
-  emit_scope_pop(e);
-  e->indent--;
-  emit_line(e, "}");
-}
-
 /* the work-group reductions of row kernels: a tree in workgroup memory (every invocation gets
  * the result; the barriers are in the row loop's uniform control flow) */
 static void declare_row_reductions(emitter *e) {
@@ -279,6 +201,18 @@ static void declare_row_reductions(emitter *e) {
     }
 }
 
+/* what the shared row skeleton (gpu_row) reads: the work-group size, the vector width, the row
+ * elements per invocation; and the work-group reductions */
+static void declare_row_constants(emitter *e) {
+  const kir_kernel *k = e->k;
+  int vec = k->sched.vector, per = vec ? vec : 1;
+  int64_t L = gpu_row_regs_length(k);
+  emit_line(e, "const PC_WG: i32 = %d;", WG_THREADS);
+  if (vec) emit_line(e, "const PC_VEC: i32 = %d; /* consecutive elements per vector access */", vec);
+  if (L) emit_line(e, "const PC_RV: i32 = %lld; /* row elements per invocation */", (long long)((L + WG_THREADS * per - 1) / (WG_THREADS * per) * per));
+  declare_row_reductions(e);
+}
+
 static void kernel(emitter *e, int index) {
   const kir_kernel *k = e->k;
   emit_line(e, "//@kernel %d", index);
@@ -289,11 +223,11 @@ static void kernel(emitter *e, int index) {
   }
   int nb = 0;
   declare_buffers(e, index, &nb);
-  if (k->kind == KK_ROW) declare_row_reductions(e);
+  if (k->kind == KK_ROW) declare_row_constants(e);
   wg_declare_matmul(e);
   entry_begin(e, index, nb);
   switch (k->kind) {
-  case KK_ROW: row(e); break;
+  case KK_ROW: gpu_row(e); break;
   case KK_MATMUL: wg_matmul(e); break;
   case KK_CONV: wg_conv(e); break;
   case KK_OPAQUE:
@@ -327,6 +261,20 @@ const dialect wgsl_dialect = {
     .int_type = "i32",
     .float_to_bool = "pc_boolf(%s)",
     .checked_idiv = "pc_idivc(%0, %1)",
+    .gpu = &(const gpu_spelling){
+        .global_id = "i32(pc_gid.x)",
+        .global_threads = "(i32(pc_groups.x) * PC_WG)",
+        .local = {"i32(pc_lid)"},
+        .group = {"i32(pc_wid.x)", "i32(pc_wid.y)", "i32(pc_wid.z)"},
+        .ngroups = {"i32(pc_groups.x)", "i32(pc_groups.y)", "i32(pc_groups.z)"},
+        .barrier = "workgroupBarrier();",
+        .unroll = "",
+        .vload = "{ let w_ = %1$s[(%2$s) / 4]; %3$s[%4$s] = w_.x; %3$s[%4$s + 1] = w_.y; %3$s[%4$s + 2] = w_.z; %3$s[%4$s + 3] = w_.w; }",
+        .vstore = "%1$s[(%2$s) / 4] = vec4<f32>(%3$s[0], %3$s[1], %3$s[2], %3$s[3]);",
+        .float_array = "var %1$s: array<f32, %2$s>;",
+        .braces = true,
+        .nan_minmax = true,
+    },
     .load = {
         [PORTC_F32] = "%1$s[%2$s]", [PORTC_F16] = "pc_ld_f16(pc_half(%1$s_w((%2$s) >> 1u), %2$s))",
         [PORTC_BF16] = "pc_ld_bf16(pc_half(%1$s_w((%2$s) >> 1u), %2$s))", [PORTC_I32] = "%1$s[%2$s]",
