@@ -31,7 +31,7 @@ for variant in release asan; do
   skip=()
   # torchvision's model zoo (onnx_zoo, about 20 minutes on two cores) runs with PORTC_LONG_TESTS=1
   [ "${PORTC_LONG_TESTS:-0}" = 1 ] || skip=(-E '^onnx_zoo$')
-  [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$|^onnx_models_webgpu$')
+  [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$|^verify_webgpu_swiftshader$|^onnx_models_webgpu$')
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"

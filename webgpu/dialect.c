@@ -6,11 +6,14 @@
  * implicit conversions: comparisons give 0 or 1 through select). The prelude (prelude.h) says
  * how narrow elements and 64-bit integers are stored.
  *
- * What the dialect writes so far: pointwise kernels (elementwise ops over views and casts), as a
- * grid-stride loop of 1-D work groups of WG_THREADS, and row kernels (reductions and what fuses
- * with them: softmax, layer_norm), a work group per row, each phase's share per invocation then
- * a tree in workgroup memory. The target (target.c) sends every other node to the fallback
- * target, so a graph runs whole with these kernels here.
+ * Pointwise kernels (elementwise ops over views and casts) are a grid-stride loop of 1-D work
+ * groups of WG_THREADS, a vec4<f32> per invocation where their f32 buffers lie as the output
+ * does. Row kernels (reductions and what fuses with them: softmax, layer_norm) are the GPU
+ * dialects' shared skeleton (gpu_row in codegen/gpu_kernels.c, through the gpu_spelling below): a
+ * work group per row, the row kept in registers, f32 rows as vec4<f32>, each phase's share per
+ * invocation then a tree in workgroup memory. Matmul (matmul.c), convolution and pooling
+ * (window.c), concat and pad (layout.c) have their own files; the target (target.c) sends what
+ * the dialect does not write (int64 indices: argmax, gather) to the fallback target.
  *
  * Each kernel's text starts with "//@kernel N": the runtime cuts the module there and puts the
  * prelude in front of each piece.
@@ -201,13 +204,12 @@ static void declare_row_reductions(emitter *e) {
     }
 }
 
-/* what the shared row skeleton (gpu_row) reads: the work-group size, the vector width, the row
- * elements per invocation; and the work-group reductions */
+/* what the shared row skeleton (gpu_row) reads besides the prelude's PC_WG: the vector width, the
+ * row elements per invocation; and the work-group reductions */
 static void declare_row_constants(emitter *e) {
   const kir_kernel *k = e->k;
   int vec = k->sched.vector, per = vec ? vec : 1;
   int64_t L = gpu_row_regs_length(k);
-  emit_line(e, "const PC_WG: i32 = %d;", WG_THREADS);
   if (vec) emit_line(e, "const PC_VEC: i32 = %d; /* consecutive elements per vector access */", vec);
   if (L) emit_line(e, "const PC_RV: i32 = %lld; /* row elements per invocation */", (long long)((L + WG_THREADS * per - 1) / (WG_THREADS * per) * per));
   declare_row_reductions(e);

@@ -18,6 +18,7 @@ static const char wgsl_prelude[] =
     "var<private> INFINITY: f32;\n"
     "var<private> NAN: f32;\n"
     "var<private> pc_tid: u32; /* local_invocation_index, for the work-group reductions */\n"
+    "const PC_WG: i32 = 256; /* invocations per 1-D work group (WG_THREADS) */\n"
     "fn pc_init() { var u = 0x7f800000u; INFINITY = bitcast<f32>(u); u = 0x7fc00000u; NAN = bitcast<f32>(u); }\n"
     "const INT64_MAX: i32 = 2147483647;\n"
     "const INT64_MIN: i32 = -2147483647 - 1;\n"
