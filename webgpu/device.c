@@ -260,23 +260,46 @@ bool wg_pass_seconds(wg_device *d, double *seconds, char *why, size_t len) {
   return true;
 }
 
-/* the bind group goes as soon as it is set: the pass holds it */
-bool wg_pass_dispatch(wg_device *d, wg_pass *r, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes,
-                      int n, const uint32_t groups[3], char *why, size_t len) {
+WGPUBindGroup wg_bind_group_new(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
+                                char *why, size_t len) {
   const wgpu_api *w = api(why, len);
   WGPUBindGroupEntry entries[64];
-  if (n > 64) return snprintf(why, len, "a dispatch binds %d buffers, at most 64", n), false;
+  if (n > 64) return snprintf(why, len, "a dispatch binds %d buffers, at most 64", n), NULL;
   for (int i = 0; i < n; i++)
     entries[i] = (WGPUBindGroupEntry){.binding = (uint32_t)i, .buffer = bufs[i], .offset = offsets ? offsets[i] : 0,
                                       .size = sizes ? sizes[i] : WGPU_WHOLE_SIZE};
   WGPUBindGroupLayout layout = w->ComputePipelineGetBindGroupLayout(p, 0);
   WGPUBindGroup bind = w->DeviceCreateBindGroup(d->device, &(WGPUBindGroupDescriptor){.layout = layout, .entryCount = (size_t)n, .entries = entries});
+  if (layout) w->BindGroupLayoutRelease(layout);
+  if (wg_device_error(d, why, len) || !bind) {
+    if (bind) w->BindGroupRelease(bind);
+    else snprintf(why, len, "%s made no bind group", d->info.name);
+    return NULL;
+  }
+  return bind;
+}
+
+void wg_bind_group_free(WGPUBindGroup bind) {
+  char why[256];
+  const wgpu_api *w = api(why, sizeof why);
+  if (w && bind) w->BindGroupRelease(bind);
+}
+
+bool wg_pass_dispatch_bound(wg_device *d, wg_pass *r, WGPUComputePipeline p, WGPUBindGroup bind, const uint32_t groups[3], char *why, size_t len) {
+  const wgpu_api *w = api(why, len);
   w->ComputePassEncoderSetPipeline(r->pass, p);
   w->ComputePassEncoderSetBindGroup(r->pass, 0, bind, 0, NULL);
   w->ComputePassEncoderDispatchWorkgroups(r->pass, groups[0], groups[1], groups[2]);
-  if (bind) w->BindGroupRelease(bind);
-  if (layout) w->BindGroupLayoutRelease(layout);
   return !wg_device_error(d, why, len);
+}
+
+/* the bind group goes as soon as it is set: the pass holds it */
+bool wg_pass_dispatch(wg_device *d, wg_pass *r, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes,
+                      int n, const uint32_t groups[3], char *why, size_t len) {
+  WGPUBindGroup bind = wg_bind_group_new(d, p, bufs, offsets, sizes, n, why, len);
+  bool ok = bind && wg_pass_dispatch_bound(d, r, p, bind, groups, why, len);
+  wg_bind_group_free(bind);
+  return ok;
 }
 
 bool wg_pass_submit(wg_device *d, wg_pass *r, char *why, size_t len) {

@@ -6,7 +6,8 @@
  * bound at their byte ranges (temporaries lie in one arena at 256-byte offsets, WebGPU's
  * largest storage offset alignment), then the status word where the kernel checks an integer
  * division, then the symbol values, written (once per run: every kernel takes the same) before
- * the submission. The device is the process's one device of the library's Vulkan adapter
+ * the submission. A kernel's bind group is kept and used again while its bindings recur (a
+ * module run again on the same buffers makes none). The device is the process's one device of the library's Vulkan adapter
  * (target.c: wg_target_device); every call into the library holds its lock, since a device of
  * this Dawn is not safe to use from several threads at once.
  *
@@ -16,7 +17,8 @@
  * A run's seconds are the GPU's, from timestamps the pass writes as it begins and ends, where the
  * adapter has timestamp-query (else the host's clock around the submission and the wait).
  *
- * Not yet: a recorded command buffer replayed in reduce-overhead mode (each run records again),
+ * Not yet: a recorded command buffer replayed in reduce-overhead mode (WebGPU has no bundles of
+ * compute work: each run encodes its dispatches again, with the kept bind groups),
  * a kernel cache, and the opaque kernels argmax and gather (their indices are int64, which
  * the dialect does not compute yet: target.c sends those nodes to the CPU).
  */
@@ -29,11 +31,20 @@
 #include "../targets/gpu_queue.h"
 #include "wg.h"
 
+/* a kernel's bindings, and the bind group made of them, kept while they recur */
+typedef struct wg_binding {
+  int n;
+  WGPUBuffer b[WG_MAX_BINDINGS + 2];
+  uint64_t off[WG_MAX_BINDINGS + 2], size[WG_MAX_BINDINGS + 2];
+  WGPUBindGroup group;
+} wg_binding;
+
 typedef struct wg_module {
   wg_device *d;
   const kir_module *km;
   int nk;
   WGPUComputePipeline *pipe; /* per kernel */
+  wg_binding *bound;         /* per kernel: its last run's bindings */
   WGPUBuffer sym, status;   /* the symbol values (one word each), the status word */
   gpu_queue q;
   wg_pass pass;    /* the run's dispatches */
@@ -55,6 +66,8 @@ static void unload(void *handle) {
   if (!m) return;
   wg_lock();
   for (int i = 0; m->pipe && i < m->nk; i++) wg_pipeline_free(m->pipe[i]);
+  for (int i = 0; m->bound && i < m->nk; i++) wg_bind_group_free(m->bound[i].group);
+  free(m->bound);
   wg_buffer_free(m->sym);
   wg_buffer_free(m->status);
   wg_unlock();
@@ -70,7 +83,11 @@ static portc_status load(const load_request *req, void **handle, bool *hit) {
   if (!d) return err_set(PORTC_ERR_DEVICE, "webgpu: %s", why);
   const kir_module *km = req->km;
   wg_module *m = calloc(1, sizeof *m);
-  if (!m || !(m->pipe = calloc((size_t)km->nk + 1, sizeof *m->pipe))) return free(m), err_set(PORTC_ERR_NOMEM, "webgpu: out of memory");
+  if (!m || !(m->pipe = calloc((size_t)km->nk + 1, sizeof *m->pipe)) || !(m->bound = calloc((size_t)km->nk + 1, sizeof *m->bound))) {
+    if (m) free(m->pipe);
+    free(m);
+    return err_set(PORTC_ERR_NOMEM, "webgpu: out of memory");
+  }
   m->d = d, m->km = km, m->nk = km->nk;
   portc_status st = gpu_queue_init(&m->q, "webgpu", km, false);
   wg_lock();
@@ -143,6 +160,20 @@ bool wg_groups(const kir_module *km, int i, const int64_t *S, uint32_t max, uint
   return true;
 }
 
+/* kernel i's bind group for bindings b (n of them): the last run's where they are the same (a
+ * module run again on its buffers makes none), else a new one */
+static WGPUBindGroup bind_group(wg_module *m, int i, const WGPUBuffer *b, const uint64_t *off, const uint64_t *size, int n, char *why, size_t len) {
+  wg_binding *k = &m->bound[i];
+  if (k->group && k->n == n && !memcmp(k->b, b, sizeof *b * (size_t)n) && !memcmp(k->off, off, sizeof *off * (size_t)n) &&
+      !memcmp(k->size, size, sizeof *size * (size_t)n))
+    return k->group;
+  wg_bind_group_free(k->group);
+  k->group = wg_bind_group_new(m->d, m->pipe[i], b, off, size, n, why, len);
+  k->n = n;
+  memcpy(k->b, b, sizeof *b * (size_t)n), memcpy(k->off, off, sizeof *off * (size_t)n), memcpy(k->size, size, sizeof *size * (size_t)n);
+  return k->group;
+}
+
 static portc_status issue(void *rt, int i, const gpu_launch *l) {
   wg_module *m = rt;
   const gpu_args *a = &m->q.args[i];
@@ -170,7 +201,8 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   }
   uint32_t grid[3];
   wg_groups(m->km, i, l->S, m->d->info.limits.maxComputeWorkgroupsPerDimension, grid);
-  if (!wg_pass_dispatch(m->d, &m->pass, m->pipe[i], b, off, size, n, grid, why, sizeof why)) {
+  WGPUBindGroup group = bind_group(m, i, b, off, size, n, why, sizeof why);
+  if (!group || !wg_pass_dispatch_bound(m->d, &m->pass, m->pipe[i], group, grid, why, sizeof why)) {
     char what[64];
     snprintf(what, sizeof what, "kernel %d's dispatch", i);
     return fail(what, why);

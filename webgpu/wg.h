@@ -103,6 +103,12 @@ bool wg_pass_begin(wg_device *d, wg_pass *r, bool timed, char *why, size_t len);
 bool wg_pass_seconds(wg_device *d, double *seconds, char *why, size_t len);
 bool wg_pass_dispatch(wg_device *d, wg_pass *r, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes,
                       int n, const uint32_t groups[3], char *why, size_t len);
+/* the same in two steps, for bindings used again: their bind group (NULL with why), then a
+ * dispatch with it; the group holds its buffers until wg_bind_group_free */
+WGPUBindGroup wg_bind_group_new(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
+                                char *why, size_t len);
+bool wg_pass_dispatch_bound(wg_device *d, wg_pass *r, WGPUComputePipeline p, WGPUBindGroup bind, const uint32_t groups[3], char *why, size_t len);
+void wg_bind_group_free(WGPUBindGroup bind);
 bool wg_pass_submit(wg_device *d, wg_pass *r, char *why, size_t len);
 /* one dispatch in a pass of its own, submitted */
 bool wg_dispatch(wg_device *d, WGPUComputePipeline p, const WGPUBuffer *bufs, const uint64_t *offsets, const uint64_t *sizes, int n,
