@@ -1,7 +1,9 @@
 /*
  * gpu_kernels.c: the kernel skeletons that every GPU dialect shares, written once over a few
  * spellings (gpu_spelling in dialect.h: thread and group indices, the barrier, the unroll hint),
- * since GLSL, CUDA C and HIP C++ agree on the rest of the C-like syntax these use. Pointwise,
+ * since GLSL, CUDA C and HIP C++ agree on the rest of the C-like syntax these use. The row
+ * kernels serve WGSL too: their declarations, loops, arrays and ifs go through the dialect's
+ * declarations and gpu_spelling's few statement spellings. Pointwise,
  * conv and opaque kernels give each thread one output element in a grid-stride loop; row kernels
  * give each work group one row, keep the row's loads in registers when its length is known, and
  * reduce with the prelude's pc_wg_* functions; the SIMT matmul and the tiled convolution compute

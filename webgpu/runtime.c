@@ -7,9 +7,9 @@
  * largest storage offset alignment), then the status word where the kernel checks an integer
  * division, then the symbol values, written (once per run: every kernel takes the same) before
  * the submission. A kernel's bind group is kept and used again while its bindings recur (a
- * module run again on the same buffers makes none). The device is the process's one device of the library's Vulkan adapter
- * (target.c: wg_target_device); every call into the library holds its lock, since a device of
- * this Dawn is not safe to use from several threads at once.
+ * module run again on the same buffers makes none). The device is the process's one device of
+ * the library's Vulkan adapter (target.c: wg_target_device); every call into the library holds
+ * its lock, since a device of this Dawn is not safe to use from several threads at once.
  *
  * A web bundle (driver/export.c, through the target's `web` hooks) writes the same dispatches
  * down for a browser: the work groups come from wg_groups, the bindings in the order issue binds.
