@@ -5,7 +5,8 @@ against PyTorch's outputs, and timed against torch eager and torch.compile in th
 For each model: random weights (seeded), torch.onnx.export with a dynamic batch (opset 17), and
 PyTorch's outputs for batches 1 and 4 (float32, TF32 off). `onnx_compare` compiles the model once
 per target and checks both batches (the bounds of conformance/TOLERANCES.md); `portc bench --set
-N=B` times it at the bench batch, and torch eager and torch.compile are timed with CUDA events the
+N=B` times it at the bench batch (its kernels, each at its median, as a Chrome trace in
+OUT/onnx/MODEL/trace_TARGET.json), and torch eager and torch.compile are timed with CUDA events the
 same way (warm-up, then the median of back-to-back runs).
 
 With --tune SECONDS, each model is then tuned on each target (`portc tune --budget SECONDS`, into
@@ -167,7 +168,7 @@ def main():
             ok = "pass" if r.returncode == 0 else "FAIL"
             j = os.path.join(d, f"bench_{t}{tag}.json")
             r = subprocess.run([portc, "bench", model_path, "-t", t, "--set", f"N={batch}", "--iters", str(a.iters),
-                                "--warmup", "3", "--no-eager", "--json", j], capture_output=True, text=True, timeout=900, env=env)
+                                "--warmup", "3", "--no-eager", "--json", j, "--trace", os.path.join(d, f"trace_{t}{tag}.json")], capture_output=True, text=True, timeout=900, env=env)
             open(os.path.join(d, f"bench_{t}{tag}.txt"), "w").write(r.stdout + r.stderr)
             if r.returncode:
                 print(f"{name} bench on {t}{tag} failed: {(r.stdout + r.stderr).strip()[-400:]}")

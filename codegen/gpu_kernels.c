@@ -818,8 +818,7 @@ static void conv_fetch(emitter *e, int LOADS, const void *ctx) {
   gpu_loop_end(e);
 }
 
-/* the implicit GEMM's sizes: M output channels, N output pixels, K = C * KH * KW */
-static void conv_gemm_sizes(emitter *e) {
+void gpu_conv_gemm_sizes(emitter *e) {
   const kir_kernel *k = e->k;
   const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
   char nb[32];
@@ -845,15 +844,33 @@ static void conv_acc(emitter *e, const char *sum, char *acc, size_t len) {
 
 int gpu_conv_split(const kir_kernel *k) { return k->kind == KK_CONV && k->sched.variant == KS_TILED && k->sched.split_k > 1 ? k->sched.split_k : 1; }
 
-void gpu_conv_gemm(emitter *e, int T) {
-  const int RB = T / 16, VW = panel_run(e, RB), S = gpu_conv_split(e->k);
-  conv_gemm_sizes(e);
+void gpu_conv_k_range(emitter *e, int panel) {
+  const int S = gpu_conv_split(e->k);
   if (S > 1) { /* this work group's slice of the reduction: whole panels */
-    emit_line(e, "const int KS = (K + %d) / %d * %d, KB = %s * KS, KE = min(K, KB + KS);", S * GPU_MM_BK - 1, S * GPU_MM_BK, GPU_MM_BK,
-              G(e)->group[2]);
+    emit_line(e, "const int KS = (K + %d) / %d * %d, KB = %s * KS, KE = min(K, KB + KS);", S * panel - 1, S * panel, panel, G(e)->group[2]);
   } else {
     emit_line(e, "const int KB = 0, KE = K;");
   }
+}
+
+void gpu_conv_element(emitter *e, const char *sum) {
+  if (gpu_conv_split(e->k) > 1) {
+    emit_line(e, "pc_acc[(%s * M + m) * N + n] = %s;", G(e)->group[2], sum);
+    return;
+  }
+  char acc[300];
+  conv_acc(e, sum, acc, sizeof acc);
+  emit_line(e, "%s", conv_column);
+  emit_line(e, "const float acc0 = %s;", acc);
+  emit_scope_push(e);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, conv_oidx);
+  emit_scope_pop(e);
+}
+
+void gpu_conv_gemm(emitter *e, int T) {
+  const int RB = T / 16, VW = panel_run(e, RB), S = gpu_conv_split(e->k);
+  gpu_conv_gemm_sizes(e);
+  gpu_conv_k_range(e, GPU_MM_BK);
   emit_line(e, "const int tx = %s, ty = %s, tid = ty * 16 + tx;", G(e)->local[0], G(e)->local[1]);
   emit_line(e, "for (int n0 = %s * %d; n0 < N; n0 += %s * %d) {", G(e)->group[0], T, G(e)->ngroups[0], T);
   e->indent++;
@@ -878,7 +895,7 @@ void gpu_conv_gemm(emitter *e, int T) {
 
 void gpu_conv_split_sum(emitter *e) {
   const int S = gpu_conv_split(e->k);
-  conv_gemm_sizes(e);
+  gpu_conv_gemm_sizes(e);
   emit_line(e, "for (int t = %s; t < M * N; t += %s) {", G(e)->global_id, G(e)->global_threads);
   e->indent++;
   emit_line(e, "const int m = t / N, n = t %% N;");

@@ -81,6 +81,13 @@ void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int
 /* the output channels (M) and pixels (N) of convolution i's implicit GEMM */
 void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]);
 void gpu_conv_gemm(emitter *e, int tile);
+/* pieces for a dialect's own implicit-GEMM convolution: the sizes ("const int C, H, W, KH, KW, OH,
+ * OW; M (output channels), N (output pixels), K = C * KH * KW"), the work group's range of the
+ * reduction [KB, KE) (with split-K, its slice in whole panels of `panel`), and the element (m, n)
+ * of the output from its sum: bias and epilogue, or with split-K the slice's partial sum */
+void gpu_conv_gemm_sizes(emitter *e);
+void gpu_conv_k_range(emitter *e, int panel);
+void gpu_conv_element(emitter *e, const char *sum);
 /* Split-K (schedule.split_k > 1, where a target allows it): work group z of the grid's third
  * dimension computes slice z of the reduction, whole panels of it, and writes its partial sums
  * to pc_acc[z][M][N] (f32; a dialect passes pc_acc first, a target's scratch buffer), without

@@ -85,6 +85,16 @@ if grep -q "^portc vulkan validation:" "$tmp/out"; then echo "FAIL: the validati
 PORTC_TUNE_PATH="$tmp/split.tune" expect 0 "split-K under reduce-overhead" -- \
   "$portc" run "$src/examples/cnn.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=3
 
+# the f32 word convolution (vulkan/matmul.c) at the tile, k-step and split the rule does not
+# choose on lavapipe (64x64 tiles, k-steps of 16, whole), under the validation layer
+printf 'api=vulkan kind=conv tile=128x128 tile_k=16 split_k=2 prov=heuristic source="word convolutions at 128x128, k-steps of 16, 2 slices"\n' >"$tmp/words.tune"
+PORTC_TUNE_PATH="$tmp/words.tune" PORTC_VULKAN_VALIDATION=1 expect 0 "word convolutions at 128x128" -- \
+  "$portc" verify -t vulkan --filter 'conv|cnn|resnet' --examples "$src/examples" --quiet
+contains " 0 failed" "128x128 word convolutions match the reference"
+if grep -q "^portc vulkan validation:" "$tmp/out"; then echo "FAIL: the validation layer reported problems with word convolutions"; fails=$((fails + 1)); fi
+PORTC_TUNE_PATH="$tmp/words.tune" expect 0 "explain word convolutions" -- "$portc" explain "$src/examples/cnn.ptg" -t vulkan
+contains "tiles 128x128, the reduction in 2 slices added by an epilogue kernel, vectors of 4" "the site table puts a convolution on the word tiles"
+
 # reduce-overhead on vulkan records the launches once and replays them
 expect 0 "reduce-overhead on vulkan" -- "$portc" run "$src/examples/layer_norm.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=5
 

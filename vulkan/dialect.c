@@ -6,7 +6,7 @@
  * and the prelude's pc_wg_* reductions use subgroup operations and shared memory. What is
  * Vulkan's own: buffer declarations (narrow elements read through 32-bit words, row kernels'
  * vector accesses through a second declaration in 16-byte words), its own matmuls
- * (matmul.c), and split-K convolutions as one shader of two phases (split_conv).
+ * (matmul.c), and split-K convolutions as one shader of two phases (vk_split_conv).
  *
  * Each kernel's text starts with "//@kernel N needs LIST": the runtime cuts the module there,
  * puts the prelude in front of each piece, and checks LIST against the device's features.
@@ -123,10 +123,10 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
  * phase 0 as the grid of tiles and slices, writing partial sums; phase 1 as a grid-stride loop
  * over the outputs, in the same 16x16 work groups, flattened, adding the slices and applying the
  * epilogue */
-static void split_conv(emitter *e) {
+void vk_split_conv(emitter *e, void (*phase0)(emitter *e)) {
   emit_line(e, "if (PC_PHASE == 0) {");
   e->indent++;
-  gpu_body(e);
+  phase0(e);
   e->indent--;
   emit_line(e, "} else {");
   e->indent++;
@@ -150,7 +150,7 @@ static void kernel(emitter *e, int index) {
   emit_line(e, "//@kernel %d needs%s", index, need);
   emit_line(e, "// %s", k->why);
   bool mm = k->kind == KK_MATMUL;
-  if (mm && vk_matmul_own(k)) { /* the target's own matmuls (matmul.c) */
+  if (vk_matmul_own(k)) { /* the target's own matmuls and convolutions (matmul.c) */
     vk_matmul(e, index);
     sb_printf(&e->out, "\n");
     return;
@@ -167,7 +167,7 @@ static void kernel(emitter *e, int index) {
   gpu_declare_tiles(e, "shared");
   emit_line(e, "void main() {");
   e->indent++;
-  if (conv && gpu_conv_split(k) > 1) split_conv(e);
+  if (conv && gpu_conv_split(k) > 1) vk_split_conv(e, gpu_body);
   else gpu_body(e);
   e->indent--;
   emit_line(e, "}");

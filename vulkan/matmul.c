@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../codegen/emit.h"
 #include "../codegen/gpu_kernels.h"
@@ -83,7 +84,7 @@ static void words_declare(emitter *e, int index) {
   emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   vk_declare_buffers(e, index, true);
   emit_line(e, "shared vec4 pc_As[2 * %d * %d], pc_Bs[2 * %d * %d]; /* [stage][k][row or column / 4] */", BK, T / 4, BK, T / 4);
-  if (e->k->sched.fold_batch) return;
+  if (e->k->sched.fold_batch || e->k->kind == KK_CONV) return;
   words_address(e, "pc_wa", 0, "mm", "kk");
   words_address(e, "pc_wb", 1, "kk", "nn");
 }
@@ -152,9 +153,77 @@ static bool heavy_epilogue(const kir_kernel *k) {
   return false;
 }
 
+/* The sums c[RB][RB] of the tile at (m0, n0) over k in [kb, ke), from PC_FETCH and PC_STAGE */
+static void words_main_loop(emitter *e, int T, int BK, const char *kb, const char *ke) {
+  const int RB = T / 16, G = T / 64, W = T / 4;
+  emit_line(e, "PC_FETCH(%s);", kb);
+  emit_line(e, "PC_STAGE(0);");
+  emit_line(e, "barrier();");
+  emit_line(e, "float c[%d][%d];", RB, RB);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = 0.0;", RB, RB);
+  emit_line(e, "for (int kk = %s; kk < %s; kk += %d) {", kb, ke, BK);
+  e->indent++;
+  if (strcmp(kb, "0")) emit_line(e, "const int cur = ((kk - %s) / %d) & 1; /* the k-step's half of the double buffer */", kb, BK);
+  else emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", BK);
+  emit_line(e, "const bool more = kk + %d < %s;", BK, ke);
+  emit_line(e, "if (more) PC_FETCH(kk + %d);", BK);
+  emit_line(e, "[[unroll]] for (int p = 0; p < %d; p++) {", BK);
+  e->indent++;
+  emit_line(e, "vec4 av[%d], bv[%d];", G, G);
+  emit_line(e, "[[unroll]] for (int g = 0; g < %d; g++) av[g] = pc_As[(cur * %d + p) * %d + 16 * g + ty];", G, BK, W);
+  emit_line(e, "[[unroll]] for (int g = 0; g < %d; g++) bv[g] = pc_Bs[(cur * %d + p) * %d + 16 * g + tx];", G, BK, W);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fma(av[i >> 2][i & 3], bv[j >> 2][j & 3], c[i][j]);",
+            RB, RB);
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
+  emit_line(e, "barrier();");
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* The epilogue of the sums c, element by element: `element` writes the output at (m, n) (guarded
+ * to lie inside it) from its sum, named `sum` (heavy: see below). */
+static void words_epilogue(emitter *e, int RB, bool heavy, const char *sum, void (*element)(emitter *e)) {
+  /* The epilogue, element by element. A light one (stores, adds, relu) is unrolled over c, with
+   * constant indices. A heavy one is written once, in a rolled loop over a copy of the sums:
+   * unrolled, a gelu epilogue (64 erf) made NVIDIA's driver keep c in memory through the main
+   * loop (16x512x1024 with gelu: 1.93 ms, 0.18 rolled), and indexed by the loop's counter, c
+   * itself would be; rolled, the plain 4096^3 ran 3.95 ms against 3.33 unrolled (H200). */
+  if (heavy) {
+    emit_line(e, "float ce[%d];", RB * RB);
+    emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) ce[i * %d + j] = c[i][j];", RB, RB, RB);
+    emit_line(e, "[[dont_unroll]] for (int q = 0; q < %d; q++) {", RB * RB);
+    emit_line(e, "  const int i = q / %d, j = q %% %d;", RB, RB);
+    emit_line(e, "  const float %s = ce[q];", sum);
+  } else {
+    emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) {", RB, RB);
+    emit_line(e, "  const float %s = c[i][j];", sum);
+  }
+  e->indent++;
+  emit_line(e, "const int n = n0 + 64 * (j >> 2) + 4 * tx + (j & 3), m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3);");
+  emit_line(e, "if (n >= N || m >= M) continue;");
+  element(e);
+  gpu_loop_end(e);
+}
+
+static void matmul_element(emitter *e) {
+  const kir_kernel *k = e->k;
+  const int nb = k->dom.rank - 2;
+  const char *oidx[PORTC_MAX_RANK];
+  emit_scope_push(e);
+  if (k->sched.fold_batch) gpu_gemm_indices(e, oidx);
+  else {
+    for (int d = 0; d < nb; d++) oidx[d] = bnames[d];
+    oidx[nb] = "m", oidx[nb + 1] = "n";
+  }
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+}
+
 static void matmul_words(emitter *e) {
   const kir_kernel *k = e->k;
-  const int T = k->sched.tile_m, BK = vk_words_k_step(&k->sched), RB = T / 16, G = T / 64, W = T / 4, H = words_per_thread(T, BK);
+  const int T = k->sched.tile_m, BK = vk_words_k_step(&k->sched), H = words_per_thread(T, BK);
   const int nb = k->dom.rank - 2;
   const bool fold = k->sched.fold_batch;
   char M[64];
@@ -174,59 +243,68 @@ static void matmul_words(emitter *e) {
   }
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
   e->indent++;
-  emit_line(e, "PC_FETCH(0);");
-  emit_line(e, "PC_STAGE(0);");
-  emit_line(e, "barrier();");
-  emit_line(e, "float c[%d][%d];", RB, RB);
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = 0.0;", RB, RB);
-  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", BK);
-  e->indent++;
-  emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", BK);
-  emit_line(e, "const bool more = kk + %d < K;", BK);
-  emit_line(e, "if (more) PC_FETCH(kk + %d);", BK);
-  emit_line(e, "[[unroll]] for (int p = 0; p < %d; p++) {", BK);
-  e->indent++;
-  emit_line(e, "vec4 av[%d], bv[%d];", G, G);
-  emit_line(e, "[[unroll]] for (int g = 0; g < %d; g++) av[g] = pc_As[(cur * %d + p) * %d + 16 * g + ty];", G, BK, W);
-  emit_line(e, "[[unroll]] for (int g = 0; g < %d; g++) bv[g] = pc_Bs[(cur * %d + p) * %d + 16 * g + tx];", G, BK, W);
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fma(av[i >> 2][i & 3], bv[j >> 2][j & 3], c[i][j]);",
-            RB, RB);
-  e->indent--;
-  emit_line(e, "}");
-  emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
-  emit_line(e, "barrier();");
-  e->indent--;
-  emit_line(e, "}");
-  /* The epilogue, element by element. A light one (stores, adds, relu) is unrolled over c, with
-   * constant indices. A heavy one is written once, in a rolled loop over a copy of the sums:
-   * unrolled, a gelu epilogue (64 erf) made NVIDIA's driver keep c in memory through the main
-   * loop (16x512x1024 with gelu: 1.93 ms, 0.18 rolled), and indexed by the loop's counter, c
-   * itself would be; rolled, the plain 4096^3 ran 3.95 ms against 3.33 unrolled (H200). */
-  if (heavy_epilogue(k)) {
-    emit_line(e, "float ce[%d];", RB * RB);
-    emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) ce[i * %d + j] = c[i][j];", RB, RB, RB);
-    emit_line(e, "[[dont_unroll]] for (int q = 0; q < %d; q++) {", RB * RB);
-    emit_line(e, "  const int i = q / %d, j = q %% %d;", RB, RB);
-    emit_line(e, "  const float acc0 = ce[q];");
-  } else {
-    emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) {", RB, RB);
-    emit_line(e, "  const float acc0 = c[i][j];");
-  }
-  e->indent++;
-  emit_line(e, "const int n = n0 + 64 * (j >> 2) + 4 * tx + (j & 3), m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3);");
-  emit_line(e, "if (n >= N || m >= M) continue;");
-  emit_scope_push(e);
-  const char *oidx[PORTC_MAX_RANK];
-  if (fold) gpu_gemm_indices(e, oidx);
-  else {
-    for (int d = 0; d < nb; d++) oidx[d] = bnames[d];
-    oidx[nb] = "m", oidx[nb + 1] = "n";
-  }
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
-  gpu_loop_end(e);
+  words_main_loop(e, T, BK, "0", "K");
+  words_epilogue(e, T / 16, heavy_epilogue(k), "acc0", matmul_element);
   gpu_loop_end(e);
   if (!fold) gpu_loop_end(e);
+}
+
+/* ---- conv2d as an implicit GEMM on the f32 word tiles ---- */
+
+/* out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x at the pixel's window, the tiles,
+ * k-steps and sums of the word matmul above: A is the weights [O, C * KH * KW] as they lie, moved
+ * in 16-byte words along k as the matmul's A (K a multiple of 4); B, the input window, is
+ * gathered. Invocation (bw, br0) gathers columns 4 bw .. 4 bw + 3 of the tile, the same 4 pixels
+ * in every k-step, whose window origins it computes once per tile (px, ph, pw), at rows br0 +
+ * 256 / (T / 4) h of each step: one (c, kh, kw) per row shared by its 4 pixels. Padding, pixels
+ * past N and k past the work group's range (split-K's slice) read as zeros. */
+static void conv_fetch_stage(emitter *e, int T, int BK, int H) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const int W = T / 4, arows = 256 / (BK / 4), brows = 256 / W;
+  char x[256];
+  emit_line(e, "const int ar0 = tid / %d, akw = tid %% %d, br0 = tid / %d, bw = tid %% %d;", BK / 4, BK / 4, W, W);
+  emit_line(e, "uvec4 wa[%d];", H);
+  emit_line(e, "vec4 wb[%d];", H);
+  emit_line(e, "int px[4], ph[4], pw[4]; /* the 4 pixels' images (-1: past N) and window origins */");
+  emit_line(e, "#define PC_FETCH(k0) { \\");
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, arows);
+  emit_line(e, "    wa[h] = r < M && c < KE ? %sv[(uint(r) * uint(K) + uint(c)) >> 2] : uvec4(0u); } \\", emit_buf(e, k->in_buf[1]));
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { \\", H);
+  emit_line(e, "    const int kk = (k0) + br0 + %d * h, ci = kk / (KH * KW), kh = kk / KW %% KH, kw = kk %% KW; \\", brows);
+  emit_line(e, "    [[unroll]] for (int u = 0; u < 4; u++) { const int ih = ph[u] + kh * %lld, iw = pw[u] + kw * %lld; \\",
+            (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "dilation", 1));
+  emit_load(e, k->in_buf[0], "px[u] + (ci * H + ih) * W + iw", x, sizeof x);
+  emit_line(e, "      wb[h][u] = kk < KE && px[u] >= 0 && uint(ih) < uint(H) && uint(iw) < uint(W) ? %s : 0.0; } } }", x);
+  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) { const int r = ar0 + %d * h, q = (s) * %d + 4 * akw; \\", H, arows, BK);
+  emit_line(e, "    [[unroll]] for (int c = 0; c < 4; c++) pc_As[(q + c) * %d + (r >> 2)][r & 3] = uintBitsToFloat(wa[h][c]); } \\", W);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[((s) * %d + br0 + %d * h) * %d + bw] = wb[h]; }", H, BK, brows, W);
+}
+
+static void conv_element(emitter *e) { gpu_conv_element(e, "s"); }
+
+static void conv_words(emitter *e) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const int T = k->sched.tile_m, BK = vk_words_k_step(&k->sched), H = words_per_thread(T, BK);
+  gpu_conv_gemm_sizes(e);
+  gpu_conv_k_range(e, BK);
+  emit_line(e, "const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), tid = ty * 16 + tx;");
+  conv_fetch_stage(e, T, BK, H);
+  emit_line(e, "for (int n0 = int(gl_WorkGroupID.x) * %d; n0 < N; n0 += int(gl_NumWorkGroups.x) * %d) {", T, T);
+  e->indent++;
+  emit_line(e, "[[unroll]] for (int u = 0; u < 4; u++) {");
+  emit_line(e, "  const int pn = n0 + 4 * bw + u, oh = pn / OW %% OH, ow = pn %% OW;");
+  emit_line(e, "  px[u] = pn < N ? pn / (OH * OW) * (C * H * W) : -1;");
+  emit_line(e, "  ph[u] = oh * %lld - %lld, pw[u] = ow * %lld - %lld;", (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
+            (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1]);
+  emit_line(e, "}");
+  emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
+  e->indent++;
+  words_main_loop(e, T, BK, "KB", "KE");
+  words_epilogue(e, T / 16, gpu_conv_split(k) == 1 && heavy_epilogue(k), "s", conv_element);
+  gpu_loop_end(e);
+  gpu_loop_end(e);
 }
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
@@ -345,16 +423,19 @@ static void matmul_coop(emitter *e) {
 }
 
 bool vk_matmul_own(const kir_kernel *k) {
-  return k->kind == KK_MATMUL && (k->sched.variant == KS_MMA || (k->sched.variant == KS_TILED && k->sched.vector == 4));
+  const bool words = k->sched.variant == KS_TILED && k->sched.vector == 4;
+  return (k->kind == KK_MATMUL && (k->sched.variant == KS_MMA || words)) || (k->kind == KK_CONV && words);
 }
 
 void vk_matmul(emitter *e, int index) {
-  const bool coop = e->k->sched.variant == KS_MMA;
+  const bool coop = e->k->sched.variant == KS_MMA, conv = e->k->kind == KK_CONV;
   if (coop) coop_declare(e, index);
   else words_declare(e, index);
   emit_line(e, "void main() {");
   e->indent++;
   if (coop) matmul_coop(e);
+  else if (conv && gpu_conv_split(e->k) > 1) vk_split_conv(e, conv_words);
+  else if (conv) conv_words(e);
   else matmul_words(e);
   e->indent--;
   emit_line(e, "}");

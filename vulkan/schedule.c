@@ -61,6 +61,29 @@ static void words_schedule(kir_module *m, int i, const vk_context *c) {
   if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->tile_m = s->tile_n = VK_MM_TILE;
 }
 
+/* A tiled f32 convolution whose weights' rows (C x KH x KW) are whole 16-byte words runs on the
+ * word tiles (conv_words in matmul.c): 128x128 where whole tiles give every multiprocessor a work
+ * group (128 of them where the device does not count its multiprocessors), else 64x64; then
+ * split-K where the tiles are still too few (gpu_conv_split_rule) */
+static void conv_schedule(kir_module *m, int i, const vk_context *c) {
+  kir_kernel *k = &m->k[i];
+  kir_schedule *s = &k->sched;
+  const int units = c ? (int)c->f.units : 0;
+  const shape *ws = &m->buf[k->in_buf[1]].sh;
+  const bool words = m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && ws->d[1].c * ws->d[2].c * ws->d[3].c % 4 == 0;
+  if (words) {
+    int64_t mn[2] = {-1, -1};
+    bool fixed = true;
+    for (int d = 0; d < 4; d++) fixed = fixed && k->dom.d[d].sym < 0;
+    if (fixed) gpu_conv_mn(m, i, NULL, mn);
+    s->vector = 4, s->tile_k = 0;
+    s->tile_m = s->tile_n = fixed && mn[0] >= 128 && (mn[0] / 128) * (mn[1] / 128) >= (units ? units : 128) ? 128 : 64;
+    char why[160];
+    if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->tile_m = s->tile_n = VK_MM_TILE;
+  }
+  s->split_k = gpu_conv_split_rule(m, i, s->tile_m, units, VK_MAX_SPLIT);
+}
+
 bool vk_coop_schedule(kir_module *m, int i) {
   if (!coop_eligible(m, i)) return false;
   kir_schedule *s = &m->k[i].sched;
@@ -82,7 +105,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->tile_m = s->tile_n = VK_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
     if (k->kind == KK_MATMUL) words_schedule(m, i, c);
-    else s->split_k = gpu_conv_split_rule(m, i, s->tile_m, c ? (int)c->f.units : 0, VK_MAX_SPLIT);
+    else conv_schedule(m, i, c);
     if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;

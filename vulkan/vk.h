@@ -106,13 +106,16 @@ bool vk_coop_schedule(kir_module *m, int i);
 /* matmul.c, the target's own matmuls: the shared memory of the cooperative-matrix matmul with a
  * tile_m x tile_n tile; the k-step of the f32 word matmul (the schedule's tile_k, or where that
  * is 0 the shortest its tile allows: 1024 / tile), and whether the kernel and the device's
- * shared memory take its tile and k-step (false with why); whether kernel k is one of the
- * target's own matmuls, and its text */
+ * shared memory take its tile and k-step (false with why) */
 size_t vk_coop_shared_bytes(int tile_m, int tile_n);
 int vk_words_k_step(const kir_schedule *s);
 bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len);
+/* whether kernel k runs one of the target's own matmuls (matmul.c: cooperative matrices, or f32
+ * in 16-byte words, which also serves convolutions), and that kernel's shader */
 bool vk_matmul_own(const kir_kernel *k);
 void vk_matmul(emitter *e, int index);
+/* a split-K convolution's shader: phase0 (the slices' partial sums), then their sum and epilogue */
+void vk_split_conv(emitter *e, void (*phase0)(emitter *e));
 /* dialect.c: kernel index's buffer declarations; words: the matmul operands are declared a
  * second time as 16-byte words (bNv) */
 void vk_declare_buffers(emitter *e, int index, bool words);
