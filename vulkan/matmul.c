@@ -183,8 +183,9 @@ static void words_main_loop(emitter *e, int T, int BK, const char *kb, const cha
 }
 
 /* The epilogue of the sums c, element by element: `element` writes the output at (m, n) (guarded
- * to lie inside it) from its sum, named `sum` (heavy: see below). */
-static void words_epilogue(emitter *e, int RB, bool heavy, const char *sum, void (*element)(emitter *e)) {
+ * to lie inside it) from its sum, named `sum` (heavy: see below); `column` is the tile column of
+ * the invocation's sum c[i][j] (B's layout in shared memory decides it). */
+static void words_epilogue(emitter *e, int RB, bool heavy, const char *sum, const char *column, void (*element)(emitter *e)) {
   /* The epilogue, element by element. A light one (stores, adds, relu) is unrolled over c, with
    * constant indices. A heavy one is written once, in a rolled loop over a copy of the sums:
    * unrolled, a gelu epilogue (64 erf) made NVIDIA's driver keep c in memory through the main
@@ -201,7 +202,7 @@ static void words_epilogue(emitter *e, int RB, bool heavy, const char *sum, void
     emit_line(e, "  const float %s = c[i][j];", sum);
   }
   e->indent++;
-  emit_line(e, "const int n = n0 + 64 * (j >> 2) + 4 * tx + (j & 3), m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3);");
+  emit_line(e, "const int n = n0 + %s, m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3);", column);
   emit_line(e, "if (n >= N || m >= M) continue;");
   element(e);
   gpu_loop_end(e);
@@ -244,7 +245,7 @@ static void matmul_words(emitter *e) {
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
   e->indent++;
   words_main_loop(e, T, BK, "0", "K");
-  words_epilogue(e, T / 16, heavy_epilogue(k), "acc0", matmul_element);
+  words_epilogue(e, T / 16, heavy_epilogue(k), "acc0", "64 * (j >> 2) + 4 * tx + (j & 3)", matmul_element);
   gpu_loop_end(e);
   if (!fold) gpu_loop_end(e);
 }
@@ -253,11 +254,20 @@ static void matmul_words(emitter *e) {
 
 /* out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x at the pixel's window, the tiles,
  * k-steps and sums of the word matmul above: A is the weights [O, C * KH * KW] as they lie, moved
- * in 16-byte words along k as the matmul's A (K a multiple of 4); B, the input window, is
- * gathered. Invocation (bw, br0) gathers columns 4 bw .. 4 bw + 3 of the tile, the same 4 pixels
- * in every k-step, whose window origins it computes once per tile (px, ph, pw), at rows br0 +
- * 256 / (T / 4) h of each step: one (c, kh, kw) per row shared by its 4 pixels. Padding, pixels
- * past N and k past the work group's range (split-K's slice) read as zeros. */
+ * as the matmul's A (in 16-byte words where K is a multiple of 4, else 4 floats at a time); B,
+ * the input window, is gathered. B's word w of a panel row holds the tile's columns 64 (w / 16) +
+ * w % 16 + 16 u (u < 4), not 4 w + u as the matmul's: invocation (bw, br0) gathers those 4
+ * pixels, the same in every k-step, whose window origins it computes once per tile (px, ph, pw),
+ * at rows br0 + 256 / (T / 4) h of each step (one (c, kh, kw) per row, shared by its 4 pixels);
+ * so neighbouring invocations read neighbouring pixels, and the epilogue's stores of a subgroup
+ * are runs of 16 neighbouring pixels (c[i][j] is column 64 (j / 4) + tx + 16 (j % 4)). Padding,
+ * pixels past N and k past the work group's range (split-K's slice) read as zeros. */
+/* whether the weights' rows (C x KH x KW) are whole 16-byte words */
+static bool conv_weight_words(const kir_module *m, const kir_kernel *k) {
+  const shape *ws = &m->buf[k->in_buf[1]].sh;
+  return ws->d[1].c * ws->d[2].c * ws->d[3].c % 4 == 0;
+}
+
 static void conv_fetch_stage(emitter *e, int T, int BK, int H) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
@@ -269,7 +279,13 @@ static void conv_fetch_stage(emitter *e, int T, int BK, int H) {
   emit_line(e, "int px[4], ph[4], pw[4]; /* the 4 pixels' images (-1: past N) and window origins */");
   emit_line(e, "#define PC_FETCH(k0) { \\");
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, arows);
-  emit_line(e, "    wa[h] = r < M && c < KE ? %sv[(uint(r) * uint(K) + uint(c)) >> 2] : uvec4(0u); } \\", emit_buf(e, k->in_buf[1]));
+  if (conv_weight_words(e->m, k)) {
+    emit_line(e, "    wa[h] = r < M && c < KE ? %sv[(uint(r) * uint(K) + uint(c)) >> 2] : uvec4(0u); } \\", emit_buf(e, k->in_buf[1]));
+  } else {
+    char w[256];
+    emit_load(e, k->in_buf[1], "r * K + c + u", w, sizeof w);
+    emit_line(e, "    [[unroll]] for (int u = 0; u < 4; u++) wa[h][u] = r < M && c + u < KE ? floatBitsToUint(%s) : 0u; } \\", w);
+  }
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { \\", H);
   emit_line(e, "    const int kk = (k0) + br0 + %d * h, ci = kk / (KH * KW), kh = kk / KW %% KH, kw = kk %% KW; \\", brows);
   emit_line(e, "    [[unroll]] for (int u = 0; u < 4; u++) { const int ih = ph[u] + kh * %lld, iw = pw[u] + kw * %lld; \\",
@@ -294,7 +310,7 @@ static void conv_words(emitter *e) {
   emit_line(e, "for (int n0 = int(gl_WorkGroupID.x) * %d; n0 < N; n0 += int(gl_NumWorkGroups.x) * %d) {", T, T);
   e->indent++;
   emit_line(e, "[[unroll]] for (int u = 0; u < 4; u++) {");
-  emit_line(e, "  const int pn = n0 + 4 * bw + u, oh = pn / OW %% OH, ow = pn %% OW;");
+  emit_line(e, "  const int pn = n0 + 64 * (bw >> 4) + (bw & 15) + 16 * u, oh = pn / OW %% OH, ow = pn %% OW;");
   emit_line(e, "  px[u] = pn < N ? pn / (OH * OW) * (C * H * W) : -1;");
   emit_line(e, "  ph[u] = oh * %lld - %lld, pw[u] = ow * %lld - %lld;", (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
             (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1]);
@@ -302,7 +318,7 @@ static void conv_words(emitter *e) {
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
   e->indent++;
   words_main_loop(e, T, BK, "KB", "KE");
-  words_epilogue(e, T / 16, gpu_conv_split(k) == 1 && heavy_epilogue(k), "s", conv_element);
+  words_epilogue(e, T / 16, gpu_conv_split(k) == 1 && heavy_epilogue(k), "s", "64 * (j >> 2) + tx + 16 * (j & 3)", conv_element);
   gpu_loop_end(e);
   gpu_loop_end(e);
 }
