@@ -33,7 +33,7 @@ void gpu_grid(const kir_module *m, int i, const int64_t *S, const gpu_limits *li
     if (s->fold_batch) batch = 1;
     g[0] = capped((dim_value(k->mnk[1], S) + s->tile_n - 1) / s->tile_n, max[0]);
     g[1] = capped((rows + s->tile_m - 1) / s->tile_m, max[1]);
-    g[2] = capped(batch, max[2]);
+    g[2] = s->fold_batch && s->split_k > 1 ? (unsigned)s->split_k : capped(batch, max[2]); /* a split GEMM: a group per slice */
   } else if (k->kind == KK_CONV && s->variant == KS_TILED) {
     int64_t n[2];
     gpu_conv_groups(m, i, S, s->tile_m, n);

@@ -85,13 +85,18 @@ if grep -q "^portc vulkan validation:" "$tmp/out"; then echo "FAIL: the validati
 PORTC_TUNE_PATH="$tmp/split.tune" expect 0 "split-K under reduce-overhead" -- \
   "$portc" run "$src/examples/cnn.ptg" -t vulkan --mode reduce-overhead --seed 1 --set N=3
 
-# the f32 word convolution (vulkan/matmul.c) at the tile, k-step and split the rule does not
-# choose on lavapipe (64x64 tiles, k-steps of 16, whole), under the validation layer
+# the f32 word convolution and matmul (vulkan/matmul.c) at what the rules do not choose on
+# lavapipe (convolutions in 64x64 tiles, k-steps of 16, whole; matmuls split only where few
+# tiles), under the validation layer; a split_k entry for a matmul the word kernel cannot take
+# (batched) is refused and that kernel keeps the rules
 printf 'api=vulkan kind=conv tile=128x128 tile_k=16 split_k=2 prov=heuristic source="word convolutions at 128x128, k-steps of 16, 2 slices"\n' >"$tmp/words.tune"
-PORTC_TUNE_PATH="$tmp/words.tune" PORTC_VULKAN_VALIDATION=1 expect 0 "word convolutions at 128x128" -- \
-  "$portc" verify -t vulkan --filter 'conv|cnn|resnet' --examples "$src/examples" --quiet
-contains " 0 failed" "128x128 word convolutions match the reference"
-if grep -q "^portc vulkan validation:" "$tmp/out"; then echo "FAIL: the validation layer reported problems with word convolutions"; fails=$((fails + 1)); fi
+printf 'api=vulkan kind=matmul split_k=3 prov=heuristic source="every matmul in 3 slices"\n' >>"$tmp/words.tune"
+PORTC_TUNE_PATH="$tmp/words.tune" PORTC_VULKAN_VALIDATION=1 expect 0 "word convolutions at 128x128, matmuls in 3 slices" -- \
+  "$portc" verify -t vulkan --filter 'conv|cnn|resnet|matmul|mlp|linear|transformer' --examples "$src/examples" --quiet
+contains " 0 failed" "128x128 word convolutions and split matmuls match the reference"
+if grep -q "^portc vulkan validation:" "$tmp/out"; then echo "FAIL: the validation layer reported problems with word kernels"; fails=$((fails + 1)); fi
+PORTC_TUNE_PATH="$tmp/words.tune" expect 0 "explain split matmuls" -- "$portc" explain "$src/examples/mlp.ptg" -t vulkan
+contains "tiles 64x64, the reduction in 3 slices added by an epilogue kernel, vectors of 4" "the site table splits a matmul"
 PORTC_TUNE_PATH="$tmp/words.tune" expect 0 "explain word convolutions" -- "$portc" explain "$src/examples/cnn.ptg" -t vulkan
 contains "tiles 128x128, the reduction in 2 slices added by an epilogue kernel, vectors of 4" "the site table puts a convolution on the word tiles"
 

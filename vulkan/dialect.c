@@ -6,7 +6,7 @@
  * and the prelude's pc_wg_* reductions use subgroup operations and shared memory. What is
  * Vulkan's own: buffer declarations (narrow elements read through 32-bit words, row kernels'
  * vector accesses through a second declaration in 16-byte words), its own matmuls
- * (matmul.c), and split-K convolutions as one shader of two phases (vk_split_conv).
+ * (matmul.c), and split-K kernels as one shader of two phases (vk_split_phases).
  *
  * Each kernel's text starts with "//@kernel N needs LIST": the runtime cuts the module there,
  * puts the prelude in front of each piece, and checks LIST against the device's features.
@@ -111,7 +111,7 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     emit_line(e, "layout(std430, binding = %d) restrict buffer Status { uint pc_bad; };", nb);
     emit_line(e, "int64_t pc_idivc(int64_t x, int64_t y) { if (y == 0l) atomicOr(pc_bad, 2u); return pc_idiv(x, y); } /* STATUS_DIV_ZERO */");
   }
-  if (gpu_conv_split(e->k) > 1) {
+  if (vk_split(e->k) > 1) {
     emit_line(e, "layout(std430, binding = %d) restrict buffer Acc { float pc_acc[]; }; /* the slices' partial sums */", nb + status);
     emit_line(e, "layout(constant_id = 1) const int PC_PHASE = 0; /* 0: each slice's partial sums; 1: their sum, and the epilogue */");
   }
@@ -119,11 +119,10 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
   emit_line(e, "layout(push_constant) uniform Symbols { int S[%d]; };", nsym > 0 ? nsym : 1);
 }
 
-/* A split-K convolution is one shader run twice (the runtime makes a pipeline of each phase):
- * phase 0 as the grid of tiles and slices, writing partial sums; phase 1 as a grid-stride loop
- * over the outputs, in the same 16x16 work groups, flattened, adding the slices and applying the
- * epilogue */
-void vk_split_conv(emitter *e, void (*phase0)(emitter *e)) {
+/* A split-K kernel is one shader run twice (the runtime makes a pipeline of each phase): phase 0
+ * as the grid of tiles and slices, writing partial sums; phase 1 as a grid-stride loop over the
+ * outputs, in the same 16x16 work groups, flattened, adding the slices and applying the epilogue */
+void vk_split_phases(emitter *e, void (*phase0)(emitter *e), void (*phase1)(emitter *e)) {
   emit_line(e, "if (PC_PHASE == 0) {");
   e->indent++;
   phase0(e);
@@ -134,10 +133,10 @@ void vk_split_conv(emitter *e, void (*phase0)(emitter *e)) {
   gpu_spelling flat = *d->gpu;
   flat.global_id = "int(gl_WorkGroupID.x * 256u + gl_LocalInvocationIndex)";
   flat.global_threads = "int(gl_NumWorkGroups.x * 256u)";
-  dialect phase1 = *d;
-  phase1.gpu = &flat;
-  e->d = &phase1;
-  gpu_conv_split_sum(e);
+  dialect flattened = *d;
+  flattened.gpu = &flat;
+  e->d = &flattened;
+  phase1(e);
   e->d = d;
   e->indent--;
   emit_line(e, "}");
@@ -167,7 +166,7 @@ static void kernel(emitter *e, int index) {
   gpu_declare_tiles(e, "shared");
   emit_line(e, "void main() {");
   e->indent++;
-  if (conv && gpu_conv_split(k) > 1) vk_split_conv(e, gpu_body);
+  if (conv && gpu_conv_split(k) > 1) vk_split_phases(e, gpu_body, gpu_conv_split_sum);
   else gpu_body(e);
   e->indent--;
   emit_line(e, "}");

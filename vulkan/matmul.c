@@ -11,7 +11,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../codegen/emit.h"
 #include "../codegen/gpu_kernels.h"
@@ -119,13 +118,13 @@ static void words_fetch_stage(emitter *e, int T, int BK, int H) {
   emit_line(e, "uvec4 wa[%d], wb[%d];", H, H);
   emit_line(e, "#define PC_FETCH(k0) { \\");
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, arows);
-  emit_line(e, "    wa[h] = r < M && c < K ? %sv[%s] : uvec4(0u); } \\", a, aw);
+  emit_line(e, "    wa[h] = r < M && c < KE ? %sv[%s] : uvec4(0u); } \\", a, aw);
   if (bk) {
     emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = n0 + ar0 + %d * h, c = (k0) + 4 * akw; \\", H, arows);
-    emit_line(e, "    wb[h] = r < N && c < K ? %sv[%s] : uvec4(0u); } }", b, bw);
+    emit_line(e, "    wb[h] = r < N && c < KE ? %sv[%s] : uvec4(0u); } }", b, bw);
   } else {
     emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 4 * bw; \\", H, brows);
-    emit_line(e, "    wb[h] = r < K && c < N ? %sv[%s] : uvec4(0u); } }", b, bw);
+    emit_line(e, "    wb[h] = r < KE && c < N ? %sv[%s] : uvec4(0u); } }", b, bw);
   }
   emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) { const int r = ar0 + %d * h, q = (s) * %d + 4 * akw; \\", H, arows,
             BK);
@@ -163,8 +162,7 @@ static void words_main_loop(emitter *e, int T, int BK, const char *kb, const cha
   emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = 0.0;", RB, RB);
   emit_line(e, "for (int kk = %s; kk < %s; kk += %d) {", kb, ke, BK);
   e->indent++;
-  if (strcmp(kb, "0")) emit_line(e, "const int cur = ((kk - %s) / %d) & 1; /* the k-step's half of the double buffer */", kb, BK);
-  else emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", BK);
+  emit_line(e, "const int cur = ((kk - %s) / %d) & 1; /* the k-step's half of the double buffer */", kb, BK);
   emit_line(e, "const bool more = kk + %d < %s;", BK, ke);
   emit_line(e, "if (more) PC_FETCH(kk + %d);", BK);
   emit_line(e, "[[unroll]] for (int p = 0; p < %d; p++) {", BK);
@@ -210,6 +208,10 @@ static void words_epilogue(emitter *e, int RB, bool heavy, const char *sum, cons
 
 static void matmul_element(emitter *e) {
   const kir_kernel *k = e->k;
+  if (vk_split(k) > 1) {
+    emit_line(e, "pc_acc[(int(gl_WorkGroupID.z) * M + m) * N + n] = acc0;");
+    return;
+  }
   const int nb = k->dom.rank - 2;
   const char *oidx[PORTC_MAX_RANK];
   emit_scope_push(e);
@@ -231,6 +233,10 @@ static void matmul_words(emitter *e) {
   if (fold) gpu_emit_gemm_rows(e);
   else emit_line(e, "const int M = %s;", emit_dim(e, k->mnk[0], M, sizeof M));
   emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  if (vk_split(k) > 1) /* this work group's slice of the reduction: whole k-steps */
+    emit_line(e, "const int KS = (K + %d) / %d * %d, KB = int(gl_WorkGroupID.z) * KS, KE = min(K, KB + KS);", vk_split(k) * BK - 1, vk_split(k) * BK, BK);
+  else
+    emit_line(e, "const int KB = 0, KE = K;");
   emit_line(e, "const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), tid = ty * 16 + tx;");
   emit_line(e, "const int n0 = int(gl_WorkGroupID.x) * %d;", T);
   words_fetch_stage(e, T, BK, H);
@@ -244,10 +250,28 @@ static void matmul_words(emitter *e) {
   }
   emit_line(e, "for (int m0 = int(gl_WorkGroupID.y) * %d; m0 < M; m0 += int(gl_NumWorkGroups.y) * %d) {", T, T);
   e->indent++;
-  words_main_loop(e, T, BK, "0", "K");
-  words_epilogue(e, T / 16, heavy_epilogue(k), "acc0", "64 * (j >> 2) + 4 * tx + (j & 3)", matmul_element);
+  words_main_loop(e, T, BK, "KB", "KE");
+  words_epilogue(e, T / 16, vk_split(k) == 1 && heavy_epilogue(k), "acc0", "64 * (j >> 2) + 4 * tx + (j & 3)", matmul_element);
   gpu_loop_end(e);
   if (!fold) gpu_loop_end(e);
+}
+
+/* a split GEMM's second phase: the slices added, and the epilogue, over the M x N outputs */
+static void matmul_split_sum(emitter *e) {
+  const kir_kernel *k = e->k;
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %lld;", (long long)k->mnk[1].c);
+  emit_line(e, "for (int t = %s; t < M * N; t += %s) {", e->d->gpu->global_id, e->d->gpu->global_threads);
+  e->indent++;
+  emit_line(e, "const int m = t / N, n = t %% N;");
+  emit_line(e, "float acc0 = pc_acc[t];");
+  emit_line(e, "[[unroll]] for (int z = 1; z < %d; z++) acc0 += pc_acc[z * M * N + t];", vk_split(k));
+  const char *oidx[PORTC_MAX_RANK];
+  emit_scope_push(e);
+  gpu_gemm_indices(e, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
 }
 
 /* ---- conv2d as an implicit GEMM on the f32 word tiles ---- */
@@ -450,8 +474,9 @@ void vk_matmul(emitter *e, int index) {
   emit_line(e, "void main() {");
   e->indent++;
   if (coop) matmul_coop(e);
-  else if (conv && gpu_conv_split(e->k) > 1) vk_split_conv(e, conv_words);
+  else if (conv && vk_split(e->k) > 1) vk_split_phases(e, conv_words, gpu_conv_split_sum);
   else if (conv) conv_words(e);
+  else if (vk_split(e->k) > 1) vk_split_phases(e, matmul_words, matmul_split_sum);
   else matmul_words(e);
   e->indent--;
   emit_line(e, "}");

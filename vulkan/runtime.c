@@ -5,7 +5,7 @@
  * (targets/gpu_queue.c) collects a run's launches; this file records every dispatch into one
  * command buffer, with a barrier between dependent dispatches and timestamps around them, and
  * submits it and waits; in reduce-overhead mode the queue resubmits the command buffer while
- * the buffers and symbol values stay the same. A split-K convolution is two dispatches of one
+ * the buffers and symbol values stay the same. A split-K kernel is two dispatches of one
  * shader (its phases, two pipelines) through the module's scratch buffer of partial sums.
  */
 #include <stdio.h>
@@ -27,7 +27,7 @@ typedef struct vk_kernel {
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
   VkPipeline pipe;
-  VkPipeline sum;                /* a split-K convolution's second phase: the slices added, the epilogue */
+  VkPipeline sum;                /* a split-K kernel's second phase: the slices added, the epilogue */
   int owner;                     /* the kernel whose shader and pipeline these are (identical kernels share them) */
   VkDescriptorSet set;          /* binding j is the kernel's buffer j; the status word is binding nbind */
   dev_buf bound[GPU_MAX_ARGS];   /* what the descriptor set holds now */
@@ -50,7 +50,7 @@ typedef struct vk_module {
   VkFence fence;
   VkQueryPool queries;
   vk_buffer *status;
-  vk_buffer *scratch; /* split-K convolutions' partial sums (f32), grown to the largest launch */
+  vk_buffer *scratch; /* split-K kernels' partial sums (f32), grown to the largest launch */
 } vk_module;
 
 static bool available(char *why, size_t len) { return vk_available(why, len); }
@@ -198,7 +198,7 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   vk_context *c = m->c;
   vk_kernel *k = &m->k[i];
   const gpu_args *a = &m->q.args[i];
-  const bool split = gpu_conv_split(&m->km->k[i]) > 1;
+  const bool split = vk_split(&m->km->k[i]) > 1;
   VkResult r;
   if ((uint32_t)(a->nbind + a->status + split) > c->props.limits.maxPerStageDescriptorStorageBuffers)
     return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d binds %d storage buffers; %s allows %u per shader stage", i, a->nbind + a->status + split,
@@ -222,7 +222,7 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   VkPipelineLayoutCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &k->dsl,
                                    .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
   if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
-  /* PC_WG, for 1-D kernels; PC_PHASE, for split-K convolutions (0 here, 1 for the sum's pipeline) */
+  /* PC_WG, for 1-D kernels; PC_PHASE, for split-K kernels (0 here, 1 for the sum's pipeline) */
   uint32_t constants[2] = {(uint32_t)m->km->k[i].sched.threads[0], 0};
   VkSpecializationMapEntry entries[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
   VkSpecializationInfo spec = {.mapEntryCount = split ? 2 : 1, .pMapEntries = entries, .dataSize = split ? 8 : 4, .pData = constants};
@@ -253,7 +253,7 @@ static portc_status make_frame(vk_module *m) {
   vk_context *c = m->c;
   VkResult r;
   uint32_t descriptors = 0;
-  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->q.args[i].nbind + m->q.args[i].status + (gpu_conv_split(&m->km->k[i]) > 1);
+  for (int i = 0; i < m->nk; i++) descriptors += (uint32_t)m->q.args[i].nbind + m->q.args[i].status + (vk_split(&m->km->k[i]) > 1);
   VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = descriptors ? descriptors : 1};
   VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = (uint32_t)(m->nk ? m->nk : 1),
                                     .poolSizeCount = 1, .pPoolSizes = &ps};
@@ -402,7 +402,7 @@ static void update_set(vk_module *m, int i) {
   vk_kernel *k = &m->k[i];
   const gpu_args *a = &m->q.args[i];
   const gpu_launch *l = &m->q.pending[i];
-  const bool split = gpu_conv_split(&m->km->k[i]) > 1 && m->scratch; /* no scratch yet: the kernel is not launched */
+  const bool split = vk_split(&m->km->k[i]) > 1 && m->scratch; /* no scratch yet: the kernel is not launched */
   bool same = k->written && (!split || k->scratch_serial == m->scratch->serial);
   for (int j = 0; j < a->nbind && same; j++) same = same_buf(&k->bound[j], k->serial[j], &l->b[j]);
   if (same) return;
@@ -445,19 +445,19 @@ static void barrier(vk_module *m, VkPipelineStageFlags src, VkAccessFlags sa, Vk
 
 /* ---- the shared queue's calls (targets/gpu_queue.h): every run is recorded ---- */
 
-/* the scratch buffer as large as the split-K convolutions of this run need (slices x M x N
+/* the scratch buffer as large as the split-K kernels of this run need (slices x M x N
  * floats), grown where a launch needs more; the last submission has ended, so the old one is free */
 static portc_status ensure_scratch(vk_module *m) {
   int64_t need = 0;
   for (int i = 0; i < m->nk; i++) {
-    int split = gpu_conv_split(&m->km->k[i]);
+    int split = vk_split(&m->km->k[i]);
     if (split <= 1 || !m->q.launched[i]) continue;
     int64_t mn[2];
-    gpu_conv_mn(m->km, i, m->q.pending[i].S, mn);
+    vk_split_mn(m->km, i, m->q.pending[i].S, mn);
     int64_t bytes = split * mn[0] * mn[1] * 4;
     if (bytes > (int64_t)m->c->props.limits.maxStorageBufferRange)
       return err_set(PORTC_ERR_DEVICE,
-                     "vulkan: kernel %d (a convolution in %d slices) needs %lld bytes of partial sums; %s binds at most %u "
+                     "vulkan: kernel %d (a reduction in %d slices) needs %lld bytes of partial sums; %s binds at most %u "
                      "(maxStorageBufferRange): a tune entry with split_k=1 for it runs it whole",
                      i, split, (long long)bytes, m->c->props.deviceName, m->c->props.limits.maxStorageBufferRange);
     if (bytes > need) need = bytes;
@@ -469,7 +469,7 @@ static portc_status ensure_scratch(vk_module *m) {
   if (!st) return PORTC_OK;
   char why[1024];
   snprintf(why, sizeof why, "%s", portc_last_error());
-  return err_set(st, "%s (the scratch buffer of split-K convolutions' partial sums, %lld bytes)", why, (long long)need);
+  return err_set(st, "%s (the scratch buffer of split-K kernels' partial sums, %lld bytes)", why, (long long)need);
 }
 
 static portc_status record_begin(void *rt) {
@@ -514,9 +514,9 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   /* the next kernel may read what this one wrote */
   barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  if (gpu_conv_split(&m->km->k[i]) > 1) { /* the slices added: work groups of 256 over M x N */
+  if (vk_split(&m->km->k[i]) > 1) { /* the slices added: work groups of 256 over M x N */
     int64_t mn[2];
-    gpu_conv_mn(m->km, i, l->S, mn);
+    vk_split_mn(m->km, i, l->S, mn);
     int64_t groups = (mn[0] * mn[1] + 255) / 256;
     d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->sum);
     d->vkCmdDispatch(m->cb, (uint32_t)(groups < 1 ? 1 : groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : groups), 1, 1);

@@ -16,6 +16,7 @@
  * one at a tenth of its bandwidth.
  */
 #include "../codegen/gpu_kernels.h"
+#include "../codegen/grid.h"
 #include "vk.h"
 
 /* an f16 matmul that is one 2-D GEMM with operands as they lie, whose rows move in 16-byte words
@@ -46,10 +47,12 @@ static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxCo
 
 /* 128x128 tiles where the output has at least 128 of them (a wave of work groups on a large
  * GPU), else 64x64 (the rows or batches may be symbolic: then 64); the k-step follows from the
- * tile (vk_words_k_step), and the double buffer then takes 16 KiB, which every device has. An
- * output of fewer 64x64 tiles than the device has multiprocessors (64 where it does not count
- * them) stays on the SIMT kernel, in the largest tile of 32 or 16 that gives each a work group,
- * else 16: a classifier's 32x1000 took 127 us in 16 tiles of 64 on the H200, K = 2048. */
+ * tile (vk_words_k_step), and the double buffer then takes 16 KiB, which every device has. One
+ * GEMM of fewer 64x64 tiles than the device has multiprocessors (64 where it does not count them)
+ * splits its reduction (split-K) into the fewest slices, a power of two, that give each a work
+ * group, while a slice keeps 256 of k; where half of them would still go without, it runs on the
+ * SIMT kernel instead, in the largest tile of 32 or 16 that gives each one, else 16. A
+ * classifier's 32x1000 with K = 2048 took 127 us in 16 tiles of 64 on the H200. */
 static void words_schedule(kir_module *m, int i, const vk_context *c) {
   if (!words_eligible(m, i)) return;
   kir_kernel *k = &m->k[i];
@@ -59,34 +62,46 @@ static void words_schedule(kir_module *m, int i, const vk_context *c) {
   for (int d = 0; d + (fold ? 1 : 2) < k->dom.rank; d++) batches = k->dom.d[d].sym >= 0 || batches < 0 ? -1 : batches * k->dom.d[d].c;
   if (fold) rows = batches, batches = 1;
   const int64_t want = c && c->f.units ? c->f.units : 64, n = k->mnk[1].c;
-  if (rows > 0 && batches > 0 && batches * ((rows + 63) / 64) * ((n + 63) / 64) < want) {
+  const int64_t groups = batches * ((rows + 63) / 64) * ((n + 63) / 64);
+  int split = 1;
+  while (fold && rows > 0 && groups * split < want && split < VK_MAX_SPLIT && k->mnk[2].c / (2 * split) >= 256) split *= 2;
+  if (rows > 0 && batches > 0 && groups * split < want / 2) {
     s->tile_m = s->tile_n = batches * ((rows + 31) / 32) * ((n + 31) / 32) >= want ? 32 : 16;
     return;
   }
-  s->vector = 4, s->fold_batch = fold, s->tile_k = 0;
+  s->vector = 4, s->fold_batch = fold, s->tile_k = 0, s->split_k = split;
   s->tile_m = s->tile_n = rows > 0 && batches > 0 && batches * ((rows + 127) / 128) * ((k->mnk[1].c + 127) / 128) >= 128 ? 128 : 64;
   char why[160];
-  if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->tile_m = s->tile_n = VK_MM_TILE;
+  if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->split_k = 1, s->tile_m = s->tile_n = VK_MM_TILE;
 }
 
-/* A tiled f32 convolution runs on the word tiles (conv_words in matmul.c): 128x128 where whole tiles give every multiprocessor a work
- * group (128 of them where the device does not count its multiprocessors), else 64x64; then
- * split-K where the tiles are still too few (gpu_conv_split_rule) */
+/* A tiled f32 convolution runs on the word tiles (conv_words in matmul.c), 64x64 (128x128 ones,
+ * chosen where they made a wave of work groups, took ResNet-50 on the H200 from 12.1 to 13.1 ms:
+ * most of its convolutions have a short reduction), then split-K where the tiles are still too
+ * few (gpu_conv_split_rule) */
 static void conv_schedule(kir_module *m, int i, const vk_context *c) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
   const int units = c ? (int)c->f.units : 0;
   if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32) {
-    int64_t mn[2] = {-1, -1};
-    bool fixed = true;
-    for (int d = 0; d < 4; d++) fixed = fixed && k->dom.d[d].sym < 0;
-    if (fixed) gpu_conv_mn(m, i, NULL, mn);
     s->vector = 4, s->tile_k = 0;
-    s->tile_m = s->tile_n = fixed && mn[0] >= 128 && (mn[0] / 128) * (mn[1] / 128) >= (units ? units : 128) ? 128 : 64;
+    s->tile_m = s->tile_n = 64;
     char why[160];
     if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->tile_m = s->tile_n = VK_MM_TILE;
   }
   s->split_k = gpu_conv_split_rule(m, i, s->tile_m, units, VK_MAX_SPLIT);
+}
+
+int vk_split(const kir_kernel *k) {
+  if (k->kind != KK_MATMUL) return gpu_conv_split(k);
+  const kir_schedule *s = &k->sched;
+  return s->variant == KS_TILED && s->vector == 4 && s->fold_batch && s->split_k > 1 ? s->split_k : 1;
+}
+
+void vk_split_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_MATMUL) gpu_conv_mn(m, i, S, mn);
+  else mn[0] = gpu_gemm_rows(m, i, S), mn[1] = dim_value(k->mnk[1], S);
 }
 
 bool vk_coop_schedule(kir_module *m, int i) {
@@ -141,6 +156,15 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
     kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
     w->vector = 0, w->fold_batch = false, w->tile_k = 0;
+    if (m->k[i].kind == KK_MATMUL) w->split_k = 1; /* and whole: the element kernel does not split */
+  }
+  if (m->k[i].kind == KK_MATMUL && s->split_k > 1) { /* the word matmul of one GEMM splits; the shared check knows convolutions */
+    if (s->variant != KS_TILED || s->vector != 4 || !s->fold_batch)
+      return snprintf(why, len, "split_k=%d: of matmuls, only the f32 word matmul of one GEMM splits", s->split_k), false;
+    if (s->split_k > VK_MAX_SPLIT) return snprintf(why, len, "split_k=%d: at most %d", s->split_k, VK_MAX_SPLIT), false;
+    kir_kernel whole = m->k[i];
+    whole.sched.split_k = 1;
+    return gpu_tiles_fit(&whole, VK_MAX_SPLIT, why, len);
   }
   if (s->variant != KS_PLAIN) return gpu_tiles_fit(&m->k[i], VK_MAX_SPLIT, why, len);
   int max = c ? (int)c->props.limits.maxComputeWorkGroupInvocations : 1024, sub = c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32;

@@ -114,8 +114,13 @@ bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t le
  * in 16-byte words, which also serves convolutions), and that kernel's shader */
 bool vk_matmul_own(const kir_kernel *k);
 void vk_matmul(emitter *e, int index);
-/* a split-K convolution's shader: phase0 (the slices' partial sums), then their sum and epilogue */
-void vk_split_conv(emitter *e, void (*phase0)(emitter *e));
+/* Split-K: the slices of kernel k's reduction (1: whole), a convolution's (gpu_conv_split) or
+ * the f32 word matmul's of one GEMM; the M x N of its partial sums (a slice's: f32 in the
+ * module's scratch buffer, pc_acc[slice][M][N]); and its shader: phase0 (the slices' partial
+ * sums) and phase1 (their sum, and the epilogue) under the specialization constant PC_PHASE */
+int vk_split(const kir_kernel *k);
+void vk_split_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]);
+void vk_split_phases(emitter *e, void (*phase0)(emitter *e), void (*phase1)(emitter *e));
 /* dialect.c: kernel index's buffer declarations; words: the matmul operands are declared a
  * second time as 16-byte words (bNv) */
 void vk_declare_buffers(emitter *e, int index, bool words);
