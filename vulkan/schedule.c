@@ -4,17 +4,19 @@
  * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations.
  * An f32 matmul with N and K known multiples of 4 whose operands can be read in 16-byte words
  * (as they lie, or through views that keep runs of 4 along A's k and B's n or k) moves them so
- * instead (words_schedule: 128x128 tiles where the output has enough of them, else 64x64). On a device with cooperative
+ * instead (matmul_schedule: 128x128 tiles where the output has enough of them, else 64x64;
+ * split-K, or small SIMT tiles, where it has too few). On a device with cooperative
  * matrices, an f16 matmul that is one GEMM with N and K known multiples of 8 and operands as
  * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a
- * tune knob). A convolution whose tiles give the device's multiprocessors fewer than two work
- * groups each splits its reduction (split-K, gpu_conv_split_rule) where a vendor extension
- * counts them. Row kernels
+ * tune knob). An f32 convolution runs on the word matmul's tiles (conv_schedule). A convolution
+ * whose tiles give the device's multiprocessors fewer than two work groups each splits its
+ * reduction (split-K, gpu_conv_split_rule) where a vendor extension counts them. Row kernels
  * move their rows in 16-byte vectors where the row's buffers lie as the row does
  * (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as the
  * output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
  * one at a tenth of its bandwidth.
  */
+#include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
 #include "../codegen/grid.h"
 #include "vk.h"
@@ -45,32 +47,33 @@ static bool words_eligible(const kir_module *m, int i) {
 
 static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : 16384; }
 
-/* 128x128 tiles where the output has at least 128 of them (a wave of work groups on a large
- * GPU), else 64x64 (the rows or batches may be symbolic: then 64); the k-step follows from the
- * tile (vk_words_k_step), and the double buffer then takes 16 KiB, which every device has. One
- * GEMM of fewer 64x64 tiles than the device has multiprocessors (64 where it does not count them)
- * splits its reduction (split-K) into the fewest slices, a power of two, that give each a work
- * group, while a slice keeps 256 of k; where half of them would still go without, it runs on the
- * SIMT kernel instead, in the largest tile of 32 or 16 that gives each one, else 16. A
- * classifier's 32x1000 with K = 2048 took 127 us in 16 tiles of 64 on the H200. */
-static void words_schedule(kir_module *m, int i, const vk_context *c) {
-  if (!words_eligible(m, i)) return;
+/* A float matmul's tiles. The f32 word matmul (words_eligible) takes 128x128 tiles where the
+ * output has at least 128 of them (a wave of work groups on a large GPU), else 64x64 (the rows or
+ * batches may be symbolic: then 64); the k-step follows from the tile (vk_words_k_step), and the
+ * double buffer then takes 16 KiB, which every device has. An output of fewer 64x64 tiles than
+ * the device has multiprocessors (64 where it does not count them) is short of work groups: a
+ * word matmul of one GEMM splits its reduction (split-K) into the fewest slices, a power of two,
+ * that give each multiprocessor one, while a slice keeps 256 of k; where half of them would still
+ * go without, the matmul runs on the SIMT kernel in the largest tile of 32 or 16 that gives each
+ * one, else 16. A classifier's 32x1000 with K = 2048 took 127 us in 16 tiles of 64 on the H200. */
+static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
-  const bool fold = matmul_gemm_view(m, i);
-  int64_t batches = 1, rows = fold ? 1 : k->mnk[0].sym >= 0 ? -1 : k->mnk[0].c;
-  for (int d = 0; d + (fold ? 1 : 2) < k->dom.rank; d++) batches = k->dom.d[d].sym >= 0 || batches < 0 ? -1 : batches * k->dom.d[d].c;
-  if (fold) rows = batches, batches = 1;
-  const int64_t want = c && c->f.units ? c->f.units : 64, n = k->mnk[1].c;
-  const int64_t groups = batches * ((rows + 63) / 64) * ((n + 63) / 64);
+  const bool fold = matmul_gemm_view(m, i), words = words_eligible(m, i);
+  int64_t batches = 1, rows = k->mnk[0].sym >= 0 ? -1 : k->mnk[0].c, n = k->mnk[1].sym >= 0 ? -1 : k->mnk[1].c;
+  for (int d = 0; d + 2 < k->dom.rank; d++) batches = k->dom.d[d].sym >= 0 || batches < 0 ? -1 : batches * k->dom.d[d].c;
+  if (fold) rows = rows < 0 || batches < 0 ? -1 : rows * batches, batches = 1;
+  const bool known = rows > 0 && batches > 0 && n > 0;
+  const int64_t want = c && c->f.units ? c->f.units : 64, groups = batches * ((rows + 63) / 64) * ((n + 63) / 64);
   int split = 1;
-  while (fold && rows > 0 && groups * split < want && split < VK_MAX_SPLIT && k->mnk[2].c / (2 * split) >= 256) split *= 2;
-  if (rows > 0 && batches > 0 && groups * split < want / 2) {
+  while (words && fold && known && groups * split < want && split < VK_MAX_SPLIT && k->mnk[2].c / (2 * split) >= 256) split *= 2;
+  if (known && groups * split < want / 2) {
     s->tile_m = s->tile_n = batches * ((rows + 31) / 32) * ((n + 31) / 32) >= want ? 32 : 16;
     return;
   }
+  if (!words) return;
   s->vector = 4, s->fold_batch = fold, s->tile_k = 0, s->split_k = split;
-  s->tile_m = s->tile_n = rows > 0 && batches > 0 && batches * ((rows + 127) / 128) * ((k->mnk[1].c + 127) / 128) >= 128 ? 128 : 64;
+  s->tile_m = s->tile_n = known && split == 1 && batches * ((rows + 127) / 128) * ((n + 127) / 128) >= 128 ? 128 : 64;
   char why[160];
   if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->split_k = 1, s->tile_m = s->tile_n = VK_MM_TILE;
 }
@@ -124,7 +127,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->variant = KS_TILED;
     s->tile_m = s->tile_n = VK_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
-    if (k->kind == KK_MATMUL) words_schedule(m, i, c);
+    if (k->kind == KK_MATMUL && dtype_is_float(m->buf[k->in_buf[0]].dt)) matmul_schedule(m, i, c);
     else conv_schedule(m, i, c);
     if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
   }
