@@ -955,6 +955,28 @@ void gpu_emit_gemm_rows(emitter *e) {
   emit_line(e, "const int M = %s;", M);
 }
 
+void gpu_gemm_sum(emitter *e, int slices) {
+  const kir_kernel *k = e->k;
+  char N[32];
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %s;", emit_dim(e, k->mnk[1], N, sizeof N));
+  emit_line(e, "for (int t = %s; t < M * N; t += %s) {", G(e)->global_id, G(e)->global_threads);
+  e->indent++;
+  emit_line(e, "const int m = t / N, n = t %% N;");
+  if (slices > 1) {
+    emit_line(e, "float acc0 = pc_acc[t];");
+    emit_line(e, "%sfor (int z = 1; z < %d; z++) acc0 += pc_acc[z * M * N + t];", G(e)->unroll, slices);
+  } else {
+    emit_line(e, "const float acc0 = pc_acc[t];");
+  }
+  const char *oidx[PORTC_MAX_RANK];
+  emit_scope_push(e);
+  gpu_gemm_indices(e, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+}
+
 void gpu_gemm_indices(emitter *e, const char **oidx) {
   int r = e->k->dom.rank;
   for (int d = 0; d + 1 < r; d++) oidx[d] = gemm_rownames[d];

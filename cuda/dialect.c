@@ -54,21 +54,8 @@ static void epilogue_begin(emitter *e, int index) {
 
 /* the epilogue of a matmul whose product cuBLASLt wrote to pc_acc (f32, M x N, row-major) */
 static void blaslt_epilogue(emitter *e, int index) {
-  const kir_kernel *k = e->k;
   epilogue_begin(e, index);
-  char N[32];
-  gpu_emit_gemm_rows(e);
-  emit_line(e, "const int N = %s;", emit_dim(e, k->mnk[1], N, sizeof N));
-  emit_line(e, "for (int t = %s; t < M * N; t += %s) {", e->d->gpu->global_id, e->d->gpu->global_threads);
-  e->indent++;
-  emit_line(e, "const int m = t / N, n = t %% N;");
-  emit_line(e, "const float acc0 = pc_acc[t];");
-  const char *oidx[PORTC_MAX_RANK];
-  emit_scope_push(e);
-  gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
-  gpu_loop_end(e);
+  gpu_gemm_sum(e, 1);
   gpu_loop_end(e);
 }
 

@@ -257,22 +257,7 @@ static void matmul_words(emitter *e) {
 }
 
 /* a split GEMM's second phase: the slices added, and the epilogue, over the M x N outputs */
-static void matmul_split_sum(emitter *e) {
-  const kir_kernel *k = e->k;
-  gpu_emit_gemm_rows(e);
-  emit_line(e, "const int N = %lld;", (long long)k->mnk[1].c);
-  emit_line(e, "for (int t = %s; t < M * N; t += %s) {", e->d->gpu->global_id, e->d->gpu->global_threads);
-  e->indent++;
-  emit_line(e, "const int m = t / N, n = t %% N;");
-  emit_line(e, "float acc0 = pc_acc[t];");
-  emit_line(e, "[[unroll]] for (int z = 1; z < %d; z++) acc0 += pc_acc[z * M * N + t];", vk_split(k));
-  const char *oidx[PORTC_MAX_RANK];
-  emit_scope_push(e);
-  gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
-  gpu_loop_end(e);
-}
+static void matmul_split_sum(emitter *e) { gpu_gemm_sum(e, vk_split(e->k)); }
 
 /* ---- conv2d as an implicit GEMM on the f32 word tiles ---- */
 
