@@ -4,7 +4,9 @@
  * buffer and one barrier per k-step:
  *  - words (KS_TILED with vector 4): f32, SIMT, 16x16 invocations each holding an 8x8 or 4x4
  *    block of sums, operands read from shared memory four floats at a time; also batched, with
- *    operands read through views that keep runs of 4 along k (A; B: along n or k);
+ *    operands read through views that keep runs of 4 along k (A; B: along n or k); one GEMM
+ *    may split its reduction (split-K: partial sums, then a second phase adds them); and f32
+ *    convolutions as implicit GEMMs on the same tiles, the input window gathered;
  *  - coop (KS_MMA): f16 operands, f32 sums, on cooperative matrices (the device's NV or KHR
  *    extension).
  * Every other matmul runs the GPU dialects' shared SIMT skeleton (codegen/gpu_kernels.c).
@@ -261,6 +263,12 @@ static void matmul_split_sum(emitter *e) { gpu_gemm_sum(e, vk_split(e->k)); }
 
 /* ---- conv2d as an implicit GEMM on the f32 word tiles ---- */
 
+/* whether the weights' rows (C x KH x KW) are whole 16-byte words */
+static bool conv_weight_words(const kir_module *m, const kir_kernel *k) {
+  const shape *ws = &m->buf[k->in_buf[1]].sh;
+  return ws->d[1].c * ws->d[2].c * ws->d[3].c % 4 == 0;
+}
+
 /* out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x at the pixel's window, the tiles,
  * k-steps and sums of the word matmul above: A is the weights [O, C * KH * KW] as they lie, moved
  * as the matmul's A (in 16-byte words where K is a multiple of 4, else 4 floats at a time); B,
@@ -271,12 +279,6 @@ static void matmul_split_sum(emitter *e) { gpu_gemm_sum(e, vk_split(e->k)); }
  * so neighbouring invocations read neighbouring pixels, and the epilogue's stores of a subgroup
  * are runs of 16 neighbouring pixels (c[i][j] is column 64 (j / 4) + tx + 16 (j % 4)). Padding,
  * pixels past N and k past the work group's range (split-K's slice) read as zeros. */
-/* whether the weights' rows (C x KH x KW) are whole 16-byte words */
-static bool conv_weight_words(const kir_module *m, const kir_kernel *k) {
-  const shape *ws = &m->buf[k->in_buf[1]].sh;
-  return ws->d[1].c * ws->d[2].c * ws->d[3].c % 4 == 0;
-}
-
 static void conv_fetch_stage(emitter *e, int T, int BK, int H) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
