@@ -249,8 +249,8 @@ TEST(TuneTables, OnlyCudasAndVulkansTiledConvolutionsSplitAndOnlyLibraryKernelsP
 // Vulkan's f32 word matmul: 64x64 or 128x128 tiles, its k-step derived from the tile unless set;
 // another tile, or a k-step whose shared memory the device lacks, runs the element kernel
 TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKernel) {
-  Graph g = parse("graph mm\ninput a: f32[256, 256]\ninput b: f32[256, 256]\ny = matmul(a, b)\noutput y\n"
-                  "input c: f32[256, 250]\nz = matmul(a, c)\noutput z\n");
+  Graph g = parse("graph mm\ninput a: f32[512, 512]\ninput b: f32[512, 512]\ny = matmul(a, b)\noutput y\n"
+                  "input c: f32[512, 510]\nz = matmul(a, c)\noutput z\n");
   ASSERT_TRUE(g);
   lower_options lo = {};
   kir_module *km = nullptr;
@@ -260,12 +260,13 @@ TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKerne
   const target *tg = target_find("vulkan", &device);
   ASSERT_NE(tg, nullptr);
   for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1); // no device: 16 KiB of shared memory
-  const int words = km->k[0].mnk[1].c == 256 ? 0 : 1, other = 1 - words;
+  const int words = km->k[0].mnk[1].c == 512 ? 0 : 1, other = 1 - words;
   kir_schedule &s = km->k[words].sched;
-  EXPECT_EQ(km->k[other].sched.vector, 0); // 250 columns: not whole 16-byte words
+  EXPECT_EQ(km->k[other].sched.vector, 0); // 510 columns: not whole 16-byte words
   ASSERT_EQ(s.variant, KS_TILED);
   EXPECT_EQ(s.vector, 4);
-  EXPECT_EQ(s.tile_m, 64); // 4 tiles of 128: too few for 128
+  EXPECT_EQ(s.tile_m, 64); // 16 tiles of 128: too few for 128; 64 of 64 give the 64 work groups wanted without a device
+  EXPECT_EQ(s.split_k, 1);
   EXPECT_EQ(vk_words_k_step(&s), 16);
   const kir_schedule rules = s;
   char why[256] = "";
@@ -293,6 +294,48 @@ TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKerne
   }
   EXPECT_EQ(steps, 2);
   EXPECT_GE(tiles, 1);
+  kir_module_free(km);
+}
+
+// Vulkan's matmuls short of work groups (64 wanted without a device): a GEMM of 16 tiles of 64
+// splits a reduction of 2048 in 4 (slices of 512), and the tuner tries the other slice counts; with
+// a reduction of 256 (no slice of 256 or more) it takes SIMT tiles of 16 instead
+TEST(TuneTables, VulkansMatmulsShortOfWorkGroupsSplitOrTakeSmallTiles) {
+  Graph g = parse("graph mm\ninput a: f32[32, 2048]\ninput b: f32[2048, 1000]\ny = matmul(a, b)\noutput y\n"
+                  "input c: f32[32, 256]\ninput d: f32[256, 1000]\nz = matmul(c, d)\noutput z\n");
+  ASSERT_TRUE(g);
+  lower_options lo = {};
+  kir_module *km = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(km->nk, 2);
+  int device;
+  const target *tg = target_find("vulkan", &device);
+  ASSERT_NE(tg, nullptr);
+  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
+  const int split = km->k[0].mnk[2].c == 2048 ? 0 : 1, small = 1 - split;
+  const kir_schedule &s = km->k[split].sched;
+  EXPECT_EQ(s.vector, 4);
+  EXPECT_TRUE(s.fold_batch);
+  EXPECT_EQ(s.tile_m, 64);
+  EXPECT_EQ(s.split_k, 4);
+  EXPECT_EQ(vk_split(&km->k[split]), 4);
+  char why[256] = "";
+  EXPECT_TRUE(tg->schedule_check(km, split, -1, why, sizeof why)) << why;
+  const kir_schedule &t = km->k[small].sched;
+  EXPECT_EQ(t.vector, 0);
+  EXPECT_EQ(t.tile_m, 16);
+  EXPECT_EQ(vk_split(&km->k[small]), 1);
+  tune_device dev = {};
+  snprintf(dev.api, sizeof dev.api, "vulkan");
+  tune_knobs cand[32];
+  int n = tg->tune_space(km, split, &dev, cand, 32), slices = 0;
+  for (int c = 0; c < n; c++)
+    if (cand[c].mask == tune_knob_bit("split_k")) slices |= 1 << cand[c].v.split_k;
+  EXPECT_EQ(slices, 1 << 1 | 1 << 2 | 1 << 8); // 1, 2 and 8: all but the rule's 4
+  // a split of a matmul on the SIMT kernel is refused: only the word matmul splits
+  km->k[small].sched.split_k = 2;
+  EXPECT_FALSE(tg->schedule_check(km, small, -1, why, sizeof why));
+  EXPECT_NE(strstr(why, "split_k=2"), nullptr) << why;
   kir_module_free(km);
 }
 

@@ -138,10 +138,11 @@ void vk_schedule(kir_module *m, int i, int device) {
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device
  * allows, at least a subgroup: the reductions halve it), the square tile of the SIMT matmul and
- * convolution and the convolution's split-K (the f32 word matmul takes 64 or 128 and a k-step
- * that fits the device; other tiles, or a k-step that does not fit, run the element kernel), and the tile of the
- * cooperative-matrix matmul (64 or 128 rows and columns: its four subgroups take a quarter each,
- * and its shared memory must fit the device) */
+ * convolution, the convolution's split-K and that of the f32 word matmul of one GEMM (the word
+ * kernels take 64 or 128 and a k-step that fits the device; other tiles, or a k-step that does
+ * not fit, run the element kernel, whole), and the tile of the cooperative-matrix matmul (64 or
+ * 128 rows and columns: its four subgroups take a quarter each, and its shared memory must fit
+ * the device). The tuner's candidates (vk_tune_space) are those knobs' values. */
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   char err[512];
   const vk_context *c = vk_context_get(device, err, sizeof err);
@@ -190,5 +191,9 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2) /* the word matmul's k-step */
     if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};
+  const bool gemm = m->k[i].kind == KK_MATMUL && s->variant == KS_TILED && s->vector == 4 && s->fold_batch;
+  for (int split = 1; gemm && split <= 8 && n < max; split *= 2) /* the word GEMM's split-K, slices of 256 of k or more */
+    if (split != vk_split(&m->k[i]) && m->k[i].mnk[2].c / split >= 256)
+      out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v = {.split_k = split}};
   return n;
 }
