@@ -127,8 +127,8 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->variant = KS_TILED;
     s->tile_m = s->tile_n = VK_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
-    if (k->kind == KK_MATMUL && dtype_is_float(m->buf[k->in_buf[0]].dt)) matmul_schedule(m, i, c);
-    else conv_schedule(m, i, c);
+    if (k->kind == KK_CONV) conv_schedule(m, i, c);
+    else if (dtype_is_float(m->buf[k->in_buf[0]].dt)) matmul_schedule(m, i, c);
     if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
