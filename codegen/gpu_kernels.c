@@ -893,6 +893,12 @@ void gpu_conv_gemm(emitter *e, int T) {
   gpu_loop_end(e);
 }
 
+/* "float NAME = ...": the sum of the `slices` partial sums of output t in pc_acc[slices][M][N] */
+static void slice_sum(emitter *e, const char *name, int slices) {
+  emit_line(e, "float %s = pc_acc[t];", name);
+  emit_line(e, "%sfor (int z = 1; z < %d; z++) %s += pc_acc[z * M * N + t];", G(e)->unroll, slices, name);
+}
+
 void gpu_conv_split_sum(emitter *e) {
   const int S = gpu_conv_split(e->k);
   gpu_conv_gemm_sizes(e);
@@ -900,8 +906,7 @@ void gpu_conv_split_sum(emitter *e) {
   e->indent++;
   emit_line(e, "const int m = t / N, n = t %% N;");
   emit_line(e, "%s", conv_column);
-  emit_line(e, "float s = pc_acc[t];");
-  emit_line(e, "%sfor (int z = 1; z < %d; z++) s += pc_acc[z * M * N + t];", G(e)->unroll, S);
+  slice_sum(e, "s", S);
   char acc[300];
   conv_acc(e, "s", acc, sizeof acc);
   emit_line(e, "const float acc0 = %s;", acc);
@@ -964,8 +969,7 @@ void gpu_gemm_sum(emitter *e, int slices) {
   e->indent++;
   emit_line(e, "const int m = t / N, n = t %% N;");
   if (slices > 1) {
-    emit_line(e, "float acc0 = pc_acc[t];");
-    emit_line(e, "%sfor (int z = 1; z < %d; z++) acc0 += pc_acc[z * M * N + t];", G(e)->unroll, slices);
+    slice_sum(e, "acc0", slices);
   } else {
     emit_line(e, "const float acc0 = pc_acc[t];");
   }

@@ -90,6 +90,19 @@ kir_schedule schedule_of(portc_graph *g, const char *target, int i, portc_bindin
   return s;
 }
 
+// lowers g (which the module refers to: keep it) and schedules every kernel with the Vulkan
+// target's rules for no device (16 KiB of shared memory, 64 work groups wanted); nullptr where it
+// does not lower
+kir_module *vulkan_schedules(const Graph &g) {
+  lower_options lo = {};
+  kir_module *km = nullptr;
+  int device;
+  const target *tg = target_find("vulkan", &device);
+  if (!g || !tg || lower_graph(g.get(), &lo, &km)) return nullptr;
+  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
+  return km;
+}
+
 const char *const kPointwise = "graph pw\ninput x: f32[4096]\ny = relu(x)\noutput y\n";
 
 TEST(TuneTable, ParsesEntriesAndReportsEveryBadLineWithItsNumber) {
@@ -252,14 +265,11 @@ TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKerne
   Graph g = parse("graph mm\ninput a: f32[512, 512]\ninput b: f32[512, 512]\ny = matmul(a, b)\noutput y\n"
                   "input c: f32[512, 510]\nz = matmul(a, c)\noutput z\n");
   ASSERT_TRUE(g);
-  lower_options lo = {};
-  kir_module *km = nullptr;
-  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  kir_module *km = vulkan_schedules(g);
+  ASSERT_NE(km, nullptr) << portc_last_error();
   ASSERT_EQ(km->nk, 2);
   int device;
   const target *tg = target_find("vulkan", &device);
-  ASSERT_NE(tg, nullptr);
-  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1); // no device: 16 KiB of shared memory
   const int words = km->k[0].mnk[1].c == 512 ? 0 : 1, other = 1 - words;
   kir_schedule &s = km->k[words].sched;
   EXPECT_EQ(km->k[other].sched.vector, 0); // 510 columns: not whole 16-byte words
@@ -304,14 +314,11 @@ TEST(TuneTables, VulkansMatmulsShortOfWorkGroupsSplitOrTakeSmallTiles) {
   Graph g = parse("graph mm\ninput a: f32[32, 2048]\ninput b: f32[2048, 1000]\ny = matmul(a, b)\noutput y\n"
                   "input c: f32[32, 256]\ninput d: f32[256, 1000]\nz = matmul(c, d)\noutput z\n");
   ASSERT_TRUE(g);
-  lower_options lo = {};
-  kir_module *km = nullptr;
-  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  kir_module *km = vulkan_schedules(g);
+  ASSERT_NE(km, nullptr) << portc_last_error();
   ASSERT_EQ(km->nk, 2);
   int device;
   const target *tg = target_find("vulkan", &device);
-  ASSERT_NE(tg, nullptr);
-  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
   const int split = km->k[0].mnk[2].c == 2048 ? 0 : 1, small = 1 - split;
   const kir_schedule &s = km->k[split].sched;
   EXPECT_EQ(s.vector, 4);

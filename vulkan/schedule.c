@@ -95,10 +95,15 @@ static void conv_schedule(kir_module *m, int i, const vk_context *c) {
   s->split_k = gpu_conv_split_rule(m, i, s->tile_m, units, VK_MAX_SPLIT);
 }
 
+/* whether matmul k runs on the f32 word matmul as one GEMM: the one matmul that may split */
+static bool word_gemm(const kir_kernel *k) {
+  const kir_schedule *s = &k->sched;
+  return k->kind == KK_MATMUL && s->variant == KS_TILED && s->vector == 4 && s->fold_batch;
+}
+
 int vk_split(const kir_kernel *k) {
   if (k->kind != KK_MATMUL) return gpu_conv_split(k);
-  const kir_schedule *s = &k->sched;
-  return s->variant == KS_TILED && s->vector == 4 && s->fold_batch && s->split_k > 1 ? s->split_k : 1;
+  return word_gemm(k) && k->sched.split_k > 1 ? k->sched.split_k : 1;
 }
 
 void vk_split_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
@@ -163,7 +168,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     if (m->k[i].kind == KK_MATMUL) w->split_k = 1; /* and whole: the element kernel does not split */
   }
   if (m->k[i].kind == KK_MATMUL && s->split_k > 1) { /* the word matmul of one GEMM splits; the shared check knows convolutions */
-    if (s->variant != KS_TILED || s->vector != 4 || !s->fold_batch)
+    if (!word_gemm(&m->k[i]))
       return snprintf(why, len, "split_k=%d: of matmuls, only the f32 word matmul of one GEMM splits", s->split_k), false;
     if (s->split_k > VK_MAX_SPLIT) return snprintf(why, len, "split_k=%d: at most %d", s->split_k, VK_MAX_SPLIT), false;
     kir_kernel whole = m->k[i];
@@ -191,8 +196,7 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
   for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2) /* the word matmul's k-step */
     if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};
-  const bool gemm = m->k[i].kind == KK_MATMUL && s->variant == KS_TILED && s->vector == 4 && s->fold_batch;
-  for (int split = 1; gemm && split <= 8 && n < max; split *= 2) /* the word GEMM's split-K, slices of 256 of k or more */
+  for (int split = 1; word_gemm(&m->k[i]) && split <= 8 && n < max; split *= 2) /* the word GEMM's split-K, slices of 256 of k or more */
     if (split != vk_split(&m->k[i]) && m->k[i].mnk[2].c / split >= 256)
       out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v = {.split_k = split}};
   return n;
