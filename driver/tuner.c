@@ -144,6 +144,9 @@ static bool attempt(tuner *T, const int *groups, int n, int cand, char *why, siz
     /* a candidate the target refused ran as the rules: it is not itself */
     bool refused = cand && strcmp(m->km->k[gr->first].sched.source, "candidate") != 0;
     gr->time[cand] = refused ? INFINITY : sum[groups[j]], gr->done[cand] = true;
+    char knobs[256] = "the default";
+    if (cand) tune_knobs_format(&gr->cand[cand], knobs, sizeof knobs);
+    log_line("tune", "%s: %s: %.2f us%s", gr->text, knobs, gr->time[cand] / gr->n * 1e6, refused ? " (refused by the target: ran the rules)" : "");
   }
   if (ok && !T->ref) T->ref = out, out = NULL;
   free_outputs(out, T->nout);

@@ -45,6 +45,10 @@
 #   copygap   where WebGPU's copy loses time to Vulkan's: build/bin/wgsl_copy (hand-written WGSL
 #             copies and portc's own copy kernel, through the target's device code), beside
 #             `portc bench bench/gpu/copy_64M.ptg` on vulkan, and on webgpu after 3 to 20000 warm-up runs
+#   shapes    every shape the tuner tries for the f16 matmul graphs of bench/gpu/ (matmul_8192_f16,
+#             matmul_bias_gelu_8192_f16, mlp_8192_f16), per target: `portc tune` with each candidate's
+#             time logged (PORTC_LOG=tune), $TUNE_BUDGET seconds a graph (default 60); the times
+#             are the table, the tuned entries go to $out/shapes_TARGET.txt
 #   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
 #             bench/gpu/ and the transformer example, per target, each timed three times by each
 #             build in turn (medians of 30 runs); the table gives the best of each and their ratio
@@ -253,6 +257,15 @@ for step in $steps; do
           echo "tune $t $g failed: $(tail -1 "$out/tune_$t.log")"
       done
       summary+=("tune $t ($(($(date +%s) - start)) s): $(grep -c prov= "$out/tune_$t.txt") entries")
+    done
+    ;;
+  shapes)
+    for t in $targets; do
+      for g in bench/gpu/matmul_8192_f16.ptg bench/gpu/matmul_bias_gelu_8192_f16.ptg bench/gpu/mlp_8192_f16.ptg; do
+        PORTC_LOG=tune "$portc" tune "$g" -t "$t" --budget "${TUNE_BUDGET:-60}" --table "$out/shapes_$t.txt" >>"$out/shapes_$t.log" 2>&1 ||
+          echo "shapes $t $g failed: $(tail -1 "$out/shapes_$t.log")"
+      done
+      summary+=("shapes $t, us per kernel:" "$(grep -E ': (the default|tile=|threads=|tile_k=)[^:]*: [0-9.]+ us' "$out/shapes_$t.log" | sed 's/.*kind=matmul \(dtype=[a-z0-9]*\).* \(m=[0-9]* n=[0-9]* k=[0-9]*\): /\1 \2: /')")
     done
     ;;
   ab)

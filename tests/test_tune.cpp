@@ -346,6 +346,61 @@ TEST(TuneTables, VulkansMatmulsShortOfWorkGroupsSplitOrTakeSmallTiles) {
   kir_module_free(km);
 }
 
+// Vulkan's cooperative-matrix matmul (scheduled as on a device that has them): the rule's 128x128
+// tile of 4 subgroups with k-steps of 32; the tuner's other shapes (tiles to 256, 8 subgroups,
+// k-steps of 16 and 64) all fit 48 KiB of shared memory and the check takes them; shapes it
+// cannot run are refused, saying why
+TEST(TuneTables, VulkansCooperativeMatrixShapesFitTheirSharedMemoryOrAreRefused) {
+  Graph g = parse("graph mm\ninput a: f16[1024, 512]\ninput b: f16[512, 1024]\ny = matmul(a, b)\noutput y\n");
+  ASSERT_TRUE(g);
+  kir_module *km = vulkan_schedules(g);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  ASSERT_EQ(km->nk, 1);
+  ASSERT_TRUE(vk_coop_schedule(km, 0));
+  kir_schedule &s = km->k[0].sched;
+  EXPECT_EQ(s.variant, KS_MMA);
+  EXPECT_EQ(s.tile_m, 128);
+  EXPECT_EQ(s.threads[0], 128);
+  EXPECT_EQ(s.tile_k, 32);
+  const kir_schedule rules = s;
+  char why[256] = "";
+  tune_device dev = {};
+  snprintf(dev.api, sizeof dev.api, "vulkan");
+  dev.shared_bytes = 48 * 1024;
+  int device;
+  const target *tg = target_find("vulkan", &device);
+  tune_knobs cand[32];
+  const int n = tg->tune_space(km, 0, &dev, cand, 32);
+  int eight = 0, wide = 0, steps = 0;
+  for (int c = 0; c < n; c++) {
+    s = rules;
+    tune_knobs_apply(&cand[c], &s);
+    EXPECT_TRUE(vk_coop_fit(&s, 48 * 1024, why, sizeof why)) << why;
+    eight += s.threads[0] == 256, wide += s.tile_m == 256 || s.tile_n == 256, steps |= 1 << s.tile_k / 16;
+  }
+  EXPECT_GE(n, 8);
+  EXPECT_GE(eight, 3);
+  EXPECT_EQ(wide, 2);
+  EXPECT_EQ(steps, 1 << 1 | 1 << 2 | 1 << 4); // k-steps 16, 32 and 64
+  // 16 KiB (no device): the rule's own shape does not fit, a 64x64 tile with k-steps of 16 does
+  s = rules;
+  EXPECT_FALSE(vk_coop_fit(&s, 16384, why, sizeof why));
+  EXPECT_NE(strstr(why, "shared memory"), nullptr) << why;
+  s.tile_m = s.tile_n = 64, s.tile_k = 16;
+  EXPECT_TRUE(vk_coop_fit(&s, 16384, why, sizeof why)) << why;
+  // refused: 128x256 with k-steps of 32 on 8 subgroups (62 KiB), 256x256 on 4 (64 fragments each),
+  // 8 subgroups on 64x64 with k-steps of 16 (fewer words than invocations), 96 threads, a k-step of 8
+  const int bad[][4] = {{128, 256, 256, 32}, {256, 256, 128, 16}, {64, 64, 256, 16}, {128, 128, 96, 32}, {128, 128, 128, 8}};
+  const char *says[] = {"shared memory", "fragments", "fewer words", "subgroups of 32", "k-step"};
+  for (int b = 0; b < 5; b++) {
+    s = rules;
+    s.tile_m = bad[b][0], s.tile_n = bad[b][1], s.threads[0] = bad[b][2], s.tile_k = bad[b][3];
+    EXPECT_FALSE(vk_coop_fit(&s, 48 * 1024, why, sizeof why)) << b;
+    EXPECT_NE(strstr(why, says[b]), nullptr) << why;
+  }
+  kir_module_free(km);
+}
+
 // a 1-D kernel's work-group size is a candidate of the Vulkan tuner
 TEST(TuneTables, VulkansTunerTriesWorkGroupSizesOfAPointwiseKernel) {
   Graph g = parse("graph p\ninput x: f32[4096]\ny = relu(x)\noutput y\n");

@@ -10,7 +10,7 @@
  * verify_vulkan), split-K convolutions included. No kernel runs: the schedule hook is the Vulkan target's, on the default device
  * where there is one, and the cooperative-matrix schedule is applied wherever it qualifies; those
  * kernels are compiled a second time for a device with only VK_KHR_cooperative_matrix, whose
- * rewritten SPIR-V is checked by khr_rewrite_wrong.
+ * rewritten SPIR-V is checked by khr_rewrite_wrong, and in every shape the tuner may give them.
  *
  * usage: vulkan_variants EXAMPLES_DIR
  */
@@ -47,15 +47,8 @@ static void schedule_all(kir_module *km) {
   }
 }
 
-static void add_module(const portc_graph *g, bool eager, const char *name) {
-  lower_options lo = {.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16}; /* the target's attention_kernel */
-  kir_module *km = NULL;
-  if (lower_graph(g, &lo, &km)) {
-    fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
-    failures++;
-    return;
-  }
-  schedule_all(km);
+/* the module's distinct kernels as units to compile, named NAME (eager) .kernelI VARIANT */
+static void add_units(kir_module *km, bool eager, const char *name, const char *variant) {
   char *src = emit_module(&vulkan_dialect, km);
   kernel_piece *pc = NULL;
   if (!src || kernel_pieces(src, km->nk, "vulkan", &pc)) {
@@ -71,10 +64,44 @@ static void add_module(const portc_graph *g, bool eager, const char *name) {
     unit *u = &units[nunits++];
     u->src = pc[i].source, pc[i].source = NULL;
     snprintf(u->needs, sizeof u->needs, "%s", pc[i].needs);
-    snprintf(u->name, sizeof u->name, "%s%s.kernel%d", name, eager ? " (eager)" : "", i);
+    snprintf(u->name, sizeof u->name, "%s%s.kernel%d%s", name, eager ? " (eager)" : "", i, variant);
   }
   if (pc) kernel_pieces_free(pc, km->nk);
   free(src);
+}
+
+/* The module as scheduled (schedule_all), and where it has cooperative-matrix kernels, once more
+ * for each other shape the tuner may give them on a device with 48 KiB of shared memory (tile,
+ * subgroups, k-step: vk_tune_space), applied to all of them */
+static void add_module(const portc_graph *g, bool eager, const char *name) {
+  lower_options lo = {.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16}; /* the target's attention_kernel */
+  kir_module *km = NULL;
+  if (lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
+    failures++;
+    return;
+  }
+  schedule_all(km);
+  add_units(km, eager, name, "");
+  int coop = -1;
+  for (int i = 0; i < km->nk && coop < 0; i++)
+    if (km->k[i].sched.variant == KS_MMA) coop = i;
+  const tune_device nvidia = {.api = "vulkan", .units = 132, .subgroup = 32, .shared_bytes = 48 * 1024};
+  tune_knobs shapes[32];
+  const int n = coop < 0 ? 0 : vk_tune_space(km, coop, &nvidia, shapes, 32);
+  const kir_schedule *first = coop < 0 ? NULL : &km->k[coop].sched;
+  for (int v = 0; v < n; v++) {
+    if (shapes[v].mask & ~(tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k"))) continue;
+    kir_schedule *s0 = malloc(sizeof *s0 * (size_t)km->nk);
+    for (int i = 0; i < km->nk; i++) s0[i] = km->k[i].sched;
+    for (int i = 0; i < km->nk; i++)
+      if (km->k[i].sched.variant == KS_MMA) tune_knobs_apply(&shapes[v], &km->k[i].sched);
+    char variant[64];
+    snprintf(variant, sizeof variant, " [%dx%d, %d threads, k-step %d]", first->tile_m, first->tile_n, first->threads[0], first->tile_k);
+    add_units(km, eager, name, variant);
+    for (int i = 0; i < km->nk; i++) km->k[i].sched = s0[i];
+    free(s0);
+  }
   kir_module_free(km);
 }
 
@@ -169,18 +196,20 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, f16_stores = 0;
+  int coop = 0, coop_shapes = 0, f16_stores = 0;
   for (int i = 0; i < nunits; i++) {
     coop += needs(&units[i], "coopmat");
+    coop_shapes += needs(&units[i], "coopmat") && strchr(units[i].name, '[');
     f16_stores += needs(&units[i], "storage16");
   }
   run_parallel(nunits, compile_one, NULL); /* each failure is printed and counted by compile_one */
   int ok = nunits - compile_failures;
   failures += compile_failures;
-  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d with 16-bit data), %d compiled and validated\n", nunits, cs.n,
-         coop, f16_stores, ok);
-  if (!coop || !f16_stores) {
-    printf("FAIL: the suite reached no %s kernel\n", !coop ? "cooperative-matrix" : "f16-storing");
+  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes; %d with 16-bit data), %d "
+         "compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, f16_stores, ok);
+  if (!coop || !coop_shapes || !f16_stores) {
+    printf("FAIL: the suite reached no %s kernel\n", !coop ? "cooperative-matrix" : !coop_shapes ? "differently shaped cooperative-matrix" : "f16-storing");
     failures++;
   }
   for (int i = 0; i < nunits; i++) free(units[i].src);

@@ -11,6 +11,7 @@
  *    extension).
  * Every other matmul runs the GPU dialects' shared SIMT skeleton (codegen/gpu_kernels.c).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -336,65 +337,103 @@ static void conv_words(emitter *e) {
 
 /* ---- matmul on cooperative matrices (GL_NV_cooperative_matrix): f16 operands, f32 sums ---- */
 
-/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). Four subgroups of 32 share a BM x BN
- * tile (the schedule's, 64 or 128 each way), each computing a quarter as FM x FN fragments of
- * 16x16. The operands pass through shared memory in k-steps of 32, as 16-byte words (rows
- * padded by one word, so that the eight rows a fragment load reads at once fall in distinct
- * banks); the next step's words are loaded into registers while the current step multiplies, then written to the other half of the double buffer, so one barrier
- * per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and any N
- * and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums through its
- * own 16x16 shared tile, one fragment at a time, so that the epilogue runs per element as in the
- * SIMT variant, with no barrier across the work group. */
-enum { COOP_BK = 32, COOP_SUBGROUPS = 4 };
+/* One 2-D GEMM (matmul_gemm_view: batches fold into rows). S subgroups of 32 (the schedule's
+ * threads / 32: 4 or 8) share a BM x BN tile (64, 128 or 256 each way), each computing a WM x WN
+ * block of it as 16x16 fragments (coop_shape: 2 x 2 subgroups, or 2 x 4 / 4 x 2 along the longer
+ * side). The operands pass through shared memory in k-steps of BK (the schedule's tile_k: 16, 32
+ * or 64; 0 is 32), as 16-byte words (rows padded by one word, so that the eight rows a fragment
+ * load reads at once fall in distinct banks); the next step's words are loaded into registers
+ * while the current step multiplies, then written to the other half of the double buffer, so one
+ * barrier per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and
+ * any N and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums
+ * through its own 16x16 shared tile, one fragment at a time, so that the epilogue runs per
+ * element as in the SIMT variant, with no barrier across the work group. */
+typedef struct coop_shape {
+  int bm, bn, bk, threads;
+  int sg_n, wm, wn; /* subgroups along n; each one's block */
+  int ha, hb;       /* 16-byte words each invocation moves per stage, of A and of B */
+  int arow, brow;   /* a shared row's words, padded: A's BK / 8 + 1, B's BN / 8 + 1 */
+} coop_shape;
 
-/* the 16-byte words of one stage of each operand: A's BM rows of 4 words, B's 32 rows of BN/8 */
-static int coop_a_words(int bm) { return bm * (COOP_BK / 8 + 1); }
-static int coop_b_words(int bn) { return COOP_BK * (bn / 8 + 1); }
+enum { COOP_BK = 32, COOP_MAX_FRAGMENTS = 16 };
 
-size_t vk_coop_shared_bytes(int tile_m, int tile_n) {
-  return 16 * 2 * (size_t)(coop_a_words(tile_m) + coop_b_words(tile_n)) + 4 * 256 * COOP_SUBGROUPS;
+/* the shared memory of a shape: two stages of both operands, and a 16x16 f32 tile per subgroup */
+static size_t coop_shared(const coop_shape *c) {
+  return 16 * 2 * (size_t)(c->bm * c->arow + c->bk * c->brow) + 4 * 256 * (size_t)(c->threads / 32);
+}
+
+static bool coop_shape_of(const kir_schedule *s, size_t shared_max, coop_shape *c, char *why, size_t len) {
+  const int bm = s->tile_m, bn = s->tile_n, bk = s->tile_k ? s->tile_k : COOP_BK, t = s->threads[0];
+  if ((bm != 64 && bm != 128 && bm != 256) || (bn != 64 && bn != 128 && bn != 256))
+    return snprintf(why, len, "tile %dx%d: the cooperative-matrix tile is 64, 128 or 256 each way", bm, bn), false;
+  if (bk != 16 && bk != 32 && bk != 64) return snprintf(why, len, "tile_k=%d: the cooperative-matrix k-step is 16, 32 or 64", bk), false;
+  if ((t != 128 && t != 256) || s->threads[1] > 1 || s->threads[2] > 1)
+    return snprintf(why, len, "threads=%d: the cooperative-matrix matmul runs 4 or 8 subgroups of 32 (128 or 256)", t), false;
+  const int sg = t / 32, sg_n = sg == 4 || bn < bm ? 2 : 4;
+  *c = (coop_shape){.bm = bm, .bn = bn, .bk = bk, .threads = t, .sg_n = sg_n, .wm = bm / (sg / sg_n), .wn = bn / sg_n,
+                    .ha = bm * bk / 8 / t, .hb = bk * bn / 8 / t, .arow = bk / 8 + 1, .brow = bn / 8 + 1};
+  if (c->wm / 16 * (c->wn / 16) > COOP_MAX_FRAGMENTS)
+    return snprintf(why, len, "tile %dx%d on %d subgroups: %d fragments of sums each, at most %d", bm, bn, sg, c->wm / 16 * (c->wn / 16),
+                    COOP_MAX_FRAGMENTS), false;
+  if (c->ha < 1 || c->hb < 1)
+    return snprintf(why, len, "tile %dx%d with k-step %d: fewer words per stage than %d invocations", bm, bn, bk, t), false;
+  if (coop_shared(c) > shared_max)
+    return snprintf(why, len, "tile %dx%d with k-step %d on %d subgroups takes %zu bytes of shared memory, the device allows %zu", bm, bn, bk, sg,
+                    coop_shared(c), shared_max), false;
+  return true;
+}
+
+bool vk_coop_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len) {
+  coop_shape c;
+  return coop_shape_of(s, shared_max, &c, why, len);
+}
+
+static coop_shape coop_shape_get(const kir_kernel *k) {
+  coop_shape c = {0};
+  char why[200];
+  if (!coop_shape_of(&k->sched, SIZE_MAX, &c, why, sizeof why)) abort(); /* the schedule's check refused it */
+  return c;
 }
 
 static void coop_declare(emitter *e, int index) {
-  const int bm = e->k->sched.tile_m, bn = e->k->sched.tile_n;
-  emit_line(e, "layout(local_size_x = %d) in;", 32 * COOP_SUBGROUPS);
+  const coop_shape c = coop_shape_get(e->k);
+  emit_line(e, "layout(local_size_x = %d) in;", c.threads);
   vk_declare_buffers(e, index, true);
-  emit_line(e, "const int PC_AS = %d, PC_BS = %d; /* the words of one stage: A %d x %d, B %d x %d, rows padded by a word */", coop_a_words(bm),
-            coop_b_words(bn), bm, COOP_BK, COOP_BK, bn);
+  emit_line(e, "const int PC_AS = %d, PC_BS = %d; /* the words of one stage: A %d x %d, B %d x %d, rows padded by a word */", c.bm * c.arow,
+            c.bk * c.brow, c.bm, c.bk, c.bk, c.bn);
   emit_line(e, "shared uvec4 pc_As[2 * PC_AS], pc_Bs[2 * PC_BS];");
-  emit_line(e, "shared float pc_C[%d * 256]; /* a 16x16 fragment of sums per subgroup */", COOP_SUBGROUPS);
+  emit_line(e, "shared float pc_C[%d * 256]; /* a 16x16 fragment of sums per subgroup */", c.threads / 32);
 }
 
 static void matmul_coop(emitter *e) {
   const kir_kernel *k = e->k;
-  const int bm = k->sched.tile_m, bn = k->sched.tile_n, threads = 32 * COOP_SUBGROUPS;
-  const int fm = bm / 32, fn = bn / 32;          /* fragments per subgroup, which take a quarter each */
-  const int ha = bm * 4 / threads, hb = 4 * bn / threads; /* words per thread per stage */
-  const int arow = COOP_BK / 8 + 1, brow = bn / 8 + 1;    /* padded row lengths in words */
+  const coop_shape c = coop_shape_get(k);
+  const int fm = c.wm / 16, fn = c.wn / 16, T = c.threads; /* fragments per subgroup */
   char a[16], b[16];
   snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
   gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
-  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = (sg >> 1) * %d, sn = (sg & 1) * %d;", bm / 2, bn / 2);
+  emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = sg / %d * %d, sn = sg %% %d * %d;", c.sg_n, c.wm,
+            c.sg_n, c.wn);
   /* work groups in order of their id take the tiles of 8 tile rows column by column, so that the
    * A and B panels a wave of work groups reads stay in L2 */
   emit_line(e, "const int gx = int(gl_NumWorkGroups.x), gy = int(gl_NumWorkGroups.y), pid = int(gl_WorkGroupID.y) * gx + int(gl_WorkGroupID.x);");
   emit_line(e, "const int first = pid / (8 * gx) * 8, rows = min(gy - first, 8), ty = first + pid %% (8 * gx) %% rows;");
-  emit_line(e, "const int n0 = pid %% (8 * gx) / rows * %d;", bn);
-  /* thread tid moves words tid + threads h of each stage: A's rows of 4 words, B's rows of bn/8 */
-  emit_line(e, "const int tid = int(gl_LocalInvocationID.x), ar0 = tid >> 2, ac = (tid & 3) * 8, br0 = tid / %d, bw = tid %% %d;", bn / 8,
-            bn / 8);
-  emit_line(e, "uvec4 wa[%d], wb[%d];", ha, hb);
+  emit_line(e, "const int n0 = pid %% (8 * gx) / rows * %d;", c.bn);
+  /* invocation tid moves words tid + T h of each stage: A's rows of BK / 8 words, B's of BN / 8 */
+  emit_line(e, "const int tid = int(gl_LocalInvocationID.x), ar0 = tid / %d, ac = tid %% %d * 8, br0 = tid / %d, bw = tid %% %d;", c.bk / 8,
+            c.bk / 8, c.bn / 8, c.bn / 8);
+  emit_line(e, "uvec4 wa[%d], wb[%d];", c.ha, c.hb);
   emit_line(e, "#define PC_FETCH(k0) { \\");
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", ha, threads / 4);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", c.ha, T / (c.bk / 8));
   emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 3] : uvec4(0u); } \\", a);
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 8 * bw; \\", hb, threads / (bn / 8));
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 8 * bw; \\", c.hb, T / (c.bn / 8));
   emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 3] : uvec4(0u); } }", b);
-  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", ha,
-            threads / 4, arow);
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", hb, threads / (bn / 8), brow);
-  emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", bm, bm);
+  emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", c.ha,
+            T / (c.bk / 8), c.arow);
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", c.hb, T / (c.bn / 8), c.brow);
+  emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", c.bm, c.bm);
   e->indent++;
   emit_line(e, "PC_FETCH(0);");
   emit_line(e, "PC_STAGE(0);");
@@ -402,19 +441,19 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "fcoopmatNV<32, 3, 16, PC_CM_N> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
   emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, PC_CM_N>(0.0);",
             fm, fn);
-  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", COOP_BK);
+  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", c.bk);
   e->indent++;
-  emit_line(e, "const int cur = (kk >> 5) & 1; /* the k-step's half of the double buffer (COOP_BK = 32) */");
-  emit_line(e, "const bool more = kk + %d < K;", COOP_BK);
-  emit_line(e, "if (more) PC_FETCH(kk + %d);", COOP_BK);
-  emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", COOP_BK);
+  emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", c.bk);
+  emit_line(e, "const bool more = kk + %d < K;", c.bk);
+  emit_line(e, "if (more) PC_FETCH(kk + %d);", c.bk);
+  emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", c.bk);
   e->indent++;
   emit_line(e, "fcoopmatNV<16, 3, 16, PC_CM_K> fa[%d];", fm);
   emit_line(e, "fcoopmatNV<16, 3, PC_CM_K, PC_CM_N> fb;");
   emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) coopMatLoadNV(fa[i], pc_As, uint(cur * PC_AS + (sm + 16 * i) * %d + (ks >> 3)), %du, false);", fm,
-            arow, arow);
+            c.arow, c.arow);
   emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", fn);
-  emit_line(e, "  coopMatLoadNV(fb, pc_Bs, uint(cur * PC_BS + ks * %d + ((sn + 16 * j) >> 3)), %du, false);", brow, brow);
+  emit_line(e, "  coopMatLoadNV(fb, pc_Bs, uint(cur * PC_BS + ks * %d + ((sn + 16 * j) >> 3)), %du, false);", c.brow, c.brow);
   emit_line(e, "  [[unroll]] for (int i = 0; i < %d; i++) c[i][j] = coopMatMulAddNV(fa[i], fb, c[i][j]);", fm);
   emit_line(e, "}");
   e->indent--;

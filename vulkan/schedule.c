@@ -7,8 +7,8 @@
  * instead (matmul_schedule: 128x128 tiles where the output has enough of them, else 64x64;
  * split-K, or small SIMT tiles, where it has too few). On a device with cooperative
  * matrices, an f16 matmul that is one GEMM with N and K known multiples of 8 and operands as
- * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile is a
- * tune knob). An f32 convolution runs on the word matmul's tiles (conv_schedule). A convolution
+ * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile, the
+ * number of subgroups and the k-step are tune knobs). An f32 convolution runs on the word matmul's tiles (conv_schedule). A convolution
  * whose tiles give the device's multiprocessors fewer than two work groups each splits its
  * reduction (split-K, gpu_conv_split_rule) where a vendor extension counts them. Row kernels
  * move their rows in 16-byte vectors where the row's buffers lie as the row does
@@ -116,7 +116,7 @@ bool vk_coop_schedule(kir_module *m, int i) {
   if (!coop_eligible(m, i)) return false;
   kir_schedule *s = &m->k[i].sched;
   s->variant = KS_MMA, s->fold_batch = true;
-  s->tile_m = s->tile_n = VK_COOP_TILE;
+  s->tile_m = s->tile_n = VK_COOP_TILE, s->tile_k = VK_COOP_K;
   s->threads[0] = VK_COOP_THREADS, s->threads[1] = s->threads[2] = 1;
   return true;
 }
@@ -145,22 +145,14 @@ void vk_schedule(kir_module *m, int i, int device) {
  * allows, at least a subgroup: the reductions halve it), the square tile of the SIMT matmul and
  * convolution, the convolution's split-K and that of the f32 word matmul of one GEMM (the word
  * kernels take 64 or 128 and a k-step that fits the device; other tiles, or a k-step that does
- * not fit, run the element kernel, whole), and the tile of the cooperative-matrix matmul (64 or
- * 128 rows and columns: its four subgroups take a quarter each, and its shared memory must fit
- * the device). The tuner's candidates (vk_tune_space) are those knobs' values. */
+ * not fit, run the element kernel, whole), and the shape of the cooperative-matrix matmul (tiles of 64,
+ * 128 or 256 rows and columns, 4 or 8 subgroups, a k-step of 16, 32 or 64: vk_coop_fit, within
+ * the device's shared memory). The tuner's candidates (vk_tune_space) are those knobs' values. */
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   char err[512];
   const vk_context *c = vk_context_get(device, err, sizeof err);
   const kir_schedule *s = &m->k[i].sched;
-  if (s->variant == KS_MMA) {
-    if ((s->tile_m != 64 && s->tile_m != 128) || (s->tile_n != 64 && s->tile_n != 128))
-      return snprintf(why, len, "tile %dx%d: the cooperative-matrix tile is 64 or 128 each way", s->tile_m, s->tile_n), false;
-    size_t shared = vk_coop_shared_bytes(s->tile_m, s->tile_n), most = c ? c->props.limits.maxComputeSharedMemorySize : 16384;
-    if (shared > most)
-      return snprintf(why, len, "tile %dx%d takes %zu bytes of shared memory, the device allows %zu", s->tile_m, s->tile_n, shared, most), false;
-    if (s->threads[0] != VK_COOP_THREADS) return snprintf(why, len, "the cooperative-matrix matmul runs %d threads", VK_COOP_THREADS), false;
-    return true;
-  }
+  if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, why, len)) return false;
   if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
     kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
@@ -185,11 +177,19 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   static const int sizes[] = {32, 64, 128, 256, 512};
   int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0, tiles[3];
   while (from < 5 && sizes[from] < sub) from++;
-  if (s->variant == KS_MMA) {
-    static const int mma[][2] = {{64, 64}, {64, 128}, {128, 64}, {128, 128}};
-    for (int t = 0; t < 4 && n < max; t++)
-      if (mma[t][0] != s->tile_m || mma[t][1] != s->tile_n)
-        out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v = {.tile_m = mma[t][0], .tile_n = mma[t][1]}};
+  if (s->variant == KS_MMA) { /* the cooperative-matrix shapes: tile, threads (4 or 8 subgroups), k-step */
+    static const int mma[][4] = {{64, 64, 128, 32},    {64, 128, 128, 32},  {128, 64, 128, 32},  {128, 128, 128, 32}, {128, 128, 128, 16},
+                                 {128, 128, 256, 32}, {128, 128, 256, 16}, {128, 256, 256, 16}, {256, 128, 256, 16}, {64, 64, 128, 64}};
+    const unsigned mask = tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k");
+    for (size_t t = 0; t < sizeof mma / sizeof *mma && n < max; t++) {
+      tune_knobs k = {.mask = mask, .v = {.tile_m = mma[t][0], .tile_n = mma[t][1], .threads = {mma[t][2], 1, 1}, .tile_k = mma[t][3]}};
+      kir_schedule as = *s;
+      tune_knobs_apply(&k, &as);
+      char why[200];
+      if (vk_coop_fit(&as, d->shared_bytes > 0 ? (size_t)d->shared_bytes : 16384, why, sizeof why) &&
+          (as.tile_m != s->tile_m || as.tile_n != s->tile_n || as.threads[0] != s->threads[0] || as.tile_k != s->tile_k))
+        out[n++] = k;
+    }
   }
   if (s->variant == KS_TILED && m->k[i].kind == KK_CONV) tune_conv_candidates(m, i, d->units, VK_MAX_SPLIT, out, max, &n);
   else if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
