@@ -6,7 +6,8 @@
  * else rules) and the target's tune_space. Candidates are tried in rounds: round r compiles the
  * graph once with every group's r-th candidate forced (all rounds compile first, in parallel on
  * the host's cores), checks the outputs against the default round's, and times every kernel
- * alone (median of reps, after a warm-up and a whole run that gives it its inputs). A round that
+ * alone (median of reps, after a warm-up and a whole run that gives it its inputs; on a GPU,
+ * after a second of whole runs: warm_up). A round that
  * fails to compile, or whose outputs differ, is split in halves and tried again, down to the one
  * group to blame, whose candidate then counts as infinitely slow. A group keeps its default
  * unless a checked candidate is 3% faster; the winners are then compiled together, checked once
@@ -74,6 +75,21 @@ static double now(void) {
 
 static double left(const tuner *T) { return T->budget - (now() - T->t0); }
 
+/* A GPU that sat idle for a second or more (while the host compiled a round) runs its next
+ * kernels slower for a while: an f16 8192^3 matmul on the H200's Vulkan driver timed 16.7 to
+ * 19.2 ms in the tuner against 3.9 in `portc bench`, and candidates 1.5 to 6x slower than their
+ * default (bench/gpu/NOTES.md: warm-up by time). So before a module's kernels are timed on a GPU
+ * target, it runs whole for at least this long, as `portc bench --warmup-s` does. */
+enum { GPU_WARM_MS = 1000 };
+
+static portc_status warm_up(const tuner *T, portc_module *m) {
+  if (!T->t->gpu) return PORTC_OK;
+  double t[8];
+  portc_status st = PORTC_OK;
+  for (double t0 = now(); !st && now() - t0 < GPU_WARM_MS * 1e-3;) st = portc_module_time(m, T->b, 8, t);
+  return st;
+}
+
 /* whether out matches ref: relative to ref's largest magnitude, by dtype; integers exactly */
 static bool outputs_match(const portc_tensor *ref, const portc_tensor *out, char *why, size_t len) {
   int64_t n = portc_tensor_numel(ref);
@@ -127,6 +143,7 @@ static bool attempt(tuner *T, const int *groups, int n, int cand, char *why, siz
     st = ok ? module_compile(T->g, &T->co, T->b, force, &m) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
   }
   if (!st) st = portc_module_run(m, T->b, out);
+  if (!st) st = warm_up(T, m);
   if (!st) st = module_time_kernels(m, T->b, T->reps, cut, med);
   if (st) snprintf(why, len, "%s", portc_last_error()), ok = false;
   double *sum = calloc((size_t)T->ngrp + 1, sizeof *sum);
@@ -337,7 +354,8 @@ portc_status portc_tune(const portc_graph *g, const portc_tune_options *opts, po
 /* the summed kernel times per group of module m (a fresh timing) */
 static portc_status group_times(tuner *T, portc_module *m, double *sum) {
   double *med = calloc((size_t)T->nk + 1, sizeof *med);
-  portc_status st = med ? module_time_kernels(m, T->b, T->reps, NULL, med) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
+  portc_status st = med ? warm_up(T, m) : err_set(PORTC_ERR_NOMEM, "tune: out of memory");
+  if (!st) st = module_time_kernels(m, T->b, T->reps, NULL, med);
   for (int j = 0; j < T->ngrp; j++) sum[j] = 0;
   for (int k = 0; !st && k < T->nk; k++) sum[T->group_of[k]] += med[k];
   free(med);

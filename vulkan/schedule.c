@@ -73,7 +73,12 @@ static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
   }
   if (!words) return;
   s->vector = 4, s->fold_batch = fold, s->tile_k = 0, s->split_k = split;
-  s->tile_m = s->tile_n = known && split == 1 && batches * ((rows + 127) / 128) * ((n + 127) / 128) >= 128 ? 128 : 64;
+  const int64_t tiles128 = batches * ((rows + 127) / 128) * ((n + 127) / 128);
+  s->tile_m = s->tile_n = known && split == 1 && tiles128 >= 128 ? 128 : 64;
+  /* a GEMM of 128x128 tiles that fill less than two waves, with a long reduction, splits it in
+   * two: the transformer's FFN down-projection, 4096x512 with K = 2048 in 128 tiles, 379 -> 273 us
+   * on the H200 (tuned) */
+  if (s->tile_m == 128 && fold && tiles128 < 2 * want && k->mnk[2].c >= 2048) s->split_k = 2;
   char why[160];
   if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->split_k = 1, s->tile_m = s->tile_n = VK_MM_TILE;
 }
@@ -81,12 +86,20 @@ static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
 /* A tiled f32 convolution runs on the word tiles (conv_words in matmul.c), 64x64 (128x128 ones,
  * chosen where they made a wave of work groups, took ResNet-50 on the H200 from 12.1 to 13.1 ms:
  * most of its convolutions have a short reduction), then split-K where the tiles are still too
- * few (gpu_conv_split_rule) */
+ * few (gpu_conv_split_rule). A 1x1 convolution of at most 128 input channels stays on the shared
+ * SIMT kernel: its few k-steps do not pay for the word tiles' double buffer (ResNet-50's on the
+ * H200, tuned: 64 -> 256 at 56x56 with the residual 291 -> 205 us, 128 -> 512 at 28x28 200 -> 173,
+ * 64 -> 64 59 -> 50). */
+static bool short_pointwise_conv(const kir_module *m, const kir_kernel *k) {
+  const shape *w = &m->buf[k->in_buf[1]].sh;
+  return w->rank == 4 && w->d[2].c == 1 && w->d[3].c == 1 && w->d[1].c <= 128;
+}
+
 static void conv_schedule(kir_module *m, int i, const vk_context *c) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
   const int units = c ? (int)c->f.units : 0;
-  if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32) {
+  if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && !short_pointwise_conv(m, k)) {
     s->vector = 4, s->tile_k = 0;
     s->tile_m = s->tile_n = 64;
     char why[160];
@@ -110,6 +123,18 @@ void vk_split_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
   const kir_kernel *k = &m->k[i];
   if (k->kind != KK_MATMUL) gpu_conv_mn(m, i, S, mn);
   else mn[0] = gpu_gemm_rows(m, i, S), mn[1] = dim_value(k->mnk[1], S);
+}
+
+/* A row kernel's work group: an invocation per element or vector of a short row, a power of two
+ * from a subgroup to the device's size (the reductions halve it). On the H200 the tuner found
+ * rows of 128 (vectors of 4) twice as fast in 32 invocations as in 256, rows of 512 in 128 (11.2
+ * -> 8.7 us), and ResNet's 49-element pooling rows in 32 (55.8 -> 44.1 us). */
+static int row_threads(const kir_kernel *k, int wg, int subgroup) {
+  const int64_t L = gpu_row_length(k), per = k->sched.vector > 1 ? k->sched.vector : 1;
+  if (L <= 0) return wg;
+  int t = subgroup;
+  while (t * 2 <= wg && t * 2 * per <= L) t *= 2;
+  return t < wg ? t : wg;
 }
 
 bool vk_coop_schedule(kir_module *m, int i) {
@@ -138,6 +163,7 @@ void vk_schedule(kir_module *m, int i, int device) {
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
   if (k->kind == KK_ROW && vk_vector_dtypes(m, i)) s->vector = gpu_row_vector(m, i);
+  if (k->kind == KK_ROW) s->threads[0] = row_threads(k, s->threads[0], c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32);
   if (k->kind == KK_POINTWISE && vk_vector_dtypes(m, i)) s->vector = gpu_pointwise_vector(m, i);
 }
 
