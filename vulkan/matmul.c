@@ -355,7 +355,7 @@ typedef struct coop_shape {
   int arow, brow;   /* a shared row's words, padded: A's BK / 8 + 1, B's BN / 8 + 1 */
 } coop_shape;
 
-enum { COOP_BK = 32, COOP_MAX_FRAGMENTS = 16 };
+enum { COOP_MAX_FRAGMENTS = 16 };
 
 /* the shared memory of a shape: two stages of both operands, and a 16x16 f32 tile per subgroup */
 static size_t coop_shared(const coop_shape *c) {
@@ -363,7 +363,7 @@ static size_t coop_shared(const coop_shape *c) {
 }
 
 static bool coop_shape_of(const kir_schedule *s, size_t shared_max, coop_shape *c, char *why, size_t len) {
-  const int bm = s->tile_m, bn = s->tile_n, bk = s->tile_k ? s->tile_k : COOP_BK, t = s->threads[0];
+  const int bm = s->tile_m, bn = s->tile_n, bk = s->tile_k ? s->tile_k : VK_COOP_K, t = s->threads[0];
   if ((bm != 64 && bm != 128 && bm != 256) || (bn != 64 && bn != 128 && bn != 256))
     return snprintf(why, len, "tile %dx%d: the cooperative-matrix tile is 64, 128 or 256 each way", bm, bn), false;
   if (bk != 16 && bk != 32 && bk != 64) return snprintf(why, len, "tile_k=%d: the cooperative-matrix k-step is 16, 32 or 64", bk), false;

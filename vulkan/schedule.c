@@ -1,19 +1,20 @@
 /*
  * schedule.c: the Vulkan target's schedule hook, the one place its launch decisions are made.
  * 1-D kernels take the device's work-group size (the PC_WG specialization constant: 64 on CPU
- * devices, else 256); matmuls and float convolutions run in 64x64 tiles of 16x16 invocations.
- * An f32 matmul with N and K known multiples of 4 whose operands can be read in 16-byte words
- * (as they lie, or through views that keep runs of 4 along A's k and B's n or k) moves them so
- * instead (matmul_schedule: 128x128 tiles where the output has enough of them, else 64x64;
- * split-K, or small SIMT tiles, where it has too few). On a device with cooperative
- * matrices, an f16 matmul that is one GEMM with N and K known multiples of 8 and operands as
- * they lie runs on those, in 128x128 tiles of four subgroups (vk_coop_schedule; the tile, the
- * number of subgroups and the k-step are tune knobs). An f32 convolution runs on the word matmul's tiles (conv_schedule). A convolution
- * whose tiles give the device's multiprocessors fewer than two work groups each splits its
- * reduction (split-K, gpu_conv_split_rule) where a vendor extension counts them. Row kernels
- * move their rows in 16-byte vectors where the row's buffers lie as the row does
- * (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as the
- * output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
+ * devices, else 256), row kernels of short rows fewer (row_threads); matmuls and float
+ * convolutions run in 64x64 tiles of 16x16 invocations. An f32 matmul with N and K known
+ * multiples of 4 whose operands can be read in 16-byte words (as they lie, or through views that
+ * keep runs of 4 along A's k and B's n or k) moves them so instead (matmul_schedule: 128x128
+ * tiles where the output has enough of them, else 64x64; split-K, or small SIMT tiles, where it
+ * has too few). On a device with cooperative matrices, an f16 matmul that is one GEMM with N and
+ * K known multiples of 8 and operands as they lie runs on those, in 128x128 tiles of four
+ * subgroups (vk_coop_schedule; the tile, the number of subgroups and the k-step are tune knobs).
+ * An f32 convolution runs on the word matmul's tiles, but for 1x1 ones of few channels
+ * (conv_schedule). A convolution whose tiles give the device's multiprocessors fewer than two
+ * work groups each splits its reduction (split-K, gpu_conv_split_rule) where a vendor extension
+ * counts them. Row kernels move their rows in 16-byte vectors where the row's buffers lie as the
+ * row does (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as
+ * the output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
  * one at a tenth of its bandwidth.
  */
 #include "../ir/dtype.h"
