@@ -89,19 +89,20 @@ static void add_module(const portc_graph *g, bool eager, const char *name) {
   const tune_device nvidia = {.api = "vulkan", .units = 132, .subgroup = 32, .shared_bytes = 48 * 1024};
   tune_knobs shapes[32];
   const int n = coop < 0 ? 0 : vk_tune_space(km, coop, &nvidia, shapes, 32);
-  const kir_schedule *first = coop < 0 ? NULL : &km->k[coop].sched;
-  for (int v = 0; v < n; v++) {
-    if (shapes[v].mask & ~(tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k"))) continue;
-    kir_schedule *s0 = malloc(sizeof *s0 * (size_t)km->nk);
-    for (int i = 0; i < km->nk; i++) s0[i] = km->k[i].sched;
+  const unsigned shape_knobs = tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k");
+  kir_schedule *rules = n ? malloc(sizeof *rules * (size_t)km->nk) : NULL; /* restored after each shape */
+  for (int i = 0; rules && i < km->nk; i++) rules[i] = km->k[i].sched;
+  for (int v = 0; rules && v < n; v++) {
+    if (shapes[v].mask & ~shape_knobs) continue;
     for (int i = 0; i < km->nk; i++)
       if (km->k[i].sched.variant == KS_MMA) tune_knobs_apply(&shapes[v], &km->k[i].sched);
+    const kir_schedule *s = &km->k[coop].sched;
     char variant[64];
-    snprintf(variant, sizeof variant, " [%dx%d, %d threads, k-step %d]", first->tile_m, first->tile_n, first->threads[0], first->tile_k);
+    snprintf(variant, sizeof variant, " [%dx%d, %d threads, k-step %d]", s->tile_m, s->tile_n, s->threads[0], s->tile_k);
     add_units(km, eager, name, variant);
-    for (int i = 0; i < km->nk; i++) km->k[i].sched = s0[i];
-    free(s0);
+    for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
   }
+  free(rules);
   kir_module_free(km);
 }
 

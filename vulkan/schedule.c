@@ -46,7 +46,7 @@ static bool words_eligible(const kir_module *m, int i) {
   return operand_runs_along(m, k, 0, r - 1, 4) && (operand_runs_along(m, k, 1, r - 1, 4) || operand_runs_along(m, k, 1, r - 2, 4));
 }
 
-static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : 16384; }
+static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : VK_MIN_SHARED; }
 
 /* A float matmul's tiles. The f32 word matmul (words_eligible) takes 128x128 tiles where the
  * output has at least 128 of them (a wave of work groups on a large GPU), else 64x64 (the rows or
@@ -213,7 +213,7 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
       kir_schedule as = *s;
       tune_knobs_apply(&k, &as);
       char why[200];
-      if (vk_coop_fit(&as, d->shared_bytes > 0 ? (size_t)d->shared_bytes : 16384, why, sizeof why) &&
+      if (vk_coop_fit(&as, d->shared_bytes > 0 ? (size_t)d->shared_bytes : VK_MIN_SHARED, why, sizeof why) &&
           (as.tile_m != s->tile_m || as.tile_n != s->tile_n || as.threads[0] != s->threads[0] || as.tile_k != s->tile_k))
         out[n++] = k;
     }

@@ -99,14 +99,16 @@ const char *vk_compiler_id(void);
 
 /* limits, and the tiles of the rules (schedule.c): the SIMT matmul's, the cooperative-matrix
  * matmul's and its threads (four subgroups of 32) */
-enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128, VK_COOP_K = 32, VK_MAX_SPLIT = 64 };
+enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128, VK_COOP_K = 32, VK_MAX_SPLIT = 64,
+       VK_MIN_SHARED = 16384 /* the shared memory every Vulkan device has, assumed where none is known */ };
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
  * the runtime's hook calls it only on devices with cooperative matrices); false where not */
 bool vk_coop_schedule(kir_module *m, int i);
 /* matmul.c, the target's own matmuls: whether the cooperative-matrix matmul takes the schedule's
- * tile, k-step (tile_k) and threads within the device's shared memory (false with why); the k-step of the f32 word matmul (the schedule's tile_k, or where that
- * is 0 the shortest its tile allows: 1024 / tile), and whether the kernel and the device's
- * shared memory take its tile and k-step (false with why) */
+ * tile, k-step (tile_k) and threads within the device's shared memory (false with why); the
+ * k-step of the f32 word matmul (the schedule's tile_k, or where that is 0 the shortest its tile
+ * allows: 1024 / tile), and whether the kernel and the device's shared memory take its tile and
+ * k-step (false with why) */
 bool vk_coop_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len);
 int vk_words_k_step(const kir_schedule *s);
 bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len);
