@@ -105,6 +105,23 @@ static void pointwise_vector(emitter *e) {
   gpu_loop_end(e);
 }
 
+int gpu_concat_vector(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_OPAQUE || m->g->nodes[k->node].op != OP_concat || k->nstore != 1) return 0;
+  const portc_dtype t = m->buf[k->store[0].buf].dt;
+  const int vec = portc_dtype_size(t) == 2 ? 8 : 4;
+  const int64_t axis = norm_axis(attr_i(&m->g->nodes[k->node], "axis"), k->dom.rank);
+  int64_t inner = 1;
+  for (int d = (int)axis; d < k->dom.rank; d++) {
+    if (k->dom.d[d].sym >= 0) return 0;
+    if (d > axis) inner *= k->dom.d[d].c;
+  }
+  if (!dtype_is_float(t) || portc_dtype_size(t) > 4) return 0;
+  for (int j = 0; j < k->nin; j++)
+    if (m->buf[k->in_buf[j]].dt != t || (m->buf[k->in_buf[j]].sh.d[axis].c * inner) % vec) return 0;
+  return vec;
+}
+
 void gpu_pointwise(emitter *e) {
   const kir_kernel *k = e->k;
   if (k->sched.vector && G(e)->vload) {
@@ -645,10 +662,16 @@ void gpu_matmul_int(emitter *e, int T) {
   gpu_loop_end(e);
 }
 
-/* ---- conv2d: an invocation per output element ---- */
+/* ---- conv2d: an invocation per output element, or per run of a row's outputs ---- */
+
+static void conv_runs(emitter *e, int run);
 
 void gpu_conv(emitter *e) {
   const kir_kernel *k = e->k;
+  if (gpu_conv_run(k) > 1) {
+    conv_runs(e, gpu_conv_run(k));
+    return;
+  }
   const node *n = &e->m->g->nodes[k->node];
   const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
   emit_line(e, "const int C = %lld, H = %lld, W = %lld, O = %lld, CG = %lld, KH = %lld, KW = %lld, OG = O / %lld;", (long long)xs->d[1].c,
@@ -681,6 +704,81 @@ void gpu_conv(emitter *e) {
   gpu_loop_end(e);
 }
 
+int gpu_conv_run_rule(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_CONV || gpu_conv_tiled(m, i) || k->dom.d[3].sym >= 0 || k->dom.d[3].c < 2) return 0;
+  return attr_or_one(&m->g->nodes[k->node], "stride", 1) > 1 ? 2 : 4;
+}
+
+int gpu_conv_run(const kir_kernel *k) {
+  return k->kind == KK_CONV && k->sched.variant == KS_PLAIN && k->dom.d[3].sym < 0 && k->sched.run > 1 ? k->sched.run : 1;
+}
+
+/* RUN consecutive outputs of one output row per invocation: each input row of the window is
+ * read once for all of them, as SPAN values (the run's columns at its stride, plus the kernel's
+ * width), and each weight once. Depthwise convolutions read 9 values per output one output per
+ * invocation; in runs of 4 at stride 1, 4.5. The window's columns, the run's sums and their
+ * products are unrolled here, into named scalars: arrays indexed in loops that a driver leaves
+ * rolled go to memory. Columns outside the input read a clamped column and are then zeroed, so
+ * no load is out of bounds or behind a branch. */
+static void conv_runs(emitter *e, int run) {
+  const kir_kernel *k = e->k;
+  const node *n = &e->m->g->nodes[k->node];
+  const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
+  const int64_t sh = attr_or_one(n, "stride", 0), sw = attr_or_one(n, "stride", 1), dh = attr_or_one(n, "dilation", 0),
+                dw = attr_or_one(n, "dilation", 1), ph = attr_get(n, "padding")->v[0], pw = attr_get(n, "padding")->v[1];
+  const int64_t kw = ws->d[3].c, span = (run - 1) * sw + (kw - 1) * dw + 1, ow = k->dom.d[3].c;
+  char rows[256], ld[512], zero[64], at[64];
+  emit_float(e->d, 0.0, zero, sizeof zero);
+  emit_line(e, "const int C = %lld, H = %lld, W = %lld, O = %lld, CG = %lld, KH = %lld, OG = O / %lld;", (long long)xs->d[1].c,
+            (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)k->dom.d[1].c, (long long)ws->d[1].c, (long long)ws->d[2].c,
+            (long long)attr_i(n, "groups"));
+  emit_count(e, &k->dom, 0, 3, rows, sizeof rows);
+  emit_line(e, "const int OH = %lld, OW = %lld, RUNS = %lld; /* runs of %d outputs per row */", (long long)k->dom.d[2].c, (long long)ow,
+            (long long)((ow + run - 1) / run), run);
+  emit_line(e, "const int NT = (%s) * RUNS;", rows);
+  emit_line(e, "for (int t = %s; t < NT; t += %s) {", G(e)->global_id, G(e)->global_threads);
+  e->indent++;
+  emit_line(e, "const int q = t %% RUNS, i2 = t / RUNS %% OH, i1 = t / (RUNS * OH) %% O, i0 = t / (RUNS * OH * O);");
+  emit_line(e, "const int g = i1 / OG, iw0 = q * %lld - %lld;", (long long)(run * sw), (long long)pw);
+  if (k->nin > 2) emit_load(e, k->in_buf[2], "i1", ld, sizeof ld);
+  for (int j = 0; j < run; j++) emit_line(e, "float s%d = %s;", j, k->nin > 2 ? ld : zero);
+  emit_line(e, "for (int c = 0; c < CG; c++)");
+  emit_line(e, "  for (int kh = 0; kh < KH; kh++) {");
+  e->indent += 2;
+  emit_line(e, "const int ih = i2 * %lld - %lld + kh * %lld;", (long long)sh, (long long)ph, (long long)dh);
+  emit_line(e, "if (ih < 0 || ih >= H) continue;");
+  emit_line(e, "const int xrow = ((i0 * C + g * CG + c) * H + ih) * W, wrow = ((i1 * CG + c) * KH + kh) * %lld;", (long long)kw);
+  for (int64_t u = 0; u < span; u++) {
+    snprintf(at, sizeof at, "xrow + min(max(iw0 + %lld, 0), W - 1)", (long long)u);
+    emit_load(e, k->in_buf[0], at, ld, sizeof ld);
+    emit_line(e, "const float ld%lld = %s;", (long long)u, ld);
+    emit_line(e, "const float in%lld = iw0 + %lld >= 0 && iw0 + %lld < W ? ld%lld : %s;", (long long)u, (long long)u, (long long)u, (long long)u, zero);
+  }
+  for (int64_t x = 0; x < kw; x++) {
+    snprintf(at, sizeof at, "wrow + %lld", (long long)x);
+    emit_load(e, k->in_buf[1], at, ld, sizeof ld);
+    emit_line(e, "const float wt%lld = %s;", (long long)x, ld);
+  }
+  for (int64_t x = 0; x < kw; x++)
+    for (int j = 0; j < run; j++) emit_line(e, "s%d = fma(in%lld, wt%lld, s%d);", j, (long long)(j * sw + x * dw), (long long)x, j);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  for (int j = 0; j < run; j++) {
+    emit_line(e, "{");
+    e->indent++;
+    emit_line(e, "const int i3 = q * %d + %d;", run, j);
+    if (ow % run && j) emit_line(e, "if (i3 < OW) {"), e->indent++; /* the last run of a row may stop short */
+    emit_line(e, "const float acc0 = s%d;", j);
+    emit_scope_push(e);
+    emit_store_at(e, &k->store[0], &k->dom, idxnames);
+    emit_scope_pop(e);
+    if (ow % run && j) gpu_loop_end(e);
+    gpu_loop_end(e);
+  }
+  gpu_loop_end(e);
+}
+
 /* ---- conv2d as an implicit GEMM: out[o, pixel] = sum over (c, kh, kw) of w[o, c, kh, kw] * x at
  * the pixel's window, in the tiles of the SIMT matmul. The input window (im2col) is gathered into
  * shared memory as it is needed, never written out; padding reads as zeros. ---- */
@@ -695,9 +793,12 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
 }
 
-bool gpu_split_and_algo_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
+bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   const kir_schedule *s = &k->sched;
   if (s->library_algo && !s->library) return snprintf(why, len, "algo=%d: this kernel never runs on a vendor library", s->library_algo), false;
+  if (s->run > 1 && (k->kind != KK_CONV || s->variant != KS_PLAIN || k->dom.d[3].sym >= 0))
+    return snprintf(why, len, "run=%d: only the direct convolution of a known output width takes runs", s->run), false;
+  if (s->run > GPU_MAX_RUN) return snprintf(why, len, "run=%d: at most %d", s->run, GPU_MAX_RUN), false;
   if (s->split_k <= 1) return true;
   if (k->kind != KK_CONV || s->variant != KS_TILED || max_split <= 1)
     return snprintf(why, len, "split_k=%d: only the tiled convolution of a target that has split-K splits", s->split_k), false;
@@ -706,7 +807,7 @@ bool gpu_split_and_algo_fit(const kir_kernel *k, int max_split, char *why, size_
 
 bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   const kir_schedule *s = &k->sched;
-  if (!gpu_split_and_algo_fit(k, max_split, why, len)) return false;
+  if (!gpu_knobs_fit(k, max_split, why, len)) return false;
   if (s->threads[0] != 16 || s->threads[1] != 16) return snprintf(why, len, "tiled kernels run 16x16 threads"), false;
   if (s->tile_m != s->tile_n || s->tile_m < 16 || s->tile_m > 128 || s->tile_m % 16)
     return snprintf(why, len, "tile %dx%d: square, 16 to 128", s->tile_m, s->tile_n), false;
@@ -730,7 +831,7 @@ bool gpu_tile_useful(const kir_module *m, int i, int tile) {
 
 bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len) {
   int t = k->sched.threads[0];
-  if (!gpu_split_and_algo_fit(k, 1, why, len)) return false;
+  if (!gpu_knobs_fit(k, 1, why, len)) return false;
   pow2 = pow2 || k->kind == KK_ROW;
   if (k->sched.threads[1] > 1 || k->sched.threads[2] > 1 || t < unit || t > max || t % unit || (pow2 && (t & (t - 1))))
     return snprintf(why, len, "threads=%d: whole groups of %d up to %d%s", t, unit, max, pow2 ? ", a power of two" : ""), false;

@@ -43,12 +43,23 @@ int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S);
 bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len);
 void gpu_declare_attention(emitter *e, const char *qualifier);
 
+/* the vector width of concat kernel i (4 f32 elements, 8 of 16 bits) where every input's slab of
+ * the output is a run of whole vectors (its extent along the axis times the extents after it)
+ * and every buffer has the output's float dtype; 0: element by element */
+int gpu_concat_vector(const kir_module *m, int i);
 void gpu_pointwise(emitter *e);
 void gpu_row(emitter *e);
 /* float operands: needs the shared panels pc_As and pc_Bs that gpu_declare_tiles declares */
 void gpu_matmul_float(emitter *e, int tile);
 void gpu_matmul_int(emitter *e, int tile);
 void gpu_conv(emitter *e);
+/* outputs of one row per invocation of the direct convolution (gpu_conv): the schedule's run
+ * where it is a KS_PLAIN convolution of a known output width, else 1 */
+int gpu_conv_run(const kir_kernel *k);
+/* the rule for the direct convolution i's runs: 4 outputs, 2 at a stride of 2 or more (what the
+ * tuner chose for MobileNetV2's depthwise convolutions on the H200, on cuda and vulkan alike:
+ * 83 -> 50 us, 94 -> 57, 78 -> 65 on cuda), where its output width is known; 0 for the rest */
+int gpu_conv_run_rule(const kir_module *m, int i);
 /* conv2d as an implicit GEMM in tiles of the SIMT matmul (same shared memory, 16x16 threads),
  * for float convolutions without groups: gpu_conv_tiled() says which may, and the schedule's
  * variant KS_TILED which do. Work groups (16x16
@@ -64,11 +75,12 @@ bool gpu_conv_tiled(const kir_module *m, int i);
 int gpu_conv_split_rule(const kir_module *m, int i, int tile, int units, int max_split);
 bool gpu_conv_split_useful(const kir_module *m, int i, int tile, int split, int units);
 /* the knobs only some kernels take: a library algorithm (library_algo) where the kernel may run on
- * the vendor library, and split-K up to max_split slices on a tiled convolution (1: the target
- * has no split-K); false with why */
-bool gpu_split_and_algo_fit(const kir_kernel *k, int max_split, char *why, size_t len);
+ * the vendor library, split-K up to max_split slices on a tiled convolution (1: the target has
+ * no split-K), and runs of up to GPU_MAX_RUN outputs on the direct convolution; false with why */
+enum { GPU_MAX_RUN = 8 };
+bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len);
 /* what the SIMT matmul and convolution skeletons can run: 16x16 threads, a square tile of 16
- * to 128 (a multiple of 16), and gpu_split_and_algo_fit; false with why */
+ * to 128 (a multiple of 16), and gpu_knobs_fit; false with why */
 bool gpu_tiles_fit(const kir_kernel *k, int max_split, char *why, size_t len);
 /* the tuner's cost model for a square SIMT tile of kernel i (a matmul or convolution): false
  * for a tile over 32 when a tile of half its size would already cover the output */

@@ -41,6 +41,8 @@ void gpu_grid(const kir_module *m, int i, const int64_t *S, const gpu_limits *li
   } else {
     int64_t cap = lim->stride_groups > 0 && lim->stride_groups < max[0] ? lim->stride_groups : max[0];
     int threads = gpu_group_threads(k);
-    g[0] = gpu_is_attention(m, i) ? capped(gpu_attention_groups(m, i, S), cap) : capped((shape_count(&k->dom, S) + threads - 1) / threads, cap);
+    int64_t items = shape_count(&k->dom, S), run = gpu_conv_run(k);
+    if (run > 1) items = items / k->dom.d[3].c * ((k->dom.d[3].c + run - 1) / run); /* an invocation per run of a row */
+    g[0] = gpu_is_attention(m, i) ? capped(gpu_attention_groups(m, i, S), cap) : capped((items + threads - 1) / threads, cap);
   }
 }

@@ -85,10 +85,13 @@ static void pool(emitter *e, const node *n, int xb, int ob) {
   gpu_loop_end(e);
 }
 
-/* one loop per input, each writing its slab of the output */
+/* one loop per input, each writing its slab of the output: an element per iteration, or PC_VEC
+ * of them in one vector load and store where the schedule has a vector width
+ * (gpu_concat_vector: every slab a run of whole vectors) */
 static void concat(emitter *e, const node *n, int ob) {
   const kir_kernel *k = e->k;
   const char *it = e->d->index_type;
+  const bool vec = k->sched.vector > 1 && e->d->gpu && e->d->gpu->vload;
   int64_t axis = norm_axis(attr_i(n, "axis"), k->dom.rank);
   char outer[256], inner[256], ld[512], count[160], off[200];
   emit_count(e, &k->dom, 0, (int)axis, outer, sizeof outer);
@@ -97,12 +100,22 @@ static void concat(emitter *e, const node *n, int ob) {
   int64_t at = 0;
   for (int j = 0; j < k->nin; j++) {
     int64_t xl = e->m->buf[k->in_buf[j]].sh.d[axis].c;
-    snprintf(count, sizeof count, "OU * %lld * IN", (long long)xl);
+    snprintf(count, sizeof count, "OU * %lld * IN%s", (long long)xl, vec ? " / PC_VEC" : "");
     emit_parallel_loop(e, count);
-    emit_line(e, "const %s o = t / (%lld * IN), r = t %% (%lld * IN);", it, (long long)xl, (long long)xl);
-    emit_load(e, k->in_buf[j], "t", ld, sizeof ld);
+    if (vec) emit_line(e, "const %s v = t * PC_VEC;", it);
+    emit_line(e, "const %s o = %s / (%lld * IN), r = %s %% (%lld * IN);", it, vec ? "v" : "t", (long long)xl, vec ? "v" : "t", (long long)xl);
     snprintf(off, sizeof off, "(o * OL + %lld) * IN + r", (long long)at);
-    emit_store(e, ob, off, ld);
+    if (vec) {
+      char src[16], dst[16];
+      snprintf(src, sizeof src, "%s", emit_buf(e, k->in_buf[j]));
+      snprintf(dst, sizeof dst, "%s", emit_buf(e, ob));
+      emit_line(e, "float cv[PC_VEC];");
+      emit_line(e, e->d->gpu->vload, src, "v", "cv", "0");
+      emit_line(e, e->d->gpu->vstore, dst, off, "cv");
+    } else {
+      emit_load(e, k->in_buf[j], "t", ld, sizeof ld);
+      emit_store(e, ob, off, ld);
+    }
     gpu_loop_end(e);
     at += xl;
   }

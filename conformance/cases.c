@@ -252,6 +252,17 @@ static void contraction_cases(conf_cases *cs) {
   text(add(cs, "ops", "conv2d/implicit-gemm/residual-relu"),
        "input x: f32[2, 16, 10, 10]\ninput w: f32[16, 16, 3, 3]\ninput b: f32[16]\nc = conv2d(x, w, b, padding=[1, 1])\nr = add(c, x)\n"
        "y = relu(r)\noutput y\n");
+  /* depthwise (the GPU targets' direct kernel, in runs of a row's outputs): rows that no run of 4
+   * fills evenly, stride 2, dilation, two outputs per group, a fused residual, and f16 */
+  text(add(cs, "ops", "conv2d/depthwise/residual-relu"),
+       "input x: f32[2, 8, 11, 13]\ninput w: f32[8, 1, 3, 3]\ninput b: f32[8]\nc = conv2d(x, w, b, padding=[1, 1], groups=8)\n"
+       "r = add(c, x)\ny = relu(r)\noutput y\n");
+  text(add(cs, "ops", "conv2d/depthwise/stride2"),
+       "input x: f32[2, 8, 11, 13]\ninput w: f32[8, 1, 3, 3]\ny = conv2d(x, w, stride=[2, 2], padding=[1, 1], groups=8)\noutput y\n");
+  text(add(cs, "ops", "conv2d/depthwise/dilation-multiplier"),
+       "input x: f32[1, 4, 12, 17]\ninput w: f32[8, 1, 3, 3]\ny = conv2d(x, w, padding=[2, 2], dilation=[2, 2], groups=4)\noutput y\n");
+  text(add(cs, "ops", "conv2d/depthwise/f16-5x5"),
+       "input x: f16[2, 6, 10, 9]\ninput w: f16[6, 1, 5, 5]\ny = conv2d(x, w, padding=[2, 2], groups=6)\noutput y\n");
   static const char *const pools[] = {"kernel=[2, 2]", "kernel=[3, 3], stride=[1, 1], padding=[1, 1]", "kernel=[3, 3], stride=[2, 2]"};
   for (int p = 0; p < 3; p++) {
     text(add(cs, "ops", "max_pool2d/%d", p), "input x: f32[2, 3, 9, 9]\ny = max_pool2d(x, %s)\noutput y\n", pools[p]);
@@ -267,6 +278,8 @@ static void view_cases(conf_cases *cs) {
     text(add(cs, "ops", "expand/%s", t), "input x: %s[3, 1, 5]\ne = expand(x, shape=[2, 3, 4, 5])\ny = neg(e)\noutput y\n", t);
     text(add(cs, "ops", "slice/%s", t), "input x: %s[33, 40]\ns = slice(x, axis=1, start=3, stop=-2, step=3)\ny = neg(s)\noutput y\n", t);
     text(add(cs, "ops", "concat/%s", t), "input a: %s[7, 3]\ninput b: %s[7, 5]\ny = concat(a, b, a, axis=1)\noutput y\n", t, t);
+    /* every slab a run of whole 16-byte vectors: Vulkan moves them so */
+    text(add(cs, "ops", "concat/%s-vectors", t), "input a: %s[3, 4, 5, 6]\ninput b: %s[3, 8, 5, 6]\ny = concat(a, b, a, axis=1)\noutput y\n", t, t);
     text(add(cs, "ops", "pad/%s", t), "input x: %s[7, 5]\ny = pad(x, pads=[1, 2, 0, 3], value=0.5)\noutput y\n", t);
     text(add(cs, "ops", "gather/%s", t), "input x: %s[10, 7]\ninput i: i64[5, 2]\ny = gather(x, i, axis=0)\noutput y\n", t);
   }

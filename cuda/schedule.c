@@ -147,6 +147,7 @@ void cu_schedule(kir_module *m, int i, int device) {
       s->threads[0] = 16, s->threads[1] = 16;
       s->split_k = conv_split(m, i, s->tile_m, device);
     }
+    s->run = gpu_conv_run_rule(m, i);
     break;
   default:
     if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
@@ -162,7 +163,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   switch (s->variant) {
   case KS_MMA:
-    if (!gpu_split_and_algo_fit(&m->k[i], 1, why, len)) return false;
+    if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
     if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
     return true;
@@ -187,6 +188,7 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   } else if (s->variant == KS_PLAIN && k->kind != KK_ROW && !gpu_is_attention(m, i)) {
     tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);
   }
+  tune_run_candidates(m, i, out, max, &n);
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};
   for (int a = 1; a <= 3 && s->library && n < max; a++) /* cuBLASLt's next choices (its first is the default's) */
     out[n++] = (tune_knobs){.mask = tune_knob_bit("algo"), .v.library_algo = a};

@@ -87,6 +87,7 @@ static void schedule_line(const kir_kernel *k, strbuf *out) {
     if (s->split_k > 1) sb_printf(out, ", the reduction in %d slices added by an epilogue kernel", s->split_k);
   }
   if (s->threads[0] && s->vector) sb_printf(out, ", vectors of %d", s->vector);
+  if (k->kind == KK_CONV && s->variant == KS_PLAIN && s->run > 1) sb_printf(out, ", runs of %d outputs per invocation", s->run);
   if (s->library) sb_printf(out, ", or the vendor library");
   if (s->library && s->library_algo) sb_printf(out, " (its algorithm %d)", s->library_algo);
   sb_printf(out, " (%s)\n", s->source);

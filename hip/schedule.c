@@ -40,6 +40,7 @@ void hip_schedule(kir_module *m, int i, int device) {
     s->threads[0] = 16, s->threads[1] = 16;
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
+  if (k->kind == KK_CONV) s->run = gpu_conv_run_rule(m, i);
 }
 
 /* what a tune entry may change: the group size of 1-D kernels (whole wavefronts of 64, which are
@@ -58,5 +59,6 @@ int hip_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs 
   int n = 0, tiles[3];
   if (k->sched.variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), k->sched.tile_m, out, max, &n);
   else if (k->kind != KK_ROW && !gpu_is_attention(m, i)) tune_candidates("threads", sizes, 4, k->sched.threads[0], out, max, &n);
+  tune_run_candidates(m, i, out, max, &n);
   return n;
 }

@@ -102,6 +102,7 @@ typedef struct kir_schedule {
    * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads */
   int library, library_bias;
   int library_algo;      /* which of the library's algorithms for the shape: 0 its heuristic's first choice */
+  int run;               /* CONV (PLAIN): consecutive outputs of a row per invocation (0 or 1: one) */
   /* every target */
   int vector;            /* elements per vector access */
   /* the CPU */

@@ -111,6 +111,9 @@ int tune_useful_tiles(const kir_module *m, int i, int tiles[3]);
 /* convolution i's useful tiles crossed with the split-K slices worth timing on a device of
  * `units` multiprocessors (gpu_conv_split_useful; up to max_split), but its current schedule */
 void tune_conv_candidates(const kir_module *m, int i, int units, int max_split, tune_knobs *out, int max, int *n);
+/* the direct convolution's runs of outputs per invocation (1, 2, 4, 8) but its current one, where
+ * kernel i is one of a known output width */
+void tune_run_candidates(const kir_module *m, int i, tune_knobs *out, int max, int *n);
 /* "tile=64x64 threads=256": the set knobs, in the table's syntax */
 void tune_knobs_format(const tune_knobs *k, char *out, size_t len);
 /* the set knobs written into s */

@@ -39,6 +39,7 @@ static const struct knob {
     {"kc", KF_INT, offsetof(kir_schedule, kc), 16, 4096, "CPU matmul: the contraction block"},
     {"algo", KF_INT, offsetof(kir_schedule, library_algo), 0, 7, "the vendor library's algorithm: its heuristic's choice N (0: first)"},
     {"split_k", KF_INT, offsetof(kir_schedule, split_k), 1, 64, "the reduction in N slices, summed by an epilogue kernel"},
+    {"run", KF_INT, offsetof(kir_schedule, run), 0, 8, "the direct convolution: consecutive outputs of a row per invocation (0 or 1: one)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 
@@ -118,6 +119,13 @@ void tune_conv_candidates(const kir_module *m, int i, int units, int max_split, 
       c.v.tile_m = c.v.tile_n = tiles[t], c.v.split_k = split;
       out[(*n)++] = c;
     }
+}
+
+void tune_run_candidates(const kir_module *m, int i, tune_knobs *out, int max, int *n) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_CONV || k->sched.variant != KS_PLAIN || k->dom.d[3].sym >= 0) return;
+  for (int run = 1; run <= GPU_MAX_RUN && *n < max; run *= 2)
+    if (run != gpu_conv_run(k)) out[(*n)++] = (tune_knobs){.mask = tune_knob_bit("run"), .v.run = run};
 }
 
 /* "64", "64x64", "16x16x1" into up to n ints; false when malformed */

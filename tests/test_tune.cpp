@@ -93,15 +93,17 @@ kir_schedule schedule_of(portc_graph *g, const char *target, int i, portc_bindin
 // lowers g (which the module refers to: keep it) and schedules every kernel with the Vulkan
 // target's rules for no device (16 KiB of shared memory, 64 work groups wanted); nullptr where it
 // does not lower
-kir_module *vulkan_schedules(const Graph &g) {
+kir_module *target_schedules(const Graph &g, const char *name) {
   lower_options lo = {};
   kir_module *km = nullptr;
   int device;
-  const target *tg = target_find("vulkan", &device);
+  const target *tg = target_find(name, &device);
   if (!g || !tg || lower_graph(g.get(), &lo, &km)) return nullptr;
   for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
   return km;
 }
+
+kir_module *vulkan_schedules(const Graph &g) { return target_schedules(g, "vulkan"); }
 
 const char *const kPointwise = "graph pw\ninput x: f32[4096]\ny = relu(x)\noutput y\n";
 
@@ -409,7 +411,7 @@ TEST(TuneTables, VulkansShortRowsTakeFewerInvocationsAndNarrow1x1ConvolutionsThe
   Graph g = parse("graph r\ninput a: f32[64, 4096]\ninput b: f32[64, 128]\ninput c: f32[64, 49]\ninput d: f32[4096]\n"
                   "ya = softmax(a, axis=-1)\nyb = softmax(b, axis=-1)\nyc = softmax(c, axis=-1)\nyd = relu(d)\n"
                   "output ya\noutput yb\noutput yc\noutput yd\n"
-                  "input x: f32[2, 64, 16, 16]\nparam w1: f32[32, 64, 1, 1]\nparam w2: f32[32, 256, 1, 1]\nparam w3: f32[32, 16, 3, 3]\n"
+                  "input x: f32[2, 64, 16, 16]\nparam w1: f32[64, 64, 1, 1]\nparam w2: f32[64, 256, 1, 1]\nparam w3: f32[64, 16, 3, 3]\n"
                   "input x2: f32[2, 256, 16, 16]\ninput x3: f32[2, 16, 16, 16]\n"
                   "c1 = conv2d(x, w1)\nc2 = conv2d(x2, w2)\nc3 = conv2d(x3, w3, padding=[1, 1])\noutput c1\noutput c2\noutput c3\n");
   ASSERT_TRUE(g);
@@ -436,6 +438,42 @@ TEST(TuneTables, VulkansShortRowsTakeFewerInvocationsAndNarrow1x1ConvolutionsThe
   EXPECT_LE(rows[2], 32);                              // 49 floats (no vectors): 32 invocations
   EXPECT_GT(rows[2] * 2, 49);
   kir_module_free(km);
+}
+
+// The direct convolution (grouped, depthwise) takes runs of a row's outputs per invocation on every
+// GPU target that writes it (4, 2 at stride 2; none where the output width is unknown), and Vulkan
+// gives convolutions of at most 32 output channels the SIMT kernel's 32x32 tiles
+TEST(TuneTables, DepthwiseConvolutionsRunInRowRunsAndNarrowOnesInSmallTiles) {
+  Graph g = parse("graph d\ninput x: f32[2, 64, 16, 16]\nparam w: f32[64, 1, 3, 3]\nparam wn: f32[16, 64, 1, 1]\ninput xs: f32[N, 8, 9, 9]\n"
+                  "param ws: f32[8, 1, 3, 3]\n"
+                  "d1 = conv2d(x, w, padding=[1, 1], groups=64)\nd2 = conv2d(x, w, stride=[2, 2], padding=[1, 1], groups=64)\n"
+                  "n = conv2d(x, wn)\ns = conv2d(xs, ws, groups=8)\noutput d1\noutput d2\noutput n\noutput s\n");
+  ASSERT_TRUE(g);
+  for (const char *name : {"vulkan", "cuda", "hip"}) {
+    kir_module *km = target_schedules(g, name);
+    ASSERT_NE(km, nullptr) << name << ": " << portc_last_error();
+    int seen = 0;
+    for (int i = 0; i < km->nk; i++) {
+      const kir_kernel *k = &km->k[i];
+      if (k->kind != KK_CONV) continue;
+      seen++;
+      const bool depthwise = km->buf[k->in_buf[1]].sh.d[1].c == 1, stride2 = k->dom.d[2].c == 8;
+      if (!depthwise) { /* the narrow 1x1 convolution (hip keeps one tile for every shape) */
+        EXPECT_EQ(k->sched.variant, KS_TILED) << name;
+        if (strcmp(name, "hip") != 0) {
+          EXPECT_EQ(k->sched.tile_m, 32) << name;
+        }
+        EXPECT_EQ(gpu_conv_run(k), 1) << name;
+      } else if (k->dom.d[0].sym >= 0) { /* a symbolic batch: the width is still known */
+        EXPECT_EQ(gpu_conv_run(k), 4) << name;
+      } else {
+        EXPECT_EQ(k->sched.variant, KS_PLAIN) << name;
+        EXPECT_EQ(gpu_conv_run(k), stride2 ? 2 : 4) << name << (stride2 ? ": stride 2" : ": stride 1");
+      }
+    }
+    EXPECT_EQ(seen, 4) << name;
+    kir_module_free(km);
+  }
 }
 
 // a 1-D kernel's work-group size is a candidate of the Vulkan tuner

@@ -80,6 +80,12 @@ static void declare_vectors(emitter *e, int slot, portc_dtype t, bool written, i
   free(w);
 }
 
+/* the kernels whose schedule's vector width is that of their buffers' vector accesses: row,
+ * pointwise and concat kernels (the matmuls' is their own) */
+bool vk_vector_kernel(const kir_kernel *k) {
+  return k->sched.vector && (k->kind == KK_ROW || k->kind == KK_POINTWISE || k->kind == KK_OPAQUE);
+}
+
 /* whether the row kernel's float buffers can all be moved in 16-byte words (f64 cannot) */
 bool vk_vector_dtypes(const kir_module *m, int index) {
   int bufs[GPU_MAX_ARGS];
@@ -100,7 +106,7 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
-    bool vec = (e->k->kind == KK_ROW || e->k->kind == KK_POINTWISE) && e->k->sched.vector && dtype_is_float(t);
+    bool vec = vk_vector_kernel(e->k) && dtype_is_float(t);
     emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand ? "" : "restrict ", written ? "" : "readonly ", i,
               narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
     if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
@@ -158,7 +164,7 @@ static void kernel(emitter *e, int index) {
   if (mm || conv) emit_line(e, "layout(local_size_x = 16, local_size_y = 16) in;");
   else emit_line(e, "layout(local_size_x_id = 0) in;");
   vk_declare_buffers(e, index, false);
-  int vec = k->kind == KK_ROW || k->kind == KK_POINTWISE ? k->sched.vector : 0;
+  int vec = vk_vector_kernel(k) ? k->sched.vector : 0;
   if (vec) emit_line(e, "const int PC_VEC = %d; /* consecutive elements per vector access */", vec);
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "const uint PC_RV = (%lldu + PC_WG * %du - 1u) / (PC_WG * %du) * %du; /* row elements per invocation */",

@@ -9,8 +9,9 @@
  * has too few). On a device with cooperative matrices, an f16 matmul that is one GEMM with N and
  * K known multiples of 8 and operands as they lie runs on those, in 128x128 tiles of four
  * subgroups (vk_coop_schedule; the tile, the number of subgroups and the k-step are tune knobs).
- * An f32 convolution runs on the word matmul's tiles, but for 1x1 ones of few channels
- * (conv_schedule). A convolution whose tiles give the device's multiprocessors fewer than two
+ * An f32 convolution runs on the word matmul's tiles, but for 1x1 ones of few input channels
+ * and those of few output channels (conv_schedule); grouped and depthwise ones run direct, in
+ * runs of a row's outputs per invocation (gpu_conv_run_rule). A convolution whose tiles give the device's multiprocessors fewer than two
  * work groups each splits its reduction (split-K, gpu_conv_split_rule) where a vendor extension
  * counts them. Row kernels move their rows in 16-byte vectors where the row's buffers lie as the
  * row does (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as
@@ -90,7 +91,10 @@ static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
  * few (gpu_conv_split_rule). A 1x1 convolution of at most 128 input channels stays on the shared
  * SIMT kernel: its few k-steps do not pay for the word tiles' double buffer (ResNet-50's on the
  * H200, tuned: 64 -> 256 at 56x56 with the residual 291 -> 205 us, 128 -> 512 at 28x28 200 -> 173,
- * 64 -> 64 59 -> 50). */
+ * 64 -> 64 59 -> 50). A convolution of at most 32 output channels takes the SIMT kernel's 32x32
+ * tiles, as on cuda: a 64-row tile computes rows of nothing (MobileNetV2 on the H200, tuned: its
+ * stem 3 -> 32 132 -> 109 us, 1x1 32 -> 16 99 -> 80, 144 -> 24 109 -> 81; 32 output channels of
+ * a long reduction lost 1 us of 23-31). */
 static bool short_pointwise_conv(const kir_module *m, const kir_kernel *k) {
   const shape *w = &m->buf[k->in_buf[1]].sh;
   return w->rank == 4 && w->d[2].c == 1 && w->d[3].c == 1 && w->d[1].c <= 128;
@@ -100,7 +104,8 @@ static void conv_schedule(kir_module *m, int i, const vk_context *c) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
   const int units = c ? (int)c->f.units : 0;
-  if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && !short_pointwise_conv(m, k)) {
+  if (k->dom.d[1].sym < 0 && k->dom.d[1].c <= 32) s->tile_m = s->tile_n = 32;
+  else if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && !short_pointwise_conv(m, k)) {
     s->vector = 4, s->tile_k = 0;
     s->tile_m = s->tile_n = 64;
     char why[160];
@@ -147,6 +152,14 @@ bool vk_coop_schedule(kir_module *m, int i) {
   return true;
 }
 
+/* the vector width of a row, pointwise or concat kernel whose buffers can take one, else 0 */
+static int vector_rule(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind == KK_OPAQUE) return gpu_concat_vector(m, i);
+  if (!vk_vector_dtypes(m, i)) return 0;
+  return k->kind == KK_ROW ? gpu_row_vector(m, i) : k->kind == KK_POINTWISE ? gpu_pointwise_vector(m, i) : 0;
+}
+
 void vk_schedule(kir_module *m, int i, int device) {
   char why[512];
   const vk_context *c = vk_context_get(device, why, sizeof why);
@@ -163,9 +176,9 @@ void vk_schedule(kir_module *m, int i, int device) {
     if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
-  if (k->kind == KK_ROW && vk_vector_dtypes(m, i)) s->vector = gpu_row_vector(m, i);
+  if (k->kind == KK_CONV) s->run = gpu_conv_run_rule(m, i);
+  if (k->kind == KK_ROW || k->kind == KK_POINTWISE || k->kind == KK_OPAQUE) s->vector = vector_rule(m, i);
   if (k->kind == KK_ROW) s->threads[0] = row_threads(k, s->threads[0], c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32);
-  if (k->kind == KK_POINTWISE && vk_vector_dtypes(m, i)) s->vector = gpu_pointwise_vector(m, i);
 }
 
 /* what a tune entry may change: the work-group size of 1-D kernels (a power of two the device
@@ -181,6 +194,8 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, why, len)) return false;
+  if (vk_vector_kernel(&m->k[i]) && s->vector != vector_rule(m, i)) /* the width its buffers' layout allows, or none */
+    return snprintf(why, len, "vector=%d: this kernel moves %d elements at a time or one", s->vector, vector_rule(m, i)), false;
   if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
     kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
     w->vector = 0, w->fold_batch = false, w->tile_k = 0;
@@ -221,6 +236,7 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   if (s->variant == KS_TILED && m->k[i].kind == KK_CONV) tune_conv_candidates(m, i, d->units, VK_MAX_SPLIT, out, max, &n);
   else if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
   else if (s->variant == KS_PLAIN && !gpu_is_attention(m, i)) tune_candidates("threads", sizes + from, 5 - from, s->threads[0], out, max, &n);
+  tune_run_candidates(m, i, out, max, &n);
   for (int bk = 8; s->variant == KS_TILED && s->vector == 4 && bk <= 32 && n < max; bk *= 2) /* the word matmul's k-step */
     if (bk != vk_words_k_step(s)) out[n++] = (tune_knobs){.mask = tune_knob_bit("tile_k"), .v = {.tile_k = bk}};
   for (int split = 1; word_gemm(&m->k[i]) && split <= 8 && n < max; split *= 2) /* the word GEMM's split-K, slices of 256 of k or more */

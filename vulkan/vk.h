@@ -131,6 +131,8 @@ void vk_declare_buffers(emitter *e, int index, bool words);
 void vk_schedule(kir_module *m, int i, int device);
 /* dialect.c: whether row kernel i's float buffers can all move in 16-byte words */
 bool vk_vector_dtypes(const kir_module *m, int index);
+/* whether kernel k's vector width is its buffers' (row, pointwise and concat kernels with one) */
+bool vk_vector_kernel(const kir_kernel *k);
 bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
 int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 
