@@ -417,6 +417,23 @@ static void fusion_cases(conf_cases *cs) {
   text(add(cs, "fusion", "fusion/per-channel-sum-split-dropped"), "input x: f32[16, 4, 4096, 2]\ny = sum(x, axes=[0, 2])\noutput y\n");
   text(add(cs, "fusion", "fusion/per-channel-max-split-f16"), "input x: f16[4, 8, 128, 130]\ny = max(x, axes=[0, 2, 3])\noutput y\n");
   text(add(cs, "fusion", "fusion/concat-of-40-inputs"), "%s", cat40);
+  /* concats whose inputs are made for them alone: each input's kernel stores into its slab
+   * (lower/concat_in_place.c). A fire module (convolutions of a symbolic batch); a matmul, a row
+   * kernel and a pointwise one; f16 slabs that start inside a 32-bit word; and inputs that
+   * something else reads too, which stay a copy (a batch of any size: the dynamic suite) */
+  text(add(cs, "fusion", "fusion/concat-in-place-fire"),
+       "input x: f32[2, 8, 9, 9]\nparam ws: f32[4, 8, 1, 1]\nparam w1: f32[6, 4, 1, 1]\nparam w3: f32[5, 4, 3, 3]\n"
+       "q = conv2d(x, ws)\ns = relu(q)\np1 = conv2d(s, w1)\ne1 = relu(p1)\np3 = conv2d(s, w3, padding=[1, 1])\ne3 = relu(p3)\n"
+       "c = concat(e1, e3, axis=1)\ny = max_pool2d(c, kernel=[3, 3], stride=[2, 2])\noutput y\n");
+  text(add(cs, "fusion", "fusion/concat-in-place-matmul-row-pointwise"),
+       "input a: f32[6, 8]\ninput w: f32[8, 5]\nm = matmul(a, w)\ns = softmax(a)\nr = relu(a)\nc = concat(m, s, r, axis=1)\n"
+       "y = neg(c)\noutput y\n");
+  text(add(cs, "fusion", "fusion/concat-in-place-f16"),
+       "input a: f16[3, 5]\ninput b: f16[3, 3]\ninput e: f16[3, 7]\nx = relu(a)\nz = neg(b)\nv = exp(e)\nc = concat(x, z, v, axis=1)\n"
+       "output c\n");
+  text(add(cs, "fusion", "fusion/concat-inputs-read-elsewhere"),
+       "input a: f32[4, 6]\ninput b: f32[4, 2]\nx = relu(a)\nz = exp(b)\nc = concat(x, z, axis=1)\nt = sum(z, axes=[1])\n"
+       "output c, x, t\n");
 }
 
 static void model_cases(conf_cases *cs, const char *dir) {
@@ -454,6 +471,9 @@ static void dynamic_cases(conf_cases *cs) {
       "input x: f32[N, 3, 5, 6]\ny = pad(x, pads=[0, 0, 1, 0, 2, 1, 0, 3], value=0.5)\noutput y\n",
       /* causal attention over sequences of any length */
       "input q: f32[2, N, 16]\ninput k: f32[2, N, 16]\ninput v: f32[2, N, 8]\ny = attention(q, k, v, causal=true)\noutput y\n",
+      /* a fire module's concat over a batch of any size, its inputs stored in place */
+      "input x: f32[N, 8, 9, 9]\nparam w1: f32[6, 8, 1, 1]\nparam w3: f32[5, 8, 3, 3]\np1 = conv2d(x, w1)\ne1 = relu(p1)\n"
+      "p3 = conv2d(x, w3, padding=[1, 1])\ne3 = relu(p3)\nc = concat(e1, e3, axis=1)\ny = sigmoid(c)\noutput y\n",
   };
   for (int i = 0; i < (int)(sizeof g / sizeof *g); i++) {
     conf_case *c = add(cs, "dynamic", "dynamic/%d", i);

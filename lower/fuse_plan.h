@@ -31,5 +31,7 @@ typedef struct fplan {
 
 nclass node_class(const node *n);
 portc_status kir_build(fplan *p, bool eager, kir_module **out);
+/* concat_in_place.c: concats whose inputs are made only for them become stores into their slabs */
+portc_status concat_in_place(kir_module *m);
 
 #endif

@@ -92,7 +92,10 @@ void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int6
     b += buf_bytes(m, bi, sym);
   }
   free(seen);
-  for (int i = 0; i < k->nstore; i++) b += buf_bytes(m, k->store[i].buf, sym);
+  for (int i = 0; i < k->nstore; i++) { /* the elements stored: the whole buffer, or a concat's slab of it */
+    int64_t n = shape_count(&k->dom, sym) * (k->store[i].row ? shape_count(&k->red, sym) : 1);
+    b += n * (int64_t)portc_dtype_size(m->buf[k->store[i].buf].dt);
+  }
   int64_t ops = 0;
   for (int i = 0; i < k->nval; i++) ops += k->val[i].kind == KV_OP;
   int64_t dom = shape_count(&k->dom, sym), f = 0;

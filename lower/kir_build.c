@@ -322,6 +322,24 @@ static bool make_buffers(fplan *p, kir_module *m) {
   return true;
 }
 
+static bool kernel_stores(const kir_kernel *k, int b) {
+  for (int s = 0; s < k->nstore; s++)
+    if (k->store[s].buf == b) return true;
+  return false;
+}
+
+/* kernel k waits on kernel w, once; false when out of memory */
+static bool wait_on(int32_t **users, int32_t *nusers, int *waits, int k, int w) {
+  for (int u = 0; u < nusers[w]; u++)
+    if (users[w][u] == k) return true;
+  int32_t *us = realloc(users[w], sizeof *us * (size_t)(nusers[w] + 1));
+  if (!us) return false;
+  users[w] = us;
+  us[nusers[w]++] = k;
+  waits[k]++;
+  return true;
+}
+
 /* Kernels in an order where each runs after the kernels that store what it loads, and among those
  * ready, the one whose stored values come first in the graph: the graph's order is the program's
  * (the gradient rules emit each op's backward where its output's gradient is complete), so a
@@ -341,23 +359,17 @@ static portc_status order_kernels(kir_module *m) {
     rank[k] = m->k[k].node;
     for (int s = 0; s < m->k[k].nstore; s++) {
       int b = m->k[k].store[s].buf;
-      writer[b] = k;
+      writer[b] = writer[b] == -1 ? k : -2; /* -2: several (concat_in_place's slabs) */
       if (m->buf[b].node > rank[k]) rank[k] = m->buf[b].node;
     }
   }
   for (int k = 0; k < nk; k++) { /* waits[k]: distinct writers k reads; users[w]: who waits on w */
     const kir_kernel *kk = &m->k[k];
     for (int i = 0; i < kk->nval + kk->nin; i++) {
-      int b = kir_read_buf(kk, i), w = b >= 0 ? writer[b] : -1;
-      if (w < 0 || w == k) continue;
-      bool seen = false;
-      for (int u = 0; u < nusers[w] && !seen; u++) seen = users[w][u] == k;
-      if (seen) continue;
-      int32_t *us = realloc(users[w], sizeof *us * (size_t)(nusers[w] + 1));
-      if (!us) goto oom;
-      users[w] = us;
-      us[nusers[w]++] = k;
-      waits[k]++;
+      int b = kir_read_buf(kk, i);
+      if (b < 0 || writer[b] == -1) continue;
+      for (int w = writer[b] >= 0 ? writer[b] : 0; w < nk; w = writer[b] >= 0 ? nk : w + 1) /* the writer, or each of several */
+        if (w != k && kernel_stores(&m->k[w], b) && !wait_on(users, nusers, waits, k, w)) goto oom;
     }
   }
   for (int n = 0; n < nk; n++) {
@@ -407,6 +419,7 @@ portc_status kir_build(fplan *p, bool eager, kir_module **out) {
     if (!build_kernel(&b, &p->k[i])) st = b.failed ? b.failed : err_set(PORTC_ERR_NOMEM, "kir: out of memory");
     free(b.memo);
   }
+  if (!st && !eager) st = concat_in_place(m);
   if (!st) st = order_kernels(m);
   free(phase_of);
   if (st) {

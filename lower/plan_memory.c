@@ -77,8 +77,9 @@ portc_status plan_memory(const kir_module *m, const int64_t *sym, mem_plan *plan
       for (int i = 0; i < kk->nin; i++) uses = uses || kk->in_buf[i] == b;
       if (uses) last = k;
     }
+    if (last < 0) continue; /* no kernel uses it (concat_in_place's absorbed inputs): no bytes */
     int64_t bytes = shape_count(&m->buf[b].sh, sym) * (int64_t)portc_dtype_size(m->buf[b].dt);
-    lv[n++] = (live){b, first < 0 ? 0 : first, last < 0 ? 0 : last, (bytes + ALIGN - 1) / ALIGN * ALIGN};
+    lv[n++] = (live){b, first < 0 ? 0 : first, last, (bytes + ALIGN - 1) / ALIGN * ALIGN};
   }
   plan->naive_bytes = 0;
   for (int i = 0; i < n; i++) plan->naive_bytes += lv[i].size;

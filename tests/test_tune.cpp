@@ -407,13 +407,14 @@ TEST(TuneTables, VulkansCooperativeMatrixShapesFitTheirSharedMemoryOrAreRefused)
 // element or vector (a power of two from a subgroup up), long rows the device's work-group size;
 // a 1x1 convolution of at most 128 input channels stays on the SIMT kernel, wider ones and 3x3
 // ones take the word tiles
-TEST(TuneTables, VulkansShortRowsTakeFewerInvocationsAndNarrow1x1ConvolutionsTheSimtKernel) {
+TEST(TuneTables, VulkansShortRowsTakeFewerInvocationsAndShortReductionConvolutionsTheSimtKernel) {
   Graph g = parse("graph r\ninput a: f32[64, 4096]\ninput b: f32[64, 128]\ninput c: f32[64, 49]\ninput d: f32[4096]\n"
                   "ya = softmax(a, axis=-1)\nyb = softmax(b, axis=-1)\nyc = softmax(c, axis=-1)\nyd = relu(d)\n"
                   "output ya\noutput yb\noutput yc\noutput yd\n"
                   "input x: f32[2, 64, 16, 16]\nparam w1: f32[64, 64, 1, 1]\nparam w2: f32[64, 256, 1, 1]\nparam w3: f32[64, 16, 3, 3]\n"
-                  "input x2: f32[2, 256, 16, 16]\ninput x3: f32[2, 16, 16, 16]\n"
-                  "c1 = conv2d(x, w1)\nc2 = conv2d(x2, w2)\nc3 = conv2d(x3, w3, padding=[1, 1])\noutput c1\noutput c2\noutput c3\n");
+                  "input x2: f32[2, 256, 16, 16]\ninput x3: f32[2, 16, 16, 16]\ninput x4: f32[2, 3, 16, 16]\nparam w4: f32[64, 3, 3, 3]\n"
+                  "c1 = conv2d(x, w1)\nc2 = conv2d(x2, w2)\nc3 = conv2d(x3, w3, padding=[1, 1])\nc4 = conv2d(x4, w4, stride=[2, 2])\n"
+                  "output c1\noutput c2\noutput c3\noutput c4\n");
   ASSERT_TRUE(g);
   kir_module *km = vulkan_schedules(g);
   ASSERT_NE(km, nullptr) << portc_last_error();
@@ -424,12 +425,12 @@ TEST(TuneTables, VulkansShortRowsTakeFewerInvocationsAndNarrow1x1ConvolutionsThe
     if (k->kind == KK_ROW) rows[gpu_row_length(k) == 4096 ? 0 : gpu_row_length(k) == 128 ? 1 : 2] = k->sched.threads[0];
     if (k->kind == KK_CONV) {
       const shape &w = km->buf[k->in_buf[1]].sh;
-      const bool narrow = w.d[2].c == 1 && w.d[1].c <= 128;
+      const bool narrow = w.d[1].c * w.d[2].c * w.d[3].c <= 128; /* a short reduction: 1x1 of 64 channels, a stem of 3 */
       EXPECT_EQ(k->sched.vector, narrow ? 0 : 4) << "weights " << w.d[1].c << "x" << w.d[2].c << "x" << w.d[3].c;
       convs++;
     }
   }
-  EXPECT_EQ(convs, 3);
+  EXPECT_EQ(convs, 4);
   ASSERT_GT(wg, 0);
   EXPECT_EQ(rows[0], wg);                              // 1024 vectors of 4: the device's size
   EXPECT_LE(rows[1] * 4, 128);                         // 32 vectors of 4: at most one each

@@ -89,7 +89,7 @@ PORTC_TUNE_PATH="$tmp/split.tune" expect 0 "split-K under reduce-overhead" -- \
 # lavapipe (convolutions in 64x64 tiles, k-steps of 16, whole; matmuls split only where few
 # tiles), under the validation layer; a split_k entry for a matmul the word kernel cannot take
 # (batched) is refused and that kernel keeps the rules
-printf 'api=vulkan kind=conv tile=128x128 tile_k=16 split_k=2 prov=heuristic source="word convolutions at 128x128, k-steps of 16, 2 slices"\n' >"$tmp/words.tune"
+printf 'api=vulkan kind=conv tile=128x128 tile_k=16 split_k=2 vector=4 prov=heuristic source="word convolutions at 128x128, k-steps of 16, 2 slices"\n' >"$tmp/words.tune"
 printf 'api=vulkan kind=matmul split_k=3 prov=heuristic source="every matmul in 3 slices"\n' >>"$tmp/words.tune"
 PORTC_TUNE_PATH="$tmp/words.tune" PORTC_VULKAN_VALIDATION=1 expect 0 "word convolutions at 128x128, matmuls in 3 slices" -- \
   "$portc" verify -t vulkan --filter 'conv|cnn|resnet|matmul|mlp|linear|transformer' --examples "$src/examples" --quiet

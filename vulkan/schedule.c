@@ -88,16 +88,16 @@ static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
 /* A tiled f32 convolution runs on the word tiles (conv_words in matmul.c), 64x64 (128x128 ones,
  * chosen where they made a wave of work groups, took ResNet-50 on the H200 from 12.1 to 13.1 ms:
  * most of its convolutions have a short reduction), then split-K where the tiles are still too
- * few (gpu_conv_split_rule). A 1x1 convolution of at most 128 input channels stays on the shared
- * SIMT kernel: its few k-steps do not pay for the word tiles' double buffer (ResNet-50's on the
- * H200, tuned: 64 -> 256 at 56x56 with the residual 291 -> 205 us, 128 -> 512 at 28x28 200 -> 173,
- * 64 -> 64 59 -> 50). A convolution of at most 32 output channels takes the SIMT kernel's 32x32
+ * few (gpu_conv_split_rule). A convolution of a reduction of at most 128 (C x KH x KW: 1x1 ones
+ * of at most 128 input channels, stems of 3 channels) stays on the shared SIMT kernel: its few
+ * k-steps do not pay for the word tiles' double buffer (ResNet-50's on the H200, tuned: 64 -> 256
+ * at 56x56 with the residual 291 -> 205 us, 128 -> 512 at 28x28 200 -> 173, 64 -> 64 59 -> 50). A convolution of at most 32 output channels takes the SIMT kernel's 32x32
  * tiles, as on cuda: a 64-row tile computes rows of nothing (MobileNetV2 on the H200, tuned: its
  * stem 3 -> 32 132 -> 109 us, 1x1 32 -> 16 99 -> 80, 144 -> 24 109 -> 81; 32 output channels of
  * a long reduction lost 1 us of 23-31). */
-static bool short_pointwise_conv(const kir_module *m, const kir_kernel *k) {
+static bool short_reduction_conv(const kir_module *m, const kir_kernel *k) {
   const shape *w = &m->buf[k->in_buf[1]].sh;
-  return w->rank == 4 && w->d[2].c == 1 && w->d[3].c == 1 && w->d[1].c <= 128;
+  return w->rank == 4 && w->d[1].c * w->d[2].c * w->d[3].c <= 128;
 }
 
 static void conv_schedule(kir_module *m, int i, const vk_context *c) {
@@ -105,13 +105,21 @@ static void conv_schedule(kir_module *m, int i, const vk_context *c) {
   kir_schedule *s = &k->sched;
   const int units = c ? (int)c->f.units : 0;
   if (k->dom.d[1].sym < 0 && k->dom.d[1].c <= 32) s->tile_m = s->tile_n = 32;
-  else if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && !short_pointwise_conv(m, k)) {
+  else if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && !short_reduction_conv(m, k)) {
     s->vector = 4, s->tile_k = 0;
     s->tile_m = s->tile_n = 64;
     char why[160];
     if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->tile_m = s->tile_n = VK_MM_TILE;
   }
   s->split_k = gpu_conv_split_rule(m, i, s->tile_m, units, VK_MAX_SPLIT);
+}
+
+/* whether kernel i's operands can be read by the word tiles: an f32 matmul that words_eligible
+ * takes, or an f32 convolution */
+static bool words_kernel_takes(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind == KK_MATMUL) return words_eligible(m, i);
+  return k->kind == KK_CONV && m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32;
 }
 
 /* whether matmul k runs on the f32 word matmul as one GEMM: the one matmul that may split */
@@ -196,6 +204,8 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   if (!gpu_attention_fits(m, i, why, len)) return false;
   if (vk_vector_kernel(&m->k[i]) && s->vector != vector_rule(m, i)) /* the width its buffers' layout allows, or none */
     return snprintf(why, len, "vector=%d: this kernel moves %d elements at a time or one", s->vector, vector_rule(m, i)), false;
+  if (s->variant == KS_TILED && s->vector && (s->vector != 4 || !words_kernel_takes(m, i))) /* the word tiles read f32 operands in words */
+    return snprintf(why, len, "vector=%d: the tiled kernels move words of 4 f32 elements (vector=4), of f32 operands that lie in runs of 4", s->vector), false;
   if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
     kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
     w->vector = 0, w->fold_batch = false, w->tile_k = 0;
