@@ -716,8 +716,8 @@ int gpu_conv_run(const kir_kernel *k) {
 
 /* RUN consecutive outputs of one output row per invocation: each input row of the window is
  * read once for all of them, as SPAN values (the run's columns at its stride, plus the kernel's
- * width), and each weight once. Depthwise convolutions read 9 values per output one output per
- * invocation; in runs of 4 at stride 1, 4.5. The window's columns, the run's sums and their
+ * width), and each weight once: a 3x3 depthwise convolution reads 9 input values per output one
+ * output per invocation, 4.5 in runs of 4 at stride 1. The window's columns, the run's sums and their
  * products are unrolled here, into named scalars: arrays indexed in loops that a driver leaves
  * rolled go to memory. Columns outside the input read a clamped column and are then zeroed, so
  * no load is out of bounds or behind a branch. */

@@ -9,11 +9,11 @@
  * has too few). On a device with cooperative matrices, an f16 matmul that is one GEMM with N and
  * K known multiples of 8 and operands as they lie runs on those, in 128x128 tiles of four
  * subgroups (vk_coop_schedule; the tile, the number of subgroups and the k-step are tune knobs).
- * An f32 convolution runs on the word matmul's tiles, but for 1x1 ones of few input channels
- * and those of few output channels (conv_schedule); grouped and depthwise ones run direct, in
- * runs of a row's outputs per invocation (gpu_conv_run_rule). A convolution whose tiles give the device's multiprocessors fewer than two
- * work groups each splits its reduction (split-K, gpu_conv_split_rule) where a vendor extension
- * counts them. Row kernels move their rows in 16-byte vectors where the row's buffers lie as the
+ * An f32 convolution runs on the word matmul's tiles, but for those of a short reduction or of
+ * few output channels (conv_schedule); grouped and depthwise ones run direct, in runs of a row's
+ * outputs per invocation (gpu_conv_run_rule). A convolution whose tiles give the device's
+ * multiprocessors fewer than two work groups each splits its reduction (split-K,
+ * gpu_conv_split_rule) where a vendor extension counts them. Row kernels move their rows in 16-byte vectors where the row's buffers lie as the
  * row does (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as
  * the output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
  * one at a tenth of its bandwidth.
@@ -91,10 +91,12 @@ static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
  * few (gpu_conv_split_rule). A convolution of a reduction of at most 128 (C x KH x KW: 1x1 ones
  * of at most 128 input channels, stems of 3 channels) stays on the shared SIMT kernel: its few
  * k-steps do not pay for the word tiles' double buffer (ResNet-50's on the H200, tuned: 64 -> 256
- * at 56x56 with the residual 291 -> 205 us, 128 -> 512 at 28x28 200 -> 173, 64 -> 64 59 -> 50). A convolution of at most 32 output channels takes the SIMT kernel's 32x32
- * tiles, as on cuda: a 64-row tile computes rows of nothing (MobileNetV2 on the H200, tuned: its
- * stem 3 -> 32 132 -> 109 us, 1x1 32 -> 16 99 -> 80, 144 -> 24 109 -> 81; 32 output channels of
- * a long reduction lost 1 us of 23-31). */
+ * at 56x56 with the residual 291 -> 205 us, 128 -> 512 at 28x28 200 -> 173, 64 -> 64 59 -> 50;
+ * SqueezeNet's stem, 3 -> 64, 153 us in word tiles, 135 in SIMT ones on cuda). A convolution of
+ * at most 32 output channels takes the SIMT kernel's 32x32 tiles, as on cuda: a 64-row tile
+ * computes rows of nothing (MobileNetV2 on the H200, tuned: its stem 3 -> 32 132 -> 109 us, 1x1
+ * 32 -> 16 99 -> 80, 144 -> 24 109 -> 81; 32 output channels of a long reduction lost 1 us of
+ * 23-31). */
 static bool short_reduction_conv(const kir_module *m, const kir_kernel *k) {
   const shape *w = &m->buf[k->in_buf[1]].sh;
   return w->rank == 4 && w->d[1].c * w->d[2].c * w->d[3].c <= 128;
