@@ -710,9 +710,9 @@ int gpu_conv_run_rule(const kir_module *m, int i) {
   return attr_or_one(&m->g->nodes[k->node], "stride", 1) > 1 ? 2 : 4;
 }
 
-int gpu_conv_run(const kir_kernel *k) {
-  return k->kind == KK_CONV && k->sched.variant == KS_PLAIN && k->dom.d[3].sym < 0 && k->sched.run > 1 ? k->sched.run : 1;
-}
+bool gpu_conv_takes_runs(const kir_kernel *k) { return k->kind == KK_CONV && k->sched.variant == KS_PLAIN && k->dom.d[3].sym < 0; }
+
+int gpu_conv_run(const kir_kernel *k) { return gpu_conv_takes_runs(k) && k->sched.run > 1 ? k->sched.run : 1; }
 
 /* RUN consecutive outputs of one output row per invocation: each input row of the window is
  * read once for all of them, as SPAN values (the run's columns at its stride, plus the kernel's
@@ -796,7 +796,7 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
 bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   const kir_schedule *s = &k->sched;
   if (s->library_algo && !s->library) return snprintf(why, len, "algo=%d: this kernel never runs on a vendor library", s->library_algo), false;
-  if (s->run > 1 && (k->kind != KK_CONV || s->variant != KS_PLAIN || k->dom.d[3].sym >= 0))
+  if (s->run > 1 && !gpu_conv_takes_runs(k))
     return snprintf(why, len, "run=%d: only the direct convolution of a known output width takes runs", s->run), false;
   if (s->run > GPU_MAX_RUN) return snprintf(why, len, "run=%d: at most %d", s->run, GPU_MAX_RUN), false;
   if (s->split_k <= 1) return true;

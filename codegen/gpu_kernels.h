@@ -53,8 +53,9 @@ void gpu_row(emitter *e);
 void gpu_matmul_float(emitter *e, int tile);
 void gpu_matmul_int(emitter *e, int tile);
 void gpu_conv(emitter *e);
-/* outputs of one row per invocation of the direct convolution (gpu_conv): the schedule's run
- * where it is a KS_PLAIN convolution of a known output width, else 1 */
+/* whether k is a direct convolution (KS_PLAIN) of a known output width, the kernel that takes
+ * runs; and its outputs of one row per invocation (gpu_conv): the schedule's run there, else 1 */
+bool gpu_conv_takes_runs(const kir_kernel *k);
 int gpu_conv_run(const kir_kernel *k);
 /* the rule for the direct convolution i's runs: 4 outputs, 2 at a stride of 2 or more (what the
  * tuner chose for MobileNetV2's depthwise convolutions on the H200, on cuda and vulkan alike:

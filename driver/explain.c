@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ir/bindings.h"
+#include "../codegen/gpu_kernels.h"
 #include "../ir/api_struct.h"
+#include "../ir/bindings.h"
 #include "module.h"
 
 
@@ -87,7 +88,7 @@ static void schedule_line(const kir_kernel *k, strbuf *out) {
     if (s->split_k > 1) sb_printf(out, ", the reduction in %d slices added by an epilogue kernel", s->split_k);
   }
   if (s->threads[0] && s->vector) sb_printf(out, ", vectors of %d", s->vector);
-  if (k->kind == KK_CONV && s->variant == KS_PLAIN && s->run > 1) sb_printf(out, ", runs of %d outputs per invocation", s->run);
+  if (gpu_conv_run(k) > 1) sb_printf(out, ", runs of %d outputs per invocation", s->run);
   if (s->library) sb_printf(out, ", or the vendor library");
   if (s->library && s->library_algo) sb_printf(out, " (its algorithm %d)", s->library_algo);
   sb_printf(out, " (%s)\n", s->source);

@@ -41,16 +41,15 @@ static int reads(const kir_module *m, int b) {
 }
 
 /* whether concat kernel c can take every input in place; fills the writers and their stores */
-static bool takes_inputs(const kir_module *m, int c, int *writer, int *store) {
+static bool takes_inputs(const kir_module *m, int c, int64_t axis, int *writer, int *store) {
   const kir_kernel *k = &m->k[c];
-  const int64_t axis = norm_axis(attr_i(&m->g->nodes[k->node], "axis"), k->dom.rank);
   if (k->dom.d[axis].sym >= 0) return false;
   for (int j = 0; j < k->nin; j++) {
     const int b = k->in_buf[j];
     const kir_buf *x = &m->buf[b];
     if (x->role != BUF_TEMP || x->sh.d[axis].sym >= 0 || reads(m, b) != 1) return false;
     writer[j] = sole_writer(m, b, &store[j]);
-    if (writer[j] < 0 || writer[j] == c || m->k[writer[j]].kind == KK_OPAQUE) return false;
+    if (writer[j] < 0 || m->k[writer[j]].kind == KK_OPAQUE) return false;
     const kir_kernel *w = &m->k[writer[j]];
     const int path = w->store[store[j]].path;
     if (path < 0 || w->path[path].n == KIR_MAX_STEPS) return false; /* no room for the slice step */
@@ -79,9 +78,9 @@ portc_status concat_in_place(kir_module *m) {
   for (int c = 0; c < m->nk; c++) {
     const kir_kernel *k = &m->k[c];
     if (k->kind != KK_OPAQUE || m->g->nodes[k->node].op != OP_concat) continue;
-    int writer[KIR_MAX_IN], store[KIR_MAX_IN];
-    if (!takes_inputs(m, c, writer, store)) continue;
     const int64_t axis = norm_axis(attr_i(&m->g->nodes[k->node], "axis"), k->dom.rank);
+    int writer[KIR_MAX_IN], store[KIR_MAX_IN];
+    if (!takes_inputs(m, c, axis, writer, store)) continue;
     int64_t at = 0;
     for (int j = 0; j < k->nin; j++) {
       const int64_t extent = m->buf[k->in_buf[j]].sh.d[axis].c;

@@ -368,7 +368,8 @@ static portc_status order_kernels(kir_module *m) {
     for (int i = 0; i < kk->nval + kk->nin; i++) {
       int b = kir_read_buf(kk, i);
       if (b < 0 || writer[b] == -1) continue;
-      for (int w = writer[b] >= 0 ? writer[b] : 0; w < nk; w = writer[b] >= 0 ? nk : w + 1) /* the writer, or each of several */
+      const int first = writer[b] >= 0 ? writer[b] : 0, end = writer[b] >= 0 ? writer[b] + 1 : nk; /* the writer, or each of several */
+      for (int w = first; w < end; w++)
         if (w != k && kernel_stores(&m->k[w], b) && !wait_on(users, nusers, waits, k, w)) goto oom;
     }
   }

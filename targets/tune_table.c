@@ -123,7 +123,7 @@ void tune_conv_candidates(const kir_module *m, int i, int units, int max_split, 
 
 void tune_run_candidates(const kir_module *m, int i, tune_knobs *out, int max, int *n) {
   const kir_kernel *k = &m->k[i];
-  if (k->kind != KK_CONV || k->sched.variant != KS_PLAIN || k->dom.d[3].sym >= 0) return;
+  if (!gpu_conv_takes_runs(k)) return;
   for (int run = 1; run <= GPU_MAX_RUN && *n < max; run *= 2)
     if (run != gpu_conv_run(k)) out[(*n)++] = (tune_knobs){.mask = tune_knob_bit("run"), .v.run = run};
 }

@@ -13,10 +13,11 @@
  * few output channels (conv_schedule); grouped and depthwise ones run direct, in runs of a row's
  * outputs per invocation (gpu_conv_run_rule). A convolution whose tiles give the device's
  * multiprocessors fewer than two work groups each splits its reduction (split-K,
- * gpu_conv_split_rule) where a vendor extension counts them. Row kernels move their rows in 16-byte vectors where the row's buffers lie as the
- * row does (gpu_row_vector), pointwise kernels their elements where the output's buffer lies as
- * the output does (gpu_pointwise_vector): NVIDIA's driver reads and writes 16-bit elements one by
- * one at a tenth of its bandwidth.
+ * gpu_conv_split_rule) where a vendor extension counts them. Row kernels move their rows in
+ * 16-byte vectors where the row's buffers lie as the row does (gpu_row_vector), pointwise kernels
+ * their elements where the output's buffer lies as the output does (gpu_pointwise_vector), concat
+ * kernels their slabs where each is a run of whole vectors (gpu_concat_vector): NVIDIA's driver
+ * reads and writes 16-bit elements one by one at a tenth of its bandwidth.
  */
 #include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
@@ -45,6 +46,14 @@ static bool words_eligible(const kir_module *m, int i) {
   const int r = k->dom.rank;
   if (operand_rank(m, k, 0) != r || operand_rank(m, k, 1) != r) return false;
   return operand_runs_along(m, k, 0, r - 1, 4) && (operand_runs_along(m, k, 1, r - 1, 4) || operand_runs_along(m, k, 1, r - 2, 4));
+}
+
+/* whether kernel i's operands can be read by the word tiles: an f32 matmul that words_eligible
+ * takes, or an f32 convolution */
+static bool words_kernel_takes(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind == KK_MATMUL) return words_eligible(m, i);
+  return k->kind == KK_CONV && m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32;
 }
 
 static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : VK_MIN_SHARED; }
@@ -107,21 +116,13 @@ static void conv_schedule(kir_module *m, int i, const vk_context *c) {
   kir_schedule *s = &k->sched;
   const int units = c ? (int)c->f.units : 0;
   if (k->dom.d[1].sym < 0 && k->dom.d[1].c <= 32) s->tile_m = s->tile_n = 32;
-  else if (m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && !short_reduction_conv(m, k)) {
+  else if (words_kernel_takes(m, i) && !short_reduction_conv(m, k)) {
     s->vector = 4, s->tile_k = 0;
     s->tile_m = s->tile_n = 64;
     char why[160];
     if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->tile_m = s->tile_n = VK_MM_TILE;
   }
   s->split_k = gpu_conv_split_rule(m, i, s->tile_m, units, VK_MAX_SPLIT);
-}
-
-/* whether kernel i's operands can be read by the word tiles: an f32 matmul that words_eligible
- * takes, or an f32 convolution */
-static bool words_kernel_takes(const kir_module *m, int i) {
-  const kir_kernel *k = &m->k[i];
-  if (k->kind == KK_MATMUL) return words_eligible(m, i);
-  return k->kind == KK_CONV && m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32;
 }
 
 /* whether matmul k runs on the f32 word matmul as one GEMM: the one matmul that may split */
@@ -204,8 +205,9 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, why, len)) return false;
-  if (vk_vector_kernel(&m->k[i]) && s->vector != vector_rule(m, i)) /* the width its buffers' layout allows, or none */
-    return snprintf(why, len, "vector=%d: this kernel moves %d elements at a time or one", s->vector, vector_rule(m, i)), false;
+  const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;
+  if (vk_vector_kernel(&m->k[i]) && s->vector != width) /* the width its buffers' layout allows, or none */
+    return snprintf(why, len, "vector=%d: this kernel moves %d elements at a time or one", s->vector, width), false;
   if (s->variant == KS_TILED && s->vector && (s->vector != 4 || !words_kernel_takes(m, i))) /* the word tiles read f32 operands in words */
     return snprintf(why, len, "vector=%d: the tiled kernels move words of 4 f32 elements (vector=4), of f32 operands that lie in runs of 4", s->vector), false;
   if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
