@@ -449,7 +449,8 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", c.bk);
   e->indent++;
   emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", c.bk);
-  emit_line(e, "PC_FETCH(kk + %d); /* past K: zeros, staged into the half no step reads */", c.bk);
+  emit_line(e, "const bool more = kk + %d < K;", c.bk);
+  emit_line(e, "if (more) PC_FETCH(kk + %d);", c.bk);
   emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", c.bk);
   e->indent++;
   emit_line(e, "fcoopmatNV<16, 3, 16, PC_CM_K> fa[%d];", fm);
