@@ -312,6 +312,40 @@ TEST(TuneTables, VulkansWordMatmulTakesItsTilesAndLeavesTheRestToTheElementKerne
 // Vulkan's matmuls short of work groups (64 wanted without a device): a GEMM of 16 tiles of 64
 // splits a reduction of 2048 in 4 (slices of 512), and the tuner tries the other slice counts; with
 // a reduction of 256 (no slice of 256 or more) it takes SIMT tiles of 16 instead
+// The word matmul stores four sums at a time into an f32 output that lies as it is, with a
+// light epilogue, when it does not split its reduction; every other output a float at a time.
+TEST(TuneTables, VulkansWordMatmulStoresWordsOnlyWhereItsOutputTakesThem) {
+  Graph g = parse("graph mm\ninput a: f32[512, 512]\ninput b: f32[512, 512]\ninput bias: f32[512]\n"
+                  "p = matmul(a, b)\nq = add(p, bias)\ny = relu(q)\noutput y\n"
+                  "r = matmul(b, a)\nz = gelu(r)\noutput z\n"
+                  "t = matmul(b, b)\nh = cast(t, to=f16)\noutput h\n"
+                  "input c: f32[512, 510]\nw = matmul(a, c)\noutput w\n");
+  ASSERT_TRUE(g);
+  kir_module *km = vulkan_schedules(g);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  ASSERT_EQ(km->nk, 4);
+  int words = 0;
+  for (int i = 0; i < km->nk; i++) {
+    const kir_kernel *k = &km->k[i];
+    bool gelu = false;
+    for (int v = 0; v < k->nval; v++) gelu = gelu || (k->val[v].kind == KV_OP && k->val[v].op == OP_gelu);
+    if (k->mnk[1].c == 510) EXPECT_EQ(k->sched.vector, 0); // not whole words: the element kernel
+    else if (km->buf[k->store[0].buf].dt == PORTC_F32) {
+      ASSERT_EQ(k->sched.vector, 4) << i;
+      words++;
+    }
+    // relu(A B + bias) only: gelu's epilogue is written once, rolled; f16 and 510 columns are not f32 words
+    const bool expect = k->mnk[1].c != 510 && km->buf[k->store[0].buf].dt == PORTC_F32 && !gelu;
+    EXPECT_EQ(vk_words_store_words(km, k), expect) << i;
+    const kir_schedule rules = k->sched;
+    km->k[i].sched.split_k = 2; // split: partial sums go to the scratch buffer, a float at a time
+    EXPECT_FALSE(vk_words_store_words(km, k)) << i;
+    km->k[i].sched = rules;
+  }
+  EXPECT_EQ(words, 2);
+  kir_module_free(km);
+}
+
 TEST(TuneTables, VulkansMatmulsShortOfWorkGroupsSplitOrTakeSmallTiles) {
   Graph g = parse("graph mm\ninput a: f32[32, 2048]\ninput b: f32[2048, 1000]\ny = matmul(a, b)\noutput y\n"
                   "input c: f32[32, 256]\ninput d: f32[256, 1000]\nz = matmul(c, d)\noutput z\n");

@@ -91,7 +91,7 @@ static void matmul_schedule(kir_module *m, int i, const vk_context *c) {
    * on the H200 (tuned) */
   if (s->tile_m == 128 && fold && tiles128 < 2 * want && k->mnk[2].c >= 2048) s->split_k = 2;
   char why[160];
-  if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->split_k = 1, s->tile_m = s->tile_n = VK_MM_TILE;
+  if (!vk_words_fit(s, KK_MATMUL, shared_max(c), why, sizeof why)) s->vector = 0, s->fold_batch = false, s->split_k = 1, s->tile_m = s->tile_n = VK_MM_TILE;
 }
 
 /* A tiled f32 convolution runs on the word tiles (conv_words in matmul.c), 64x64 (128x128 ones,
@@ -120,7 +120,7 @@ static void conv_schedule(kir_module *m, int i, const vk_context *c) {
     s->vector = 4, s->tile_k = 0;
     s->tile_m = s->tile_n = 64;
     char why[160];
-    if (!vk_words_fit(s, shared_max(c), why, sizeof why)) s->vector = 0, s->tile_m = s->tile_n = VK_MM_TILE;
+    if (!vk_words_fit(s, KK_CONV, shared_max(c), why, sizeof why)) s->vector = 0, s->tile_m = s->tile_n = VK_MM_TILE;
   }
   s->split_k = gpu_conv_split_rule(m, i, s->tile_m, units, VK_MAX_SPLIT);
 }
@@ -210,7 +210,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     return snprintf(why, len, "vector=%d: this kernel moves %d elements at a time or one", s->vector, width), false;
   if (s->variant == KS_TILED && s->vector && (s->vector != 4 || !words_kernel_takes(m, i))) /* the word tiles read f32 operands in words */
     return snprintf(why, len, "vector=%d: the tiled kernels move words of 4 f32 elements (vector=4), of f32 operands that lie in runs of 4", s->vector), false;
-  if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, shared_max(c), why, len)) {
+  if (s->variant == KS_TILED && s->vector == 4 && !vk_words_fit(s, m->k[i].kind, shared_max(c), why, len)) {
     kir_schedule *w = &m->k[i].sched; /* a tile the word matmul cannot take: the element kernel */
     w->vector = 0, w->fold_batch = false, w->tile_k = 0;
     if (m->k[i].kind == KK_MATMUL) w->split_k = 1; /* and whole: the element kernel does not split */

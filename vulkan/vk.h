@@ -111,7 +111,8 @@ bool vk_coop_schedule(kir_module *m, int i);
  * k-step (false with why) */
 bool vk_coop_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len);
 int vk_words_k_step(const kir_schedule *s);
-bool vk_words_fit(const kir_schedule *s, size_t shared_max, char *why, size_t len);
+bool vk_words_fit(const kir_schedule *s, int kind, size_t shared_max, char *why, size_t len);
+bool vk_words_store_words(const kir_module *m, const kir_kernel *k);
 /* whether kernel k runs one of the target's own matmuls (matmul.c: cooperative matrices, or f32
  * in 16-byte words, which also serves convolutions), and that kernel's shader */
 bool vk_matmul_own(const kir_kernel *k);
