@@ -14,7 +14,12 @@ OUT/onnx/MODEL/tune_TARGET.txt, not the user's table), checked against PyTorch a
 table (PORTC_TUNE_PATH) and timed again: the table gets the tuned time, the tuning time, and the
 ratio of torch.compile to both.
 
-usage: onnx_vs_torch.py OUT [--targets cuda,vulkan] [--iters 30] [--models a,b] [--tune SECONDS]
+With --autocast f16|bf16, mixed precision on both sides: portc runs each model's autocast copy
+(`onnx_compare --autocast`, `portc bench --autocast`: matmuls, convolutions and attention in that
+type, sums in f32), checked against PyTorch's float32 outputs under TOLERANCES.md's autocast
+bounds, and torch eager and torch.compile are timed under torch.autocast with that type.
+
+usage: onnx_vs_torch.py OUT [--targets cuda,vulkan] [--iters 30] [--models a,b] [--tune SECONDS] [--autocast f16|bf16]
 Prints one table last. Everything lands in OUT/onnx/.
 """
 import argparse
@@ -137,7 +142,9 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--models", default="")
     ap.add_argument("--tune", type=float, default=0)
+    ap.add_argument("--autocast", choices=["f16", "bf16"], default=None)
     a = ap.parse_args()
+    amp = ["--autocast", a.autocast] if a.autocast else []
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     portc, compare = os.path.join(root, "build/bin/portc"), os.path.join(root, "build/bin/onnx_compare")
     targets = a.targets.split(",")
@@ -160,14 +167,14 @@ def main():
         model_path = os.path.join(d, "model.onnx")
 
         def check_and_time(t, tag, env):
-            r = subprocess.run([compare, model_path, t] + [os.path.join(d, f"{k}_{n}.npy") for n in (1, 4) for k in ("x", "y")],
+            r = subprocess.run([compare, model_path, t] + amp + [os.path.join(d, f"{k}_{n}.npy") for n in (1, 4) for k in ("x", "y")],
                                capture_output=True, text=True, timeout=900, env=env)
             log = r.stdout + r.stderr
             open(os.path.join(d, f"compare_{t}{tag}.txt"), "w").write(log)
             print(log.strip())
             ok = "pass" if r.returncode == 0 else "FAIL"
             j = os.path.join(d, f"bench_{t}{tag}.json")
-            r = subprocess.run([portc, "bench", model_path, "-t", t, "--set", f"N={batch}", "--iters", str(a.iters),
+            r = subprocess.run([portc, "bench", model_path, "-t", t, "--set", f"N={batch}", "--iters", str(a.iters)] + amp + [
                                 "--warmup", "3", "--no-eager", "--json", j, "--trace", os.path.join(d, f"trace_{t}{tag}.json")], capture_output=True, text=True, timeout=900, env=env)
             open(os.path.join(d, f"bench_{t}{tag}.txt"), "w").write(r.stdout + r.stderr)
             if r.returncode:
@@ -181,7 +188,7 @@ def main():
                 if os.path.exists(table):
                     os.remove(table)
                 t0 = time.time()
-                r = subprocess.run([portc, "tune", model_path, "-t", t, "--set", f"N={batch}", "--budget", str(a.tune), "--table", table],
+                r = subprocess.run([portc, "tune", model_path, "-t", t, "--set", f"N={batch}", "--budget", str(a.tune), "--table", table] + amp,
                                    capture_output=True, text=True, timeout=a.tune + 900)
                 tune_s[t] = time.time() - t0
                 open(os.path.join(d, f"tune_{t}.log"), "w").write(r.stdout + r.stderr)
@@ -192,12 +199,15 @@ def main():
                     match[t] = f"{match[t]}/tuned {ok}"
         x = sample(shape, bdim, batch, 7).cuda()
         gpu = model.cuda()
-        with torch.no_grad():
+        amp_dtype = {"f16": torch.float16, "bf16": torch.bfloat16}.get(a.autocast)
+        with torch.no_grad(), torch.autocast("cuda", dtype=amp_dtype, enabled=amp_dtype is not None):
             eager = median_ms(lambda: gpu(x), a.iters)
             compiled = torch.compile(gpu)
             comp = median_ms(lambda: compiled(x), a.iters)
         rows.append((name, batch, match, ms, eager, comp, tuned, tune_s))
     print()
+    if a.autocast:
+        print(f"under autocast {a.autocast}: portc's autocast copies, torch under torch.autocast")
     tcols = lambda t: f"{t} match | portc {t} ms" + (f" | tuned {t} ms | tuning {t} s" if a.tune else "")
     head = "| model | batch | " + " | ".join(tcols(t) for t in targets) + " | torch eager ms | torch.compile ms | " + \
         " | ".join(f"compile/{t}" + (f" | compile/tuned {t}" if a.tune else "") for t in targets) + " |"

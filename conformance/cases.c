@@ -437,12 +437,16 @@ static void fusion_cases(conf_cases *cs) {
 }
 
 static void model_cases(conf_cases *cs, const char *dir) {
-  static const struct { const char *file, *sym[2]; int64_t v[2]; } M[] = {
-      {"mlp", {"N", NULL}, {16, 0}}, {"transformer", {"B", "S"}, {2, 9}}, {"cnn", {"N", NULL}, {3, 0}},
-      {"softmax", {"N", NULL}, {33, 0}}, {"layer_norm", {"N", NULL}, {33, 0}}};
-  for (int m = 0; m < 5; m++) {
-    conf_case *c = add(cs, "models", "model/%s", M[m].file);
+  static const struct { const char *file, *sym[2]; int64_t v[2]; portc_dtype autocast; } M[] = {
+      {"mlp", {"N", NULL}, {16, 0}, PORTC_F32}, {"transformer", {"B", "S"}, {2, 9}, PORTC_F32}, {"cnn", {"N", NULL}, {3, 0}, PORTC_F32},
+      {"softmax", {"N", NULL}, {33, 0}, PORTC_F32}, {"layer_norm", {"N", NULL}, {33, 0}, PORTC_F32},
+      /* mixed-precision copies of models written in f32 (portc_graph_autocast_copy) */
+      {"mlp", {"N", NULL}, {16, 0}, PORTC_F16}, {"transformer", {"B", "S"}, {2, 9}, PORTC_BF16}, {"cnn", {"N", NULL}, {3, 0}, PORTC_F16}};
+  for (unsigned m = 0; m < sizeof M / sizeof *M; m++) {
+    conf_case *c = M[m].autocast != PORTC_F32 ? add(cs, "models", "model/%s/autocast-%s", M[m].file, portc_dtype_name(M[m].autocast))
+                                              : add(cs, "models", "model/%s", M[m].file);
     if (!c || asprintf(&c->path, "%s/%s.ptg", dir, M[m].file) < 0) continue;
+    c->autocast = M[m].autocast;
     for (int k = 0; k < 2 && M[m].sym[k]; k++) {
       snprintf(c->sym[k], sizeof c->sym[k], "%s", M[m].sym[k]);
       c->symval[0][k] = M[m].v[k];
@@ -507,12 +511,14 @@ void conf_generate(conf_cases *cs, const char *examples_dir) {
   conf_generate_grad(cs, examples_dir);
 }
 
-void conf_generate_models(conf_cases *cs, int n, const char *const *paths, int nsets, const char *const *sets) {
+void conf_generate_models(conf_cases *cs, int n, const char *const *paths, int nsets, const char *const *sets, portc_dtype autocast) {
   memset(cs, 0, sizeof *cs);
   for (int m = 0; m < n; m++) {
     const char *base = strrchr(paths[m], '/');
-    conf_case *c = add(cs, "models", "model/%s", base ? base + 1 : paths[m]);
+    conf_case *c = autocast != PORTC_F32 ? add(cs, "models", "model/%s/autocast-%s", base ? base + 1 : paths[m], portc_dtype_name(autocast))
+                                         : add(cs, "models", "model/%s", base ? base + 1 : paths[m]);
     if (!c || !(c->path = strdup(paths[m]))) continue;
+    c->autocast = autocast;
     portc_graph *g;
     if (portc_graph_load(paths[m], &g) != PORTC_OK) continue; /* the runner reports why */
     /* every symbol of the model's inputs: its --set value, else 2 */

@@ -17,6 +17,7 @@ typedef struct conf_case {
   char sym[4][16];
   int64_t symval[4][4];  /* up to 4 runs of one module (dynamic cases), else one */
   int nruns;
+  portc_dtype autocast;  /* F16 or BF16: the case runs the graph's autocast copy (F32: as written) */
 } conf_case;
 
 typedef struct conf_cases {
@@ -27,8 +28,8 @@ typedef struct conf_cases {
 /* every case; example .ptg files are looked up under examples_dir */
 void conf_generate(conf_cases *out, const char *examples_dir);
 /* only the given models (.ptg or .onnx), as the models suite; symbols of their inputs take the
- * SYM=N values of sets, else 2 */
-void conf_generate_models(conf_cases *out, int n, const char *const *paths, int nsets, const char *const *sets);
+ * SYM=N values of sets, else 2; autocast F16 or BF16: their autocast copies */
+void conf_generate_models(conf_cases *out, int n, const char *const *paths, int nsets, const char *const *sets, portc_dtype autocast);
 void conf_free(conf_cases *cs);
 /* the unary ops of the suite, and how each one's input is mapped into its domain (cases.c) */
 typedef struct conf_unary {
@@ -68,6 +69,7 @@ typedef struct conf_options {
   int nmodels;
   const char *const *sets; /* SYM=N for the models' symbols */
   int nsets;
+  portc_dtype autocast;    /* the models' autocast copies (F32: as written) */
 } conf_options;
 
 /* runs the suite; returns the number of failures, or -1 on a usage problem */

@@ -162,6 +162,16 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
     set_result(r, R_FAIL, "the case does not parse: %s", portc_last_error());
     return;
   }
+  if (c->autocast != PORTC_F32) { /* the case is the graph's autocast copy, checked against its own reference */
+    portc_graph *copy;
+    st = portc_graph_autocast_copy(g, c->autocast, &copy, NULL);
+    portc_graph_free(g);
+    if (st) {
+      set_result(r, R_FAIL, "autocast copy failed: %s", portc_last_error());
+      return;
+    }
+    g = copy;
+  }
   portc_compile_options co = {.target = col->target, .eager = col->eager, .dynamic = c->nruns > 1};
   portc_module *m = NULL;
   int nout = portc_graph_output_count(g);
@@ -340,7 +350,7 @@ static int columns(const conf_options *o, column *cols) {
 
 int conf_run(const conf_options *o, const char *examples_dir, FILE *out) {
   conf_cases cases;
-  if (o->nmodels) conf_generate_models(&cases, o->nmodels, o->models, o->nsets, o->sets);
+  if (o->nmodels) conf_generate_models(&cases, o->nmodels, o->models, o->nsets, o->sets, o->autocast);
   else conf_generate(&cases, examples_dir);
   regex_t re;
   if (o->filter && regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB) != 0) {
@@ -398,6 +408,6 @@ int portc_verify(const portc_verify_options *opts, void *out) {
   api_struct_in(&v, sizeof v, opts, API_FIRST_SIZE(portc_verify_options, nsets));
   conf_options o = {.targets = v.targets, .filter = v.filter, .json = v.json, .junit = v.junit, .seed = v.seed,
                     .seed_given = v.seed_given, .eager = !v.no_eager, .quiet = v.quiet, .models = v.models,
-                    .nmodels = v.nmodels, .sets = v.sets, .nsets = v.nsets};
+                    .nmodels = v.nmodels, .sets = v.sets, .nsets = v.nsets, .autocast = v.autocast};
   return conf_run(&o, v.examples_dir ? v.examples_dir : "examples", out ? out : stdout);
 }

@@ -18,7 +18,8 @@
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
 #             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile;
-#             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again
+#             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again; with
+#             $ONNX_AUTOCAST (f16 or bf16), both sides in mixed precision (portc --autocast, torch.autocast)
 #   models    the CI's ONNX test models (tests/onnx/export_models.py and spec_models.py: recurrent,
 #             audio, U-Net, decoder-only, video, indexing, ...), exported there, checked on each
 #             target against PyTorch's outputs (build/bin/onnx_compare), one module for two batches
@@ -244,7 +245,7 @@ for step in $steps; do
     ;;
   onnx)
     PYTHONUNBUFFERED=1 python3 bench/onnx_vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${ONNX_MODELS:+--models "$ONNX_MODELS"} \
-      ${TUNE_BUDGET:+--tune "$TUNE_BUDGET"} \
+      ${TUNE_BUDGET:+--tune "$TUNE_BUDGET"} ${ONNX_AUTOCAST:+--autocast "$ONNX_AUTOCAST"} \
       >"$out/onnx_vs_torch.txt" 2>&1
     summary+=("onnx (rc $?):" "$(grep -E '^\||FAIL|failed|torch ' "$out/onnx_vs_torch.txt" | tail -30)")
     ;;

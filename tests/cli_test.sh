@@ -149,6 +149,19 @@ contains "1 kernel" "layer_norm is one kernel"
 contains "row reduction over [8] x [768] (mean, then mean)" "explain names the kernel"
 expect 0 "explain without sizes" -- "$portc" explain "$src/examples/mlp.ptg"
 contains "give symbol values" "explain says sizes are unknown"
+# --autocast: the graph's mixed-precision copy, named by explain and bench, checked by verify
+expect 0 "explain --autocast" -- "$portc" explain "$src/examples/mlp.ptg" --set N=4 --autocast bf16
+contains "autocast bf16: 2 matmul, conv2d and attention nodes" "explain says what autocast changed"
+contains "cast" "the autocast copy's kernels fuse its casts"
+expect 0 "bench --autocast" -- "$portc" bench "$src/examples/mlp.ptg" --set N=4 --iters 2 --warmup 1 --no-eager --autocast f16 --json "$tmp/ac.json"
+contains "mlp under autocast f16 on cpu" "bench names the autocast"
+grep -qF '"autocast": "f16"' "$tmp/ac.json" || { echo "FAIL: bench json lacks the autocast"; fails=$((fails + 1)); }
+expect 0 "verify --autocast" -- "$portc" verify -t cpu --model "$src/examples/cnn.ptg" --set N=2 --autocast f16
+contains "2 passed, 0 failed" "verify checks the autocast copy, fused and eager"
+expect 2 "autocast f64" -- "$portc" run "$src/examples/mlp.ptg" --autocast f64
+contains "--autocast takes f16, bf16 or off, not 'f64'" "a bad autocast dtype is named"
+expect 2 "verify --autocast without a model" -- "$portc" verify --autocast f16
+contains "--autocast applies to the models given with --model" "verify's autocast needs a model"
 expect 0 "bench" -- "$portc" bench "$src/examples/softmax.ptg" --set N=64 --iters 3 --warmup 1 --json "$tmp/bench.json"
 contains "fused is" "bench compares with eager"
 grep -q '"speedup"' "$tmp/bench.json" || { echo "FAIL: bench json lacks speedup"; fails=$((fails + 1)); }

@@ -1,13 +1,15 @@
 /*
  * onnx_compare.c: runs an ONNX model on a target against PyTorch's own outputs.
  *
- *   onnx_compare MODEL.onnx TARGET [--explain] X1.npy Y1.npy [X2.npy Y2.npy ...]
+ *   onnx_compare MODEL.onnx TARGET [--explain] [--autocast f16|bf16] X1.npy Y1.npy [X2.npy Y2.npy ...]
  *
  * The model is compiled once, with its symbols kept symbolic (a dynamic batch), and that one
  * module runs every input; each output is compared with what PyTorch computed for it, under the
  * bounds of conformance/TOLERANCES.md ("Imported models against PyTorch"): every element within
  * atol + rtol*|ref| with atol = 1e-4 * max|ref|, rtol = 1e-3, and the relative norm of the error
- * under 1e-4. Exit 0 when every pair matches.
+ * under 1e-4. With --autocast, the model's mixed-precision copy (portc_graph_autocast_copy) runs,
+ * under that section's autocast bounds (1e-2 for f16, 6e-2 for bf16, in place of 1e-4). Exit 0
+ * when every pair matches.
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,11 +18,11 @@
 
 #include "portc/portc.h"
 
-#define RTOL 1e-3
-#define ATOL_SHARE 1e-4
-#define NORM_BOUND 1e-4
+/* the relative norm bound of the comparison; each element within bound * max|ref| + 10 bound * |ref| */
+static double NORM_BOUND = 1e-4;
 
 static bool compare(const portc_tensor *out, const portc_tensor *ref, const char *what) {
+  const double RTOL = 10 * NORM_BOUND, ATOL_SHARE = NORM_BOUND;
   if (out->rank != ref->rank || portc_tensor_numel(out) != portc_tensor_numel(ref)) {
     printf("  %s: shape differs (rank %d / %d, %lld / %lld elements)\n", what, out->rank, ref->rank, (long long)portc_tensor_numel(out),
            (long long)portc_tensor_numel(ref));
@@ -46,13 +48,18 @@ static bool compare(const portc_tensor *out, const portc_tensor *ref, const char
 }
 
 int main(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: onnx_compare MODEL.onnx TARGET [--explain] X1.npy Y1.npy [X2.npy Y2.npy ...]\n");
-    return 2;
+  static const char usage[] = "usage: onnx_compare MODEL.onnx TARGET [--explain] [--autocast f16|bf16] X1.npy Y1.npy [X2.npy Y2.npy ...]\n";
+  if (argc < 5) return fputs(usage, stderr), 2;
+  bool explain = false;
+  portc_dtype autocast = PORTC_F32;
+  int first = 3;
+  for (; first < argc && !strncmp(argv[first], "--", 2); first++) {
+    if (!strcmp(argv[first], "--explain")) explain = true;
+    else if (!strcmp(argv[first], "--autocast") && first + 1 < argc && (!strcmp(argv[first + 1], "f16") || !strcmp(argv[first + 1], "bf16")))
+      autocast = !strcmp(argv[++first], "f16") ? PORTC_F16 : PORTC_BF16;
+    else return fputs(usage, stderr), 2;
   }
-  bool explain = !strcmp(argv[3], "--explain");
-  int first = explain ? 4 : 3;
-  if ((argc - first) % 2) {
+  if (first == argc || (argc - first) % 2) {
     fprintf(stderr, "onnx_compare: inputs and references come in pairs\n");
     return 2;
   }
@@ -60,6 +67,16 @@ int main(int argc, char **argv) {
   if (portc_graph_from_onnx(argv[1], &g) != PORTC_OK) {
     printf("%s\n", portc_last_error());
     return 1;
+  }
+  if (autocast != PORTC_F32) {
+    portc_graph *copy;
+    int n = 0;
+    portc_status st = portc_graph_autocast_copy(g, autocast, &copy, &n);
+    portc_graph_free(g);
+    if (st) return printf("%s: autocast: %s\n", argv[1], portc_last_error()), 1;
+    g = copy;
+    NORM_BOUND = autocast == PORTC_F16 ? 1e-2 : 6e-2;
+    printf("%s: autocast %s: %d matmul, conv2d and attention nodes compute in it\n", argv[1], portc_dtype_name(autocast), n);
   }
   if (portc_graph_input_count(g) != 1 || portc_graph_output_count(g) != 1) {
     printf("onnx_compare: %s has %d inputs and %d outputs; it compares one of each\n", argv[1], portc_graph_input_count(g), portc_graph_output_count(g));

@@ -42,6 +42,18 @@ for dir in "$work"/m17/* "$work"/m13/* "$work"/spec/*; do
     grep -q "Validation" <<<"$out" && fail "$(basename "$dir") on $target: the validation layer reported problems"
   done
 done
+# mixed precision (--autocast): the models' autocast copies against PyTorch's float32 outputs, under
+# TOLERANCES.md's autocast bounds
+for m in mlp:f16 transformer:bf16 squeezenet:f16; do
+  for target in $targets; do
+    out=$("$compare" "$work/m17/${m%%:*}/model.onnx" "$target" --autocast "${m##*:}" "$work/m17/${m%%:*}/x_1.npy" "$work/m17/${m%%:*}/y_1.npy" 2>&1)
+    rc=$?
+    echo "${out//$work\//}"
+    [ $rc -eq 0 ] || fail "${m%%:*} under autocast ${m##*:} on $target"
+    expect "${m%%:*} under autocast ${m##*:} on $target converts its contractions" 'autocast (f16|bf16): [1-9][0-9]* matmul' "$out"
+    grep -q "Validation" <<<"$out" && fail "${m%%:*} under autocast on $target: the validation layer reported problems"
+  done
+done
 unset PORTC_VULKAN_VALIDATION
 if [ "${ONNX_MODELS_ONLY:-0}" = 1 ]; then
   echo "$fails failed"

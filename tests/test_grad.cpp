@@ -223,6 +223,51 @@ TEST(Grad, AutocastComputesInHalfWithF32MasterWeights) {
   EXPECT_NE(std::string(portc_last_error()).find("autocast takes f16, bf16 or off"), std::string::npos) << portc_last_error();
 }
 
+// A graph written in f32 (an imported model): its autocast copy computes the matmul, the
+// convolution and the attention in f16 or bf16 under the nodes' own names, cast back to f32, and
+// leaves what is not f32 alone; the original is untouched, a training graph is refused.
+TEST(Grad, AutocastCopyConvertsAGraphBuiltWithoutIt) {
+  const char *body = "input x: f32[2, 4, 9, 9]\nparam w: f32[6, 4, 3, 3] = normal(std=0.5, seed=1)\nc = conv2d(x, w)\n"
+                     "input q: f32[2, 5, 8]\ninput k: f32[2, 7, 8]\ninput v: f32[2, 7, 4]\na = attention(q, k, v)\n"
+                     "input m: f32[3, 8]\ninput n: f32[8, 2]\ny = matmul(m, n)\n"
+                     "input h: f16[3, 8]\ninput hw: f16[8, 2]\nz = matmul(h, hw)\noutput c, a, y, z\n";
+  Graph full = parse(body);
+  ASSERT_TRUE(full);
+  for (portc_dtype t : {PORTC_F16, PORTC_BF16}) {
+    portc_graph *copy = nullptr;
+    int converted = -1;
+    ASSERT_EQ(portc_graph_autocast_copy(full.get(), t, &copy, &converted), PORTC_OK) << portc_last_error();
+    Graph half(copy);
+    EXPECT_EQ(converted, 3);
+    for (const char *name : {"c", "a", "y"}) {
+      portc_node n = portc_graph_find(half.get(), name);
+      ASSERT_GE(n, 0) << name;
+      EXPECT_STREQ(portc_node_op(half.get(), n), "cast") << name;
+      EXPECT_EQ(portc_node_dtype(half.get(), n), PORTC_F32) << name;
+    }
+    char *text = portc_graph_print(half.get());
+    const std::string h = portc_dtype_name(t);
+    EXPECT_NE(std::string(text).find(h + "[3, 2] = matmul("), std::string::npos) << text;
+    EXPECT_NE(std::string(text).find(h + "[2, 6, 7, 7] = conv2d("), std::string::npos) << text;
+    EXPECT_NE(std::string(text).find(h + "[2, 5, 4] = attention("), std::string::npos) << text;
+    EXPECT_STREQ(portc_node_op(half.get(), portc_graph_find(half.get(), "z")), "matmul"); // f16 already
+    EXPECT_EQ(portc_graph_output_count(half.get()), 4);
+    free(text);
+    RunResult a = run(half.get(), 3), b = run(full.get(), 3);
+    ASSERT_EQ(a.status, PORTC_OK) << a.error;
+    for (size_t e = 0; e < b.outputs[2].size(); e++) EXPECT_NEAR(a.outputs[2][e], b.outputs[2][e], 5e-2 * (1 + std::fabs(b.outputs[2][e])));
+  }
+  EXPECT_STREQ(portc_node_op(full.get(), portc_graph_find(full.get(), "y")), "matmul"); // the original as it was
+  portc_graph *out = nullptr;
+  EXPECT_EQ(portc_graph_autocast_copy(full.get(), PORTC_F32, &out, nullptr), PORTC_ERR_DTYPE);
+  EXPECT_EQ(out, nullptr);
+  Graph train = parse("input x: f32[4, 8]\nparam w: f32[8, 2] = normal(std=0.5, seed=1)\ny = matmul(x, w)\nloss = mean(y)\n"
+                      "step sgd(lr=0.01): w by loss\noutput loss\n");
+  ASSERT_TRUE(train);
+  EXPECT_EQ(portc_graph_autocast_copy(train.get(), PORTC_F16, &out, nullptr), PORTC_ERR_INVALID);
+  EXPECT_NE(std::string(portc_last_error()).find("the graph trains"), std::string::npos) << portc_last_error();
+}
+
 // Dynamic loss scaling: a step whose gradients are not finite changes nothing and halves the
 // scale (an inf among the inputs makes them so on every target and on the float64 reference,
 // where f16 overflow alone would only happen on the targets); good steps move the parameters and

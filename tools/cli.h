@@ -41,12 +41,15 @@ typedef struct graph_args {
   bool seeded;
   uint64_t seed;
   bool several; /* set by the verb: -t may name several targets, comma-separated */
+  portc_dtype autocast; /* --autocast f16|bf16: the graph is replaced by its autocast copy (F32: not) */
+  int autocast_nodes;   /* set by open_graph: the nodes the copy changed */
 } graph_args;
 /* Takes argv[*i] (and its value, advancing *i) when it is one of those: returns 1; 0 when the
  * argument is the verb's own; -1 after a usage error. allow_ref: "-t ref" is accepted. */
 int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref);
-/* loads ga->path and binds its arguments; on failure prints why, frees both and returns the exit code */
-int open_graph(const char *verb, const graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b);
+/* loads ga->path (its autocast copy with --autocast) and binds its arguments; on failure prints
+ * why, frees both and returns the exit code */
+int open_graph(const char *verb, graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b);
 /* a module file (M.portc): loaded for ga->target (NULL or "ref": the first that runs here), with
  * bindings for its graph; as open_graph otherwise */
 bool is_module_file(const char *path);

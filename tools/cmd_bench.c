@@ -293,8 +293,8 @@ static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, con
   json_string(f, portc_graph_name(g));
   fprintf(f, ", \"portc_version\": \"%s\", \"host\": ", portc_version());
   json_string(f, host);
-  fprintf(f, ", \"mode\": \"%s\", \"seed\": %llu, \"symbols\": {", ga->co.mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "default",
-          (unsigned long long)ga->seed);
+  fprintf(f, ", \"mode\": \"%s\", \"autocast\": \"%s\", \"seed\": %llu, \"symbols\": {", ga->co.mode == PORTC_MODE_REDUCE_OVERHEAD ? "reduce-overhead" : "default",
+          ga->autocast != PORTC_F32 ? portc_dtype_name(ga->autocast) : "off", (unsigned long long)ga->seed);
   for (int i = 0; i < ga->nsets; i++) {
     const char *eq = strchr(ga->sets[i], '=');
     fprintf(f, "%s\"%.*s\": %s", i ? ", " : "", (int)(eq - ga->sets[i]), ga->sets[i], eq + 1);
@@ -430,8 +430,9 @@ int cmd_bench(int argc, char **argv) {
     if (rc) break;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%s on %s (%s), %d runs after %d warm-up, timed with %s\n", portc_graph_name(g), r->fused.info.target, r->fused.info.device, iters,
-           r->fused.warmed, r->fused.info.timer);
+    printf("%s%s%s on %s (%s), %d runs after %d warm-up, timed with %s\n", portc_graph_name(g), ga.autocast != PORTC_F32 ? " under autocast " : "",
+           ga.autocast != PORTC_F32 ? portc_dtype_name(ga.autocast) : "", r->fused.info.target, r->fused.info.device, iters, r->fused.warmed,
+           r->fused.info.timer);
     print_measure(co.eager ? "eager" : "fused", &r->fused);
     if (r->has_eager) {
       print_measure("eager", &r->eager);

@@ -9,6 +9,7 @@
 static const char *const help =
     "usage: portc verify [-t TARGETS] [--filter REGEX] [--json FILE] [--junit FILE] [--seed S]\n"
     "                    [--no-eager] [--examples DIR] [--quiet] [--model FILE [--set SYM=N]...]...\n"
+    "                    [--autocast f16|bf16]\n"
     "\n"
     "Runs every conformance case on each selected target, fused and eager, against the float64\n"
     "reference, and prints a table of suites by target, every failure with its seed, and a last\n"
@@ -22,7 +23,10 @@ static const char *const help =
     "  --no-eager       do not check eager mode\n"
     "  --examples DIR   where the example models are (default: examples)\n"
     "  --model FILE     verify this model (.ptg or .onnx) instead of the suite; repeatable. Its\n"
-    "                   symbols take --set SYM=N values (default 2); inputs are seeded at random\n";
+    "                   symbols take --set SYM=N values (default 2); inputs are seeded at random\n"
+    "  --autocast T     verify the models' mixed-precision copies (portc_graph_autocast_copy: their\n"
+    "                   matmuls, convolutions and attention in T, f16 or bf16), each against the\n"
+    "                   float64 reference of that copy\n";
 
 int cmd_verify(int argc, char **argv) {
   portc_verify_options o = {.size = sizeof o, .examples_dir = "examples"};
@@ -34,13 +38,19 @@ int cmd_verify(int argc, char **argv) {
       return EXIT_OK;
     }
     bool takes = !strcmp(a, "-t") || !strcmp(a, "--filter") || !strcmp(a, "--json") || !strcmp(a, "--junit") || !strcmp(a, "--seed") ||
-                 !strcmp(a, "--examples") || !strcmp(a, "--model") || !strcmp(a, "--set");
+                 !strcmp(a, "--examples") || !strcmp(a, "--model") || !strcmp(a, "--set") || !strcmp(a, "--autocast");
     if (takes && i + 1 >= argc) return usage_error("verify", "%s needs a value", a);
     if (!strcmp(a, "-t")) o.targets = argv[++i];
     else if (!strcmp(a, "--filter")) o.filter = argv[++i];
     else if (!strcmp(a, "--json")) o.json = argv[++i];
     else if (!strcmp(a, "--junit")) o.junit = argv[++i];
     else if (!strcmp(a, "--examples")) o.examples_dir = argv[++i];
+    else if (!strcmp(a, "--autocast")) {
+      const char *v = argv[++i];
+      if (!strcmp(v, "f16")) o.autocast = PORTC_F16;
+      else if (!strcmp(v, "bf16")) o.autocast = PORTC_BF16;
+      else if (strcmp(v, "off")) return usage_error("verify", "--autocast takes f16, bf16 or off, not '%s'", v);
+    }
     else if (!strcmp(a, "--model") || !strcmp(a, "--set")) {
       bool model = !strcmp(a, "--model");
       int *n = model ? &o.nmodels : &o.nsets;
@@ -63,6 +73,7 @@ int cmd_verify(int argc, char **argv) {
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
       if (!known_target(t)) return usage_error("verify", "unknown target '%s' (known:%s)", t, target_names() + 1);
   }
+  if (o.autocast != PORTC_F32 && !o.nmodels) return usage_error("verify", "--autocast applies to the models given with --model");
   o.models = models, o.sets = sets;
   int fails = portc_verify(&o, stdout);
   if (fails < 0) return EXIT_USAGE;

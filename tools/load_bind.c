@@ -51,11 +51,21 @@ static int bind_args(const char *verb, portc_bindings *b, char *const *sets, int
   return EXIT_OK;
 }
 
-int open_graph(const char *verb, const graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b) {
+int open_graph(const char *verb, graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b) {
   *b = NULL;
   if (portc_graph_load(ga->path, g) != PORTC_OK) {
     fprintf(stderr, "%s\n", portc_last_error());
     return EXIT_FAIL;
+  }
+  if (ga->autocast != PORTC_F32) {
+    portc_graph *copy;
+    portc_status st = portc_graph_autocast_copy(*g, ga->autocast, &copy, &ga->autocast_nodes);
+    portc_graph_free(*g);
+    *g = copy;
+    if (st) {
+      fprintf(stderr, "portc %s: --autocast: %s\n", verb, portc_last_error());
+      return EXIT_FAIL;
+    }
   }
   if (!(*b = portc_bindings_new(*g))) {
     fprintf(stderr, "portc %s: %s\n", verb, portc_last_error());
@@ -77,6 +87,7 @@ bool is_module_file(const char *path) {
 
 int open_module_file(const char *verb, const graph_args *ga, portc_module **m, portc_bindings **b) {
   *b = NULL;
+  if (ga->autocast != PORTC_F32) return usage_error(verb, "--autocast changes a graph; %s is a compiled module", ga->path);
   const char *t = ga->target && strcmp(ga->target, "ref") ? ga->target : NULL;
   if (portc_module_load(ga->path, t, m) != PORTC_OK) {
     fprintf(stderr, "portc %s: %s\n", verb, portc_last_error());

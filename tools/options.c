@@ -12,7 +12,7 @@ int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args 
     *i += used - 1;
     return used < 0 ? -1 : 1;
   }
-  bool takes = !strcmp(arg, "-t") || !strcmp(arg, "--set") || !strcmp(arg, "--input") || !strcmp(arg, "--seed");
+  bool takes = !strcmp(arg, "-t") || !strcmp(arg, "--set") || !strcmp(arg, "--input") || !strcmp(arg, "--seed") || !strcmp(arg, "--autocast");
   if (!takes) {
     if (arg[0] == '-') return 0;
     if (a->path) return usage_error(verb, "one graph at a time ('%s' and '%s')", a->path, arg), -1;
@@ -32,6 +32,11 @@ int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args 
       p += n + (p[n] == ',');
     }
     a->target = v;
+  } else if (!strcmp(arg, "--autocast")) {
+    if (!strcmp(v, "f16")) a->autocast = PORTC_F16;
+    else if (!strcmp(v, "bf16")) a->autocast = PORTC_BF16;
+    else if (!strcmp(v, "off")) a->autocast = PORTC_F32;
+    else return usage_error(verb, "--autocast takes f16, bf16 or off, not '%s'", v), -1;
   } else if (!strcmp(arg, "--seed")) {
     if (!parse_u64(v, &a->seed)) return usage_error(verb, "--seed wants a non-negative integer, got '%s'", v), -1;
     a->seeded = true;
@@ -56,6 +61,9 @@ const char compile_options_help[] =
     "                       and replayed; the CPU has nothing to record), or max-autotune (first\n"
     "                       tune what the tune tables lack, as `portc tune --missing` does, and\n"
     "                       keep it in the user's table)\n"
+    "  --autocast T         mixed precision, as torch.autocast: the graph's matmuls, convolutions and\n"
+    "                       attention of f32 operands compute in T (f16 or bf16; off: as written),\n"
+    "                       their sums in f32, their results cast back to f32\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
     "  --dump-after PASS    print the graph after PASS: specialize form_attention decompose split_concat\n"
     "                       split_reduce fold_batch_sum fold cse dce fuse\n";

@@ -308,6 +308,12 @@ PORTC_API portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, 
  * stay f32 (the master weights); the gradients flow back through the casts, so the backward
  * pass's matmuls run in t too. Call it before building the forward pass. */
 PORTC_API portc_status portc_graph_autocast(portc_graph *g, portc_dtype t);
+/* Mixed precision for a graph built without it (an imported ONNX model, say): *out is a copy of g
+ * whose matmul, conv2d and attention nodes of f32 operands compute in t (f16 or bf16) as above,
+ * each result cast back to f32 under the node's own name, so inputs, outputs and parameters keep
+ * their names, dtypes and values. *converted (may be NULL) counts the nodes so changed. A graph
+ * that trains (portc_update) is refused: build it under portc_graph_autocast instead. */
+PORTC_API portc_status portc_graph_autocast_copy(const portc_graph *g, portc_dtype t, portc_graph **out, int *converted);
 
 /* Losses, as the mean over the batch. Cross-entropy of logits [N, C] against class indices [N]
  * (i32 or i64), label smoothing in [0, 1) as torch.nn.CrossEntropyLoss's; mean squared error of
@@ -555,6 +561,7 @@ typedef struct portc_verify_options {
   int nmodels;
   const char *const *sets;  /* "SYM=N" values for the models' symbols (else 2) */
   int nsets;
+  portc_dtype autocast;     /* F16 or BF16: verify the models' autocast copies (portc_graph_autocast_copy); F32: as written */
 } portc_verify_options;
 
 /* Runs every conformance case on the selected targets against the float64 reference and prints
