@@ -47,6 +47,8 @@ typedef struct graph_args {
 /* Takes argv[*i] (and its value, advancing *i) when it is one of those: returns 1; 0 when the
  * argument is the verb's own; -1 after a usage error. allow_ref: "-t ref" is accepted. */
 int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref);
+/* "f16", "bf16" or "off" (PORTC_F32) into *t; false for anything else */
+bool parse_autocast(const char *v, portc_dtype *t);
 /* loads ga->path (its autocast copy with --autocast) and binds its arguments; on failure prints
  * why, frees both and returns the exit code */
 int open_graph(const char *verb, graph_args *ga, bool seeded, portc_graph **g, portc_bindings **b);

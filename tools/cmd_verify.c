@@ -46,10 +46,7 @@ int cmd_verify(int argc, char **argv) {
     else if (!strcmp(a, "--junit")) o.junit = argv[++i];
     else if (!strcmp(a, "--examples")) o.examples_dir = argv[++i];
     else if (!strcmp(a, "--autocast")) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "f16")) o.autocast = PORTC_F16;
-      else if (!strcmp(v, "bf16")) o.autocast = PORTC_BF16;
-      else if (strcmp(v, "off")) return usage_error("verify", "--autocast takes f16, bf16 or off, not '%s'", v);
+      if (!parse_autocast(argv[++i], &o.autocast)) return usage_error("verify", "--autocast takes f16, bf16 or off, not '%s'", argv[i]);
     }
     else if (!strcmp(a, "--model") || !strcmp(a, "--set")) {
       bool model = !strcmp(a, "--model");

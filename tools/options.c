@@ -5,6 +5,13 @@
 
 #include "cli.h"
 
+bool parse_autocast(const char *v, portc_dtype *t) {
+  if (!strcmp(v, "f16")) return *t = PORTC_F16, true;
+  if (!strcmp(v, "bf16")) return *t = PORTC_BF16, true;
+  if (!strcmp(v, "off")) return *t = PORTC_F32, true;
+  return false;
+}
+
 int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args *a, bool allow_ref) {
   const char *arg = argv[*i];
   int used = parse_compile_option(argc, argv, *i, &a->co);
@@ -33,10 +40,7 @@ int parse_graph_arg(const char *verb, int argc, char **argv, int *i, graph_args 
     }
     a->target = v;
   } else if (!strcmp(arg, "--autocast")) {
-    if (!strcmp(v, "f16")) a->autocast = PORTC_F16;
-    else if (!strcmp(v, "bf16")) a->autocast = PORTC_BF16;
-    else if (!strcmp(v, "off")) a->autocast = PORTC_F32;
-    else return usage_error(verb, "--autocast takes f16, bf16 or off, not '%s'", v), -1;
+    if (!parse_autocast(v, &a->autocast)) return usage_error(verb, "--autocast takes f16, bf16 or off, not '%s'", v), -1;
   } else if (!strcmp(arg, "--seed")) {
     if (!parse_u64(v, &a->seed)) return usage_error(verb, "--seed wants a non-negative integer, got '%s'", v), -1;
     a->seeded = true;
