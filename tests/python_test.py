@@ -1,6 +1,6 @@
 """python_test.py: the Python package (python/portc) runs an ONNX model on the CPU and on Vulkan
-and matches the float64 reference and numpy; errors arrive as portc.Error with the library's
-message. The model is built here with the onnx package: an MLP with a dynamic batch.
+and matches the float64 reference and numpy, and its f16 autocast copy within f16's error; errors
+arrive as portc.Error with the library's message. The model is built here with the onnx package: an MLP with a dynamic batch.
 
 usage: PORTC_LIBRARY=build/lib/libportc.so.0 PYTHONPATH=python /usr/bin/python3 tests/python_test.py SCRATCH_DIR
 (Debian's python, which sees python3-numpy and python3-onnx)
@@ -76,6 +76,15 @@ def main():
             print("%-6s N=%-3d relative error %.2e" % (target, n, err))
         check("kernel" in m.explain(symbols={"N": 8}), "%s: explain names its kernels" % target)
 
+    half, converted = g.autocast("f16")
+    check(converted == 2, "autocast converts the model's two matmuls, not %d" % converted)
+    x = rng.standard_normal((5, 16)).astype(np.float32)
+    (y,) = half.compile("vulkan", dynamic=True).run(x=x)
+    want = numpy_mlp(x, w1, b1, w2)
+    err = np.linalg.norm(y - want) / np.linalg.norm(want)
+    check(err < 1e-2, "the f16 autocast copy on vulkan: relative error %.3g against numpy" % err)
+    print("autocast f16 on vulkan: relative error %.2e" % err)
+
     fixed = portc.parse("graph twice\ninput x: f32[3]\ny = add(x, x)\noutput y\n").compile("cpu")
     (y,) = fixed.run(x=np.array([1, 2, 3], np.float32))
     check(list(y) == [2, 4, 6], "a .ptg graph parsed from text runs: %s" % y)
@@ -85,6 +94,7 @@ def main():
         ("an unknown target", lambda: g.compile("tpu"), "tpu"),
         ("a wrong input shape", lambda: g.compile("cpu", dynamic=True).run(x=np.zeros((2, 15), np.float32)), "x"),
         ("malformed text", lambda: portc.parse("graph g\ny = nope(x)\n"), "nope"),
+        ("autocast to f64", lambda: g.autocast("f64"), "f64"),
     ]:
         try:
             call()

@@ -81,6 +81,7 @@ _last_error = _fn("portc_last_error", ctypes.c_char_p)
 _graph_load = _fn("portc_graph_load", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_P))
 _graph_parse = _fn("portc_graph_parse", ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P))
 _graph_free = _fn("portc_graph_free", None, _P)
+_graph_autocast_copy = _fn("portc_graph_autocast_copy", ctypes.c_int, _P, ctypes.c_int, ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_int))
 _graph_name = _fn("portc_graph_name", ctypes.c_char_p, _P)
 _graph_output_count = _fn("portc_graph_output_count", ctypes.c_int, _P)
 _graph_input_count = _fn("portc_graph_input_count", ctypes.c_int, _P)
@@ -204,6 +205,17 @@ class Graph:
     @property
     def inputs(self):
         return [_node_name(self._ptr, _graph_input(self._ptr, i)).decode() for i in range(_graph_input_count(self._ptr))]
+
+    def autocast(self, dtype="f16"):
+        """A mixed-precision copy, as torch.autocast: matmuls, convolutions and attention of float32
+        operands compute in dtype ("f16" or "bf16"), their sums in float32, their results cast back
+        to float32 under their own names. Returns (graph, number of nodes converted)."""
+        codes = {"f16": 1, "bf16": _BF16}
+        if dtype not in codes:
+            raise Error("autocast takes 'f16' or 'bf16', not %r" % (dtype,))
+        g, n = _P(), ctypes.c_int(0)
+        _check(_graph_autocast_copy(self._ptr, codes[dtype], ctypes.byref(g), ctypes.byref(n)))
+        return Graph(g), n.value
 
     def compile(self, target="cpu", dynamic=False, mode="default", eager=False, fullgraph=False, symbols=None):
         """A Module for target ("cpu", "vulkan", "cuda", "hip", "vulkan:1", ...). Without dynamic,
