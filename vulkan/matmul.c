@@ -521,7 +521,7 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "PC_STAGE(cur ^ 1);");
+  emit_line(e, "if (more) PC_STAGE(cur ^ 1);");
   emit_line(e, "barrier();");
   e->indent--;
   emit_line(e, "}");
