@@ -107,10 +107,10 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
     bool sums = words && b == e->k->store[0].buf && vk_words_store_words(e->m, e->k); /* stored in 16-byte words */
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
-    bool vec = (vk_vector_kernel(e->k) && dtype_is_float(t)) || sums;
-    emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand ? "" : "restrict ", written ? "" : "readonly ", i,
-              narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
-    if (vec && !sums) declare_vectors(e, i, t, written, e->k->sched.vector);
+    bool vec = vk_vector_kernel(e->k) && dtype_is_float(t);
+    emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand || sums ? "" : "restrict ", written ? "" : "readonly ",
+              i, narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
+    if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
     if (sums) emit_line(e, "layout(std430, binding = %d) buffer B%dW { vec4 b%dw[]; };", i, i, i);
     if (operand) emit_line(e, "layout(std430, binding = %d) readonly buffer B%dV { uvec4 b%dv[]; };", i, i, i); /* staged in 16-byte words */
   }

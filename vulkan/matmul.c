@@ -255,34 +255,38 @@ bool vk_words_store_words(const kir_module *m, const kir_kernel *k) {
 }
 
 /* the epilogue of vk_words_store_words: each invocation's four neighbouring columns of a row
- * (c[i][4 g .. 4 g + 3]) computed one by one, stored as one word */
+ * (c[i][4 g .. 4 g + 3]) computed one by one, each in a scope of its own column n, then stored
+ * as one word at the first column's offset */
 static void words_epilogue_words(emitter *e, int RB) {
   const kir_kernel *k = e->k;
-  const char *xyzw = "xyzw";
   const char *oidx[PORTC_MAX_RANK];
+  char off[128];
   emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int g = 0; g < %d; g++) {", RB, RB / 4);
   e->indent++;
+  emit_scope_push(e);
   emit_line(e, "const int m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3), nq = n0 + 64 * g + 4 * tx;");
   emit_line(e, "if (nq >= N || m >= M) continue;");
+  words_out_indices(e, oidx); /* the batch's indices come from m alone; n is each scope's own */
   emit_line(e, "vec4 r_;");
-  for (int u = 0; u <= 4; u++) {
+  for (int u = 0; u < 4; u++) {
     emit_line(e, "{");
     e->indent++;
     emit_scope_push(e);
-    emit_line(e, "const int n = nq + %d;", u % 4);
-    words_out_indices(e, oidx);
-    if (u < 4) {
-      emit_line(e, "const float acc0 = c[i][4 * g + %d];", u);
-      emit_line(e, "r_.%c = %s;", xyzw[u], emit_value(e, k->store[0].val, oidx));
-    } else { /* the word's offset: the first column's */
-      char off[128];
-      emit_offset(e, k->store[0].path, &k->dom, oidx, off, sizeof off);
-      emit_line(e, "%sw[(%s) >> 2] = r_;", emit_buf(e, k->store[0].buf), off);
-    }
+    emit_line(e, "const int n = nq + %d;", u);
+    emit_line(e, "const float acc0 = c[i][4 * g + %d];", u);
+    emit_line(e, "r_[%d] = %s;", u, emit_value(e, k->store[0].val, oidx));
     emit_scope_pop(e);
     e->indent--;
     emit_line(e, "}");
   }
+  emit_line(e, "{");
+  e->indent++;
+  emit_line(e, "const int n = nq;");
+  emit_offset(e, k->store[0].path, &k->dom, oidx, off, sizeof off);
+  emit_line(e, "%sw[(%s) >> 2] = r_;", emit_buf(e, k->store[0].buf), off);
+  e->indent--;
+  emit_line(e, "}");
+  emit_scope_pop(e);
   gpu_loop_end(e);
 }
 
