@@ -436,6 +436,13 @@ static void fusion_cases(conf_cases *cs) {
        "output c, x, t\n");
 }
 
+/* a case of the models suite named for the model file, run as its autocast copy unless F32 */
+static conf_case *model_case(conf_cases *cs, const char *file, portc_dtype autocast) {
+  conf_case *c = autocast != PORTC_F32 ? add(cs, "models", "model/%s/autocast-%s", file, portc_dtype_name(autocast)) : add(cs, "models", "model/%s", file);
+  if (c) c->autocast = autocast;
+  return c;
+}
+
 static void model_cases(conf_cases *cs, const char *dir) {
   static const struct { const char *file, *sym[2]; int64_t v[2]; portc_dtype autocast; } M[] = {
       {"mlp", {"N", NULL}, {16, 0}, PORTC_F32}, {"transformer", {"B", "S"}, {2, 9}, PORTC_F32}, {"cnn", {"N", NULL}, {3, 0}, PORTC_F32},
@@ -443,10 +450,8 @@ static void model_cases(conf_cases *cs, const char *dir) {
       /* mixed-precision copies of models written in f32 (portc_graph_autocast_copy) */
       {"mlp", {"N", NULL}, {16, 0}, PORTC_F16}, {"transformer", {"B", "S"}, {2, 9}, PORTC_BF16}, {"cnn", {"N", NULL}, {3, 0}, PORTC_F16}};
   for (unsigned m = 0; m < sizeof M / sizeof *M; m++) {
-    conf_case *c = M[m].autocast != PORTC_F32 ? add(cs, "models", "model/%s/autocast-%s", M[m].file, portc_dtype_name(M[m].autocast))
-                                              : add(cs, "models", "model/%s", M[m].file);
+    conf_case *c = model_case(cs, M[m].file, M[m].autocast);
     if (!c || asprintf(&c->path, "%s/%s.ptg", dir, M[m].file) < 0) continue;
-    c->autocast = M[m].autocast;
     for (int k = 0; k < 2 && M[m].sym[k]; k++) {
       snprintf(c->sym[k], sizeof c->sym[k], "%s", M[m].sym[k]);
       c->symval[0][k] = M[m].v[k];
@@ -515,10 +520,8 @@ void conf_generate_models(conf_cases *cs, int n, const char *const *paths, int n
   memset(cs, 0, sizeof *cs);
   for (int m = 0; m < n; m++) {
     const char *base = strrchr(paths[m], '/');
-    conf_case *c = autocast != PORTC_F32 ? add(cs, "models", "model/%s/autocast-%s", base ? base + 1 : paths[m], portc_dtype_name(autocast))
-                                         : add(cs, "models", "model/%s", base ? base + 1 : paths[m]);
+    conf_case *c = model_case(cs, base ? base + 1 : paths[m], autocast);
     if (!c || !(c->path = strdup(paths[m]))) continue;
-    c->autocast = autocast;
     portc_graph *g;
     if (portc_graph_load(paths[m], &g) != PORTC_OK) continue; /* the runner reports why */
     /* every symbol of the model's inputs: its --set value, else 2 */

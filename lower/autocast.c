@@ -13,17 +13,5 @@ portc_status portc_graph_autocast_copy(const portc_graph *g, portc_dtype t, port
   if (g->nupd)
     return err_set(PORTC_ERR_INVALID, "autocast copy of %s: the graph trains (%d parameter updates); build it under autocast (portc_graph_autocast) before its forward pass, so that the gradients flow through the casts",
                    g->name, g->nupd);
-  int n = 0; /* the nodes graph_add converts: those ops with every operand f32 */
-  for (int i = 0; i < g->n; i++) {
-    const node *x = &g->nodes[i];
-    bool f32 = x->op == OP_matmul || x->op == OP_conv2d || x->op == OP_attention;
-    for (int k = 0; k < x->nin && f32; k++) f32 = x->in[k] == PORTC_NONE || g->nodes[x->in[k]].dt == PORTC_F32;
-    n += f32;
-  }
-  portc_graph *c = NULL;
-  portc_status st = graph_copy_autocast(g, NULL, t, &c);
-  if (st) return st;
-  if (converted) *converted = n;
-  *out = c;
-  return PORTC_OK;
+  return graph_copy_autocast(g, NULL, t, out, converted);
 }

@@ -16,8 +16,9 @@ portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, cons
 /* A copy of g, with symbols replaced by symvals when it is not NULL. */
 portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out);
 /* the same, its matmul, conv2d and attention nodes of f32 operands built under autocast (f16 or
- * bf16; PORTC_F32: none), as portc_graph_autocast builds them */
-portc_status graph_copy_autocast(const portc_graph *g, const int64_t *symvals, portc_dtype autocast, portc_graph **out);
+ * bf16; PORTC_F32: none), as portc_graph_autocast builds them; *converted (may be NULL) counts
+ * the nodes so built */
+portc_status graph_copy_autocast(const portc_graph *g, const int64_t *symvals, portc_dtype autocast, portc_graph **out, int *converted);
 /* The end of a pass that rebuilt *g into out (remap: old node -> new): out takes g's outputs and
  * folder and replaces *g. On failure (st, or an output) out is freed and *g left as it was. */
 portc_status rebuild_finish(portc_graph **g, portc_graph *out, const int32_t *remap, portc_status st);

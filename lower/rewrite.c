@@ -66,9 +66,9 @@ static int past_auto_names(const portc_graph *g) {
   return next;
 }
 
-portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out) { return graph_copy_autocast(g, symvals, PORTC_F32, out); }
+portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out) { return graph_copy_autocast(g, symvals, PORTC_F32, out, NULL); }
 
-portc_status graph_copy_autocast(const portc_graph *g, const int64_t *symvals, portc_dtype autocast, portc_graph **out) {
+portc_status graph_copy_autocast(const portc_graph *g, const int64_t *symvals, portc_dtype autocast, portc_graph **out, int *converted) {
   portc_graph *c = portc_graph_new(g->name);
   int32_t *remap = malloc(sizeof(int32_t) * (size_t)(g->n + 1));
   if (!c || !remap || (g->basedir && !(c->basedir = strdup(g->basedir)))) {
@@ -79,10 +79,13 @@ portc_status graph_copy_autocast(const portc_graph *g, const int64_t *symvals, p
   portc_status st = PORTC_OK;
   c->next_auto = past_auto_names(g);
   c->autocast = autocast;
+  int n = 0;
   for (int i = 0; i < g->n && !st; i++) {
     remap[i] = copy_node(c, g, i, remap, symvals);
     if (remap[i] < 0) st = portc_node_status(remap[i]);
+    else n += c->nodes[remap[i]].op != g->nodes[i].op; /* built under autocast: the cast back stands for it */
   }
+  if (converted) *converted = n;
   c->autocast = PORTC_F32;
   for (int k = 0; k < g->nout && !st; k++) st = portc_output(c, remap[g->outputs[k]]);
   free(remap);
