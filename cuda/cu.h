@@ -57,6 +57,13 @@ enum {
   CU_MMA_BK = 64,
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
+  CU_WG_BM = 128,     /* Hopper's matmul (dialect_wgmma.c): 128x256x64 tiles in 4 stages, a producer */
+  CU_WG_BN = 256,     /* warpgroup and two consumer warpgroups of 64x256 */
+  CU_WG_BK = 64,
+  CU_WG_STAGES = 4,
+  CU_WG_THREADS = 384,
+  /* the stages' operands, their two barriers each, and 1024 bytes to align the swizzled stages */
+  CU_WG_SHARED = CU_WG_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_WG_BN) * 2 + CU_WG_STAGES * 16 + 1024,
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
   CU_MAX_SPLIT = 64,  /* the most slices of a convolution's reduction (split-K) */
   CU_BLASLT_ALGOS = 8, /* cuBLASLt's heuristic is asked for this many algorithms, best first */
@@ -65,6 +72,12 @@ enum {
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
 void cu_schedule(kir_module *m, int i, int device);
+/* cu_schedule, giving f16/bf16 matmuls Hopper's kernel where hopper (compile_all schedules for
+ * an sm_90a it does not have through it) */
+void cu_schedule_as(kir_module *m, int i, int device, bool hopper);
+/* the architecture NVRTC compiles module km for on c: sm_90a where a kernel needs Hopper's
+ * instructions, else the device's own (c->arch) */
+const char *cu_compile_arch(const cu_context *c, const kir_module *km);
 bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len);
 int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *out, int max);
 /* the tune key of device `index` (context.c); api names the target's kind of code (cuda, hip) */

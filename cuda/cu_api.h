@@ -87,6 +87,23 @@ typedef CUresult (*PFN_cuGraphDestroy)(CUgraph g);
 typedef CUresult (*PFN_cuGetErrorName)(CUresult r, const char **name);
 typedef CUresult (*PFN_cuGetErrorString)(CUresult r, const char **text);
 
+/* Hopper's tensor maps (CUDA 12.0 and newer drivers): a 2-D box of a row-major matrix that the
+ * tensor memory accelerator copies into shared memory, 64-byte aligned, opaque */
+typedef struct __attribute__((aligned(64))) {
+  uint64_t opaque[16];
+} cu_tmap;
+enum {
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, /* zeros past the edges */
+};
+typedef CUresult (*PFN_cuTensorMapEncodeTiled)(cu_tmap *map, int dtype, unsigned rank, void *address, const uint64_t *dims,
+                                               const uint64_t *strides, const unsigned *box, const unsigned *element_strides,
+                                               int interleave, int swizzle, int l2_promotion, int oob_fill);
+
 #define CU_DRIVER_FUNCS(X)                                                                          \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)            \
   X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)   \
@@ -102,6 +119,7 @@ typedef struct cu_driver_api {
 #define FIELD(f) PFN_##f f;
   CU_DRIVER_FUNCS(FIELD)
 #undef FIELD
+  PFN_cuTensorMapEncodeTiled cuTensorMapEncodeTiled; /* NULL where the driver predates Hopper */
 } cu_driver_api;
 
 /* ---- NVRTC (libnvrtc.so) ---- */

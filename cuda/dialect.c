@@ -5,9 +5,10 @@
  * the symbol values by value. The skeletons are the GPU dialects' shared ones
  * (codegen/gpu_kernels.c) with CUDA's spellings; block sizes, variants and tiles are the
  * kernel's schedule (schedule.c), which the runtime reads too. Tensor-core matmuls (f16/bf16
- * operands as they lie) are dialect_mma.c's; a matmul that cuBLASLt can compute also gets
- * `kN_epi`, which applies the epilogue to cuBLASLt's f32 result, unless cuBLASLt can do it all
- * (a store, or a bias added). A split-K convolution writes partial sums to the scratch buffer
+ * operands as they lie) are dialect_mma.c's, and on Hopper dialect_wgmma.c's, whose kernels also
+ * take the tensor maps of their operands (pc_ta, pc_tb) after the symbols. A matmul that cuBLASLt
+ * can compute also gets `kN_epi`, which applies the epilogue to cuBLASLt's f32 result, unless
+ * cuBLASLt can do it all (a store, or a bias added). A split-K convolution writes partial sums to the scratch buffer
  * (its first parameter, pc_acc), and its `kN_epi` adds them and applies the epilogue.
  *
  * Each kernel's text starts with "//@kernel N".
@@ -35,6 +36,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   }
   if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
+  if (!suffix[0] && e->k->sched.variant == KS_WGMMA) sb_printf(&p, ", const __grid_constant__ pc_tmap pc_ta, const __grid_constant__ pc_tmap pc_tb");
   char *ps = emit_take(e, &p);
   int threads = suffix[0] ? CU_PW_THREADS : gpu_group_threads(e->k);
   int min_blocks = suffix[0] ? 0 : e->k->sched.min_groups;
@@ -81,6 +83,8 @@ static void kernel(emitter *e, int index) {
               (long long)gpu_row_regs_length(k), vec ? vec : 1, vec ? vec : 1, vec ? vec : 1);
   if (k->kind == KK_MATMUL && k->sched.variant == KS_MMA) {
     cu_emit_mma(e);
+  } else if (k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA) {
+    cu_emit_wgmma(e);
   } else {
     gpu_declare_tiles(e, "__shared__");
     gpu_body(e);

@@ -1,12 +1,14 @@
 /*
- * dialect_mma.h: the CUDA dialect's tensor-core matmul (dialect_mma.c).
+ * dialect_mma.h: the CUDA dialect's tensor-core matmuls (dialect_mma.c, dialect_wgmma.c).
  */
 #ifndef PORTC_CUDA_DIALECT_MMA_H
 #define PORTC_CUDA_DIALECT_MMA_H
 
 #include "../codegen/emit.h"
 
-/* the body of a matmul kernel that cu_matmul_variant() gives CU_MM_MMA */
+/* the body of a matmul kernel whose schedule is KS_MMA (mma.sync, sm_80 and newer) */
 void cu_emit_mma(emitter *e);
+/* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
+void cu_emit_wgmma(emitter *e);
 
 #endif

@@ -72,6 +72,8 @@ bool cu_load_driver(cu_driver_api *api, char *why, size_t len) {
     return false;
   }
   LOAD_ALL(CU_DRIVER_FUNCS, lib, api, "the CUDA driver");
+  char msg[400];
+  api->cuTensorMapEncodeTiled = (PFN_cuTensorMapEncodeTiled)dl_sym(lib, "cuTensorMapEncodeTiled", msg, sizeof msg);
   return true;
 }
 

@@ -2,9 +2,9 @@
  * prelude.h: what every generated CUDA source starts with: the fixed-width types (NVRTC has no
  * <stdint.h>), f16/bf16 through cuda_fp16.h and cuda_bf16.h with f32 arithmetic, float-to-int
  * conversion with the reference's NaN and saturation rules, NaN-propagating max/min, work-group
- * reductions over warp shuffles, and the inline PTX of the tensor-core matmul (cp.async,
- * ldmatrix, mma.sync; sm_80 and newer). Math functions are CUDA's own, whose documented error
- * bounds TOLERANCES.md lists.
+ * reductions over warp shuffles, and the inline PTX of the tensor-core matmuls: cp.async,
+ * ldmatrix and mma.sync (sm_80 and newer); TMA, mbarriers and wgmma (Hopper, sm_90a). Math
+ * functions are CUDA's own, whose documented error bounds TOLERANCES.md lists.
  */
 #ifndef PORTC_CUDA_PRELUDE_H
 #define PORTC_CUDA_PRELUDE_H
@@ -167,6 +167,51 @@ static const char cuda_prelude[] =
     "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"
     "               : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
     "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "}\n"
+    "#endif\n"
+    "/* Hopper (sm_90a): a tensor map, passed by value (cuTensorMapEncodeTiled's, 128 bytes); mbarriers,\n"
+    " * which count arrivals and the bytes the tensor memory accelerator (TMA) has written; the TMA's\n"
+    " * 2-D box copies; and the fences, groups and shared-memory descriptors of warpgroup MMAs */\n"
+    "struct __align__(64) pc_tmap { unsigned long long v[16]; };\n"
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+    "__device__ __forceinline__ unsigned pc_saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
+    "__device__ __forceinline__ void pc_mbar_init(uint64_t *b, unsigned count) {\n"
+    "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\" ::\"r\"(pc_saddr(b)), \"r\"(count) : \"memory\");\n"
+    "}\n"
+    "/* the barriers' initialization made visible to the TMA before any copy signals them */\n"
+    "__device__ __forceinline__ void pc_mbar_init_fence() { asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\"); }\n"
+    "/* one arrival that also expects `bytes` more from copies */\n"
+    "__device__ __forceinline__ void pc_mbar_expect(uint64_t *b, unsigned bytes) {\n"
+    "  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" ::\"r\"(pc_saddr(b)), \"r\"(bytes) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void pc_mbar_arrive(uint64_t *b) {\n"
+    "  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\\n\" ::\"r\"(pc_saddr(b)) : \"memory\");\n"
+    "}\n"
+    "/* until the phase of parity `parity` has completed */\n"
+    "__device__ __forceinline__ void pc_mbar_wait(uint64_t *b, unsigned parity) {\n"
+    "  unsigned done = 0;\n"
+    "  while (!done)\n"
+    "    asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}\\n\"\n"
+    "                 : \"=r\"(done) : \"r\"(pc_saddr(b)), \"r\"(parity) : \"memory\");\n"
+    "}\n"
+    "/* the box of `map` at (c0, c1), c0 the innermost coordinate, into dst; its bytes complete on bar */\n"
+    "__device__ __forceinline__ void pc_tma_load(void *dst, const pc_tmap *map, uint64_t *bar, int c0, int c1) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\\n\"\n"
+    "               ::\"r\"(pc_saddr(dst)), \"l\"((unsigned long long)map), \"r\"(pc_saddr(bar)), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
+    "}\n"
+    "template <int R> __device__ __forceinline__ void pc_regs_inc() { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\\n\" ::\"n\"(R)); }\n"
+    "template <int R> __device__ __forceinline__ void pc_regs_dec() { asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\\n\" ::\"n\"(R)); }\n"
+    "/* the 256 threads of warpgroups 1 and 2 wait for each other (named barrier 1) */\n"
+    "__device__ __forceinline__ void pc_consumers_sync() { asm volatile(\"bar.sync 1, 256;\\n\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void pc_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void pc_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\"); }\n"
+    "template <int N> __device__ __forceinline__ void pc_wg_wait() { asm volatile(\"wgmma.wait_group.sync.aligned %0;\\n\" ::\"n\"(N) : \"memory\"); }\n"
+    "/* the descriptor of an operand in shared memory laid out by the TMA's 128-byte swizzle (which\n"
+    " * repeats every 1024 bytes; the buffers start on such a boundary): its address, the leading and\n"
+    " * the stride byte offsets, swizzle mode 1 */\n"
+    "__device__ __forceinline__ uint64_t pc_wg_desc(const void *p, unsigned lead, unsigned stride) {\n"
+    "  return (uint64_t)((pc_saddr(p) & 0x3FFFF) >> 4) | (uint64_t)((lead & 0x3FFFF) >> 4) << 16 |\n"
+    "         (uint64_t)((stride & 0x3FFFF) >> 4) << 32 | 1ull << 62;\n"
     "}\n"
     "#endif\n"
     "\n";

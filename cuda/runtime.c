@@ -103,10 +103,17 @@ static portc_status build_cubin(void *ctx, void **data, size_t *bytes) {
 
 /* the module's cubin: from the module file being loaded (req->from), else from the kernel cache
  * or compiled and stored there, and then recorded for a module file being written */
+const char *cu_compile_arch(const cu_context *c, const kir_module *km) {
+  for (int i = 0; i < km->nk; i++)
+    if (km->k[i].sched.variant == KS_WGMMA) return "sm_90a";
+  return c->arch;
+}
+
 static portc_status cubin_for(cu_context *c, const load_request *req, const char *flavor, const char *src, void **cubin, size_t *bytes,
                               bool *hit) {
   char key[33];
-  if (req->from || req->record) prebuilt_key(flavor, src, c->arch, key);
+  const char *arch = cu_compile_arch(c, req->km);
+  if (req->from || req->record) prebuilt_key(flavor, src, arch, key);
   if (req->from) {
     const prebuilt_entry *e = prebuilt_find(req->from, key);
     if (!e) return prebuilt_missing(flavor, req->graph_name, 0);
@@ -120,9 +127,9 @@ static portc_status cubin_for(cu_context *c, const load_request *req, const char
   const char *compiler = cu_compiler_id(why, sizeof why);
   if (!compiler) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
   build_args args = {0};
-  cu_compile_options(c->arch, &args);
+  cu_compile_options(arch, &args);
   build_key k = {.target = "cuda", .source = src, .args = &args, .compiler = compiler, .device = c->cache_id};
-  cubin_build b = {src, c->arch, req->graph_name};
+  cubin_build b = {src, arch, req->graph_name};
   portc_status st = cache_or_build(&k, "cubin", "\177ELF", 4, req->graph_name, build_cubin, &b, cubin, bytes, hit, NULL, NULL);
   if (!st && req->record) st = prebuilt_add(req->record, key, *cubin, *bytes);
   return st;
@@ -159,20 +166,51 @@ static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int b
   return 0;
 }
 
+/* the tensor maps of Hopper's matmul (dialect_wgmma.c) for launch l, whose product is not empty:
+ * A as [rows x K] in boxes of BK x BM, B as [K x N] in boxes of 64 x BK, both swizzled in 128-byte
+ * rows, zeros past the edges (with K = 0, which no k-step reads, K = 8: the driver takes no empty
+ * extent) */
+static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tmap maps[2]) {
+  const kir_kernel *kk = &m->km->k[i];
+  if (!CU.cuTensorMapEncodeTiled)
+    return err_set(PORTC_ERR_DEVICE, "cuda: the driver lacks cuTensorMapEncodeTiled, which Hopper's matmul needs (CUDA 12.0 or newer)");
+  const int64_t *S = l->S;
+  int dt = m->km->buf[kk->in_buf[0]].dt == PORTC_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  int64_t e[3] = {gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S)};
+  uint64_t rows = (uint64_t)e[0], n = (uint64_t)e[1], k = e[2] > 8 ? (uint64_t)e[2] : 8;
+  const uint64_t dims[2][2] = {{k, rows}, {n, k}}, strides[2][1] = {{k * 2}, {n * 2}};
+  const unsigned box[2][2] = {{CU_WG_BK, CU_WG_BM}, {64, CU_WG_BK}}, ones[2] = {1, 1};
+  for (int o = 0; o < 2; o++) {
+    CUresult r = CU.cuTensorMapEncodeTiled(&maps[o], dt, 2, (void *)(uintptr_t)buf_ptr(m, i, l, kk->in_buf[o]), dims[o], strides[o], box[o],
+                                           ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r) return cu_fail(r, o ? "cuTensorMapEncodeTiled (the matmul's B)" : "cuTensorMapEncodeTiled (the matmul's A)");
+  }
+  return PORTC_OK;
+}
+
 /* kernel i's function f, or with epi its epilogue kernel kN_epi; the scratch buffer comes first
- * to an epilogue and to a split-K convolution */
+ * to an epilogue and to a split-K convolution, and Hopper's matmul takes its operands' tensor
+ * maps last */
 static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfunction f, bool epi) {
   const gpu_args *a = &m->q.args[i];
   const kir_kernel *kk = &m->km->k[i];
   CUdeviceptr args[GPU_MAX_ARGS + 2];
-  void *params[GPU_MAX_ARGS + 3];
+  void *params[GPU_MAX_ARGS + 5];
   struct { int v[GPU_MAX_SYMS]; } syms = {{0}};
+  cu_tmap maps[2];
   int n = 0;
   if (epi || gpu_conv_split(kk) > 1) args[n] = m->scratch, params[n] = &args[n], n++;
   for (int j = 0; j < a->nbind; j++) args[n] = ptr(&l->b[j]), params[n] = &args[n], n++;
   if (a->status) args[n] = m->status, params[n] = &args[n], n++;
   for (int s = 0; s < m->nsym; s++) syms.v[s] = (int)l->S[s];
   params[n++] = &syms;
+  if (!epi && kk->sched.variant == KS_WGMMA) {
+    if (gpu_gemm_rows(m->km, i, l->S) == 0 || dim_value(kk->mnk[1], l->S) == 0) return PORTC_OK; /* an empty product */
+    portc_status st = tensor_maps(m, i, l, maps);
+    if (st) return st;
+    params[n++] = &maps[0], params[n++] = &maps[1];
+  }
   unsigned g[3], b[3] = {(unsigned)kk->sched.threads[0], (unsigned)kk->sched.threads[1], (unsigned)kk->sched.threads[2]};
   gpu_grid(m->km, i, l->S, &m->lim, g);
   int shared = kk->sched.shared_bytes;
@@ -462,7 +500,7 @@ portc_status cu_launch(void *handle, int i, void *const *bufs, const int64_t *S)
   portc_status st = gpu_queue_launch(&m->q, i, bufs, S);
   if (st) return st;
   const kir_schedule *sc = &m->km->k[i].sched;
-  if (sc->variant == KS_MMA && (gpu_gemm_rows(m->km, i, S) + sc->tile_m - 1) / sc->tile_m > m->lim.max_groups[1])
+  if ((sc->variant == KS_MMA || sc->variant == KS_WGMMA) && (gpu_gemm_rows(m->km, i, S) + sc->tile_m - 1) / sc->tile_m > m->lim.max_groups[1])
     return err_set(PORTC_ERR_INVALID, "%s: kernel %d: more than %lld rows", m->f->name, i, (long long)(m->lim.max_groups[1] * sc->tile_m));
   return PORTC_OK;
 }
@@ -560,7 +598,10 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
     return;
   }
   char own[160];
-  snprintf(own, sizeof own, s->variant == KS_MMA ? "portc's tensor-core kernel (mma.sync m16n8k16, %dx%d tiles)" : "portc's SIMT kernel (%dx%d tiles)",
+  snprintf(own, sizeof own,
+           s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"
+           : s->variant == KS_MMA ? "portc's tensor-core kernel (mma.sync m16n8k16, %dx%d tiles)"
+                                  : "portc's SIMT kernel (%dx%d tiles)",
            s->tile_m, s->tile_n);
   if (!s->library) snprintf(buf, len, "%s", own);
   else if (k->choice == RUN_UNKNOWN)

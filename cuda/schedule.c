@@ -6,6 +6,9 @@
  * kernels loop in strides over their elements; row kernels take one block per row, sized by the
  * row's length.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../codegen/grid.h"
 #include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
@@ -99,11 +102,16 @@ static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias)
   return true;
 }
 
-static void matmul(kir_module *m, int i, kir_schedule *s) {
+static void matmul(kir_module *m, int i, kir_schedule *s, bool hopper) {
   const kir_kernel *k = &m->k[i];
   bool direct;
   int bias;
-  if (mma_eligible(m, i)) {
+  if (mma_eligible(m, i) && hopper) {
+    s->variant = KS_WGMMA, s->fold_batch = true;
+    s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WG_BK, s->stages = CU_WG_STAGES;
+    s->threads[0] = CU_WG_THREADS;
+    s->shared_bytes = CU_WG_SHARED;
+  } else if (mma_eligible(m, i)) {
     s->variant = KS_MMA, s->fold_batch = true;
     s->tile_m = CU_MMA_BM, s->tile_n = CU_MMA_BN, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
     s->threads[0] = CU_MMA_THREADS;
@@ -113,8 +121,9 @@ static void matmul(kir_module *m, int i, kir_schedule *s) {
     s->tile_m = s->tile_n = mm_tile(m, i);
     s->threads[0] = 16, s->threads[1] = 16;
   }
-  /* float matmuls: registers for two blocks per SM (measured without spills) */
-  if (dtype_is_float(m->buf[k->in_buf[0]].dt)) s->min_groups = 2;
+  /* float matmuls: registers for two blocks per SM (measured without spills); Hopper's takes the
+   * whole SM's shared memory and registers */
+  if (dtype_is_float(m->buf[k->in_buf[0]].dt)) s->min_groups = s->variant == KS_WGMMA ? 1 : 2;
   if (blaslt_eligible(m, i, &direct, &bias)) s->library = direct ? 1 : 2, s->library_bias = bias;
 }
 
@@ -125,7 +134,26 @@ static int conv_split(const kir_module *m, int i, int tile, int device) {
   return c ? gpu_conv_split_rule(m, i, tile, c->sms, CU_MAX_SPLIT) : 1;
 }
 
+/* compute capability of the device, 90 for 9.0 (0: no device) */
+static int device_cc(int device) {
+  char why[256];
+  const cu_context *c = cu_context_get(device, why, sizeof why);
+  return c ? c->cc_major * 10 + c->cc_minor : 0;
+}
+
+/* Hopper's matmul (dialect_wgmma.c) is taken where PORTC_CUDA_WGMMA=1 asks for it: it is compiled
+ * in CI for sm_90a but has not yet been run on a Hopper GPU */
+static bool hopper_wanted(void) {
+  const char *v = getenv("PORTC_CUDA_WGMMA");
+  return v && strcmp(v, "1") == 0;
+}
+
 void cu_schedule(kir_module *m, int i, int device) {
+  int cc = device_cc(device);
+  cu_schedule_as(m, i, device, cc == 90 && hopper_wanted());
+}
+
+void cu_schedule_as(kir_module *m, int i, int device, bool hopper) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
   s->threads[0] = CU_PW_THREADS, s->threads[1] = s->threads[2] = 1;
@@ -137,7 +165,7 @@ void cu_schedule(kir_module *m, int i, int device) {
     s->vector = gpu_row_vector(m, i);
     break;
   }
-  case KK_MATMUL: matmul(m, i, s); break;
+  case KK_MATMUL: matmul(m, i, s, hopper); break;
   case KK_CONV:
     /* 64x64 tiles, 32x32 for 32 output channels or fewer: what the tuner chose over 128x128 on
      * every one of the 48 convolution shapes of ResNet-18/50 and SqueezeNet on the H100 (the
@@ -166,6 +194,11 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
     if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
+    return true;
+  case KS_WGMMA:
+    if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
+    if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != CU_WG_BK || s->stages != CU_WG_STAGES || s->threads[0] != CU_WG_THREADS)
+      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, CU_WG_BK, CU_WG_STAGES), false;
     return true;
   case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
   case KS_PLAIN: break;

@@ -73,7 +73,7 @@ static const char *const kinds[] = {"pointwise", "row reduction", "matmul", "con
 static void schedule_line(const kir_kernel *k, strbuf *out) {
   const kir_schedule *s = &k->sched;
   if (!s->source[0]) return;
-  static const char *const variants[] = {"", ", shared-memory tiles", ", matrix instructions"};
+  static const char *const variants[] = {"", ", shared-memory tiles", ", matrix instructions", ", warpgroup matrix instructions fed by TMA"};
   sb_printf(out, "  schedule: ");
   if (s->threads[0]) {
     sb_printf(out, "%d", s->threads[0]);

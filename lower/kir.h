@@ -85,7 +85,9 @@ typedef struct kir_buf {
 /* How a kernel runs: filled once per kernel by its target's schedule hook (targets/target.h),
  * where the tune tables override it (driver/tune.c), and read by the target's dialect and runtime, which
  * never decide it again. Fields a target does not use stay 0. */
-typedef enum { KS_PLAIN, KS_TILED, KS_MMA } kir_variant;
+/* KS_WGMMA: Hopper's warpgroup matrix instructions, operands brought by its tensor memory
+ * accelerator (the CUDA target on sm_90a) */
+typedef enum { KS_PLAIN, KS_TILED, KS_MMA, KS_WGMMA } kir_variant;
 
 typedef struct kir_schedule {
   /* GPU targets */

@@ -7,6 +7,10 @@
 #             (a regex of case names) limits it
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
+#   wgmma     Hopper's matmul (cuda/dialect_wgmma.c, opted into by PORTC_CUDA_WGMMA=1, own kernels
+#             forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul cases,
+#             each command under a time limit (a wrong barrier phase hangs), then the f16 matmul
+#             graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -107,6 +111,30 @@ for step in $steps; do
       rc=$?
       grep -E '^FAIL' "$out/verify_cuda_$how.txt" | head -10
       summary+=("verify cuda, PORTC_CUDA_MATMUL=$how (rc $rc): $(tail -1 "$out/verify_cuda_$how.txt")")
+    done
+    ;;
+  wgmma)
+    own=(env PORTC_CUDA_WGMMA=1 PORTC_CUDA_MATMUL=own timeout 300)
+    "${own[@]}" "$portc" explain bench/gpu/matmul_8192_f16.ptg -t cuda >"$out/explain_wgmma.txt" 2>&1
+    summary+=("explain with PORTC_CUDA_WGMMA=1 (rc $?): $(grep -c 'warpgroup matrix' "$out/explain_wgmma.txt") kernels on Hopper's matmul")
+    "${own[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad' >"$out/verify_wgmma.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_wgmma.txt" | head -10
+    summary+=("verify cuda, Hopper's matmul (rc $rc): $(tail -1 "$out/verify_wgmma.txt")")
+    for tool in memcheck racecheck; do
+      "${own[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --filter '^ops/matmul' \
+        --quiet >"$out/${tool}_wgmma.txt" 2>&1
+      summary+=("$tool, Hopper's matmul (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_wgmma.txt" | tail -1)")
+    done
+    for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16; do
+      line="$g, ms:"
+      for how in "1 own wgmma" "0 own mma.sync" "0 cublaslt cuBLASLt"; do
+        read -r wg matmul name <<<"$how"
+        PORTC_CUDA_WGMMA=$wg PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager --iters 30 --warmup 3 \
+          >"$out/bench_wgmma_${g}_$name.txt" 2>&1
+        line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_wgmma_${g}_$name.txt")"
+      done
+      summary+=("$line")
     done
     ;;
   webgpu)

@@ -1,6 +1,7 @@
 /*
  * compile_all.c: every conformance case's kernels in a GPU dialect, compiled for real
- * architectures with no GPU: the CUDA dialect to cubins for sm_80 and sm_90 by NVRTC, the HIP
+ * architectures with no GPU: the CUDA dialect to cubins for sm_80 and sm_90 by NVRTC (and, scheduled
+ * for Hopper, its modules with a matmul on Hopper's kernel for sm_90a), the HIP
  * dialect to code objects for gfx90a, gfx940 (wavefronts of 64) and gfx1030 (32) by Debian's
  * hipcc (hiprtc, which the HIP target uses at run time, is Debian's ROCm 5.2 and aborts inside
  * its code-object library for gfx940; a compiler process cannot take the test down), and the HIP
@@ -13,7 +14,8 @@
  * Exit 77 (a skip for ctest) when the compiler is missing.
  *
  * usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]
- *        compile_all cuda|hip --source G.ptg [--eager]   prints a graph's source in that dialect
+ *        compile_all cuda|hip --source G.ptg [--eager] [--sm_90a]   prints a graph's source in that dialect
+ *                                                 (--sm_90a: CUDA scheduled for Hopper)
  *        compile_all cuda|hip --object G.ptg ARCH OUT [hiprtc]   writes its compiled object to OUT
  *                                                 (HIP: by hipcc, or by hiprtc as the target does)
  */
@@ -34,6 +36,7 @@
 typedef struct unit {
   char *src; /* the module without its prelude */
   char name[160];
+  bool hopper; /* scheduled for Hopper: compiled for sm_90a alone, and the other units not for it */
 } unit;
 
 static unit *units;
@@ -47,14 +50,20 @@ static const target *T; /* whose schedule hook the kernels take, with no device 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { BATCH = 60 };
 
-static void schedule_all(kir_module *km) {
-  for (int i = 0; i < km->nk; i++) T->schedule(km, i, -1);
+/* hopper: the CUDA dialect's schedule for an sm_90a device (its Hopper matmul) */
+static void schedule_all(kir_module *km, bool hopper) {
+  for (int i = 0; i < km->nk; i++) {
+    if (hopper) cu_schedule_as(km, i, -1, true);
+    else T->schedule(km, i, -1);
+  }
 }
+
+static bool is_hopper_arch(const char *arch) { return strcmp(arch, "sm_90a") == 0; }
 
 static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a)->src, ((const unit *)b)->src); }
 
 /* km's source in the dialect, without its prelude, as a unit to compile */
-static void add_unit(const kir_module *km, const char *name) {
+static void add_unit(const kir_module *km, const char *name, bool hopper) {
   char *src = emit_module(D, km);
   const char *at = src ? strstr(src, D->prelude) : NULL;
   if (!at) {
@@ -69,6 +78,7 @@ static void add_unit(const kir_module *km, const char *name) {
   }
   unit *u = &units[nunits++];
   u->src = strdup(at + strlen(D->prelude));
+  u->hopper = hopper;
   snprintf(u->name, sizeof u->name, "%s", name);
   free(src);
 }
@@ -82,7 +92,7 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     failures++;
     return;
   }
-  schedule_all(km);
+  schedule_all(km, false);
   char why[256];
   if (entry && tune_entry_apply(T, km, entry, why, sizeof why) <= 0) {
     fprintf(stderr, "%s: %s\n", name, why);
@@ -92,21 +102,39 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
   }
   char full[160];
   snprintf(full, sizeof full, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
-  add_unit(km, full);
+  add_unit(km, full, false);
+  /* CUDA for sm_90a: the module once more, scheduled for Hopper, where that gives a matmul
+   * Hopper's kernel */
+  bool wgmma = false;
+  for (int a = 0; a < narch && !hip && !entry; a++)
+    if (is_hopper_arch(arches[a])) {
+      schedule_all(km, true);
+      for (int i = 0; i < km->nk; i++) wgmma = wgmma || km->k[i].sched.variant == KS_WGMMA;
+      char h[200];
+      snprintf(h, sizeof h, "%s (sm_90a)", full);
+      if (wgmma) add_unit(km, h, true);
+      schedule_all(km, false);
+      break;
+    }
   /* CUDA: its tiled convolutions once more with the reduction in 3 slices (split-K; 3 leaves a
    * short last slice) */
   bool split = false;
   for (int i = 0; i < km->nk && !hip && !entry; i++)
     if (km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_TILED) km->k[i].sched.split_k = 3, split = true;
-  if (split) add_unit(km, strncat(full, " (split-K)", sizeof full - strlen(full) - 1));
+  if (split) add_unit(km, strncat(full, " (split-K)", sizeof full - strlen(full) - 1), false);
   kir_module_free(km);
 }
 
-static char *program(int first, int count) {
+/* the units of [first, first + count) that are compiled for arch, in one program; NULL if none */
+static char *program(int first, int count, const char *arch) {
   strbuf b = {0};
   sb_printf(&b, "#define PC_KERNEL __global__\n%s%s", on_cuda ? "#define PC_WAVE 32\n" HIP_ON_CUDA_PRELUDE : "", D->prelude);
-  for (int i = first; i < first + count; i++) sb_printf(&b, "namespace m%d {\n%s}\n", i, units[i].src);
-  return sb_take(&b);
+  int n = 0;
+  for (int i = first; i < first + count; i++)
+    if (units[i].hopper == is_hopper_arch(arch)) sb_printf(&b, "namespace m%d {\n%s}\n", i, units[i].src), n++;
+  char *src = sb_take(&b);
+  if (!n) free(src);
+  return n ? src : NULL;
 }
 
 /* HIP through hipcc, device code only, to a plain code object: a process per call */
@@ -144,9 +172,10 @@ static portc_status hipcc(const char *src, const char *arch, void **obj, size_t 
 }
 
 static bool compile_range(int first, int count, bool report) {
-  char *src = program(first, count);
   bool ok = true;
   for (int a = 0; a < narch && ok; a++) {
+    char *src = program(first, count, arches[a]);
+    if (!src) continue;
     void *cubin = NULL;
     size_t bytes = 0;
     char name[64];
@@ -164,8 +193,8 @@ static bool compile_range(int first, int count, bool report) {
       fprintf(stderr, "FAIL %s for %s: the compiler gave no ELF object\n", units[first].name, arches[a]);
     }
     free(cubin);
+    free(src);
   }
-  free(src);
   return ok;
 }
 
@@ -188,7 +217,7 @@ static void *worker(void *arg) {
   }
 }
 
-static int print_source(const char *path, bool eager) {
+static int print_source(const char *path, bool eager, bool hopper) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
   lower_options lo = {.eager = eager, .attention = T->attention_kernel};
@@ -196,7 +225,7 @@ static int print_source(const char *path, bool eager) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
-  schedule_all(km);
+  schedule_all(km, !hip && hopper);
   char *src = emit_module(D, km);
   fputs(src ? src : "", stdout);
   free(src);
@@ -213,7 +242,7 @@ static int write_object(const char *path, const char *arch, const char *out, boo
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
-  schedule_all(km);
+  schedule_all(km, !hip && is_hopper_arch(arch));
   char *src = emit_module(D, km);
   void *obj = NULL;
   size_t bytes = 0;
@@ -275,11 +304,15 @@ int main(int argc, char **argv) {
   T = target_find(argv[1], &unused);
   if (!T) T = target_find("cuda", &unused);
   argc--, argv++;
-  if (argc >= 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc > 3 && strcmp(argv[3], "--eager") == 0);
+  if (argc >= 3 && strcmp(argv[1], "--source") == 0) {
+    bool eager = false, hopper = false;
+    for (int a = 3; a < argc; a++) eager = eager || strcmp(argv[a], "--eager") == 0, hopper = hopper || strcmp(argv[a], "--sm_90a") == 0;
+    return print_source(argv[2], eager, hopper);
+  }
   if ((argc == 5 || argc == 6) && strcmp(argv[1], "--object") == 0) return write_object(argv[2], argv[3], argv[4], argc == 6);
-  static const char *cuda_arches[] = {"sm_80", "sm_90"}, *hip_arches[] = {"gfx90a", "gfx940", "gfx1030"};
+  static const char *cuda_arches[] = {"sm_80", "sm_90", "sm_90a"}, *hip_arches[] = {"gfx90a", "gfx940", "gfx1030"};
   arches = argc > 2 ? (const char **)argv + 2 : hip && !on_cuda ? hip_arches : on_cuda ? cuda_arches + 1 : cuda_arches;
-  narch = argc > 2 ? argc - 2 : hip && !on_cuda ? 3 : on_cuda ? 1 : 2;
+  narch = argc > 2 ? argc - 2 : hip && !on_cuda ? 3 : on_cuda ? 1 : 3;
   char why[512];
   const char *compiler = hip && !on_cuda ? (system("hipcc --version >/dev/null 2>&1") == 0 ? "hipcc" : NULL) : cu_compiler_id(why, sizeof why);
   if (hip && !on_cuda && !compiler) snprintf(why, sizeof why, "hipcc is not installed (Debian: apt-get install hipcc rocm-device-libs)");
@@ -324,18 +357,20 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, hopper = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
+    wgmma += strstr(units[i].src, "wgmma.mma_async") != NULL;
     epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
     split += strstr(units[i].src, "(float *__restrict__ pc_acc") != NULL;
     vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
     wide += strstr(units[i].src, "float c[8][8]") && strstr(units[i].src, "pc_ldv<4>(&pc_As"); /* vector panel reads */
   }
+  for (int a = 0; a < narch; a++) hopper += is_hopper_arch(arches[a]);
   if (!hip)
-    printf("modules with: mma.sync %d; an epilogue kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul with vector "
-           "panel reads %d\n", mma, epi, split, vec, wide);
-  if (!hip && (!mma || !epi || !split || !vec || !wide)) {
+    printf("modules with: mma.sync %d; wgmma %d; an epilogue kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul "
+           "with vector panel reads %d\n", mma, wgmma, epi, split, vec, wide);
+  if (!hip && (!mma || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

@@ -23,6 +23,7 @@
 
 extern "C" {
 #include "codegen/gpu_kernels.h"
+#include "cuda/cu.h"
 #include "driver/module.h"
 #include "lower/pipeline.h"
 #include "targets/tune.h"
@@ -380,6 +381,62 @@ TEST(TuneTables, VulkansMatmulsShortOfWorkGroupsSplitOrTakeSmallTiles) {
   EXPECT_FALSE(tg->schedule_check(km, small, -1, why, sizeof why));
   EXPECT_NE(strstr(why, "split_k=2"), nullptr) << why;
   kir_module_free(km);
+}
+
+// CUDA's Hopper matmul (scheduled as for an sm_90a device): f16 and bf16 GEMMs of any row count
+// take it, with its fixed 128x256 tile of three warpgroups, the whole SM's shared memory and the
+// operands' tensor maps as parameters, and make the module compile for sm_90a; f32 matmuls and
+// other devices keep their kernels
+TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
+  int device;
+  const target *tg = target_find("cuda", &device);
+  ASSERT_NE(tg, nullptr);
+  cu_context sm90 = {};
+  snprintf(sm90.arch, sizeof sm90.arch, "sm_90");
+  for (const char *t : {"f16", "bf16", "f32"}) {
+    char text[256];
+    snprintf(text, sizeof text, "graph mm\ninput a: %s[1000, 512]\ninput b: %s[512, 264]\ny = matmul(a, b)\noutput y\n", t, t);
+    Graph g = parse(text);
+    ASSERT_TRUE(g);
+    kir_module *km = target_schedules(g, "cuda");
+    ASSERT_NE(km, nullptr) << portc_last_error();
+    ASSERT_EQ(km->nk, 1);
+    const bool half = strcmp(t, "f32") != 0;
+    EXPECT_EQ(km->k[0].sched.variant, half ? KS_MMA : KS_TILED) << t << ": no device, no Hopper kernel";
+    EXPECT_STREQ(cu_compile_arch(&sm90, km), "sm_90");
+    km->k[0].sched = {};
+    cu_schedule_as(km, 0, -1, true);
+    const kir_schedule &s = km->k[0].sched;
+    char why[256] = "";
+    EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << t << ": " << why;
+    if (!half) {
+      EXPECT_EQ(s.variant, KS_TILED);
+      EXPECT_STREQ(cu_compile_arch(&sm90, km), "sm_90");
+      kir_module_free(km);
+      continue;
+    }
+    EXPECT_EQ(s.variant, KS_WGMMA) << t;
+    EXPECT_EQ(s.tile_m, 128);
+    EXPECT_EQ(s.tile_n, 256);
+    EXPECT_EQ(s.threads[0], 384);
+    EXPECT_EQ(s.min_groups, 1);
+    EXPECT_GT(s.shared_bytes, 4 * (128 * 64 + 64 * 256) * 2);
+    EXPECT_LE(s.shared_bytes, 227 * 1024) << "more than an H100's block may take";
+    EXPECT_STREQ(cu_compile_arch(&sm90, km), "sm_90a");
+    char *src = emit_module(&cuda_dialect, km);
+    ASSERT_NE(src, nullptr);
+    std::string cu(src);
+    free(src);
+    EXPECT_NE(cu.find("__launch_bounds__(384, 1)"), std::string::npos);
+    EXPECT_NE(cu.find("const __grid_constant__ pc_tmap pc_ta, const __grid_constant__ pc_tmap pc_tb"), std::string::npos);
+    EXPECT_NE(cu.find(std::string("wgmma.mma_async.sync.aligned.m64n256k16.f32.") + t + "." + t), std::string::npos) << t;
+    EXPECT_NE(cu.find("pc_tma_load(Bs"), std::string::npos);
+    // a tile the kernel was not written for is refused, naming the tile it has
+    km->k[0].sched.tile_n = 128;
+    EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why));
+    EXPECT_NE(strstr(why, "128x256x64"), nullptr) << why;
+    kir_module_free(km);
+  }
 }
 
 // Vulkan's cooperative-matrix matmul (scheduled as on a device that has them): the rule's 128x128

@@ -1,0 +1,154 @@
+/*
+ * dialect_wgmma.c: the CUDA dialect's matmul for Hopper (sm_90a), for f16/bf16 operands read as
+ * they lie (row-major A[M x K] and B[K x N], rows of whole 16-byte chunks), with f32 sums. A
+ * block of three warpgroups computes a 128x256 tile:
+ *  - warpgroup 0 produces: one of its threads has the tensor memory accelerator (TMA) copy the
+ *    operands' 128x64 and 64x256 panels into CU_WG_STAGES shared-memory stages, in 128-byte rows
+ *    swizzled as wgmma reads them, zeros past the matrix edges. A "full" mbarrier per stage counts
+ *    the bytes in; the producer refills a stage once its "empty" mbarrier says both consumers are
+ *    done with it. setmaxnreg hands most of the producer's registers to the consumers.
+ *  - warpgroups 1 and 2 consume: each multiplies its 64 rows of the A panel by the whole B panel,
+ *    four wgmma.m64n256k16 per stage, A read K-major and B N-major straight from shared memory
+ *    through their descriptors, into 128 f32 sums per thread.
+ * The sums then go through shared memory (the stages' space, free once both consumers are past
+ * their last stage), so that the epilogue runs as a loop over the tile's rows whose stores are
+ * coalesced, as in the other matmul kernels. The tensor maps of A and B are the kernel's last two
+ * parameters; the runtime encodes them at each launch (runtime.c).
+ *
+ * Written from the PTX ISA's descriptions (the shared-memory matrix layouts of wgmma, the
+ * tensor-copy and mbarrier instructions). Not yet here: a persistent tile scheduler, clusters
+ * with TMA multicast, and one stage's MMAs overlapping the next stage's wait.
+ */
+#include <stdlib.h>
+
+#include "../ir/dtype.h"
+#include "../codegen/gpu_kernels.h"
+#include "cu.h"
+#include "dialect_mma.h"
+
+enum { ACC = CU_WG_BN / 2 }; /* f32 sums per consumer thread: 64 x 256 over 128 threads */
+
+/* the consumer's wgmma, a lambda of the kernel's own (its 128 sums are 128 operands):
+ * d[64x256] += a[64x16] b[16x256], a K-major, b N-major (imm-trans-b 1), both in shared memory */
+static void emit_mma_lambda(emitter *e) {
+  const kir_kernel *k = e->k;
+  const char *t = e->m->buf[k->in_buf[0]].dt == PORTC_BF16 ? "bf16" : "f16";
+  strbuf regs = {0}, ops = {0};
+  for (int i = 0; i < ACC; i++) {
+    sb_printf(&regs, "%s%%%d", i ? ", " : "", i);
+    sb_printf(&ops, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+  }
+  char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
+  emit_line(e, "auto mma = [&](uint64_t a, uint64_t b) {");
+  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", CU_WG_BN, t, t,
+            r ? r : "", ACC, ACC + 1);
+  emit_line(e, "               : %s", o ? o : "");
+  emit_line(e, "               : \"l\"(a), \"l\"(b));");
+  emit_line(e, "};");
+  free(r);
+  free(o);
+}
+
+/* the producer: stage s of k-step kt is A's box at (kt * BK, m0) and B's four 64-column boxes */
+static void producer(emitter *e) {
+  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * CU_WG_BN, B_BOX = CU_WG_BK * 64;
+  emit_line(e, "if (wg == 0) {");
+  e->indent++;
+  emit_line(e, "pc_regs_dec<40>();");
+  emit_line(e, "if (tid == 0)");
+  emit_line(e, "  for (int kt = 0; kt < KT; kt++) {");
+  emit_line(e, "    const int s = kt %% %d;", CU_WG_STAGES);
+  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", CU_WG_STAGES,
+            CU_WG_STAGES);
+  emit_line(e, "    pc_mbar_expect(&full[s], %d);", (A_STAGE + B_STAGE) * 2);
+  emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, CU_WG_BK);
+  emit_line(e, "    _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
+            CU_WG_BN / 64, B_STAGE, B_BOX, CU_WG_BK);
+  emit_line(e, "  }");
+  emit_line(e, "return;");
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* a consumer: its 64 rows of each stage's A panel (64 rows of 128 bytes, 8-row groups 1024
+ * bytes apart; a k-step of 16 is 32 bytes along the swizzled row) times the B panel (four boxes
+ * of 64 columns, BK rows of 128 bytes each, 8192 bytes apart; a k-step of 16 is 16 rows) */
+static void consumer(emitter *e) {
+  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * CU_WG_BN, B_BOX = CU_WG_BK * 64;
+  emit_line(e, "pc_regs_inc<232>();");
+  emit_line(e, "float d[%d];", ACC);
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
+  emit_mma_lambda(e);
+  /* the sums stay in their registers across the asynchronous MMAs: nothing may move them between
+   * the fence before the MMAs and the wait after them */
+  emit_line(e, "auto pin = [&]() { _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\"); };", ACC);
+  emit_line(e, "const int c = wg - 1;");
+  emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
+  e->indent++;
+  emit_line(e, "const int s = kt %% %d;", CU_WG_STAGES);
+  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", CU_WG_STAGES);
+  emit_line(e, "pin();");
+  emit_line(e, "pc_wg_fence();");
+  emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++)", CU_WG_BK / 16);
+  emit_line(e, "  mma(pc_wg_desc(As + s * %d + c * %d + kk * 16, 16, 1024), pc_wg_desc(Bs + s * %d + kk * %d, %d, 1024));", A_STAGE, 64 * CU_WG_BK, B_STAGE, 16 * 64, B_BOX * 2);
+  emit_line(e, "pc_wg_commit();");
+  emit_line(e, "pc_wg_wait<0>();");
+  emit_line(e, "pin();");
+  emit_line(e, "if (tid == 0) pc_mbar_arrive(&empty[s]);");
+  e->indent--;
+  emit_line(e, "}");
+}
+
+void cu_emit_wgmma(emitter *e) {
+  const kir_kernel *k = e->k;
+  const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
+  const int CS = CU_WG_BN + 8; /* the sums' padded row in shared memory, in floats */
+  char N[32], K[32];
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
+  emit_line(e, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)");
+  emit_line(e, "extern __shared__ __align__(128) unsigned char pc_smem_raw[];");
+  emit_line(e, "unsigned char *const base = pc_smem_raw + ((1024 - (pc_saddr(pc_smem_raw) & 1023)) & 1023); /* the swizzle's period */");
+  emit_line(e, "typedef %s T;", T);
+  emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", CU_WG_STAGES * CU_WG_BM * CU_WG_BK);
+  emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", CU_WG_STAGES * CU_WG_BK * CU_WG_BN, CU_WG_STAGES);
+  emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
+  emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
+  emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
+  emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, CU_WG_BN);
+  emit_line(e, "const int KT = (K + %d) / %d;", CU_WG_BK - 1, CU_WG_BK);
+  emit_line(e, "if (threadIdx.x == 0) {");
+  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], 2);", CU_WG_STAGES);
+  emit_line(e, "  pc_mbar_init_fence();");
+  emit_line(e, "}");
+  emit_line(e, "__syncthreads();");
+  producer(e);
+  consumer(e);
+  /* accumulator i: row 16 w + lane/4 (+8 for i % 4 >= 2), column 8 (i / 4) + 2 (lane % 4) + i % 2 */
+  emit_line(e, "float *const Cs = (float *)base;");
+  emit_line(e, "pc_consumers_sync(); /* both consumers are past their last stage */");
+  emit_line(e, "{");
+  emit_line(e, "  const int r = c * 64 + (tid >> 5) * 16 + (tid & 31) / 4, col = (tid & 3) * 2;");
+  emit_line(e, "  _Pragma(\"unroll\") for (int i = 0; i < %d; i += 4) {", ACC);
+  emit_line(e, "    *(float2 *)&Cs[r * %d + i * 2 + col] = make_float2(d[i], d[i + 1]);", CS);
+  emit_line(e, "    *(float2 *)&Cs[(r + 8) * %d + i * 2 + col] = make_float2(d[i + 2], d[i + 3]);", CS);
+  emit_line(e, "  }");
+  emit_line(e, "}");
+  emit_line(e, "pc_consumers_sync();");
+  emit_line(e, "const int n = n0 + threadIdx.x - 128;");
+  emit_line(e, "for (int r = 0; r < %d; r++) {", CU_WG_BM);
+  e->indent++;
+  emit_line(e, "const int m = m0 + r;");
+  emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const float acc0 = Cs[r * %d + threadIdx.x - 128];", CS);
+  const char *oidx[PORTC_MAX_RANK];
+  emit_scope_push(e);
+  gpu_gemm_indices(e, oidx);
+  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "#else");
+  emit_line(e, "__trap(); /* the schedule gives this kernel to sm_90a alone */");
+  emit_line(e, "#endif");
+}
