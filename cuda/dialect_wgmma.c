@@ -65,9 +65,8 @@ static void producer(emitter *e) {
   emit_line(e, "    _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
             CU_WG_BN / 64, B_STAGE, B_BOX, CU_WG_BK);
   emit_line(e, "  }");
-  emit_line(e, "return;");
   e->indent--;
-  emit_line(e, "}");
+  emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
 }
 
 /* a consumer: its 64 rows of each stage's A panel (64 rows of 128 bytes, 8-row groups 1024
@@ -123,6 +122,7 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "}");
   emit_line(e, "__syncthreads();");
   producer(e);
+  e->indent++;
   consumer(e);
   /* accumulator i: row 16 w + lane/4 (+8 for i % 4 >= 2), column 8 (i / 4) + 2 (lane % 4) + i % 2 */
   emit_line(e, "float *const Cs = (float *)base;");
@@ -148,7 +148,9 @@ void cu_emit_wgmma(emitter *e) {
   emit_scope_pop(e);
   e->indent--;
   emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
   emit_line(e, "#else");
-  emit_line(e, "__trap(); /* the schedule gives this kernel to sm_90a alone */");
+  emit_line(e, "#error \"Hopper's matmul compiles for sm_90a alone (cu_compile_arch)\"");
   emit_line(e, "#endif");
 }
