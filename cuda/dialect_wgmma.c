@@ -9,15 +9,16 @@
  *    done with it. setmaxnreg hands most of the producer's registers to the consumers.
  *  - warpgroups 1 and 2 consume: each multiplies its 64 rows of the A panel by the whole B panel,
  *    four wgmma.m64n256k16 per stage, A read K-major and B N-major straight from shared memory
- *    through their descriptors, into 128 f32 sums per thread.
+ *    through their descriptors, into 128 f32 sums per thread. One step's MMAs run while the next
+ *    step's are issued; a stage is given back once the MMAs that read it are done.
  * The sums then go through shared memory (the stages' space, free once both consumers are past
  * their last stage), so that the epilogue runs as a loop over the tile's rows whose stores are
  * coalesced, as in the other matmul kernels. The tensor maps of A and B are the kernel's last two
  * parameters; the runtime encodes them at each launch (runtime.c).
  *
  * Written from the PTX ISA's descriptions (the shared-memory matrix layouts of wgmma, the
- * tensor-copy and mbarrier instructions). Not yet here: a persistent tile scheduler, clusters
- * with TMA multicast, and one stage's MMAs overlapping the next stage's wait.
+ * tensor-copy and mbarrier instructions). Not yet here: a persistent tile scheduler (its epilogue
+ * would need shared memory of its own), clusters with TMA multicast.
  */
 #include <stdlib.h>
 
@@ -91,11 +92,13 @@ static void consumer(emitter *e) {
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++)", CU_WG_BK / 16);
   emit_line(e, "  mma(pc_wg_desc(As + s * %d + c * %d + kk * 16, 16, 1024), pc_wg_desc(Bs + s * %d + kk * %d, %d, 1024));", A_STAGE, 64 * CU_WG_BK, B_STAGE, 16 * 64, B_BOX * 2);
   emit_line(e, "pc_wg_commit();");
-  emit_line(e, "pc_wg_wait<0>();");
+  emit_line(e, "pc_wg_wait<1>(); /* the previous step's MMAs are done: its stage is free */");
   emit_line(e, "pin();");
-  emit_line(e, "if (tid == 0) pc_mbar_arrive(&empty[s]);");
+  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(kt + %d) %% %d]);", CU_WG_STAGES - 1, CU_WG_STAGES);
   e->indent--;
   emit_line(e, "}");
+  emit_line(e, "pc_wg_wait<0>();");
+  emit_line(e, "pin();");
 }
 
 void cu_emit_wgmma(emitter *e) {
