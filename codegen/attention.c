@@ -34,9 +34,9 @@ bool gpu_is_attention(const kir_module *m, int i) { return m->k[i].kind == KK_OP
 
 int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S) {
   const kir_kernel *k = &m->k[i];
-  int64_t rows = dim_value(k->dom.d[k->dom.rank - 2], S), nb = 1;
+  int64_t rows = dim_value(k->dom.d[k->dom.rank - 2], S), nb = 1, bq = k->sched.tile_m > 0 ? k->sched.tile_m : ATT_BQ;
   for (int d = 0; d + 2 < k->dom.rank; d++) nb *= dim_value(k->dom.d[d], S);
-  return nb * ((rows + ATT_BQ - 1) / ATT_BQ);
+  return nb * ((rows + bq - 1) / bq);
 }
 
 bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len) {

@@ -34,8 +34,8 @@ int gpu_row_vector_buffer(const kir_module *m, int i, int vec, int buf);
 int gpu_pointwise_vector(const kir_module *m, int i);
 
 /* The attention kernel (attention.c): GPU_ATT_THREADS invocations per work group, a group per
- * 32 query rows of a batch (gpu_attention_groups, over the grid's x; the kernel loops when the
- * target caps it), the shared memory gpu_declare_attention declares (as kir_attention_fits counts
+ * 32 query rows of a batch, or the schedule's tile_m where a target's own kernel takes another
+ * (gpu_attention_groups, over the grid's x; the kernel loops when the target caps it), the shared memory gpu_declare_attention declares (as kir_attention_fits counts
  * it); gpu_attention_fits refuses another work-group size */
 enum { GPU_ATT_THREADS = 64 };
 bool gpu_is_attention(const kir_module *m, int i);

@@ -332,6 +332,14 @@ static void composite_cases(conf_cases *cs) {
          "y = attention(q, k, v, m, causal=true, scale=0.3)\noutput y\n", FLOATS[d], FLOATS[d], FLOATS[d], FLOATS[d]);
   text(add(cs, "ops", "attention/mask/per-key"),
        "input q: f32[5, 7, 8]\ninput k: f32[5, 9, 8]\ninput v: f32[5, 9, 8]\ninput m: f32[1, 9]\ny = attention(q, k, v, m)\noutput y\n");
+  /* the shapes CUDA's tensor-core attention takes (f16/bf16, head sizes multiples of 16): query and
+   * key counts past one 64-row tile and short of the next, a bias with the causal mask, keys and
+   * values shared by every batch */
+  text(add(cs, "ops", "attention/tensor-core-shapes/f16-bias-causal"),
+       "input q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
+       "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n");
+  text(add(cs, "ops", "attention/tensor-core-shapes/bf16-shared-keys"),
+       "input q: bf16[3, 65, 64]\ninput k: bf16[1, 200, 64]\ninput v: bf16[1, 200, 64]\ny = attention(q, k, v)\noutput y\n");
   /* every key hidden for some rows: 0/0 (NaN), as the softmax over them gives */
   text(add(cs, "ops", "attention/mask/all-hidden"),
        "input q: f32[2, 6, 8]\ninput k: f32[2, 10, 8]\ninput v: f32[2, 10, 4]\ninput r: f32[2, 6, 1]\n"

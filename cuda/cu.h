@@ -62,6 +62,10 @@ enum {
   CU_WG_BK = 64,
   CU_WG_STAGES = 4,
   CU_WG_THREADS = 384,
+  CU_FA_BQ = 64,      /* attention on tensor cores (dialect_flash.c): 64 queries per block of 4 warps, */
+  CU_FA_BK = 64,      /* keys in tiles of 64, head sizes of up to 128 */
+  CU_FA_THREADS = 128,
+  CU_FA_MAX_HEAD = 128,
   /* the stages' operands, their two barriers each, and 1024 bytes to align the swizzled stages */
   CU_WG_SHARED = CU_WG_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_WG_BN) * 2 + CU_WG_STAGES * 16 + 1024,
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
@@ -72,9 +76,14 @@ enum {
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
 void cu_schedule(kir_module *m, int i, int device);
-/* cu_schedule, giving f16/bf16 matmuls Hopper's kernel where hopper (compile_all schedules for
- * an sm_90a it does not have through it) */
-void cu_schedule_as(kir_module *m, int i, int device, bool hopper);
+/* the kernels of portc's own that are opt-in (CU_OWN_*): cu_schedule_as gives a kernel one of them
+ * where it qualifies (compile_all schedules through it for devices it does not have) */
+enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2 };
+void cu_schedule_as(kir_module *m, int i, int device, unsigned own);
+/* attention kernel i can run on tensor cores (dialect_flash.c: f16/bf16, head sizes multiples of 16
+ * up to CU_FA_MAX_HEAD), and the shared memory that kernel takes */
+bool cu_flash_fits(const kir_module *m, int i);
+int cu_flash_shared_bytes(const kir_module *m, int i);
 /* the architecture NVRTC compiles module km for on c: sm_90a where a kernel needs Hopper's
  * instructions, else the device's own (c->arch) */
 const char *cu_compile_arch(const cu_context *c, const kir_module *km);

@@ -85,6 +85,8 @@ static void kernel(emitter *e, int index) {
     cu_emit_mma(e);
   } else if (k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA) {
     cu_emit_wgmma(e);
+  } else if (gpu_is_attention(e->m, index) && k->sched.variant == KS_MMA) {
+    cu_emit_flash(e);
   } else {
     gpu_declare_tiles(e, "__shared__");
     gpu_body(e);

@@ -1,5 +1,6 @@
 /*
- * dialect_mma.h: the CUDA dialect's tensor-core matmuls (dialect_mma.c, dialect_wgmma.c).
+ * dialect_mma.h: the CUDA dialect's tensor-core kernels (dialect_mma.c, dialect_wgmma.c,
+ * dialect_flash.c).
  */
 #ifndef PORTC_CUDA_DIALECT_MMA_H
 #define PORTC_CUDA_DIALECT_MMA_H
@@ -10,5 +11,7 @@
 void cu_emit_mma(emitter *e);
 /* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
 void cu_emit_wgmma(emitter *e);
+/* the body of an attention kernel whose schedule is KS_MMA (dialect_flash.c: mma.sync, sm_80) */
+void cu_emit_flash(emitter *e);
 
 #endif

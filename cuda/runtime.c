@@ -500,7 +500,7 @@ portc_status cu_launch(void *handle, int i, void *const *bufs, const int64_t *S)
   portc_status st = gpu_queue_launch(&m->q, i, bufs, S);
   if (st) return st;
   const kir_schedule *sc = &m->km->k[i].sched;
-  if ((sc->variant == KS_MMA || sc->variant == KS_WGMMA) && (gpu_gemm_rows(m->km, i, S) + sc->tile_m - 1) / sc->tile_m > m->lim.max_groups[1])
+  if (m->km->k[i].kind == KK_MATMUL && (sc->variant == KS_MMA || sc->variant == KS_WGMMA) && (gpu_gemm_rows(m->km, i, S) + sc->tile_m - 1) / sc->tile_m > m->lim.max_groups[1])
     return err_set(PORTC_ERR_INVALID, "%s: kernel %d: more than %lld rows", m->f->name, i, (long long)(m->lim.max_groups[1] * sc->tile_m));
   return PORTC_OK;
 }

@@ -102,11 +102,11 @@ static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias)
   return true;
 }
 
-static void matmul(kir_module *m, int i, kir_schedule *s, bool hopper) {
+static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
   const kir_kernel *k = &m->k[i];
   bool direct;
   int bias;
-  if (mma_eligible(m, i) && hopper) {
+  if (mma_eligible(m, i) && (own & CU_OWN_WGMMA)) {
     s->variant = KS_WGMMA, s->fold_batch = true;
     s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WG_BK, s->stages = CU_WG_STAGES;
     s->threads[0] = CU_WG_THREADS;
@@ -141,19 +141,20 @@ static int device_cc(int device) {
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
-/* Hopper's matmul (dialect_wgmma.c) is taken where PORTC_CUDA_WGMMA=1 asks for it: it is compiled
- * in CI for sm_90a but has not yet been run on a Hopper GPU */
-static bool hopper_wanted(void) {
-  const char *v = getenv("PORTC_CUDA_WGMMA");
+static bool env_on(const char *name) {
+  const char *v = getenv(name);
   return v && strcmp(v, "1") == 0;
 }
 
+/* the kernels of portc's own that are compiled in CI but have not yet run on a GPU are taken where
+ * the user asks: Hopper's matmul (dialect_wgmma.c) on compute capability 9.0 with
+ * PORTC_CUDA_WGMMA=1, attention on tensor cores (dialect_flash.c) with PORTC_CUDA_FLASH=1 */
 void cu_schedule(kir_module *m, int i, int device) {
-  int cc = device_cc(device);
-  cu_schedule_as(m, i, device, cc == 90 && hopper_wanted());
+  unsigned own = (env_on("PORTC_CUDA_WGMMA") && device_cc(device) == 90 ? CU_OWN_WGMMA : 0) | (env_on("PORTC_CUDA_FLASH") ? CU_OWN_FLASH : 0);
+  cu_schedule_as(m, i, device, own);
 }
 
-void cu_schedule_as(kir_module *m, int i, int device, bool hopper) {
+void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
   s->threads[0] = CU_PW_THREADS, s->threads[1] = s->threads[2] = 1;
@@ -165,7 +166,7 @@ void cu_schedule_as(kir_module *m, int i, int device, bool hopper) {
     s->vector = gpu_row_vector(m, i);
     break;
   }
-  case KK_MATMUL: matmul(m, i, s, hopper); break;
+  case KK_MATMUL: matmul(m, i, s, own); break;
   case KK_CONV:
     /* 64x64 tiles, 32x32 for 32 output channels or fewer: what the tuner chose over 128x128 on
      * every one of the 48 convolution shapes of ResNet-18/50 and SqueezeNet on the H100 (the
@@ -178,7 +179,13 @@ void cu_schedule_as(kir_module *m, int i, int device, bool hopper) {
     s->run = gpu_conv_run_rule(m, i);
     break;
   default:
-    if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
+    if (gpu_is_attention(m, i) && cu_flash_fits(m, i) && (own & CU_OWN_FLASH)) {
+      s->variant = KS_MMA, s->tile_m = CU_FA_BQ, s->tile_n = CU_FA_BK;
+      s->threads[0] = CU_FA_THREADS;
+      s->shared_bytes = cu_flash_shared_bytes(m, i);
+    } else if (gpu_is_attention(m, i)) {
+      s->threads[0] = GPU_ATT_THREADS;
+    }
     break;
   }
 }
@@ -192,6 +199,14 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   switch (s->variant) {
   case KS_MMA:
     if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
+    if (gpu_is_attention(m, i)) {
+      if (!cu_flash_fits(m, i))
+        return snprintf(why, len, "attention on tensor cores takes f16/bf16 operands and head sizes that are multiples of 16 up to %d",
+                        CU_FA_MAX_HEAD), false;
+      if (s->threads[0] != CU_FA_THREADS || s->tile_m != CU_FA_BQ || s->tile_n != CU_FA_BK)
+        return snprintf(why, len, "attention on tensor cores runs %d threads over %dx%d tiles", CU_FA_THREADS, CU_FA_BQ, CU_FA_BK), false;
+      return true;
+    }
     if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
     return true;

@@ -11,6 +11,10 @@
 #             forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul cases,
 #             each command under a time limit (a wrong barrier phase hangs), then the f16 matmul
 #             graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
+#   flash     attention on tensor cores (cuda/dialect_flash.c, opted into by PORTC_CUDA_FLASH=1): the
+#             attention-bearing cases, memcheck and racecheck on the attention cases, each command
+#             under a time limit, then bench/gpu/attention_*_f16 and the transformer example under
+#             --autocast f16 timed with it and with the SIMT kernel
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -133,6 +137,28 @@ for step in $steps; do
         PORTC_CUDA_WGMMA=$wg PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager --iters 30 --warmup 3 \
           >"$out/bench_wgmma_${g}_$name.txt" 2>&1
         line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_wgmma_${g}_$name.txt")"
+      done
+      summary+=("$line")
+    done
+    ;;
+  flash)
+    fa=(env PORTC_CUDA_FLASH=1 timeout 300)
+    "${fa[@]}" "$portc" verify -t cuda --examples examples --filter 'attention|transformer|model' >"$out/verify_flash.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_flash.txt" | head -10
+    summary+=("verify cuda, attention on tensor cores (rc $rc): $(tail -1 "$out/verify_flash.txt")")
+    for tool in memcheck racecheck; do
+      "${fa[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter 'attention' --quiet \
+        >"$out/${tool}_flash.txt" 2>&1
+      summary+=("$tool, attention on tensor cores (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_flash.txt" | tail -1)")
+    done
+    for g in bench/gpu/attention_16x8x512x64_f16.ptg bench/gpu/attention_causal_8x8x1024x64_f16.ptg transformer; do
+      args=("$g")
+      [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
+      line="$(basename "$g" .ptg), ms:"
+      for on in 1 0; do
+        PORTC_CUDA_FLASH=$on timeout 300 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 >"$out/bench_flash_$on.txt" 2>&1
+        line+=" PORTC_CUDA_FLASH=$on $(awk '/^fused/ {print $5}' "$out/bench_flash_$on.txt")"
       done
       summary+=("$line")
     done

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../codegen/gpu_kernels.h"
 #include "../conformance/conformance.h"
 #include "../cuda/cu.h"
 #include "../hip/hip.h"
@@ -36,7 +37,7 @@
 typedef struct unit {
   char *src; /* the module without its prelude */
   char name[160];
-  bool hopper; /* scheduled for Hopper: compiled for sm_90a alone, and the other units not for it */
+  bool hopper; /* with Hopper's matmul: compiled for sm_90a alone, and the other units not for it */
 } unit;
 
 static unit *units;
@@ -50,12 +51,23 @@ static const target *T; /* whose schedule hook the kernels take, with no device 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { BATCH = 60 };
 
-/* hopper: the CUDA dialect's schedule for an sm_90a device (its Hopper matmul) */
-static void schedule_all(kir_module *km, bool hopper) {
+/* own: the CUDA dialect's schedule with the opt-in kernels of portc's own (CU_OWN_*); 0 the
+ * target's schedule */
+static void schedule_all(kir_module *km, unsigned own) {
   for (int i = 0; i < km->nk; i++) {
-    if (hopper) cu_schedule_as(km, i, -1, true);
+    if (own) cu_schedule_as(km, i, -1, own);
     else T->schedule(km, i, -1);
   }
+}
+
+/* km has a kernel on the opt-in kernel `own` */
+static bool uses(const kir_module *km, unsigned own) {
+  for (int i = 0; i < km->nk; i++) {
+    const kir_schedule *s = &km->k[i].sched;
+    if (own == CU_OWN_WGMMA && s->variant == KS_WGMMA) return true;
+    if (own == CU_OWN_FLASH && s->variant == KS_MMA && gpu_is_attention(km, i)) return true;
+  }
+  return false;
 }
 
 static bool is_hopper_arch(const char *arch) { return strcmp(arch, "sm_90a") == 0; }
@@ -92,7 +104,7 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     failures++;
     return;
   }
-  schedule_all(km, false);
+  schedule_all(km, 0);
   char why[256];
   if (entry && tune_entry_apply(T, km, entry, why, sizeof why) <= 0) {
     fprintf(stderr, "%s: %s\n", name, why);
@@ -103,19 +115,23 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
   char full[160];
   snprintf(full, sizeof full, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
   add_unit(km, full, false);
-  /* CUDA for sm_90a: the module once more, scheduled for Hopper, where that gives a matmul
-   * Hopper's kernel */
-  bool wgmma = false;
-  for (int a = 0; a < narch && !hip && !entry; a++)
-    if (is_hopper_arch(arches[a])) {
-      schedule_all(km, true);
-      for (int i = 0; i < km->nk; i++) wgmma = wgmma || km->k[i].sched.variant == KS_WGMMA;
-      char h[200];
-      snprintf(h, sizeof h, "%s (sm_90a)", full);
-      if (wgmma) add_unit(km, h, true);
-      schedule_all(km, false);
-      break;
-    }
+  /* CUDA: the module once more with each opt-in kernel it has a use for: attention on tensor
+   * cores (for every architecture but sm_90a), Hopper's matmul (for sm_90a alone) */
+  bool sm90a = false;
+  for (int a = 0; a < narch; a++) sm90a = sm90a || is_hopper_arch(arches[a]);
+  const struct {
+    unsigned own;
+    const char *suffix;
+    bool hopper;
+  } extra[] = {{CU_OWN_FLASH, " (tensor-core attention)", false}, {CU_OWN_WGMMA, " (sm_90a)", true}};
+  for (size_t x = 0; x < sizeof extra / sizeof *extra && !hip && !entry; x++) {
+    if (extra[x].hopper && !sm90a) continue;
+    schedule_all(km, extra[x].own);
+    char h[200];
+    snprintf(h, sizeof h, "%s%s", full, extra[x].suffix);
+    if (uses(km, extra[x].own)) add_unit(km, h, extra[x].hopper);
+    schedule_all(km, 0);
+  }
   /* CUDA: its tiled convolutions once more with the reduction in 3 slices (split-K; 3 leaves a
    * short last slice) */
   bool split = false;
@@ -225,7 +241,7 @@ static int print_source(const char *path, bool eager, bool hopper) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
-  schedule_all(km, !hip && hopper);
+  schedule_all(km, !hip && hopper ? CU_OWN_WGMMA : 0);
   char *src = emit_module(D, km);
   fputs(src ? src : "", stdout);
   free(src);
@@ -242,7 +258,7 @@ static int write_object(const char *path, const char *arch, const char *out, boo
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
-  schedule_all(km, !hip && is_hopper_arch(arch));
+  schedule_all(km, !hip && is_hopper_arch(arch) ? CU_OWN_WGMMA : 0);
   char *src = emit_module(D, km);
   void *obj = NULL;
   size_t bytes = 0;
@@ -357,10 +373,11 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, hopper = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, flash = 0, hopper = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     wgmma += strstr(units[i].src, "wgmma.mma_async") != NULL;
+    flash += strstr(units[i].src, "pc_fa_smem") != NULL;
     epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
     split += strstr(units[i].src, "(float *__restrict__ pc_acc") != NULL;
     vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
@@ -368,9 +385,9 @@ int main(int argc, char **argv) {
   }
   for (int a = 0; a < narch; a++) hopper += is_hopper_arch(arches[a]);
   if (!hip)
-    printf("modules with: mma.sync %d; wgmma %d; an epilogue kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul "
-           "with vector panel reads %d\n", mma, wgmma, epi, split, vec, wide);
-  if (!hip && (!mma || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
+    printf("modules with: mma.sync %d; wgmma %d; tensor-core attention %d; an epilogue kernel %d; split-K convolution %d; vector row "
+           "loads %d; 128-wide SIMT matmul with vector panel reads %d\n", mma, wgmma, flash, epi, split, vec, wide);
+  if (!hip && (!mma || !flash || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

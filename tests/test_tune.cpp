@@ -405,7 +405,7 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     EXPECT_EQ(km->k[0].sched.variant, half ? KS_MMA : KS_TILED) << t << ": no device, no Hopper kernel";
     EXPECT_STREQ(cu_compile_arch(&sm90, km), "sm_90");
     km->k[0].sched = {};
-    cu_schedule_as(km, 0, -1, true);
+    cu_schedule_as(km, 0, -1, CU_OWN_WGMMA);
     const kir_schedule &s = km->k[0].sched;
     char why[256] = "";
     EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << t << ": " << why;
@@ -435,6 +435,61 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     km->k[0].sched.tile_n = 128;
     EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why));
     EXPECT_NE(strstr(why, "128x256x64"), nullptr) << why;
+    kir_module_free(km);
+  }
+}
+
+// CUDA's attention on tensor cores (opted into): f16/bf16 attention whose head sizes are multiples
+// of 16 takes it, with 4 warps over 64 query rows, its shared memory, and a grid of 64-row tiles;
+// f32, and head sizes it was not written for, keep the SIMT kernel; a schedule it cannot run is refused
+TEST(TuneTables, CudasTensorCoreAttentionTakesHalfPrecisionHeadsOfSixteens) {
+  int device;
+  const target *tg = target_find("cuda", &device);
+  ASSERT_NE(tg, nullptr);
+  struct {
+    const char *type;
+    int head;
+    bool takes;
+  } cases[] = {{"f16", 64, true}, {"bf16", 32, true}, {"f32", 64, false}, {"f16", 24, false}};
+  for (const auto &c : cases) {
+    char text[320];
+    snprintf(text, sizeof text,
+             "graph att\ninput q: %s[2, 2, 70, %d]\ninput k: %s[2, 2, 131, %d]\ninput v: %s[2, 2, 131, 32]\ny = attention(q, k, v)\noutput y\n",
+             c.type, c.head, c.type, c.head, c.type);
+    Graph g = parse(text);
+    ASSERT_TRUE(g);
+    lower_options lo = {};
+    lo.attention = tg->attention_kernel; // kept whole, as the CUDA target asks
+    kir_module *km = nullptr;
+    ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+    int a = -1;
+    for (int i = 0; i < km->nk; i++)
+      if (gpu_is_attention(km, i)) a = i;
+    ASSERT_GE(a, 0) << c.type << " " << c.head;
+    km->k[a].sched = {};
+    cu_schedule_as(km, a, -1, CU_OWN_FLASH);
+    const kir_schedule &s = km->k[a].sched;
+    char why[256] = "";
+    EXPECT_TRUE(tg->schedule_check(km, a, -1, why, sizeof why)) << why;
+    EXPECT_EQ(s.variant == KS_MMA, c.takes) << c.type << " " << c.head;
+    if (!c.takes) {
+      EXPECT_EQ(s.threads[0], GPU_ATT_THREADS);
+      kir_module_free(km);
+      continue;
+    }
+    EXPECT_EQ(s.threads[0], 128);
+    EXPECT_EQ(s.shared_bytes, (64 * (c.head + 8) * 2 + 64 * 40) * 2);
+    const int64_t S[1] = {0};
+    EXPECT_EQ(gpu_attention_groups(km, a, S), 4 * 2) << "two 64-row tiles of 70 queries for each of 4 heads";
+    char *src = emit_module(&cuda_dialect, km);
+    ASSERT_NE(src, nullptr);
+    std::string cu(src);
+    free(src);
+    EXPECT_NE(cu.find("pc_fa_smem"), std::string::npos);
+    EXPECT_NE(cu.find("pc_pack2(s[2 * kk][0]"), std::string::npos);
+    km->k[a].sched.threads[0] = 64;
+    EXPECT_FALSE(tg->schedule_check(km, a, -1, why, sizeof why));
+    EXPECT_NE(strstr(why, "128 threads"), nullptr) << why;
     kir_module_free(km);
   }
 }
