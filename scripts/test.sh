@@ -21,9 +21,10 @@ for variant in release asan; do
   cmake --build "$dir" -j"$jobs"
   echo "== $variant tests"
   # the compile-all tests spend their time in NVRTC and hipcc, and vulkan_variants in shaderc,
-  # which are not instrumented: once is enough; the install and Python tests load the library
-  # into programs built outside (a C consumer, python3) that cannot load an ASan-instrumented
-  # library: they run in the release build;
+  # which are not instrumented: once is enough (so is cuda_emulate, whose kernels run in a host
+  # program built without the sanitizers, switching stacks as coroutines); the install and Python
+  # tests load the library into programs built outside (a C consumer, python3) that cannot load an
+  # ASan-instrumented library: they run in the release build;
   # the model zoo spends its time in PyTorch, cc and lavapipe, and every operator it imports is also
   # in the smaller models of onnx_models, which run instrumented: it runs in the release build only;
   # so do the WebGPU target's whole suite, whose non-pointwise nodes are verify_cpu's (under the
@@ -31,7 +32,7 @@ for variant in release asan; do
   skip=()
   # torchvision's model zoo (onnx_zoo, about 20 minutes on two cores) runs with PORTC_LONG_TESTS=1
   [ "${PORTC_LONG_TESTS:-0}" = 1 ] || skip=(-E '^onnx_zoo$')
-  [ "$variant" = asan ] && skip=(-E '_compile_all$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$|^verify_webgpu_swiftshader$|^onnx_models_webgpu$')
+  [ "$variant" = asan ] && skip=(-E '_compile_all$|^cuda_emulate$|^vulkan_variants$|^install$|^python$|^onnx_zoo$|^verify_webgpu$|^verify_webgpu_swiftshader$|^onnx_models_webgpu$')
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"

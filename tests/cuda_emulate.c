@@ -1,0 +1,214 @@
+/*
+ * cuda_emulate.c: the CUDA dialect's tensor-core kernels run on the CPU, against the float64
+ * reference, where no GPU is. Each case's graph is lowered and scheduled for cuda (with the
+ * opt-in kernel it tests), its CUDA source compiled as host C++ behind tests/cuda_emu_shim.h
+ * (the warp-wide instructions as PTX describes them, a block's threads as coroutines), its
+ * kernels run in order on the reference's inputs, and its output compared with the reference.
+ *
+ * The first cases are the mma.sync matmul, which the H100 and H200 ran through the conformance
+ * suite: they check the emulation itself (its fragment layouts, ldmatrix, the barriers). The
+ * others are the kernels that have not run on a GPU yet, which are then checked against the
+ * same emulation. What it cannot show: speed, the memory model, and instructions it does not
+ * emulate (Hopper's TMA and wgmma).
+ *
+ * usage: cuda_emulate SHIM_DIR   (exit 77, a skip for ctest, where no C++ compiler is found)
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../codegen/emit.h"
+#include "../codegen/grid.h"
+#include "../cuda/cu.h"
+#include "../ir/dtype.h"
+#include "../lower/pipeline.h"
+#include "../targets/gpu_queue.h"
+#include "../targets/target.h"
+
+typedef struct emu_case {
+  const char *name, *text;
+  unsigned own;       /* the opt-in kernels (CU_OWN_*) */
+  const char *marks;  /* text the source must hold: the kernel under test is there */
+  double tol;         /* on the output's relative error, ||y - ref|| / ||ref|| */
+} emu_case;
+
+static const emu_case cases[] = {
+    {"mma.sync matmul, f16, bias (ran on the H100 and H200)",
+     "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n", 0,
+     "pc_mma(acc", 2e-3},
+    {"mma.sync matmul, bf16 (ran on the H100 and H200)",
+     "graph mm\ninput a: bf16[130, 72]\ninput b: bf16[72, 136]\ny = matmul(a, b)\noutput y\n", 0, "pc_mma(acc", 1.5e-2},
+    {"tensor-core attention, f16, bias and causal mask",
+     "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
+     "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
+     CU_OWN_FLASH, "pc_fa_smem", 4e-3},
+    {"tensor-core attention, bf16, keys shared by the batch",
+     "graph att\ninput q: bf16[3, 65, 64]\ninput k: bf16[1, 200, 64]\ninput v: bf16[1, 200, 64]\ny = attention(q, k, v)\noutput y\n",
+     CU_OWN_FLASH, "pc_fa_smem", 2e-2},
+    {"tensor-core attention, f16, heads of 32 and 16, more keys than queries",
+     "graph att\ninput q: f16[3, 5, 32]\ninput k: f16[3, 40, 32]\ninput v: f16[3, 40, 16]\ny = attention(q, k, v, causal=true)\noutput y\n",
+     CU_OWN_FLASH, "pc_fa_smem", 4e-3},
+};
+
+static const char *shim_dir;
+static char work[] = "/tmp/portc-cuda-emu-XXXXXX";
+
+static void put(void *p, portc_dtype dt, int64_t i, double v) {
+  if (dt == PORTC_F32) ((float *)p)[i] = (float)v;
+  else if (dt == PORTC_F16) ((_Float16 *)p)[i] = (_Float16)v;
+  else if (dt == PORTC_BF16) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+  }
+}
+
+static double get(const void *p, portc_dtype dt, int64_t i) {
+  if (dt == PORTC_F32) return ((const float *)p)[i];
+  if (dt == PORTC_F16) return (double)((const _Float16 *)p)[i];
+  uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* the module's source without its prelude, each dynamic shared-memory array the block's */
+static char *host_source(const kir_module *km) {
+  char *src = emit_module(&cuda_dialect, km);
+  const char *at = src ? strstr(src, cuda_dialect.prelude) : NULL;
+  if (!at) return free(src), NULL;
+  strbuf b = {0};
+  const char *p = at + strlen(cuda_dialect.prelude);
+  for (const char *q; (q = strstr(p, "extern __shared__")); p = strchr(q, ';') + 1) {
+    const char *name_end = strstr(q, "[];"), *name = name_end;
+    while (name > q && name[-1] != ' ') name--;
+    sb_printf(&b, "%.*sunsigned char *const %.*s = pc_emu_dynamic_shared;", (int)(q - p), p, (int)(name_end - name), name);
+  }
+  sb_printf(&b, "%s", p);
+  free(src);
+  return sb_take(&b);
+}
+
+/* the host program: the kernels, and pc_emu_run, which launches them in order */
+static bool write_program(const kir_module *km, const char *path) {
+  char *src = host_source(km);
+  FILE *f = src ? fopen(path, "w") : NULL;
+  if (!f) return free(src), false;
+  fprintf(f, "#include \"cuda_emu_shim.h\"\n%s\n", src);
+  fprintf(f, "struct pc_emu_arg {\n  void *p;\n  template <class T> operator T *() const { return (T *)p; }\n};\n");
+  fprintf(f, "extern \"C\" int pc_emu_run(void **b) {\n  pc_syms S = {};\n  unsigned bad = 0;\n");
+  const gpu_limits lim = {.max_groups = {INT32_MAX, 65535, 65535}, .stride_groups = 8}; /* few blocks, which loop */
+  const int64_t S[64] = {0};
+  for (int i = 0; i < km->nk; i++) {
+    const kir_schedule *s = &km->k[i].sched;
+    int bufs[GPU_MAX_ARGS];
+    int nb = kernel_buffers(km, i, bufs, GPU_MAX_ARGS);
+    unsigned g[3];
+    gpu_grid(km, i, S, &lim, g);
+    fprintf(f, "  if (!pc_emu_launch(pc_dim3{%u, %u, %u}, pc_dim3{%d, %d, %d}, %d, [&] { k%d(", g[0], g[1], g[2], s->threads[0],
+            s->threads[1] ? s->threads[1] : 1, s->threads[2] ? s->threads[2] : 1, s->shared_bytes, i);
+    for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
+    fprintf(f, "%sS); }))\n    return 1;\n", kernel_has_status(km, i) ? "&bad, " : "");
+  }
+  fprintf(f, "  return bad ? 2 : 0;\n}\n");
+  free(src);
+  return fclose(f) == 0;
+}
+
+static int run_case(const emu_case *c, int index) {
+  int device;
+  const target *T = target_find("cuda", &device);
+  portc_graph *g = NULL;
+  kir_module *km = NULL;
+  lower_options lo = {.attention = T->attention_kernel};
+  if (portc_graph_parse(c->text, c->name, &g) || lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: %s\n", c->name, portc_last_error());
+    return 1;
+  }
+  for (int i = 0; i < km->nk; i++) km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, c->own);
+  for (int i = 0; i < km->nk; i++) km->k[i].sched.library = 0; /* portc's own kernels, never cuBLASLt */
+  char *src = emit_module(&cuda_dialect, km);
+  bool marked = src && strstr(src, c->marks);
+  free(src);
+  char cpp[128], so[128], cmd[1024];
+  snprintf(cpp, sizeof cpp, "%s/case%d.cpp", work, index);
+  snprintf(so, sizeof so, "%s/case%d.so", work, index);
+  snprintf(cmd, sizeof cmd, "c++ -std=c++20 -O1 -w -shared -fPIC -I%s -o %s %s", shim_dir, so, cpp);
+  int rc = 1;
+  void *lib = NULL, **mem = calloc((size_t)km->nbuf, sizeof *mem);
+  portc_bindings *b = portc_bindings_new(g);
+  portc_tensor *ref = NULL;
+  portc_bindings_set_seed(b, 11);
+  if (!marked) {
+    fprintf(stderr, "%s: the source lacks \"%s\": the kernel under test is not the one scheduled\n", c->name, c->marks);
+  } else if (portc_reference_run(g, b, &ref)) {
+    fprintf(stderr, "%s: the reference: %s\n", c->name, portc_last_error());
+  } else if (!write_program(km, cpp) || system(cmd) != 0 || !(lib = dlopen(so, RTLD_NOW | RTLD_LOCAL))) {
+    fprintf(stderr, "%s: the host program did not build (%s)\n", c->name, cmd);
+  } else {
+    int (*run)(void **) = (int (*)(void **))dlsym(lib, "pc_emu_run");
+    int out = -1;
+    for (int j = 0; j < km->nbuf; j++) {
+      const kir_buf *kb = &km->buf[j];
+      int64_t n = shape_count(&kb->sh, NULL);
+      mem[j] = calloc((size_t)(n > 0 ? n : 1), (size_t)portc_dtype_size(kb->dt));
+      const char *name = km->g->nodes[kb->node].name;
+      const portc_tensor *t = kb->role == BUF_INPUT || kb->role == BUF_PARAM ? portc_bindings_get(b, name) : NULL;
+      for (int64_t e = 0; t && e < n; e++) put(mem[j], kb->dt, e, portc_tensor_get(t, e));
+      if (kb->role == BUF_OUTPUT) out = j;
+    }
+    int st = run ? run(mem) : -1;
+    if (st || out < 0) {
+      fprintf(stderr, "%s: the run failed (%d)\n", c->name, st);
+    } else {
+      double num = 0, den = 0;
+      int64_t n = portc_tensor_numel(ref), nan_mismatch = 0;
+      for (int64_t e = 0; e < n; e++) {
+        double y = get(mem[out], km->buf[out].dt, e), r = portc_tensor_get(ref, e);
+        if (isnan(r) || isnan(y)) {
+          nan_mismatch += isnan(r) != isnan(y);
+          continue;
+        }
+        num += (y - r) * (y - r), den += r * r;
+      }
+      double err = den > 0 ? sqrt(num / den) : sqrt(num);
+      rc = err <= c->tol && !nan_mismatch ? 0 : 1;
+      printf("%s %s: relative error %.2e (bound %.0e)%s\n", rc ? "FAIL" : "ok  ", c->name, err, c->tol,
+             nan_mismatch ? ", NaN where the reference has none or the other way round" : "");
+    }
+  }
+  if (lib) dlclose(lib);
+  for (int j = 0; j < km->nbuf; j++) free(mem[j]);
+  free(mem);
+  portc_tensor_free(ref);
+  portc_bindings_free(b);
+  kir_module_free(km);
+  portc_graph_free(g);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: cuda_emulate SHIM_DIR\n");
+    return 2;
+  }
+  shim_dir = argv[1];
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (system("c++ --version >/dev/null 2>&1") != 0) {
+    printf("SKIPPED: no C++ compiler (c++) to build the host programs\n");
+    return 77;
+  }
+  if (!mkdtemp(work)) return perror("mkdtemp"), 1;
+  int failures = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) failures += run_case(&cases[i], (int)i);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", work);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", work);
+  printf("cuda_emulate: %zu cases, %d failed\n", sizeof cases / sizeof *cases, failures);
+  return failures ? 1 : 0;
+}
