@@ -51,6 +51,11 @@ struct pc_dim3 {
   unsigned x, y, z;
 };
 
+struct float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+
 /* ---- 16-bit floats ---- */
 struct __half {
   _Float16 v;
@@ -92,7 +97,7 @@ inline float pc_emu_f(uint16_t bits, __nv_bfloat16) { return __bfloat162float(__
 struct pc_emu_thread {
   ucontext_t ctx;
   pc_dim3 idx;
-  int state; /* 0 runnable, 1 waiting, 2 done */
+  int state; /* 0 runnable, 1 waiting at a barrier, 2 done, 3 spinning (runnable again next round) */
   int wait;  /* the barrier it waits at: -1 the block's, w warp w's */
   std::vector<char> stack;
 };
@@ -101,8 +106,17 @@ int pc_emu_cur, pc_emu_deadlock;
 ucontext_t pc_emu_sched;
 pc_dim3 pc_emu_block, pc_emu_grid, pc_emu_bdim;
 std::function<void()> pc_emu_body;
-std::vector<unsigned char> pc_emu_shared; /* the block's dynamic shared memory */
-int pc_emu_arrived[65];                    /* per barrier: [0] the block's, [1 + w] warp w's */
+std::vector<unsigned char> pc_emu_shared; /* the block's dynamic shared memory, from a 1024-byte boundary */
+unsigned char *pc_emu_shared_base;
+int pc_emu_arrived[66]; /* per barrier: [0] the block's, [1 + w] warp w's, [65] the named barrier 1 */
+long pc_emu_progress;   /* counts what can release a waiting thread: barriers met, mbarrier phases */
+/* an mbarrier (Hopper): arrivals still expected in this phase, the bytes still expected, the phase */
+struct pc_emu_mbar {
+  int count, pending;
+  long tx;
+  unsigned phase;
+};
+std::vector<std::pair<const void *, pc_emu_mbar>> pc_emu_mbars;
 /* the warps' slots for their collective instructions */
 struct pc_emu_slots {
   const void *p[32];
@@ -116,13 +130,13 @@ pc_emu_slots pc_emu_warp[32];
 #define blockIdx pc_emu_block
 #define gridDim pc_emu_grid
 #define blockDim pc_emu_bdim
-#define pc_emu_dynamic_shared (pc_emu_shared.data())
+#define pc_emu_dynamic_shared pc_emu_shared_base
 
 /* the current thread waits until `count` threads have come to barrier `which` */
 inline void pc_emu_meet(int which, int count) {
   int slot = which + 1;
   if (++pc_emu_arrived[slot] == count) {
-    pc_emu_arrived[slot] = 0;
+    pc_emu_arrived[slot] = 0, pc_emu_progress++;
     for (auto &t : pc_emu_t)
       if (t.state == 1 && t.wait == which) t.state = 0;
     return;
@@ -136,9 +150,16 @@ inline int pc_emu_warpid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.
 inline void __syncthreads() { pc_emu_meet(-1, (int)pc_emu_t.size()); }
 inline void pc_emu_warp_meet() { pc_emu_meet(pc_emu_warpid(), 32); }
 
+/* a thread that spins (an mbarrier wait) lets the others run */
+inline void pc_emu_yield() {
+  pc_emu_thread &me = pc_emu_t[pc_emu_cur];
+  me.state = 3;
+  swapcontext(&me.ctx, &pc_emu_sched);
+}
+
 inline void pc_emu_entry() {
   pc_emu_body();
-  pc_emu_t[pc_emu_cur].state = 2;
+  pc_emu_t[pc_emu_cur].state = 2, pc_emu_progress++;
 }
 
 /* runs body as every thread of every block of the grid; false on a deadlock */
@@ -146,7 +167,9 @@ inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function
   pc_emu_grid = grid, pc_emu_bdim = block, pc_emu_body = body;
   int n = (int)(block.x * block.y * block.z);
   pc_emu_t.assign((size_t)n, pc_emu_thread{});
-  pc_emu_shared.assign((size_t)shared + 16, 0);
+  pc_emu_mbars.clear();
+  pc_emu_shared.assign((size_t)shared + 2048, 0);
+  pc_emu_shared_base = pc_emu_shared.data() + (1024 - (uintptr_t)pc_emu_shared.data() % 1024) % 1024;
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
       for (unsigned bx = 0; bx < grid.x; bx++) {
@@ -156,25 +179,29 @@ inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function
           pc_emu_thread &t = pc_emu_t[(size_t)i];
           t.idx = pc_dim3{(unsigned)i % block.x, (unsigned)i / block.x % block.y, (unsigned)i / (block.x * block.y)};
           t.state = 0, t.wait = 0;
-          t.stack.resize(1 << 20);
+          t.stack.resize(256 << 10);
           getcontext(&t.ctx);
           t.ctx.uc_stack.ss_sp = t.stack.data();
           t.ctx.uc_stack.ss_size = t.stack.size();
           t.ctx.uc_link = &pc_emu_sched;
           makecontext(&t.ctx, pc_emu_entry, 0);
         }
-        for (int left = n;;) {
+        for (int left = n, idle = 0;;) {
           bool ran = false;
+          long before = pc_emu_progress;
           left = 0;
           for (int i = 0; i < n; i++) {
-            if (pc_emu_t[(size_t)i].state == 2) continue;
+            pc_emu_thread &t = pc_emu_t[(size_t)i];
+            if (t.state == 2) continue;
             left++;
-            if (pc_emu_t[(size_t)i].state != 0) continue;
+            if (t.state == 3) t.state = 0; /* a spinning thread tries again */
+            if (t.state != 0) continue;
             pc_emu_cur = i, ran = true;
-            swapcontext(&pc_emu_sched, &pc_emu_t[(size_t)i].ctx);
+            swapcontext(&pc_emu_sched, &t.ctx);
           }
           if (!left) break;
-          if (!ran) {
+          idle = pc_emu_progress == before ? idle + 1 : 0;
+          if (!ran || idle > 100) {
             fprintf(stderr, "deadlock in block (%u, %u, %u): threads wait at barriers no one else reaches\n", bx, by, bz);
             pc_emu_deadlock = 1;
             return false;
@@ -281,6 +308,107 @@ template <class V> inline V __shfl_xor_sync(unsigned, V v, int o) {
   memcpy(&r, &s.v[l ^ o], sizeof r);
   pc_emu_warp_meet();
   return r;
+}
+
+/* ---- Hopper (sm_90a): mbarriers, the TMA's 2-D box copies, wgmma ---- */
+#define __CUDA_ARCH_FEAT_SM90_ALL 1
+/* the emulation's tensor map: base, extents (innermost first), row stride in bytes, box */
+struct __align__(64) pc_tmap {
+  unsigned long long v[16];
+};
+inline pc_tmap pc_emu_tmap(const void *base, uint64_t d0, uint64_t d1, uint64_t stride, unsigned b0, unsigned b1) {
+  pc_tmap m = {};
+  m.v[0] = (uintptr_t)base, m.v[1] = d0, m.v[2] = d1, m.v[3] = stride, m.v[4] = b0, m.v[5] = b1;
+  return m;
+}
+/* shared addresses count from the 1024-aligned base, so that the 128-byte swizzle, a function of
+ * the address, is the hardware's */
+inline unsigned pc_saddr(const void *p) { return (unsigned)((const unsigned char *)p - pc_emu_shared_base); }
+inline unsigned pc_emu_swizzle(unsigned a) { return a ^ ((a >> 7 & 7) << 4); }
+inline pc_emu_mbar &pc_emu_mbar_of(const void *b) {
+  for (auto &m : pc_emu_mbars)
+    if (m.first == b) return m.second;
+  pc_emu_mbars.push_back({b, pc_emu_mbar{}});
+  return pc_emu_mbars.back().second;
+}
+inline void pc_emu_mbar_check(pc_emu_mbar &m) {
+  if (m.pending == 0 && m.tx == 0) m.phase++, m.pending = m.count, pc_emu_progress++;
+}
+inline void pc_mbar_init(uint64_t *b, unsigned count) {
+  pc_emu_mbar &m = pc_emu_mbar_of(b);
+  m = pc_emu_mbar{(int)count, (int)count, 0, 0};
+}
+inline void pc_mbar_init_fence() {}
+inline void pc_mbar_expect(uint64_t *b, unsigned bytes) {
+  pc_emu_mbar &m = pc_emu_mbar_of(b);
+  m.tx += bytes, m.pending--;
+  pc_emu_mbar_check(m);
+}
+inline void pc_mbar_arrive(uint64_t *b) {
+  pc_emu_mbar &m = pc_emu_mbar_of(b);
+  m.pending--;
+  pc_emu_mbar_check(m);
+}
+/* try_wait.parity: true once the phase of that parity has completed, i.e. the current phase's
+ * parity is the other one */
+inline void pc_mbar_wait(uint64_t *b, unsigned parity) {
+  while ((pc_emu_mbar_of(b).phase & 1) == (parity & 1)) pc_emu_yield();
+}
+/* the box of `map` at (c0, c1) into dst, rows of 128 bytes swizzled (16-byte chunk c of row r at
+ * chunk c ^ (r % 8)), zeros past the extents; its bytes complete on bar at once */
+inline void pc_tma_load(void *dst, const pc_tmap *map, uint64_t *bar, int c0, int c1) {
+  const unsigned char *base = (const unsigned char *)(uintptr_t)map->v[0];
+  const long d0 = (long)map->v[1], d1 = (long)map->v[2], stride = (long)map->v[3], b0 = (long)map->v[4], b1 = (long)map->v[5];
+  const unsigned at = pc_saddr(dst);
+  for (long r = 0; r < b1; r++)
+    for (long e = 0; e < b0; e++) {
+      uint16_t v = 0;
+      if (c1 + r < d1 && c0 + e < d0) memcpy(&v, base + (c1 + r) * stride + (c0 + e) * 2, 2);
+      memcpy(pc_emu_shared_base + pc_emu_swizzle(at + (unsigned)(r * b0 * 2 + e * 2)), &v, 2);
+    }
+  pc_emu_mbar &m = pc_emu_mbar_of(bar);
+  m.tx -= b0 * b1 * 2;
+  pc_emu_mbar_check(m);
+}
+template <int R> inline void pc_regs_inc() {}
+template <int R> inline void pc_regs_dec() {}
+inline void pc_consumers_sync() { pc_emu_meet(64, 256); }
+inline void pc_wg_fence() {}
+inline void pc_wg_commit() {}
+template <int N> inline void pc_wg_wait() {}
+inline uint64_t pc_wg_desc(const void *p, unsigned lead, unsigned stride) {
+  return (uint64_t)((pc_saddr(p) & 0x3FFFF) >> 4) | (uint64_t)((lead & 0x3FFFF) >> 4) << 16 | (uint64_t)((stride & 0x3FFFF) >> 4) << 32 |
+         1ull << 62;
+}
+/* the 16-bit element of a wgmma operand at element offset `off` from the descriptor's start, in
+ * the 128-byte swizzle */
+inline uint16_t pc_emu_desc_at(uint64_t desc, unsigned off) {
+  unsigned a = pc_emu_swizzle((unsigned)(desc & 0x3FFF) * 16 + off * 2);
+  uint16_t v;
+  memcpy(&v, pc_emu_shared_base + a, 2);
+  return v;
+}
+/* wgmma.mma_async.m64n256k16, A K-major and B N-major, 128-byte swizzle, as the PTX ISA's
+ * canonical layouts have them (T = 8 elements of 16 bits):
+ *   A, K-major: ((8, m), (T, 2k)) : ((8T, SBO), (1, T)) over (row, k)
+ *   B, MN-major: ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO)) over (n, k)
+ * Each thread computes its own 128 sums: row 16 (warp % 4) + lane / 4 (+8), column 8 (i / 4) +
+ * 2 (lane % 4) + i % 2, the sums of the calling warpgroup */
+template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, T) {
+  const unsigned sbo_a = (unsigned)(da >> 32 & 0x3FFF) * 8, lbo_b = (unsigned)(db >> 16 & 0x3FFF) * 8, sbo_b = (unsigned)(db >> 32 & 0x3FFF) * 8;
+  const int w = pc_emu_warpid() % 4, l = pc_emu_lane();
+  float A[2][16];
+  for (int h = 0; h < 2; h++) {
+    const unsigned r = (unsigned)(16 * w + l / 4 + 8 * h);
+    for (unsigned k = 0; k < 16; k++) A[h][k] = pc_emu_f(pc_emu_desc_at(da, r % 8 * 64 + r / 8 * sbo_a + k % 8 + k / 8 * 8), T());
+  }
+  for (int i = 0; i < 128; i++) {
+    const unsigned n = (unsigned)(8 * (i / 4) + 2 * (l % 4) + i % 2);
+    float sum = d[i];
+    for (unsigned k = 0; k < 16; k++)
+      sum += A[i / 2 % 2][k] * pc_emu_f(pc_emu_desc_at(db, n % 8 + n / 8 % 8 * 8 + n / 64 * lbo_b + k % 8 * 64 + k / 8 * sbo_b), T());
+    d[i] = sum;
+  }
 }
 
 } // namespace

@@ -41,6 +41,11 @@ static const emu_case cases[] = {
      "pc_mma(acc", 2e-3},
     {"mma.sync matmul, bf16 (ran on the H100 and H200)",
      "graph mm\ninput a: bf16[130, 72]\ninput b: bf16[72, 136]\ny = matmul(a, b)\noutput y\n", 0, "pc_mma(acc", 1.5e-2},
+    {"Hopper's matmul (TMA, mbarriers, wgmma), f16, bias, partial tiles",
+     "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n",
+     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3},
+    {"Hopper's matmul, bf16, more k-steps than stages",
+     "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
@@ -77,17 +82,35 @@ static double get(const void *p, portc_dtype dt, int64_t i) {
   return f;
 }
 
-/* the module's source without its prelude, each dynamic shared-memory array the block's */
+/* the module's source without its prelude, each dynamic shared-memory array the block's, and
+ * Hopper's wgmma (inline PTX) the emulation's, its sums' pins (PIN: empty asm) gone */
+#define PIN "asm volatile(\"\" : \"+f\"(d[i])::\"memory\")"
 static char *host_source(const kir_module *km) {
   char *src = emit_module(&cuda_dialect, km);
   const char *at = src ? strstr(src, cuda_dialect.prelude) : NULL;
   if (!at) return free(src), NULL;
   strbuf b = {0};
   const char *p = at + strlen(cuda_dialect.prelude);
-  for (const char *q; (q = strstr(p, "extern __shared__")); p = strchr(q, ';') + 1) {
+  for (const char *q, *r;;) {
+    const char *pin = strstr(p, PIN);
+    q = strstr(p, "extern __shared__"), r = strstr(p, "asm volatile(\"wgmma.mma_async");
+    if (pin && (!q || pin < q) && (!r || pin < r)) { /* x86 has no such register constraint; the emulation needs no pin */
+      sb_printf(&b, "%.*s(void)d[i]", (int)(pin - p), p);
+      p = pin + strlen(PIN);
+      continue;
+    }
+    if (r && (!q || r < q)) {
+      const char *end = strstr(r, "\"l\"(b));");
+      if (!end) break;
+      sb_printf(&b, "%.*spc_emu_wgmma(d, a, b, T());", (int)(r - p), p);
+      p = end + strlen("\"l\"(b));");
+      continue;
+    }
+    if (!q) break;
     const char *name_end = strstr(q, "[];"), *name = name_end;
     while (name > q && name[-1] != ' ') name--;
     sb_printf(&b, "%.*sunsigned char *const %.*s = pc_emu_dynamic_shared;", (int)(q - p), p, (int)(name_end - name), name);
+    p = strchr(q, ';') + 1;
   }
   sb_printf(&b, "%s", p);
   free(src);
@@ -113,7 +136,14 @@ static bool write_program(const kir_module *km, const char *path) {
     fprintf(f, "  if (!pc_emu_launch(pc_dim3{%u, %u, %u}, pc_dim3{%d, %d, %d}, %d, [&] { k%d(", g[0], g[1], g[2], s->threads[0],
             s->threads[1] ? s->threads[1] : 1, s->threads[2] ? s->threads[2] : 1, s->shared_bytes, i);
     for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
-    fprintf(f, "%sS); }))\n    return 1;\n", kernel_has_status(km, i) ? "&bad, " : "");
+    fprintf(f, "%sS", kernel_has_status(km, i) ? "&bad, " : "");
+    if (s->variant == KS_WGMMA) { /* the tensor maps, as runtime.c encodes them */
+      const kir_kernel *k = &km->k[i];
+      long long rows = gpu_gemm_rows(km, i, S), n = k->mnk[1].c, kk = k->mnk[2].c;
+      fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d), pc_emu_tmap(b[%d], %lld, %lld, %lld, 64, %d)", k->in_buf[0], kk, rows, kk * 2,
+              CU_WG_BK, CU_WG_BM, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
+    }
+    fprintf(f, "); }))\n    return 1;\n");
   }
   fprintf(f, "  return bad ? 2 : 0;\n}\n");
   free(src);
