@@ -34,7 +34,7 @@ void gpu_grid(const kir_module *m, int i, const int64_t *S, const gpu_limits *li
     g[0] = capped((dim_value(k->mnk[1], S) + s->tile_n - 1) / s->tile_n, max[0]);
     g[1] = capped((rows + s->tile_m - 1) / s->tile_m, max[1]);
     g[2] = s->fold_batch && s->split_k > 1 ? (unsigned)s->split_k : capped(batch, max[2]); /* a split GEMM: a group per slice */
-  } else if (k->kind == KK_CONV && s->variant == KS_TILED) {
+  } else if (k->kind == KK_CONV && (s->variant == KS_TILED || s->variant == KS_MMA)) {
     int64_t n[2];
     gpu_conv_groups(m, i, S, s->tile_m, n);
     g[0] = capped(n[0], max[0]), g[1] = capped(n[1], max[1]), g[2] = (unsigned)gpu_conv_split(k); /* each slice: a group */

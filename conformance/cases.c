@@ -249,6 +249,14 @@ static void contraction_cases(conf_cases *cs) {
     text(add(cs, "ops", "conv2d/implicit-gemm/%d", k),
          "input x: f32[3, 20, 11, 13]\ninput w: f32[24, 20, 3, 3]\ninput b: f32[24]\ny = conv2d(x, w, b%s)\noutput y\n", conv[k]);
   text(add(cs, "ops", "conv2d/implicit-gemm/f16-1x1"), "input x: f16[2, 32, 7, 7]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n");
+  /* the shapes CUDA's tensor-core convolution takes (f16/bf16, reductions of multiples of 8):
+   * output channels past one 128-row tile, stride and padding with a fused bias and relu,
+   * dilation */
+  text(add(cs, "ops", "conv2d/tensor-core-shapes/f16-stride2-bias-relu"),
+       "input x: f16[2, 16, 13, 11]\ninput w: f16[136, 16, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
+       "y = relu(c)\noutput y\n");
+  text(add(cs, "ops", "conv2d/tensor-core-shapes/bf16-dilation"),
+       "input x: bf16[3, 24, 9, 10]\ninput w: bf16[20, 24, 3, 3]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1])\noutput y\n");
   text(add(cs, "ops", "conv2d/implicit-gemm/residual-relu"),
        "input x: f32[2, 16, 10, 10]\ninput w: f32[16, 16, 3, 3]\ninput b: f32[16]\nc = conv2d(x, w, b, padding=[1, 1])\nr = add(c, x)\n"
        "y = relu(r)\noutput y\n");

@@ -81,7 +81,7 @@ static void kernel(emitter *e, int index) {
   if (k->kind == KK_ROW && gpu_row_regs_length(k))
     emit_line(e, "constexpr int PC_RV = (%lld + PC_WG * %d - 1) / (PC_WG * %d) * %d; /* row elements per thread */",
               (long long)gpu_row_regs_length(k), vec ? vec : 1, vec ? vec : 1, vec ? vec : 1);
-  if (k->kind == KK_MATMUL && k->sched.variant == KS_MMA) {
+  if ((k->kind == KK_MATMUL || k->kind == KK_CONV) && k->sched.variant == KS_MMA) {
     cu_emit_mma(e);
   } else if (k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA) {
     cu_emit_wgmma(e);

@@ -6,6 +6,8 @@
  * fragments with ldmatrix (padded rows: no bank conflicts) and each computes 64x32 of the tile
  * with mma.sync.m16n8k16; the epilogue is applied to the accumulators as they are stored. Tiles
  * are visited in groups of 8 tile rows so that the panels a wave of blocks reads stay in L2.
+ * Convolutions (groups 1, f16/bf16) run the same kernel as their implicit GEMM: the weights are A,
+ * and B's panels are gathered from the input, each thread one output pixel's column.
  * (128x256 tiles, with warps of 64x64 and so one block per SM, measured slower on H100.)
  */
 #include "../ir/dtype.h"
@@ -13,15 +15,39 @@
 #include "cu.h"
 #include "dialect_mma.h"
 
+/* a convolution's B panel: rows k0.. of its implicit GEMM's [K x N] matrix, gathered from the
+ * input (each thread one column, the pixel it decoded once per tile; zeros past the edges and
+ * in the padding) and stored as T into the stage's padded rows */
+static void conv_gather(emitter *e, int BS) {
+  const node *n = &e->m->g->nodes[e->k->node];
+  emit_line(e, "  _Pragma(\"unroll 4\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * CU_MMA_BN / CU_MMA_THREADS);
+  emit_line(e, "    const int r = (tid >> 7) + 2 * q, kk = k0 + r;");
+  emit_line(e, "    T v = zero;");
+  emit_line(e, "    if (kk < K && cn < N) {");
+  emit_line(e, "      const int ci = kk / (KH * KW), ih = ih0 + kk / KW %% KH * %lld, iw = iw0 + kk %% KW * %lld;", (long long)attr_or_one(n, "dilation", 0),
+            (long long)attr_or_one(n, "dilation", 1));
+  emit_line(e, "      if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = xb[((int64_t)ci * H + ih) * W + iw];");
+  emit_line(e, "    }");
+  emit_line(e, "    bs[r * %d + (tid & 127)] = v;", BS);
+  emit_line(e, "  }");
+}
+
+/* matmul: A[M x K] and B[K x N] as they lie; conv2d (groups 1): A the weights [O x C*KH*KW] as
+ * they lie, B the input gathered as its implicit GEMM's columns (one per output pixel) */
 void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
-  int a = k->in_buf[0], b = k->in_buf[1];
+  const bool conv = k->kind == KK_CONV;
+  int a = k->in_buf[conv ? 1 : 0], b = k->in_buf[conv ? 0 : 1];
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[a].dt);
   const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
   const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
   char N[32], K[32];
-  gpu_emit_gemm_rows(e);
-  emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
+  if (conv) {
+    gpu_conv_gemm_sizes(e);
+  } else {
+    gpu_emit_gemm_rows(e);
+    emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
+  }
   emit_line(e, "extern __shared__ __align__(16) unsigned char pc_smem[];");
   emit_line(e, "typedef %s T;", T);
   emit_line(e, "T *const As = (T *)pc_smem, *const Bs = As + %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS);
@@ -30,6 +56,14 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
   emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_MMA_BM, BN);
+  if (conv) { /* this thread's column of every B panel: its output pixel and the window's corner */
+    const node *n = &e->m->g->nodes[k->node];
+    emit_line(e, "const T zero = (T)0.0f;");
+    emit_line(e, "const int cn = n0 + (tid & 127), cimg = cn / (OH * OW), ih0 = cn / OW %% OH * %lld - %lld, iw0 = cn %% OW * %lld - %lld;",
+              (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "stride", 1),
+              (long long)attr_get(n, "padding")->v[1]);
+    emit_line(e, "const T *const xb = B + (int64_t)(cn < N ? cimg : 0) * C * H * W;");
+  }
   emit_line(e, "float acc[4][%d][4];", NJ);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
   emit_line(e, "const int KT = (K + %d) / %d;", CU_MMA_BK - 1, CU_MMA_BK);
@@ -41,12 +75,16 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "    const bool ok = gm < M && gk < K;");
   emit_line(e, "    pc_cp16(as + r * %d + cc, ok ? A + (long long)gm * K + gk : A, ok);", AS);
   emit_line(e, "  }");
-  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
-  emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
-            BN / 8);
-  emit_line(e, "    const bool ok = gk < K && gn < N;");
-  emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + (long long)gk * N + gn : B, ok);", BS);
-  emit_line(e, "  }");
+  if (conv) {
+    conv_gather(e, BS);
+  } else {
+    emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
+    emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
+              BN / 8);
+    emit_line(e, "    const bool ok = gk < K && gn < N;");
+    emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + (long long)gk * N + gn : B, ok);", BS);
+    emit_line(e, "  }");
+  }
   emit_line(e, "};");
   emit_line(e, "for (int s = 0; s < %d; s++) {", CU_MMA_STAGES - 1);
   emit_line(e, "  if (s < KT) load(s, s * %d);", CU_MMA_BK);
@@ -84,12 +122,16 @@ void cu_emit_mma(emitter *e) {
   e->indent++;
   emit_line(e, "const int m = m0 + wm * 64 + i * 16 + (lane >> 2) + (h >> 1) * 8, n = n0 + wn * %d + j * 8 + (lane & 3) * 2 + (h & 1);", WN);
   emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const float acc0 = acc[i][j][h];");
-  const char *oidx[PORTC_MAX_RANK];
-  emit_scope_push(e);
-  gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
+  if (conv) {
+    gpu_conv_element(e, "acc[i][j][h]");
+  } else {
+    emit_line(e, "const float acc0 = acc[i][j][h];");
+    const char *oidx[PORTC_MAX_RANK];
+    emit_scope_push(e);
+    gpu_gemm_indices(e, oidx);
+    emit_store_at(e, &k->store[0], &k->dom, oidx);
+    emit_scope_pop(e);
+  }
   e->indent--;
   emit_line(e, "}");
 }

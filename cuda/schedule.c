@@ -71,6 +71,27 @@ static bool mma_eligible(const kir_module *m, int i) {
   return static_multiple(k->mnk[1], 8) && static_multiple(k->mnk[2], 8);
 }
 
+/* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
+ * weights, static sizes but the batch, a reduction (C x KH x KW) of whole 16-byte rows of weights */
+static bool mma_conv_eligible(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_CONV || attr_i(&m->g->nodes[k->node], "groups") != 1) return false;
+  portc_dtype x = m->buf[k->in_buf[0]].dt, w = m->buf[k->in_buf[1]].dt;
+  if (x != w || (x != PORTC_F16 && x != PORTC_BF16)) return false;
+  const shape *xs = &m->buf[k->in_buf[0]].sh, *ws = &m->buf[k->in_buf[1]].sh;
+  for (int d = 1; d < 4; d++)
+    if (xs->d[d].sym >= 0 || ws->d[d].sym >= 0 || k->dom.d[d].sym >= 0) return false;
+  return ws->d[0].sym < 0 && ws->d[1].c * ws->d[2].c * ws->d[3].c % 8 == 0;
+}
+
+/* the mma.sync kernel's fixed tiles, threads and shared memory */
+static void mma_tiles(kir_schedule *s) {
+  s->variant = KS_MMA;
+  s->tile_m = CU_MMA_BM, s->tile_n = CU_MMA_BN, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
+  s->threads[0] = CU_MMA_THREADS;
+  s->shared_bytes = CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
+}
+
 /* value v is a load of a vector of n elements that every row of the output reads whole (a bias) */
 static bool bias_load(const kir_module *m, const kir_kernel *k, const kir_val *v, portc_dtype dt) {
   if (v->kind != KV_LOAD || m->buf[v->buf].dt != dt || m->buf[v->buf].sh.rank != 1 || v->path < 0) return false;
@@ -112,10 +133,8 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
     s->threads[0] = CU_WG_THREADS;
     s->shared_bytes = CU_WG_SHARED;
   } else if (mma_eligible(m, i)) {
-    s->variant = KS_MMA, s->fold_batch = true;
-    s->tile_m = CU_MMA_BM, s->tile_n = CU_MMA_BN, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
-    s->threads[0] = CU_MMA_THREADS;
-    s->shared_bytes = CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
+    mma_tiles(s);
+    s->fold_batch = true;
   } else {
     s->variant = KS_TILED;
     s->tile_m = s->tile_n = mm_tile(m, i);
@@ -141,16 +160,23 @@ static int device_cc(int device) {
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
-static bool env_on(const char *name) {
-  const char *v = getenv(name);
-  return v && strcmp(v, "1") == 0;
+unsigned cu_own_kernels(const char *list) {
+  unsigned own = 0;
+  for (const char *p = list ? list : ""; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n == 5 && strncmp(p, "wgmma", 5) == 0) own |= CU_OWN_WGMMA;
+    if (n == 5 && strncmp(p, "flash", 5) == 0) own |= CU_OWN_FLASH;
+    if (n == 4 && strncmp(p, "conv", 4) == 0) own |= CU_OWN_CONV;
+    p += n + (p[n] == ',');
+  }
+  return own;
 }
 
-/* the kernels of portc's own that are compiled in CI but have not yet run on a GPU are taken where
- * the user asks: Hopper's matmul (dialect_wgmma.c) on compute capability 9.0 with
- * PORTC_CUDA_WGMMA=1, attention on tensor cores (dialect_flash.c) with PORTC_CUDA_FLASH=1 */
+/* the kernels of portc's own that ran only in tests/cuda_emulate (not yet on a GPU) are taken
+ * where PORTC_CUDA_KERNELS lists them; Hopper's matmul only on compute capability 9.0 */
 void cu_schedule(kir_module *m, int i, int device) {
-  unsigned own = (env_on("PORTC_CUDA_WGMMA") && device_cc(device) == 90 ? CU_OWN_WGMMA : 0) | (env_on("PORTC_CUDA_FLASH") ? CU_OWN_FLASH : 0);
+  unsigned own = cu_own_kernels(getenv("PORTC_CUDA_KERNELS"));
+  if (own & CU_OWN_WGMMA && device_cc(device) != 90) own &= ~(unsigned)CU_OWN_WGMMA;
   cu_schedule_as(m, i, device, own);
 }
 
@@ -171,7 +197,10 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
     /* 64x64 tiles, 32x32 for 32 output channels or fewer: what the tuner chose over 128x128 on
      * every one of the 48 convolution shapes of ResNet-18/50 and SqueezeNet on the H100 (the
      * shipped table), for devices and shapes that no table covers */
-    if (gpu_conv_tiled(m, i)) {
+    if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV)) {
+      mma_tiles(s);
+      s->min_groups = 2;
+    } else if (gpu_conv_tiled(m, i)) {
       s->variant = KS_TILED, s->tile_m = s->tile_n = m->k[i].dom.d[1].sym < 0 && m->k[i].dom.d[1].c <= 32 ? 32 : CU_CONV_TILE;
       s->threads[0] = 16, s->threads[1] = 16;
       s->split_k = conv_split(m, i, s->tile_m, device);

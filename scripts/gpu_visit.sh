@@ -7,14 +7,17 @@
 #             (a regex of case names) limits it
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
-#   wgmma     Hopper's matmul (cuda/dialect_wgmma.c, opted into by PORTC_CUDA_WGMMA=1, own kernels
-#             forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul cases,
-#             each command under a time limit (a wrong barrier phase hangs), then the f16 matmul
-#             graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
-#   flash     attention on tensor cores (cuda/dialect_flash.c, opted into by PORTC_CUDA_FLASH=1): the
+#   wgmma     Hopper's matmul (cuda/dialect_wgmma.c, opted into by PORTC_CUDA_KERNELS=wgmma, own
+#             kernels forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul
+#             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
+#             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
+#   flash     attention on tensor cores (cuda/dialect_flash.c, PORTC_CUDA_KERNELS=flash): the
 #             attention-bearing cases, memcheck and racecheck on the attention cases, each command
 #             under a time limit, then bench/gpu/attention_*_f16 and the transformer example under
 #             --autocast f16 timed with it and with the SIMT kernel
+#   tconv     convolutions on tensor cores (the mma.sync kernel, PORTC_CUDA_KERNELS=conv): the
+#             convolution-bearing cases, memcheck on the convolution cases, then the ONNX CNNs under
+#             --autocast f16 checked and timed with it and without (onnx_compare, portc bench)
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -118,9 +121,9 @@ for step in $steps; do
     done
     ;;
   wgmma)
-    own=(env PORTC_CUDA_WGMMA=1 PORTC_CUDA_MATMUL=own timeout 300)
+    own=(env PORTC_CUDA_KERNELS=wgmma PORTC_CUDA_MATMUL=own timeout 300)
     "${own[@]}" "$portc" explain bench/gpu/matmul_8192_f16.ptg -t cuda >"$out/explain_wgmma.txt" 2>&1
-    summary+=("explain with PORTC_CUDA_WGMMA=1 (rc $?): $(grep -c 'warpgroup matrix' "$out/explain_wgmma.txt") kernels on Hopper's matmul")
+    summary+=("explain with PORTC_CUDA_KERNELS=wgmma (rc $?): $(grep -c 'warpgroup matrix' "$out/explain_wgmma.txt") kernels on Hopper's matmul")
     "${own[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad' >"$out/verify_wgmma.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_wgmma.txt" | head -10
@@ -132,9 +135,9 @@ for step in $steps; do
     done
     for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16; do
       line="$g, ms:"
-      for how in "1 own wgmma" "0 own mma.sync" "0 cublaslt cuBLASLt"; do
+      for how in "wgmma own wgmma" "none own mma.sync" "none cublaslt cuBLASLt"; do
         read -r wg matmul name <<<"$how"
-        PORTC_CUDA_WGMMA=$wg PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager --iters 30 --warmup 3 \
+        PORTC_CUDA_KERNELS=$wg PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager --iters 30 --warmup 3 \
           >"$out/bench_wgmma_${g}_$name.txt" 2>&1
         line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_wgmma_${g}_$name.txt")"
       done
@@ -142,7 +145,7 @@ for step in $steps; do
     done
     ;;
   flash)
-    fa=(env PORTC_CUDA_FLASH=1 timeout 300)
+    fa=(env PORTC_CUDA_KERNELS=flash timeout 300)
     "${fa[@]}" "$portc" verify -t cuda --examples examples --filter 'attention|transformer|model' >"$out/verify_flash.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_flash.txt" | head -10
@@ -156,11 +159,25 @@ for step in $steps; do
       args=("$g")
       [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
       line="$(basename "$g" .ptg), ms:"
-      for on in 1 0; do
-        PORTC_CUDA_FLASH=$on timeout 300 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 >"$out/bench_flash_$on.txt" 2>&1
-        line+=" PORTC_CUDA_FLASH=$on $(awk '/^fused/ {print $5}' "$out/bench_flash_$on.txt")"
+      for on in flash none; do
+        PORTC_CUDA_KERNELS=$on timeout 300 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 >"$out/bench_flash_$on.txt" 2>&1
+        line+=" $on $(awk '/^fused/ {print $5}' "$out/bench_flash_$on.txt")"
       done
       summary+=("$line")
+    done
+    ;;
+  tconv)
+    tc=(env PORTC_CUDA_KERNELS=conv timeout 300)
+    "${tc[@]}" "$portc" verify -t cuda --examples examples --filter 'conv|model|cnn|resnet' >"$out/verify_tconv.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_tconv.txt" | head -10
+    summary+=("verify cuda, convolutions on tensor cores (rc $rc): $(tail -1 "$out/verify_tconv.txt")")
+    "${tc[@]}" "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter 'conv2d' --quiet >"$out/memcheck_tconv.txt" 2>&1
+    summary+=("memcheck, convolutions on tensor cores (rc $?): $(grep -E 'ERROR SUMMARY' "$out/memcheck_tconv.txt" | tail -1)")
+    for on in conv none; do
+      PORTC_CUDA_KERNELS=$on ONNX_AUTOCAST=f16 TARGETS=cuda ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/tconv_$on \
+        scripts/gpu_visit.sh onnx >"$out/tconv_onnx_$on.txt" 2>&1
+      summary+=("onnx under --autocast f16, PORTC_CUDA_KERNELS=$on:" "$(tail -8 "$out/tconv_onnx_$on.txt")")
     done
     ;;
   webgpu)

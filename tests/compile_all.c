@@ -66,6 +66,7 @@ static bool uses(const kir_module *km, unsigned own) {
     const kir_schedule *s = &km->k[i].sched;
     if (own == CU_OWN_WGMMA && s->variant == KS_WGMMA) return true;
     if (own == CU_OWN_FLASH && s->variant == KS_MMA && gpu_is_attention(km, i)) return true;
+    if (own == CU_OWN_CONV && s->variant == KS_MMA && km->k[i].kind == KK_CONV) return true;
   }
   return false;
 }
@@ -115,15 +116,16 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
   char full[160];
   snprintf(full, sizeof full, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
   add_unit(km, full, false);
-  /* CUDA: the module once more with each opt-in kernel it has a use for: attention on tensor
-   * cores (for every architecture but sm_90a), Hopper's matmul (for sm_90a alone) */
+  /* CUDA: the module once more with each opt-in kernel it has a use for: attention and
+   * convolution on tensor cores (for every architecture but sm_90a), Hopper's matmul (for sm_90a
+   * alone) */
   bool sm90a = false;
   for (int a = 0; a < narch; a++) sm90a = sm90a || is_hopper_arch(arches[a]);
   const struct {
     unsigned own;
     const char *suffix;
     bool hopper;
-  } extra[] = {{CU_OWN_FLASH, " (tensor-core attention)", false}, {CU_OWN_WGMMA, " (sm_90a)", true}};
+  } extra[] = {{CU_OWN_FLASH, " (tensor-core attention)", false}, {CU_OWN_CONV, " (tensor-core convolution)", false}, {CU_OWN_WGMMA, " (sm_90a)", true}};
   for (size_t x = 0; x < sizeof extra / sizeof *extra && !hip && !entry; x++) {
     if (extra[x].hopper && !sm90a) continue;
     schedule_all(km, extra[x].own);
@@ -373,11 +375,12 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, flash = 0, hopper = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, flash = 0, tconv = 0, hopper = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     wgmma += strstr(units[i].src, "wgmma.mma_async") != NULL;
     flash += strstr(units[i].src, "pc_fa_smem") != NULL;
+    tconv += strstr(units[i].src, "const T *const xb") != NULL;
     epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
     split += strstr(units[i].src, "(float *__restrict__ pc_acc") != NULL;
     vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
@@ -385,9 +388,10 @@ int main(int argc, char **argv) {
   }
   for (int a = 0; a < narch; a++) hopper += is_hopper_arch(arches[a]);
   if (!hip)
-    printf("modules with: mma.sync %d; wgmma %d; tensor-core attention %d; an epilogue kernel %d; split-K convolution %d; vector row "
-           "loads %d; 128-wide SIMT matmul with vector panel reads %d\n", mma, wgmma, flash, epi, split, vec, wide);
-  if (!hip && (!mma || !flash || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
+    printf("modules with: mma.sync %d; wgmma %d; tensor-core attention %d; tensor-core convolution %d; an epilogue kernel %d; split-K "
+           "convolution %d; vector row loads %d; 128-wide SIMT matmul with vector panel reads %d\n",
+           mma, wgmma, flash, tconv, epi, split, vec, wide);
+  if (!hip && (!mma || !flash || !tconv || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

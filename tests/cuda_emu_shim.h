@@ -57,11 +57,22 @@ struct float2 {
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 
 /* ---- 16-bit floats ---- */
+inline uint16_t pc_emu_bf16_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (std::isnan(f)) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
 struct __half {
   _Float16 v;
+  __half() = default;
+  __half(float f) : v((_Float16)f) {}
 };
 struct __nv_bfloat16 {
   uint16_t bits;
+  __nv_bfloat16() = default;
+  __nv_bfloat16(float f) : bits(pc_emu_bf16_bits(f)) {}
 };
 struct __half2 {
   __half x, y;
@@ -70,20 +81,14 @@ struct __nv_bfloat162 {
   __nv_bfloat16 x, y;
 };
 inline float __half2float(__half h) { return (float)h.v; }
-inline __half __float2half_rn(float f) { return __half{(_Float16)f}; }
+inline __half __float2half_rn(float f) { return __half(f); }
 inline float __bfloat162float(__nv_bfloat16 b) {
   uint32_t u = (uint32_t)b.bits << 16;
   float f;
   memcpy(&f, &u, 4);
   return f;
 }
-inline __nv_bfloat16 __float2bfloat16_rn(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (std::isnan(f)) return __nv_bfloat16{0x7fc0};
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return __nv_bfloat16{(uint16_t)(u >> 16)};
-}
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 inline __half2 __floats2half2_rn(float a, float b) { return __half2{__float2half_rn(a), __float2half_rn(b)}; }
 inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return __nv_bfloat162{__float2bfloat16_rn(a), __float2bfloat16_rn(b)}; }
 inline float pc_emu_f(uint16_t bits, __half) {
@@ -91,7 +96,11 @@ inline float pc_emu_f(uint16_t bits, __half) {
   memcpy(&h, &bits, 2);
   return __half2float(h);
 }
-inline float pc_emu_f(uint16_t bits, __nv_bfloat16) { return __bfloat162float(__nv_bfloat16{bits}); }
+inline float pc_emu_f(uint16_t bits, __nv_bfloat16) {
+  __nv_bfloat16 b;
+  b.bits = bits;
+  return __bfloat162float(b);
+}
 
 /* ---- the emulated block ---- */
 struct pc_emu_thread {

@@ -46,6 +46,15 @@ static const emu_case cases[] = {
      CU_OWN_WGMMA, "wgmma.mma_async", 2e-3},
     {"Hopper's matmul, bf16, more k-steps than stages",
      "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2},
+    {"tensor-core convolution, f16, stride 2, padding, bias and relu",
+     "graph c\ninput x: f16[2, 16, 13, 11]\ninput w: f16[136, 16, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
+     "y = relu(c)\noutput y\n",
+     CU_OWN_CONV, "const T *const xb", 2e-3},
+    {"tensor-core convolution, bf16, dilation",
+     "graph c\ninput x: bf16[3, 24, 9, 10]\ninput w: bf16[20, 24, 3, 3]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1])\noutput y\n",
+     CU_OWN_CONV, "const T *const xb", 1.5e-2},
+    {"tensor-core convolution, f16, 1x1 over 128 pixels and more",
+     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV, "const T *const xb", 2e-3},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",

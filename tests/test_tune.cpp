@@ -23,6 +23,7 @@
 
 extern "C" {
 #include "codegen/gpu_kernels.h"
+#include "codegen/grid.h"
 #include "cuda/cu.h"
 #include "driver/module.h"
 #include "lower/pipeline.h"
@@ -492,6 +493,53 @@ TEST(TuneTables, CudasTensorCoreAttentionTakesHalfPrecisionHeadsOfSixteens) {
     EXPECT_NE(strstr(why, "128 threads"), nullptr) << why;
     kir_module_free(km);
   }
+}
+
+// CUDA's tensor-core convolution (opted into): f16/bf16 convolutions without groups whose reduction
+// (C x KH x KW) is a multiple of 8 run as their implicit GEMM on the mma.sync kernel, a work group
+// per 128x128 tile of output channels by pixels; f32, groups, and the RGB stem's 3 x 7 x 7 keep
+// their kernels; the list PORTC_CUDA_KERNELS gives is read by name
+TEST(TuneTables, CudasTensorCoreConvolutionTakesHalfPrecisionReductionsOfEights) {
+  int device;
+  const target *tg = target_find("cuda", &device);
+  ASSERT_NE(tg, nullptr);
+  struct {
+    const char *graph;
+    bool takes;
+  } cases[] = {
+      {"input x: f16[2, 16, 30, 30]\ninput w: f16[136, 16, 3, 3]\ny = conv2d(x, w, padding=[1, 1])\n", true},
+      {"input x: bf16[2, 64, 8, 8]\ninput w: bf16[32, 64, 1, 1]\ny = conv2d(x, w)\n", true},
+      {"input x: f32[2, 16, 30, 30]\ninput w: f32[136, 16, 3, 3]\ny = conv2d(x, w, padding=[1, 1])\n", false},
+      {"input x: f16[2, 3, 30, 30]\ninput w: f16[64, 3, 7, 7]\ny = conv2d(x, w, stride=[2, 2], padding=[3, 3])\n", false},
+      {"input x: f16[2, 16, 30, 30]\ninput w: f16[32, 8, 3, 3]\ny = conv2d(x, w, groups=2)\n", false},
+  };
+  for (const auto &c : cases) {
+    Graph g = parse(std::string("graph c\n") + c.graph + "output y\n");
+    ASSERT_TRUE(g);
+    kir_module *km = target_schedules(g, "cuda");
+    ASSERT_NE(km, nullptr) << portc_last_error();
+    ASSERT_EQ(km->nk, 1);
+    km->k[0].sched = {};
+    cu_schedule_as(km, 0, -1, cu_own_kernels("flash,conv"));
+    const kir_schedule &s = km->k[0].sched;
+    char why[256] = "";
+    EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
+    EXPECT_EQ(s.variant == KS_MMA, c.takes) << c.graph;
+    if (c.takes) {
+      const int64_t S[1] = {0};
+      const gpu_limits lim = {{INT32_MAX, 65535, 65535}, 0};
+      unsigned grid[3];
+      gpu_grid(km, 0, S, &lim, grid);
+      int64_t mn[2];
+      gpu_conv_mn(km, 0, S, mn);
+      EXPECT_EQ(grid[0], (unsigned)((mn[1] + 127) / 128)) << "a work group per 128 pixels";
+      EXPECT_EQ(grid[1], (unsigned)((mn[0] + 127) / 128)) << "and per 128 output channels";
+    }
+    kir_module_free(km);
+  }
+  EXPECT_EQ(cu_own_kernels("wgmma,conv"), (unsigned)(CU_OWN_WGMMA | CU_OWN_CONV));
+  EXPECT_EQ(cu_own_kernels("flash,nonsense"), (unsigned)CU_OWN_FLASH);
+  EXPECT_EQ(cu_own_kernels(nullptr), 0u);
 }
 
 // Vulkan's cooperative-matrix matmul (scheduled as on a device that has them): the rule's 128x128
