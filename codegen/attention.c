@@ -26,7 +26,7 @@
 
 enum { ATT_BQ = 32, ATT_BK = 32 };
 
-static const char *const batchnames[] = {"ab0", "ab1", "ab2", "ab3", "ab4", "ab5", "ab6", "ab7"};
+const char *const gpu_attention_batchnames[8] = {"ab0", "ab1", "ab2", "ab3", "ab4", "ab5", "ab6", "ab7"};
 
 static const gpu_spelling *G(const emitter *e) { return e->d->gpu; }
 
@@ -45,9 +45,7 @@ bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len) {
   return false;
 }
 
-/* the offset of the current batch's matrix in buffer b, whose batch dims broadcast to the
- * output's first `orank` dims (named batchnames) */
-static void batch_offset(emitter *e, int b, int orank, char *out, size_t len) {
+void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t len) {
   const shape *s = &e->m->buf[b].sh;
   int brank = s->rank - 2;
   size_t at = (size_t)snprintf(out, len, "0");
@@ -55,7 +53,7 @@ static void batch_offset(emitter *e, int b, int orank, char *out, size_t len) {
     if (s->d[d].sym < 0 && s->d[d].c == 1) continue; /* broadcast: index 0 */
     char stride[256];
     emit_count(e, s, d + 1, s->rank, stride, sizeof stride);
-    at += (size_t)snprintf(out + at, len - at, " + %s * (%s)", batchnames[orank - brank + d], stride);
+    at += (size_t)snprintf(out + at, len - at, " + %s * (%s)", gpu_attention_batchnames[orank - brank + d], stride);
   }
 }
 
@@ -169,18 +167,18 @@ void emit_attention(emitter *e) {
   emit_line(e, "for (%s tile = %s; tile < (%s) * QT; tile += %s) {", it, G(e)->group[0], nb, G(e)->ngroups[0]);
   e->indent++;
   emit_line(e, "const %s bt = tile / QT, q0 = (tile %% QT) * %d;", it, ATT_BQ);
-  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", batchnames);
-  batch_offset(e, qb, orank, off, sizeof off);
+  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
+  gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
   emit_line(e, "const %s qo = %s;", it, off);
-  batch_offset(e, kb, orank, off, sizeof off);
+  gpu_attention_batch_offset(e, kb, orank, off, sizeof off);
   emit_line(e, "const %s ko = %s;", it, off);
-  batch_offset(e, vb, orank, off, sizeof off);
+  gpu_attention_batch_offset(e, vb, orank, off, sizeof off);
   emit_line(e, "const %s vo = %s;", it, off);
   bool mrow = false, mcol = false; /* does the mask vary along the queries, the keys */
   if (ms) {
     mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
     mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
-    batch_offset(e, mb, orank, off, sizeof off);
+    gpu_attention_batch_offset(e, mb, orank, off, sizeof off);
     emit_line(e, "const %s mo = %s;", it, off);
   }
   /* the scaled query tile, and the rows' state */

@@ -42,6 +42,11 @@ bool gpu_is_attention(const kir_module *m, int i);
 int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S);
 bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len);
 void gpu_declare_attention(emitter *e, const char *qualifier);
+/* the batch indices of an attention kernel's output (ab0, ab1, ...: emit_unravel's names), and the
+ * offset of the current batch's matrix in buffer b, whose batch dims broadcast to the output's
+ * first `orank` dims */
+extern const char *const gpu_attention_batchnames[8];
+void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t len);
 
 /* the vector width of concat kernel i (4 f32 elements, 8 of 16 bits) where every input's slab of
  * the output is a run of whole vectors (its extent along the axis times the extents after it)

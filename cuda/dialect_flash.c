@@ -27,7 +27,6 @@
 #include "cu.h"
 #include "dialect_mma.h"
 
-static const char *const batchnames[] = {"ab0", "ab1", "ab2", "ab3", "ab4", "ab5", "ab6", "ab7"};
 
 bool cu_flash_fits(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
@@ -44,20 +43,6 @@ int cu_flash_shared_bytes(const kir_module *m, int i) {
   const shape *q = &m->buf[k->in_buf[0]].sh;
   int64_t D = q->d[q->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c;
   return (int)(CU_FA_BQ * (D + 8) + CU_FA_BK * (D + 8) + CU_FA_BK * (DV + 8)) * 2;
-}
-
-/* the offset of the current batch's matrix in buffer b, whose batch dims broadcast to the
- * output's first `orank` dims (named batchnames), as attention.c computes it */
-static void batch_offset(emitter *e, int b, int orank, char *out, size_t len) {
-  const shape *s = &e->m->buf[b].sh;
-  int brank = s->rank - 2;
-  size_t at = (size_t)snprintf(out, len, "0");
-  for (int d = 0; d < brank && at < len; d++) {
-    if (s->d[d].sym < 0 && s->d[d].c == 1) continue; /* broadcast: index 0 */
-    char stride[256];
-    emit_count(e, s, d + 1, s->rank, stride, sizeof stride);
-    at += (size_t)snprintf(out + at, len - at, " + %s * (%s)", batchnames[orank - brank + d], stride);
-  }
 }
 
 /* rows [0, rows) of a [.., D] matrix from `src` (offset `base`, row index `first` + r, valid below
@@ -98,18 +83,18 @@ void cu_emit_flash(emitter *e) {
   e->indent++;
   emit_line(e, "const int64_t bt = tile / QT;");
   emit_line(e, "const int q0 = (int)(tile %% QT) * %d;", CU_FA_BQ);
-  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", batchnames);
-  batch_offset(e, qb, orank, off, sizeof off);
+  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
+  gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
   emit_line(e, "const int64_t qo = %s;", off);
-  batch_offset(e, kb, orank, off, sizeof off);
+  gpu_attention_batch_offset(e, kb, orank, off, sizeof off);
   emit_line(e, "const int64_t ko = %s;", off);
-  batch_offset(e, vb, orank, off, sizeof off);
+  gpu_attention_batch_offset(e, vb, orank, off, sizeof off);
   emit_line(e, "const int64_t vo = %s;", off);
   bool mrow = false, mcol = false; /* does the mask vary along the queries, the keys */
   if (ms) {
     mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
     mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
-    batch_offset(e, mb, orank, off, sizeof off);
+    gpu_attention_batch_offset(e, mb, orank, off, sizeof off);
     emit_line(e, "const int64_t mo = %s;", off);
   }
   emit_line(e, "__syncthreads(); /* the last tile's readers of shared memory are done */");
