@@ -101,13 +101,14 @@ static portc_status build_cubin(void *ctx, void **data, size_t *bytes) {
   return cu_compile(b->src, b->arch, b->name, data, bytes);
 }
 
-/* the module's cubin: from the module file being loaded (req->from), else from the kernel cache
- * or compiled and stored there, and then recorded for a module file being written */
 const char *cu_compile_arch(const cu_context *c, const kir_module *km) {
   for (int i = 0; i < km->nk; i++)
     if (km->k[i].sched.variant == KS_WGMMA) return "sm_90a";
   return c->arch;
 }
+
+/* the module's cubin: from the module file being loaded (req->from), else from the kernel cache
+ * or compiled and stored there, and then recorded for a module file being written */
 
 static portc_status cubin_for(cu_context *c, const load_request *req, const char *flavor, const char *src, void **cubin, size_t *bytes,
                               bool *hit) {
@@ -500,7 +501,8 @@ portc_status cu_launch(void *handle, int i, void *const *bufs, const int64_t *S)
   portc_status st = gpu_queue_launch(&m->q, i, bufs, S);
   if (st) return st;
   const kir_schedule *sc = &m->km->k[i].sched;
-  if (m->km->k[i].kind == KK_MATMUL && (sc->variant == KS_MMA || sc->variant == KS_WGMMA) && (gpu_gemm_rows(m->km, i, S) + sc->tile_m - 1) / sc->tile_m > m->lim.max_groups[1])
+  bool tiles = m->km->k[i].kind == KK_MATMUL && (sc->variant == KS_MMA || sc->variant == KS_WGMMA); /* a block per tile, no loop */
+  if (tiles && (gpu_gemm_rows(m->km, i, S) + sc->tile_m - 1) / sc->tile_m > m->lim.max_groups[1])
     return err_set(PORTC_ERR_INVALID, "%s: kernel %d: more than %lld rows", m->f->name, i, (long long)(m->lim.max_groups[1] * sc->tile_m));
   return PORTC_OK;
 }
