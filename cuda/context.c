@@ -125,6 +125,9 @@ void cu_describe(FILE *out) {
   char why[512];
   if (!cu_available(why, sizeof why)) return;
   fprintf(out, "  compiler: %s\n", cu_compiler_id(why, sizeof why));
+  const char *own = getenv("PORTC_CUDA_KERNELS");
+  fprintf(out, "  kernels of portc's own not yet run on a GPU (wgmma, flash, conv), taken where PORTC_CUDA_KERNELS lists them: %s\n",
+          own && *own ? own : "none listed");
   for (int i = 0; i < ndev; i++) {
     cu_context *c = cu_context_get(i, why, sizeof why);
     if (!c) {
