@@ -1074,12 +1074,16 @@ void gpu_gemm_sum(emitter *e, int slices) {
   } else {
     emit_line(e, "const float acc0 = pc_acc[t];");
   }
+  gpu_gemm_store(e);
+  gpu_loop_end(e);
+}
+
+void gpu_gemm_store(emitter *e) {
   const char *oidx[PORTC_MAX_RANK];
   emit_scope_push(e);
   gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
   emit_scope_pop(e);
-  gpu_loop_end(e);
 }
 
 void gpu_gemm_indices(emitter *e, const char **oidx) {

@@ -126,11 +126,7 @@ void cu_emit_mma(emitter *e) {
     gpu_conv_element(e, "acc[i][j][h]");
   } else {
     emit_line(e, "const float acc0 = acc[i][j][h];");
-    const char *oidx[PORTC_MAX_RANK];
-    emit_scope_push(e);
-    gpu_gemm_indices(e, oidx);
-    emit_store_at(e, &k->store[0], &k->dom, oidx);
-    emit_scope_pop(e);
+    gpu_gemm_store(e);
   }
   e->indent--;
   emit_line(e, "}");

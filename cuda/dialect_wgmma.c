@@ -146,11 +146,7 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "const int m = m0 + r;");
   emit_line(e, "if (m >= M || n >= N) continue;");
   emit_line(e, "const float acc0 = Cs[r * %d + threadIdx.x - 128];", CS);
-  const char *oidx[PORTC_MAX_RANK];
-  emit_scope_push(e);
-  gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
+  gpu_gemm_store(e);
   e->indent--;
   emit_line(e, "}");
   e->indent--;
