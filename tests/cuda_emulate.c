@@ -177,7 +177,7 @@ static int run_case(const emu_case *c, int index) {
   char cpp[128], so[128], cmd[1024];
   snprintf(cpp, sizeof cpp, "%s/case%d.cpp", work, index);
   snprintf(so, sizeof so, "%s/case%d.so", work, index);
-  snprintf(cmd, sizeof cmd, "c++ -std=c++20 -O1 -w -shared -fPIC -I%s -o %s %s", shim_dir, so, cpp);
+  snprintf(cmd, sizeof cmd, "c++ -std=c++20 -O1 -w -Wno-psabi -shared -fPIC -I%s -o %s %s", shim_dir, so, cpp);
   int rc = 1;
   void *lib = NULL, **mem = calloc((size_t)km->nbuf, sizeof *mem);
   portc_bindings *b = portc_bindings_new(g);
