@@ -144,9 +144,9 @@ static bool consider(rctx *r, int b, int t, char *seen, candidate *c) {
   int late_at = m->nk;
   for (int q = 0; q < r->ncons[v]; q++) {
     int u = r->cons[v][q];
-    if (r->tmin[u] < 0 || (r->tmin[u] < t && r->tmax[u] > t)) return false; /* no kernel, or both sides */
+    if (r->tmin[u] < 0 || (r->tmin[u] < t && r->tmax[u] > t)) goto fail; /* no kernel, or both sides */
     if (r->tmin[u] < t) continue;
-    if (!push(&c->late, &c->nlate, u)) return false;
+    if (!push(&c->late, &c->nlate, u)) goto fail;
     if (u < c->pos) c->pos = u;
     if (r->tmin[u] < late_at) late_at = r->tmin[u];
   }
@@ -156,6 +156,7 @@ static bool consider(rctx *r, int b, int t, char *seen, candidate *c) {
   for (int i = 0; ok && i < r->g->n; i++)
     if (seen[i] && (i == v || (m->node_buf[i] < 0 && node_class(&r->g->nodes[i]) != C_SRC))) ok = push(&c->expr, &c->nexpr, i);
   if (ok) return true;
+fail:
   free(c->late), free(c->expr);
   return false;
 }
