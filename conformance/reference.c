@@ -67,17 +67,52 @@ static portc_tensor *to_tensor(const rval *v) {
 }
 
 portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_tensor **outputs) {
+  return conf_reference_update(g, b, outputs, NULL);
+}
+
+portc_status conf_reference_update(const portc_graph *g, portc_bindings *b, portc_tensor **outputs, double *closest) {
   portc_status pulled = b ? bindings_pull(b, NULL, -1) : PORTC_OK; /* values kept on a device */
   if (pulled) return pulled;
   bindings_lock(b);
-  portc_status st = conf_reference_run(g, b, false, outputs);
+  portc_status st = conf_reference_run(g, b, false, outputs, closest);
   if (!st && (st = bindings_apply_updates(g, b, outputs)))
     for (int k = 0; k < g->nout; k++) portc_tensor_free(outputs[k]), outputs[k] = NULL;
   bindings_unlock(b);
   return st;
 }
 
-portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs) {
+/* a value no rounding touched: a source, or a view of one */
+static bool exact(const portc_graph *g, int v) {
+  while (op_get(g->nodes[v].op)->kind == K_VIEW && g->nodes[v].nin > 0) v = g->nodes[v].in[0];
+  return op_get(g->nodes[v].op)->kind == K_SOURCE;
+}
+
+static double rms(const rval *v) {
+  double sq = 0;
+  for (int64_t k = 0; k < v->numel; k++) sq += isfinite(v->f[k]) ? v->f[k] * v->f[k] : 0;
+  return v->numel ? sqrt(sq / (double)v->numel) : 0;
+}
+
+/* how close comparison x of f32 or f64 values came to deciding otherwise: the least nonzero
+ * |a - b| over its elements, relative to the larger operand's RMS; +INF for a comparison of
+ * 16-bit or integer values, or of values no rounding touched */
+static double closest_call(const portc_graph *g, const node *x, rval *const *in, const rval *out) {
+  const rval *a = in[0], *b = in[1];
+  if (!a->f || a->dt == PORTC_F16 || a->dt == PORTC_BF16 || (exact(g, x->in[0]) && exact(g, x->in[1]))) return INFINITY;
+  double scale = fmax(rms(a), rms(b)), least = INFINITY;
+  iter it;
+  it_init(&it, out->rank, out->shape, 2);
+  bstrides(a, out->rank, out->shape, it.st[0]);
+  bstrides(b, out->rank, out->shape, it.st[1]);
+  for (int64_t k = 0; k < out->numel; k++, it_step(&it)) {
+    double d = fabs(a->f[it.off[0]] - b->f[it.off[1]]);
+    if (d > 0 && d < least) least = d;
+  }
+  return scale > 0 ? least / scale : INFINITY;
+}
+
+portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs, double *closest) {
+  if (closest) *closest = INFINITY;
   if (!g || !b || !outputs) return err_set(PORTC_ERR_INVALID, "reference_run: NULL argument");
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {
@@ -116,6 +151,8 @@ portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool fl
       for (int k = 0; k < x->nin; k++) in[k] = vals[x->in[k]];
       if ((st = ref_eval(x, in, vals[i])))
         st = err_set(st, "node '%s' (%s): %s", x->name, op_get(x->op)->name, portc_last_error());
+      else if (closest && op_get(x->op)->kind == K_COMPARE)
+        *closest = fmin(*closest, closest_call(g, x, in, vals[i]));
     }
     for (int k = 0; k < x->nin; k++)
       if (last[x->in[k]] == i) rval_free(vals[x->in[k]]), vals[x->in[k]] = NULL;

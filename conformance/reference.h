@@ -25,8 +25,14 @@ void rval_free(rval *v);
 
 /* evaluates one computing node; out is allocated with its concrete shape and dtype */
 portc_status ref_eval(const node *n, rval *const *in, rval *out);
-/* portc_reference_run, optionally reading f32 and bf16 denormal sources as zeros (the
- * reference for devices that may flush them, as Vulkan allows without float controls) */
-portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs);
+/* portc_reference_run without its updates, optionally reading f32 and bf16 denormal sources as
+ * zeros (the reference for devices that may flush them, as Vulkan allows without float
+ * controls). With closest, also the closest call among the graph's comparisons of computed f32
+ * values (relu's and max pooling's derivatives, masks): the least nonzero difference of their
+ * operands relative to the larger operand's RMS, +INF without such a comparison. A target that
+ * rounds differently may decide a closer call the other way and be right. */
+portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs, double *closest);
+/* portc_reference_run, and the closest call as above */
+portc_status conf_reference_update(const portc_graph *g, portc_bindings *b, portc_tensor **outputs, double *closest);
 
 #endif

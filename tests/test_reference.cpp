@@ -4,6 +4,10 @@
 
 #include "helpers.h"
 
+extern "C" {
+#include "conformance/reference.h"
+}
+
 static std::string list(const std::vector<double> &v, bool as_bool = false) {
   std::string s = "[";
   char buf[40];
@@ -184,6 +188,36 @@ TEST(Reference, Views) {
   expect_near(eval(x + "y = pad(x, pads=[0, 1, 1, 0])\noutput y\n"), {0, 1, 2, 3, 0, 4, 5, 6, 0, 0, 0, 0});
   expect_near(eval(x + "const i: i64[3] = [2, 0, -1]\ny = gather(x, i, axis=1)\noutput y\n"), {3, 1, 3, 6, 4, 6});
   expect_near(eval(x + "const i: i32[1] = [1]\ny = gather(x, i, axis=0)\noutput y\n"), {4, 5, 6});
+}
+
+// the closest call among a graph's comparisons of computed f32 values, relative to the RMS
+static double closest_call(const std::string &text) {
+  Graph g = parse(text);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_tensor *out = nullptr;
+  double closest = -1;
+  EXPECT_EQ(conf_reference_run(g.get(), b, false, &out, &closest), PORTC_OK) << portc_last_error();
+  portc_tensor_free(out);
+  portc_bindings_free(b);
+  return closest;
+}
+
+TEST(Reference, ClosestCallAmongComparisonsOfComputedValues) {
+  // 1 - f32(0.9999999) = 2^-23, beside 0.75: relative to their RMS, a call of 2.25e-7
+  const char *sum = "const x: f32[2] = [1, 0.5]\nconst e: f32[2] = [-0.9999999, 0.25]\ns = add(x, e)\n";
+  double rms = std::sqrt((0x1p-46 + 0.5625) / 2);
+  EXPECT_NEAR(closest_call(std::string(sum) + "const z: f32[] = 0\ny = gt(s, z)\noutput y\n"), 0x1p-23 / rms, 1e-12);
+  // against a broadcast operand of RMS sqrt((0.75^2 + 2^2) / 2); equal elements (a max pooling's
+  // own maximum) are not close calls
+  EXPECT_NEAR(closest_call(std::string(sum) + "const m: f32[2, 1] = [0.75, 2]\ny = eq(s, m)\noutput y\n"),
+              (0.75 - 0x1p-23) / std::sqrt((0.5625 + 4) / 2), 1e-12);
+  // sources compare exactly, and so do views of them; 16-bit values are left alone
+  EXPECT_EQ(closest_call("const x: f32[2] = [1, 0.5]\nconst e: f32[2] = [0.9999999, 0.25]\ny = gt(x, e)\noutput y\n"), INFINITY);
+  EXPECT_EQ(closest_call("const x: f32[1, 2] = [1, 0.5]\nconst e: f32[2] = [0.9999999, 0.25]\nr = reshape(x, shape=[2])\n"
+                         "y = gt(r, e)\noutput y\n"),
+            INFINITY);
+  EXPECT_EQ(closest_call("const x: f16[2] = [1, 0.5]\nconst e: f16[2] = [-0.999, 0.25]\ns = add(x, e)\nconst z: f16[] = 0\ny = gt(s, z)\noutput y\n"),
+            INFINITY);
 }
 
 TEST(Reference, Composites) {
