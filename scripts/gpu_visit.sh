@@ -11,6 +11,10 @@
 #             kernels forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul
 #             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
 #             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
+#   smoke     the three opt-in tensor-core kernels (wgmma, flash, conv) each on its own conformance
+#             cases (fused, a minute each at most: a hang costs a minute, not a visit), then the f16
+#             matmul 8192, attention and the f16 transformer timed with and without them: the
+#             first look before the long steps below
 #   flash     attention on tensor cores (cuda/dialect_flash.c, PORTC_CUDA_KERNELS=flash): the
 #             attention-bearing cases, memcheck and racecheck on the attention cases, each command
 #             under a time limit, then bench/gpu/attention_*_f16 and the transformer example under
@@ -118,6 +122,23 @@ for step in $steps; do
       rc=$?
       grep -E '^FAIL' "$out/verify_cuda_$how.txt" | head -10
       summary+=("verify cuda, PORTC_CUDA_MATMUL=$how (rc $rc): $(tail -1 "$out/verify_cuda_$how.txt")")
+    done
+    ;;
+  smoke)
+    for how in "wgmma ^ops/matmul|^fusion/.*matmul" "flash attention" "conv ^ops/conv2d|cnn"; do
+      read -r kernels filter <<<"$how"
+      PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=own timeout 60 "$portc" verify -t cuda --no-eager --examples examples \
+        --filter "$filter" >"$out/smoke_$kernels.txt" 2>&1
+      rc=$?
+      grep -E '^FAIL' "$out/smoke_$kernels.txt" | head -5
+      summary+=("smoke $kernels (rc $rc): $(tail -1 "$out/smoke_$kernels.txt")")
+    done
+    for how in "wgmma own matmul_8192_f16" "none own matmul_8192_f16" "none cublaslt matmul_8192_f16" \
+      "flash auto attention_16x8x512x64_f16" "none auto attention_16x8x512x64_f16"; do
+      read -r kernels matmul g <<<"$how"
+      PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=$matmul timeout 60 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager \
+        --iters 30 --warmup 3 >"$out/smoke_bench_${g}_${kernels}_$matmul.txt" 2>&1
+      summary+=("$g, kernels=$kernels matmul=$matmul (rc $?): $(awk '/^fused/ {print $5, "ms"}' "$out/smoke_bench_${g}_${kernels}_$matmul.txt")")
     done
     ;;
   wgmma)
