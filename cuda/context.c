@@ -65,6 +65,7 @@ static int dev_attr(CUdevice d, int a) {
 }
 
 static void *make_context(int index, char *why, size_t len) {
+  if (!cu_own_kernels_known(getenv("PORTC_CUDA_KERNELS"), why, len)) return NULL;
   cu_context *c = calloc(1, sizeof *c);
   if (!c) {
     snprintf(why, len, "out of memory");

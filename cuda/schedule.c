@@ -6,6 +6,7 @@
  * kernels loop in strides over their elements; row kernels take one block per row, sized by the
  * row's length.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,16 +161,34 @@ static int device_cc(int device) {
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
+/* the CU_OWN_* bit of the n-character name at p, 0 for none */
+static unsigned own_kernel(const char *p, size_t n) {
+  static const struct { const char *name; unsigned bit; } K[] = {{"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}};
+  for (size_t k = 0; k < sizeof K / sizeof K[0]; k++)
+    if (strlen(K[k].name) == n && strncmp(p, K[k].name, n) == 0) return K[k].bit;
+  return 0;
+}
+
 unsigned cu_own_kernels(const char *list) {
   unsigned own = 0;
   for (const char *p = list ? list : ""; *p;) {
     size_t n = strcspn(p, ",");
-    if (n == 5 && strncmp(p, "wgmma", 5) == 0) own |= CU_OWN_WGMMA;
-    if (n == 5 && strncmp(p, "flash", 5) == 0) own |= CU_OWN_FLASH;
-    if (n == 4 && strncmp(p, "conv", 4) == 0) own |= CU_OWN_CONV;
+    own |= own_kernel(p, n);
     p += n + (p[n] == ',');
   }
   return own;
+}
+
+bool cu_own_kernels_known(const char *list, char *why, size_t len) {
+  for (const char *p = list ? list : ""; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n && !own_kernel(p, n)) {
+      snprintf(why, len, "PORTC_CUDA_KERNELS lists '%.*s', which is none of wgmma, flash, conv", (int)(n < 64 ? n : 64), p);
+      return false;
+    }
+    p += n + (p[n] == ',');
+  }
+  return true;
 }
 
 /* the kernels of portc's own that ran only in tests/cuda_emulate (not yet on a GPU) are taken

@@ -540,6 +540,11 @@ TEST(TuneTables, CudasTensorCoreConvolutionTakesHalfPrecisionReductionsOfEights)
   EXPECT_EQ(cu_own_kernels("wgmma,conv"), (unsigned)(CU_OWN_WGMMA | CU_OWN_CONV));
   EXPECT_EQ(cu_own_kernels("flash,nonsense"), (unsigned)CU_OWN_FLASH);
   EXPECT_EQ(cu_own_kernels(nullptr), 0u);
+  char why[128] = "";
+  EXPECT_TRUE(cu_own_kernels_known("wgmma,flash,conv", why, sizeof why));
+  EXPECT_TRUE(cu_own_kernels_known(nullptr, why, sizeof why));
+  EXPECT_FALSE(cu_own_kernels_known("flash,wgmm", why, sizeof why));
+  EXPECT_STREQ(why, "PORTC_CUDA_KERNELS lists 'wgmm', which is none of wgmma, flash, conv");
 }
 
 // Vulkan's cooperative-matrix matmul (scheduled as on a device that has them): the rule's 128x128
