@@ -80,7 +80,7 @@ void cu_schedule(kir_module *m, int i, int device);
  * where it qualifies (compile_all schedules through it for devices it does not have) */
 enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2, CU_OWN_CONV = 4 };
 /* the CU_OWN_* bits of a comma-separated list of their names (wgmma, flash, conv), as
- * PORTC_CUDA_KERNELS gives it; unknown names are ignored here and refused by
+ * PORTC_CUDA_KERNELS gives it (none: no name); unknown names are ignored here and refused by
  * cu_own_kernels_known, which says which one it is (a device opens only where all are known) */
 unsigned cu_own_kernels(const char *list);
 bool cu_own_kernels_known(const char *list, char *why, size_t len);

@@ -182,8 +182,8 @@ unsigned cu_own_kernels(const char *list) {
 bool cu_own_kernels_known(const char *list, char *why, size_t len) {
   for (const char *p = list ? list : ""; *p;) {
     size_t n = strcspn(p, ",");
-    if (n && !own_kernel(p, n)) {
-      snprintf(why, len, "PORTC_CUDA_KERNELS lists '%.*s', which is none of wgmma, flash, conv", (int)(n < 64 ? n : 64), p);
+    if (n && !own_kernel(p, n) && !(n == 4 && strncmp(p, "none", 4) == 0)) {
+      snprintf(why, len, "PORTC_CUDA_KERNELS lists '%.*s', which is not wgmma, flash, conv or none", (int)(n < 64 ? n : 64), p);
       return false;
     }
     p += n + (p[n] == ',');

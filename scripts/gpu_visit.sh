@@ -12,7 +12,7 @@
 #             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
 #             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
 #   smoke     the three opt-in tensor-core kernels (wgmma, flash, conv) each on its own conformance
-#             cases (fused, a minute each at most: a hang costs a minute, not a visit), then the f16
+#             cases (fused, two minutes each at most: a hang costs that, not a visit), then the f16
 #             matmul 8192, attention and the f16 transformer timed with and without them: the
 #             first look before the long steps below
 #   flash     attention on tensor cores (cuda/dialect_flash.c, PORTC_CUDA_KERNELS=flash): the
@@ -125,9 +125,9 @@ for step in $steps; do
     done
     ;;
   smoke)
-    for how in "wgmma ^ops/matmul|^fusion/.*matmul" "flash attention" "conv ^ops/conv2d|cnn"; do
+    for how in "wgmma matmul|linear|mlp|transformer" "flash attention|transformer" "conv conv2d|cnn"; do
       read -r kernels filter <<<"$how"
-      PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=own timeout 60 "$portc" verify -t cuda --no-eager --examples examples \
+      PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=own timeout 120 "$portc" verify -t cuda --no-eager --examples examples \
         --filter "$filter" >"$out/smoke_$kernels.txt" 2>&1
       rc=$?
       grep -E '^FAIL' "$out/smoke_$kernels.txt" | head -5

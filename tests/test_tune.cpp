@@ -543,8 +543,10 @@ TEST(TuneTables, CudasTensorCoreConvolutionTakesHalfPrecisionReductionsOfEights)
   char why[128] = "";
   EXPECT_TRUE(cu_own_kernels_known("wgmma,flash,conv", why, sizeof why));
   EXPECT_TRUE(cu_own_kernels_known(nullptr, why, sizeof why));
+  EXPECT_TRUE(cu_own_kernels_known("none", why, sizeof why));
+  EXPECT_EQ(cu_own_kernels("none"), 0u);
   EXPECT_FALSE(cu_own_kernels_known("flash,wgmm", why, sizeof why));
-  EXPECT_STREQ(why, "PORTC_CUDA_KERNELS lists 'wgmm', which is none of wgmma, flash, conv");
+  EXPECT_STREQ(why, "PORTC_CUDA_KERNELS lists 'wgmm', which is not wgmma, flash, conv or none");
 }
 
 // Vulkan's cooperative-matrix matmul (scheduled as on a device that has them): the rule's 128x128
