@@ -20,8 +20,9 @@
 #             under a time limit, then bench/gpu/attention_*_f16 and the transformer example under
 #             --autocast f16 timed with it and with the SIMT kernel
 #   tconv     convolutions on tensor cores (the mma.sync kernel, PORTC_CUDA_KERNELS=conv): the
-#             convolution-bearing cases, memcheck on the convolution cases, then the ONNX CNNs under
-#             --autocast f16 checked and timed with it and without (onnx_compare, portc bench)
+#             convolution-bearing cases, memcheck on the convolution cases, then (unless
+#             TCONV_ONNX=0) the ONNX CNNs under --autocast f16 checked and timed with it and without
+#             (onnx_compare, portc bench)
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -196,6 +197,7 @@ for step in $steps; do
     "${tc[@]}" "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter 'conv2d' --quiet >"$out/memcheck_tconv.txt" 2>&1
     summary+=("memcheck, convolutions on tensor cores (rc $?): $(grep -E 'ERROR SUMMARY' "$out/memcheck_tconv.txt" | tail -1)")
     for on in conv none; do
+      [ "${TCONV_ONNX:-1}" = 0 ] && break
       PORTC_CUDA_KERNELS=$on ONNX_AUTOCAST=f16 TARGETS=cuda ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/tconv_$on \
         scripts/gpu_visit.sh onnx >"$out/tconv_onnx_$on.txt" 2>&1
       summary+=("onnx under --autocast f16, PORTC_CUDA_KERNELS=$on:" "$(tail -8 "$out/tconv_onnx_$on.txt")")
