@@ -143,15 +143,15 @@ for step in $steps; do
     done
     ;;
   wgmma)
-    own=(env PORTC_CUDA_KERNELS=wgmma PORTC_CUDA_MATMUL=own timeout 300)
+    own=(env PORTC_CUDA_KERNELS=wgmma PORTC_CUDA_MATMUL=own timeout 150)
     "${own[@]}" "$portc" explain bench/gpu/matmul_8192_f16.ptg -t cuda >"$out/explain_wgmma.txt" 2>&1
     summary+=("explain with PORTC_CUDA_KERNELS=wgmma (rc $?): $(grep -c 'warpgroup matrix' "$out/explain_wgmma.txt") kernels on Hopper's matmul")
-    "${own[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad' >"$out/verify_wgmma.txt" 2>&1
+    "${own[@]}" "$portc" verify -t cuda --no-eager --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad' >"$out/verify_wgmma.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_wgmma.txt" | head -10
     summary+=("verify cuda, Hopper's matmul (rc $rc): $(tail -1 "$out/verify_wgmma.txt")")
     for tool in memcheck racecheck; do
-      "${own[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --filter '^ops/matmul' \
+      "${own[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --examples examples --filter '^matmul/(f16|bf16)|^fusion/matmul' \
         --quiet >"$out/${tool}_wgmma.txt" 2>&1
       summary+=("$tool, Hopper's matmul (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_wgmma.txt" | tail -1)")
     done
@@ -167,7 +167,7 @@ for step in $steps; do
     done
     ;;
   flash)
-    fa=(env PORTC_CUDA_KERNELS=flash timeout 300)
+    fa=(env PORTC_CUDA_KERNELS=flash timeout 150)
     "${fa[@]}" "$portc" verify -t cuda --examples examples --filter 'attention|transformer|model' >"$out/verify_flash.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_flash.txt" | head -10
@@ -189,7 +189,7 @@ for step in $steps; do
     done
     ;;
   tconv)
-    tc=(env PORTC_CUDA_KERNELS=conv timeout 300)
+    tc=(env PORTC_CUDA_KERNELS=conv timeout 150)
     "${tc[@]}" "$portc" verify -t cuda --examples examples --filter 'conv|model|cnn|resnet' >"$out/verify_tconv.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_tconv.txt" | head -10
