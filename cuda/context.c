@@ -127,8 +127,8 @@ void cu_describe(FILE *out) {
   if (!cu_available(why, sizeof why)) return;
   fprintf(out, "  compiler: %s\n", cu_compiler_id(why, sizeof why));
   const char *own = getenv("PORTC_CUDA_KERNELS");
-  fprintf(out, "  kernels of portc's own not yet run on a GPU (wgmma, flash, conv), taken where PORTC_CUDA_KERNELS lists them: %s\n",
-          own && *own ? own : "none listed");
+  fprintf(out, "  tensor-core kernels of portc's own (wgmma, flash, conv) taken: %s\n",
+          own ? (*own ? own : "none") : "wgmma, flash (the default; PORTC_CUDA_KERNELS lists others)");
   for (int i = 0; i < ndev; i++) {
     cu_context *c = cu_context_get(i, why, sizeof why);
     if (!c) {

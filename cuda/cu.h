@@ -76,9 +76,13 @@ enum {
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched; and what a
  * tune entry may change of it, and the candidates the tuner times */
 void cu_schedule(kir_module *m, int i, int device);
-/* the kernels of portc's own that are opt-in (CU_OWN_*): cu_schedule_as gives a kernel one of them
- * where it qualifies (compile_all schedules through it for devices it does not have) */
+/* the tensor-core kernels of portc's own (CU_OWN_*): cu_schedule_as gives a kernel one of them
+ * where it qualifies and the set allows (compile_all schedules through it for devices it does not
+ * have) */
 enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2, CU_OWN_CONV = 4 };
+/* those taken where PORTC_CUDA_KERNELS is not set: the ones that have passed the conformance
+ * suite, compute-sanitizer and a timing on a GPU (bench/gpu/NOTES.md) */
+#define CU_OWN_DEFAULT (CU_OWN_WGMMA | CU_OWN_FLASH)
 /* the CU_OWN_* bits of a comma-separated list of their names (wgmma, flash, conv), as
  * PORTC_CUDA_KERNELS gives it (none: no name); unknown names are ignored here and refused by
  * cu_own_kernels_known, which says which one it is (a device opens only where all are known) */

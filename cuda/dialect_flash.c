@@ -16,8 +16,9 @@
  * Each thread holds rows g and g + 8 of its warp's 16 (g = lane / 4): a row's maximum and sum
  * are reduced over the 4 threads of a quad. Shared-memory rows are padded by 16 bytes, so that
  * ldmatrix reads no bank twice. Written from the PTX ISA's fragment layouts of mma.m16n8k16 and
- * ldmatrix, as dialect_mma.c is; compiled by compile_all and run in tests/cuda_emulate, not yet on
- * a GPU (opt-in: PORTC_CUDA_KERNELS=flash, schedule.c).
+ * ldmatrix, as dialect_mma.c is; compiled by compile_all, run in tests/cuda_emulate, and on an
+ * H200 through the conformance suite, memcheck and racecheck (taken by default;
+ * PORTC_CUDA_KERNELS, schedule.c).
  */
 #include <math.h>
 #include <stdio.h>

@@ -17,8 +17,9 @@
  * parameters; the runtime encodes them at each launch (runtime.c).
  *
  * Written from the PTX ISA's descriptions (the shared-memory matrix layouts of wgmma, the
- * tensor-copy and mbarrier instructions); compiled by compile_all for sm_90a and run in
- * tests/cuda_emulate, not yet on a GPU (opt-in: PORTC_CUDA_KERNELS=wgmma, schedule.c). Not yet
+ * tensor-copy and mbarrier instructions); compiled by compile_all for sm_90a, run in
+ * tests/cuda_emulate, and on an H200 through the conformance suite, memcheck and racecheck (taken
+ * by default on compute capability 9.0; PORTC_CUDA_KERNELS, schedule.c). Not yet
  * here: a persistent tile scheduler (its epilogue would need shared memory of its own), clusters
  * with TMA multicast.
  */

@@ -191,10 +191,11 @@ bool cu_own_kernels_known(const char *list, char *why, size_t len) {
   return true;
 }
 
-/* the kernels of portc's own that ran only in tests/cuda_emulate (not yet on a GPU) are taken
- * where PORTC_CUDA_KERNELS lists them; Hopper's matmul only on compute capability 9.0 */
+/* the kernels of portc's own taken: those PORTC_CUDA_KERNELS lists where it is set, else
+ * CU_OWN_DEFAULT; Hopper's matmul only on compute capability 9.0 */
 void cu_schedule(kir_module *m, int i, int device) {
-  unsigned own = cu_own_kernels(getenv("PORTC_CUDA_KERNELS"));
+  const char *list = getenv("PORTC_CUDA_KERNELS");
+  unsigned own = list ? cu_own_kernels(list) : CU_OWN_DEFAULT;
   if (own & CU_OWN_WGMMA && device_cc(device) != 90) own &= ~(unsigned)CU_OWN_WGMMA;
   cu_schedule_as(m, i, device, own);
 }

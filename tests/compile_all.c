@@ -51,7 +51,7 @@ static const target *T; /* whose schedule hook the kernels take, with no device 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { BATCH = 60 };
 
-/* own: the CUDA dialect's schedule with the opt-in kernels of portc's own (CU_OWN_*); 0 the
+/* own: the CUDA dialect's schedule with these tensor-core kernels of portc's own (CU_OWN_*); 0 the
  * target's schedule */
 static void schedule_all(kir_module *km, unsigned own) {
   for (int i = 0; i < km->nk; i++) {
@@ -60,7 +60,7 @@ static void schedule_all(kir_module *km, unsigned own) {
   }
 }
 
-/* km has a kernel on the opt-in kernel `own` */
+/* km has a kernel on the tensor-core kernel `own` */
 static bool uses(const kir_module *km, unsigned own) {
   for (int i = 0; i < km->nk; i++) {
     const kir_schedule *s = &km->k[i].sched;
@@ -116,7 +116,7 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
   char full[160];
   snprintf(full, sizeof full, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
   add_unit(km, full, false);
-  /* CUDA: the module once more with each opt-in kernel it has a use for: attention and
+  /* CUDA: the module once more with each tensor-core kernel it has a use for: attention and
    * convolution on tensor cores (for every architecture but sm_90a), Hopper's matmul (for sm_90a
    * alone) */
   bool sm90a = false;
