@@ -46,8 +46,8 @@ static const emu_case cases[] = {
      CU_OWN_WGMMA, "wgmma.mma_async", 2e-3},
     {"Hopper's matmul, bf16, more k-steps than stages",
      "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2},
-    {"tensor-core convolution, f16, stride 2, padding, bias and relu",
-     "graph c\ninput x: f16[2, 16, 13, 11]\ninput w: f16[136, 16, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
+    {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
+     "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
      CU_OWN_CONV, "const T *const xb", 2e-3},
     {"tensor-core convolution, bf16, dilation",
