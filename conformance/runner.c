@@ -159,15 +159,15 @@ static portc_bindings *case_bindings(const portc_graph *g, const job *j, const c
 #define MAX_DRAWS 8
 
 /* the reference of one run, on inputs drawn until no comparison is a close call (or the last
- * draw); its bindings for the target and the reference in b and rb */
+ * draw, which sets *close); its bindings for the target and the reference in b and rb */
 static portc_status reference_of(const portc_graph *g, const job *j, const conf_case *c, int run, portc_bindings **b, portc_bindings **rb,
-                                 portc_tensor **refs, int *draws) {
+                                 portc_tensor **refs, bool *close) {
   for (int draw = 0;; draw++) {
     *b = case_bindings(g, j, c, run, draw), *rb = case_bindings(g, j, c, run, draw);
     double closest;
     portc_status st = conf_reference_update(g, *rb, refs, &closest);
-    *draws = draw + 1;
-    if (st || closest >= CLOSE_CALL || draw + 1 == MAX_DRAWS) return st;
+    *close = closest < CLOSE_CALL;
+    if (st || !*close || draw + 1 == MAX_DRAWS) return st;
     for (int k = 0; k < portc_graph_output_count(g); k++) portc_tensor_free(refs[k]), refs[k] = NULL;
     portc_bindings_free(*b), portc_bindings_free(*rb);
   }
@@ -204,8 +204,8 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
     /* the reference has bindings of its own: a run of a training step updates the parameters
      * in the bindings it is given (portc_update), and the reference starts where the target did */
     portc_bindings *b, *rb;
-    int draws;
-    if (reference_of(g, j, c, run, &b, &rb, refs, &draws) != PORTC_OK) {
+    bool close;
+    if (reference_of(g, j, c, run, &b, &rb, refs, &close) != PORTC_OK) {
       set_result(r, R_FAIL, "reference failed: %s", portc_last_error());
     } else if (!m && portc_compile(g, &co, b, &m) != PORTC_OK) {
       set_result(r, R_FAIL, "compile failed: %s", portc_last_error());
@@ -219,7 +219,7 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
         if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, m, rb, k, outs[k], &t, scale))
           set_result(r, R_FAIL, "output %s%s: %s%s", portc_node_name(g, portc_graph_output(g, k)),
                      c->nruns > 1 ? (run == 0 ? " (first size)" : " (a later size)") : "", msg,
-                     draws == MAX_DRAWS ? "; every draw of the inputs left a comparison within 64 ulps" : "");
+                     close ? "; every draw of the inputs left a comparison within 64 ulps" : "");
     }
     for (int k = 0; k < nout; k++) {
       portc_tensor_free(outs[k]);
