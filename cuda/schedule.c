@@ -161,19 +161,21 @@ static int device_cc(int device) {
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
-/* the CU_OWN_* bit of the n-character name at p, 0 for none */
-static unsigned own_kernel(const char *p, size_t n) {
-  static const struct { const char *name; unsigned bit; } K[] = {{"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}};
+/* the n-character name at p is a kernel's (or none, bit 0): its CU_OWN_* bit in *bit */
+static bool own_kernel(const char *p, size_t n, unsigned *bit) {
+  static const struct { const char *name; unsigned bit; } K[] = {
+      {"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}, {"none", 0}};
   for (size_t k = 0; k < sizeof K / sizeof K[0]; k++)
-    if (strlen(K[k].name) == n && strncmp(p, K[k].name, n) == 0) return K[k].bit;
-  return 0;
+    if (strlen(K[k].name) == n && strncmp(p, K[k].name, n) == 0) return *bit = K[k].bit, true;
+  return false;
 }
 
 unsigned cu_own_kernels(const char *list) {
   unsigned own = 0;
   for (const char *p = list ? list : ""; *p;) {
     size_t n = strcspn(p, ",");
-    own |= own_kernel(p, n);
+    unsigned bit = 0;
+    if (own_kernel(p, n, &bit)) own |= bit;
     p += n + (p[n] == ',');
   }
   return own;
@@ -182,7 +184,8 @@ unsigned cu_own_kernels(const char *list) {
 bool cu_own_kernels_known(const char *list, char *why, size_t len) {
   for (const char *p = list ? list : ""; *p;) {
     size_t n = strcspn(p, ",");
-    if (n && !own_kernel(p, n) && !(n == 4 && strncmp(p, "none", 4) == 0)) {
+    unsigned bit;
+    if (n && !own_kernel(p, n, &bit)) {
       snprintf(why, len, "PORTC_CUDA_KERNELS lists '%.*s', which is not wgmma, flash, conv or none", (int)(n < 64 ? n : 64), p);
       return false;
     }

@@ -116,9 +116,9 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
   char full[160];
   snprintf(full, sizeof full, "%s%s%s", name, eager ? " (eager)" : "", symvals ? " (specialized)" : "");
   add_unit(km, full, false);
-  /* CUDA: the module once more with each tensor-core kernel it has a use for: attention and
-   * convolution on tensor cores (for every architecture but sm_90a), Hopper's matmul (for sm_90a
-   * alone) */
+  /* CUDA: the module once more with each tensor-core kernel it has a use for and its schedule
+   * did not already take (as the default set does): attention and convolution on tensor cores
+   * (for every architecture but sm_90a), Hopper's matmul (for sm_90a alone) */
   bool sm90a = false;
   for (int a = 0; a < narch; a++) sm90a = sm90a || is_hopper_arch(arches[a]);
   const struct {
@@ -127,7 +127,7 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     bool hopper;
   } extra[] = {{CU_OWN_FLASH, " (tensor-core attention)", false}, {CU_OWN_CONV, " (tensor-core convolution)", false}, {CU_OWN_WGMMA, " (sm_90a)", true}};
   for (size_t x = 0; x < sizeof extra / sizeof *extra && !hip && !entry; x++) {
-    if (extra[x].hopper && !sm90a) continue;
+    if ((extra[x].hopper && !sm90a) || uses(km, extra[x].own)) continue;
     schedule_all(km, extra[x].own);
     char h[200];
     snprintf(h, sizeof h, "%s%s", full, extra[x].suffix);
