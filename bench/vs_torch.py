@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The GPU benchmark graphs of bench/gpu/ (and the transformer example at B=16, S=512) built in
+"""The GPU benchmark graphs of bench/gpu/ (and the transformer example at B=16, S=512, in f32 and
+under f16 autocast) built in
 PyTorch, timed with CUDA events the same way portc bench times its runs (warm-up, then the
 median of back-to-back runs), in torch eager and under torch.compile, next to portc's numbers
 read from the JSON that `portc bench --json` wrote to JSON_DIR/TARGET/NAME.json.
 
-usage: vs_torch.py JSON_DIR [--iters N] [--targets cuda,vulkan] [--only SUBSTRING]
+usage: vs_torch.py JSON_DIR [--iters N] [--targets cuda,vulkan] [--only SUBSTRING[,SUBSTRING...]]
 Prints one table, last: per graph and target, portc fused and eager, torch eager and
 torch.compile medians, the bandwidth (memory-bound graphs, as a share of the measured copy
 bandwidth) or FLOP rate (matmuls) portc reaches, and the ratios. TF32 is off everywhere.
@@ -59,6 +60,11 @@ def encoder(x, p):
     return F.layer_norm(h1 + m, (D,), p["g2"], p["c2"], 1e-5)
 
 
+def autocast_f16(fn, *args):
+    with torch.autocast("cuda", dtype=torch.float16):
+        return fn(*args)
+
+
 def graphs():
     """name -> (function, inputs, bytes moved once, FLOPs or 0)"""
     g = {}
@@ -101,6 +107,8 @@ def graphs():
     tokens = 16 * 512
     tflops = 2 * tokens * 256 * (4 * 256 + 2 * 1024) + 2 * 2 * 16 * 4 * 512 * 512 * 64
     g["transformer"] = (lambda x: encoder(x, p), (xt,), 2 * 4 * tokens * 256, tflops)
+    # the same layer in mixed precision: torch.autocast against `portc bench --autocast f16`
+    g["transformer_autocast_f16"] = (lambda x: autocast_f16(encoder, x, p), (xt,), 2 * 4 * tokens * 256, tflops)
     return g
 
 
@@ -114,9 +122,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     rows, copy = [], {}
-    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else [""]
     for name, (fn, args, nbytes, flops) in graphs().items():
-        if only not in name and name != "copy_64M":  # copy: the bandwidth the table divides by
+        if not any(o in name for o in only) and name != "copy_64M":  # copy: the bandwidth the table divides by
             continue
         with torch.no_grad():
             eager = median_ms(lambda: fn(*args), iters)

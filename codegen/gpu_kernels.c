@@ -800,8 +800,8 @@ bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
     return snprintf(why, len, "run=%d: only the direct convolution of a known output width takes runs", s->run), false;
   if (s->run > GPU_MAX_RUN) return snprintf(why, len, "run=%d: at most %d", s->run, GPU_MAX_RUN), false;
   if (s->split_k <= 1) return true;
-  if (k->kind != KK_CONV || s->variant != KS_TILED || max_split <= 1)
-    return snprintf(why, len, "split_k=%d: only the tiled convolution of a target that has split-K splits", s->split_k), false;
+  if (k->kind != KK_CONV || (s->variant != KS_TILED && s->variant != KS_MMA) || max_split <= 1)
+    return snprintf(why, len, "split_k=%d: only the tiled or tensor-core convolution of a target that has split-K splits", s->split_k), false;
   return s->split_k <= max_split || (snprintf(why, len, "split_k=%d: at most %d", s->split_k, max_split), false);
 }
 
@@ -870,6 +870,15 @@ int gpu_conv_split_rule(const kir_module *m, int i, int tile, int units, int max
   int split = 2;
   while (split < max_split && groups * split < 4 * (int64_t)units && K / (2 * split) >= 16 * GPU_MM_BK) split *= 2;
   return K / split >= 16 * GPU_MM_BK ? split : 1;
+}
+
+int gpu_conv_split_fill(const kir_module *m, int i, int tile, int slots, int64_t min_k, int max_split) {
+  int64_t M, N, K;
+  if (slots <= 0 || min_k <= 0 || !conv_static_mnk(m, i, &M, &N, &K)) return 1;
+  int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile), split = slots / groups;
+  if (split > K / min_k) split = K / min_k;
+  if (split > max_split) split = max_split;
+  return split >= 2 ? (int)split : 1;
 }
 
 void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
@@ -943,7 +952,10 @@ static void conv_acc(emitter *e, const char *sum, char *acc, size_t len) {
   }
 }
 
-int gpu_conv_split(const kir_kernel *k) { return k->kind == KK_CONV && k->sched.variant == KS_TILED && k->sched.split_k > 1 ? k->sched.split_k : 1; }
+int gpu_conv_split(const kir_kernel *k) {
+  const kir_schedule *s = &k->sched;
+  return k->kind == KK_CONV && (s->variant == KS_TILED || s->variant == KS_MMA) && s->split_k > 1 ? s->split_k : 1;
+}
 
 void gpu_conv_k_range(emitter *e, int panel) {
   const int S = gpu_conv_split(e->k);

@@ -5,8 +5,10 @@
  * inputs, mask, causal rule and grid-stride loop over query tiles), with the score matrix in
  * registers instead of shared memory:
  *
- *   a block of 4 warps takes 64 query rows (16 per warp), their Q fragments loaded once;
- *   for each tile of 64 keys:  K and V tiles into shared memory (cp.async, zeros past the keys)
+ *   a block of 4 warps takes 64 query rows (16 per warp), their Q fragments loaded once (with
+ *   causal masking the tiles of the most keys first, so that short ones fill the last wave);
+ *   for each tile of 64 keys:  K and V tiles into shared memory (cp.async, zeros past the keys),
+ *                              two stages: the next tile's copy runs during this one's MMAs
  *                              S = Q K^T on the tensor cores (f32 sums), scaled, masked
  *                              m' = max(m, rowmax S);  P = exp(S - m');  l = l a + rowsum P
  *                              O = O a + P V, P rounded to the operands' type in registers
@@ -43,7 +45,7 @@ int cu_flash_shared_bytes(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   const shape *q = &m->buf[k->in_buf[0]].sh;
   int64_t D = q->d[q->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c;
-  return (int)(CU_FA_BQ * (D + 8) + CU_FA_BK * (D + 8) + CU_FA_BK * (DV + 8)) * 2;
+  return (int)(CU_FA_BQ * (D + 8) + 2 * CU_FA_BK * (D + 8 + DV + 8)) * 2; /* Q, and two stages of K and V */
 }
 
 /* rows [0, rows) of a [.., D] matrix from `src` (offset `base`, row index `first` + r, valid below
@@ -75,15 +77,17 @@ void cu_emit_flash(emitter *e) {
   emit_float(e->d, sc->set ? sc->f : 1.0 / sqrt((double)D), scale, sizeof scale);
   emit_line(e, "typedef %s T;", T);
   emit_line(e, "extern __shared__ __align__(16) unsigned char pc_fa_smem[];");
-  emit_line(e, "T *const Qs = (T *)pc_fa_smem, *const Ks = Qs + %lld, *const Vs = Ks + %lld;", (long long)(CU_FA_BQ * (D + 8)),
-            (long long)(CU_FA_BK * (D + 8)));
+  const long long KS = CU_FA_BK * (D + 8), KV = KS + CU_FA_BK * (DV + 8); /* a stage: K's tile, then V's */
+  emit_line(e, "T *const Qs = (T *)pc_fa_smem, *const KVs = Qs + %lld;", (long long)(CU_FA_BQ * (D + 8)));
   emit_line(e, "const T *const Q = %s, *const K = %s, *const V = %s;", emit_buf(e, qb), emit_buf(e, kb), emit_buf(e, vb));
   emit_line(e, "const int SQ = %s, SK = %s, QT = (SQ + %d) / %d;", sq, sk, CU_FA_BQ - 1, CU_FA_BQ);
   emit_line(e, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;");
   emit_line(e, "for (int64_t tile = blockIdx.x; tile < (int64_t)(%s) * QT; tile += gridDim.x) {", nb);
   e->indent++;
   emit_line(e, "const int64_t bt = tile / QT;");
-  emit_line(e, "const int q0 = (int)(tile %% QT) * %d;", CU_FA_BQ);
+  if (causal) /* a tile's work grows with its queries: the longest first, so that the short ones fill the last wave */
+    emit_line(e, "const int q0 = (QT - 1 - (int)(tile %% QT)) * %d;", CU_FA_BQ);
+  else emit_line(e, "const int q0 = (int)(tile %% QT) * %d;", CU_FA_BQ);
   if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
   gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
   emit_line(e, "const int64_t qo = %s;", off);
@@ -99,7 +103,12 @@ void cu_emit_flash(emitter *e) {
     emit_line(e, "const int64_t mo = %s;", off);
   }
   emit_line(e, "__syncthreads(); /* the last tile's readers of shared memory are done */");
+  if (causal) emit_line(e, "const int JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", CU_FA_BQ, CU_FA_BQ);
+  else emit_line(e, "const int JE = SK;");
   load_tile(e, "Qs", "Q", "qo", "q0", "SQ", CU_FA_BQ, D);
+  load_tile(e, "KVs", "K", "ko", "0", "SK", CU_FA_BK, D);
+  snprintf(off, sizeof off, "KVs + %lld", KS);
+  load_tile(e, off, "V", "vo", "0", "SK", CU_FA_BK, DV);
   emit_line(e, "pc_cp_commit();");
   emit_line(e, "pc_cp_wait<0>();");
   emit_line(e, "__syncthreads();");
@@ -108,16 +117,23 @@ void cu_emit_flash(emitter *e) {
             KD, (long long)(D + 8));
   emit_line(e, "float o[%d][4], mr[2] = {-INFINITY, -INFINITY}, lr[2] = {0.0f, 0.0f};", NV);
   emit_line(e, "_Pragma(\"unroll\") for (int x = 0; x < %d; x++) (&o[0][0])[x] = 0.0f;", NV * 4);
-  if (causal) emit_line(e, "const int JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", CU_FA_BQ, CU_FA_BQ);
-  else emit_line(e, "const int JE = SK;");
-  emit_line(e, "for (int j0 = 0; j0 < JE; j0 += %d) {", CU_FA_BK);
+  /* two stages of K and V: the next key tile's copy runs while this one's MMAs do */
+  emit_line(e, "for (int j0 = 0, st = 0; j0 < JE; j0 += %d, st ^= 1) {", CU_FA_BK);
   e->indent++;
-  emit_line(e, "__syncthreads(); /* the last key tile's readers are done */");
-  load_tile(e, "Ks", "K", "ko", "j0", "SK", CU_FA_BK, D);
-  load_tile(e, "Vs", "V", "vo", "j0", "SK", CU_FA_BK, DV);
+  emit_line(e, "if (j0 > 0) {");
+  emit_line(e, "  pc_cp_wait<0>();");
+  emit_line(e, "  __syncthreads(); /* this tile is in, and the last one's readers are done with the other stage */");
+  emit_line(e, "}");
+  emit_line(e, "if (j0 + %d < JE) {", CU_FA_BK);
+  e->indent++;
+  emit_line(e, "T *const Kn = KVs + (st ^ 1) * %lld, *const Vn = Kn + %lld;", KV, KS);
+  emit_line(e, "const int jx = j0 + %d;", CU_FA_BK);
+  load_tile(e, "Kn", "K", "ko", "jx", "SK", CU_FA_BK, D);
+  load_tile(e, "Vn", "V", "vo", "jx", "SK", CU_FA_BK, DV);
   emit_line(e, "pc_cp_commit();");
-  emit_line(e, "pc_cp_wait<0>();");
-  emit_line(e, "__syncthreads();");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "const T *const Ks = KVs + st * %lld, *const Vs = Ks + %lld;", KV, KS);
   /* S = Q K^T: K's rows are B's columns, so plain ldmatrix gives B's fragments, two key tiles at once */
   emit_line(e, "float s[8][4];");
   emit_line(e, "_Pragma(\"unroll\") for (int x = 0; x < 32; x++) (&s[0][0])[x] = 0.0f;");

@@ -7,7 +7,9 @@
  * with mma.sync.m16n8k16; the epilogue is applied to the accumulators as they are stored. Tiles
  * are visited in groups of 8 tile rows so that the panels a wave of blocks reads stay in L2.
  * Convolutions (groups 1, f16/bf16) run the same kernel as their implicit GEMM: the weights are A,
- * and B's panels are gathered from the input, each thread one output pixel's column.
+ * and B's panels are gathered from the input, each thread one output pixel's column. Where its
+ * tiles leave SMs idle the convolution splits its reduction (schedule.c: grid z is the slice, whole
+ * k-steps each), writes partial sums, and its kN_epi adds them and applies the epilogue.
  * (128x256 tiles, with warps of 64x64 and so one block per SM, measured slower on H100.)
  */
 #include "../ir/dtype.h"
@@ -56,9 +58,11 @@ void cu_emit_mma(emitter *e) {
   char N[32], K[32];
   if (conv) {
     gpu_conv_gemm_sizes(e);
+    gpu_conv_k_range(e, CU_MMA_BK); /* [KB, KE): with split-K, this block's slice of whole k-steps */
   } else {
     gpu_emit_gemm_rows(e);
     emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
+    emit_line(e, "const int KB = 0, KE = K;");
   }
   emit_line(e, "extern __shared__ __align__(16) unsigned char pc_smem[];");
   emit_line(e, "typedef %s T;", T);
@@ -78,7 +82,7 @@ void cu_emit_mma(emitter *e) {
   }
   emit_line(e, "float acc[4][%d][4];", NJ);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
-  emit_line(e, "const int KT = (K + %d) / %d;", CU_MMA_BK - 1, CU_MMA_BK);
+  emit_line(e, "const int KT = KE > KB ? (KE - KB + %d) / %d : 0;", CU_MMA_BK - 1, CU_MMA_BK);
   if (conv) conv_gather(e, BS);
   emit_line(e, "auto load = [&](int slot, int k0) { /* A, and B but for a convolution's, by cp.async */");
   emit_line(e, "  T *as = As + slot * %d, *bs = Bs + slot * %d;", CU_MMA_BM * AS, CU_MMA_BK * BS);
@@ -100,17 +104,17 @@ void cu_emit_mma(emitter *e) {
   }
   emit_line(e, "};");
   emit_line(e, "for (int s = 0; s < %d; s++) {", CU_MMA_STAGES - 1);
-  emit_line(e, "  if (s < KT) load(s, s * %d);", CU_MMA_BK);
-  if (conv) emit_line(e, "  if (s < KT) fetch(s * %d), put(s);", CU_MMA_BK);
+  emit_line(e, "  if (s < KT) load(s, KB + s * %d);", CU_MMA_BK);
+  if (conv) emit_line(e, "  if (s < KT) fetch(KB + s * %d), put(s);", CU_MMA_BK);
   emit_line(e, "  pc_cp_commit();");
   emit_line(e, "}");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
   emit_line(e, "pc_cp_wait<%d>(); /* stage kt has landed */", CU_MMA_STAGES - 2);
   emit_line(e, "__syncthreads(); /* and every warp is done with the stage the next load overwrites */");
-  emit_line(e, "if (kt + %d < KT) load((kt + %d) %% %d, (kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES,
+  emit_line(e, "if (kt + %d < KT) load((kt + %d) %% %d, KB + (kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES,
             CU_MMA_STAGES - 1, CU_MMA_BK);
-  if (conv) emit_line(e, "if (kt + %d < KT) fetch((kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_BK);
+  if (conv) emit_line(e, "if (kt + %d < KT) fetch(KB + (kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_BK);
   emit_line(e, "pc_cp_commit();");
   emit_line(e, "const T *as = As + kt %% %d * %d, *bs = Bs + kt %% %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS, CU_MMA_STAGES, CU_MMA_BK * BS);
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk += 16) {", CU_MMA_BK);

@@ -142,7 +142,9 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "}");
   emit_line(e, "pc_consumers_sync();");
   emit_line(e, "const int n = n0 + threadIdx.x - 128;");
-  emit_line(e, "for (int r = 0; r < %d; r++) {", CU_WG_BM);
+  /* unrolled: with two warps per scheduler, a row at a time would leave the epilogue's loads and
+   * its activation's arithmetic waiting on each other */
+  emit_line(e, "_Pragma(\"unroll 8\") for (int r = 0; r < %d; r++) {", CU_WG_BM);
   e->indent++;
   emit_line(e, "const int m = m0 + r;");
   emit_line(e, "if (m >= M || n >= N) continue;");

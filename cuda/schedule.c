@@ -154,6 +154,15 @@ static int conv_split(const kir_module *m, int i, int tile, int device) {
   return c ? gpu_conv_split_rule(m, i, tile, c->sms, CU_MAX_SPLIT) : 1;
 }
 
+/* the tensor-core convolution's split-K: where its 128x128 tiles leave SMs idle (ResNet's 7x7
+ * layers at batch 32: 52 tiles on 132 SMs), slices that fill the two blocks each SM runs, each
+ * at least 4 k-steps */
+static int mma_conv_split(const kir_module *m, int i, int device) {
+  char why[256];
+  const cu_context *c = cu_context_get(device, why, sizeof why);
+  return c ? gpu_conv_split_fill(m, i, CU_MMA_BM, 2 * c->sms, 4 * CU_MMA_BK, CU_MAX_SPLIT) : 1;
+}
+
 /* compute capability of the device, 90 for 9.0 (0: no device) */
 static int device_cc(int device) {
   char why[256];
@@ -223,6 +232,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
     if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV)) {
       mma_tiles(s);
       s->min_groups = 2;
+      s->split_k = mma_conv_split(m, i, device);
     } else if (gpu_conv_tiled(m, i)) {
       s->variant = KS_TILED, s->tile_m = s->tile_n = m->k[i].dom.d[1].sym < 0 && m->k[i].dom.d[1].c <= 32 ? 32 : CU_CONV_TILE;
       s->threads[0] = 16, s->threads[1] = 16;
@@ -250,7 +260,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   const kir_schedule *s = &m->k[i].sched;
   switch (s->variant) {
   case KS_MMA:
-    if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
+    if (!gpu_knobs_fit(&m->k[i], m->k[i].kind == KK_CONV ? CU_MAX_SPLIT : 1, why, len)) return false;
     if (gpu_is_attention(m, i)) {
       if (!cu_flash_fits(m, i))
         return snprintf(why, len, "attention on tensor cores takes f16/bf16 operands and head sizes that are multiples of 16 up to %d",
@@ -287,6 +297,12 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
     if (s->min_groups && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("min_groups"), .v.min_groups = 0};
   } else if (s->variant == KS_PLAIN && k->kind != KK_ROW && !gpu_is_attention(m, i)) {
     tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);
+  } else if (s->variant == KS_MMA && k->kind == KK_CONV) { /* the tensor-core convolution: its split-K */
+    static const int splits[] = {1, 2, 3, 4, 6, 8};
+    int now = s->split_k > 1 ? s->split_k : 1;
+    for (int j = 0; j < 6 && n < max; j++) /* (with slots unbounded, the fill rule gives the split that slices of 2 k-steps allow) */
+      if (splits[j] != now && (splits[j] == 1 || gpu_conv_split_fill(m, i, CU_MMA_BM, INT32_MAX, 2 * CU_MMA_BK, splits[j]) == splits[j]))
+        out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v.split_k = splits[j]};
   }
   tune_run_candidates(m, i, out, max, &n);
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};

@@ -27,11 +27,13 @@
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
 #   racecheck compute-sanitizer racecheck on row and tensor-core matmul cases (it is slow)
-#   bench     `portc bench` on every graph of bench/gpu/ and the transformer example, per target
+#   bench     `portc bench` on every graph of bench/gpu/ and the transformer example (f32, and under
+#             --autocast f16), per target
 #   attention the attention kernel against its decomposition (PORTC_ATTENTION=decomposed: matmul,
 #             softmax, matmul) on bench/gpu/attention_*.ptg and the transformer example, per target
 #   replay    the transformer example at a small size, default mode against reduce-overhead
-#   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table
+#   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table;
+#             $TORCH_ONLY (substrings of graph names, comma-separated) limits it
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
 #             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile;
 #             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again; with
@@ -260,6 +262,8 @@ for step in $steps; do
       done
       "$portc" bench "${transformer[@]}" -t "$t" --iters 30 --warmup 3 --json "$out/$t/transformer.json" >>"$out/bench_$t.txt" 2>&1 ||
         echo "bench $t transformer failed: $(tail -1 "$out/bench_$t.txt")"
+      "$portc" bench "${transformer[@]}" --autocast f16 -t "$t" --iters 30 --warmup 3 --json "$out/$t/transformer_autocast_f16.json" \
+        >>"$out/bench_$t.txt" 2>&1 || echo "bench $t transformer --autocast f16 failed: $(tail -1 "$out/bench_$t.txt")"
       PORTC_LOG=tune "$portc" explain bench/gpu/matmul_8192_f16.ptg -t "$t" >"$out/explain_matmul_$t.txt" 2>&1
     done
     ;;
@@ -311,7 +315,8 @@ for step in $steps; do
     summary+=("train vs torch (rc $?):" "$(grep -v Warning "$out/train_vs_torch.txt" | tail -12)")
     ;;
   torch)
-    PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" >"$out/vs_torch.txt" 2>&1
+    PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${TORCH_ONLY:+--only "$TORCH_ONLY"} \
+      >"$out/vs_torch.txt" 2>&1
     summary+=("torch (rc $?):" "$(grep -v Warning "$out/vs_torch.txt" | tail -40)")
     ;;
   models)

@@ -132,6 +132,10 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     char h[200];
     snprintf(h, sizeof h, "%s%s", full, extra[x].suffix);
     if (uses(km, extra[x].own)) add_unit(km, h, extra[x].hopper);
+    bool split = false; /* the tensor-core convolutions also with their reduction in 3 slices */
+    for (int i = 0; i < km->nk && extra[x].own == CU_OWN_CONV; i++)
+      if (km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_MMA) km->k[i].sched.split_k = 3, split = true;
+    if (split) add_unit(km, strncat(h, " (split-K)", sizeof h - strlen(h) - 1), false);
     schedule_all(km, 0);
   }
   /* CUDA: its tiled convolutions once more with the reduction in 3 slices (split-K; 3 leaves a

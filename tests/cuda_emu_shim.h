@@ -103,12 +103,18 @@ inline float pc_emu_f(uint16_t bits, __nv_bfloat16) {
 }
 
 /* ---- the emulated block ---- */
+struct pc_emu_copy { /* a cp.async in flight: its 16 bytes land in shared memory at the wait */
+  void *dst;
+  unsigned char v[16];
+};
 struct pc_emu_thread {
   ucontext_t ctx;
   pc_dim3 idx;
   int state; /* 0 runnable, 1 waiting at a barrier, 2 done, 3 spinning (runnable again next round) */
   int wait;  /* the barrier it waits at: -1 the block's, w warp w's */
   std::vector<char> stack;
+  std::vector<pc_emu_copy> cp_open;                /* issued, not yet committed */
+  std::vector<std::vector<pc_emu_copy>> cp_groups; /* committed, oldest first */
 };
 std::vector<pc_emu_thread> pc_emu_t;
 int pc_emu_cur, pc_emu_deadlock;
@@ -242,12 +248,27 @@ inline unsigned atomicOr(unsigned *p, unsigned v) {
   return o;
 }
 
+/* asynchronous as on the GPU: a copy's bytes reach shared memory only when its thread waits for
+ * its group, so that a kernel that reads a stage before waiting for it reads stale data here too */
 inline void pc_cp16(void *dst, const void *src, bool ok) {
-  if (ok) memcpy(dst, src, 16);
-  else memset(dst, 0, 16);
+  pc_emu_copy c;
+  c.dst = dst;
+  if (ok) memcpy(c.v, src, 16);
+  else memset(c.v, 0, 16);
+  pc_emu_t[pc_emu_cur].cp_open.push_back(c);
 }
-inline void pc_cp_commit() {}
-template <int N> inline void pc_cp_wait() {}
+inline void pc_cp_commit() {
+  pc_emu_thread &t = pc_emu_t[pc_emu_cur];
+  t.cp_groups.push_back(std::move(t.cp_open));
+  t.cp_open.clear();
+}
+template <int N> inline void pc_cp_wait() {
+  pc_emu_thread &t = pc_emu_t[pc_emu_cur];
+  while ((int)t.cp_groups.size() > N) {
+    for (const pc_emu_copy &c : t.cp_groups.front()) memcpy(c.dst, c.v, 16);
+    t.cp_groups.erase(t.cp_groups.begin());
+  }
+}
 
 inline uint16_t pc_emu_at(const void *row, int i) {
   uint16_t v;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../codegen/grid.h"
 #include "../cuda/cu.h"
 #include "../ir/dtype.h"
@@ -33,38 +34,43 @@ typedef struct emu_case {
   unsigned own;       /* the opt-in kernels (CU_OWN_*) */
   const char *marks;  /* text the source must hold: the kernel under test is there */
   double tol;         /* on the output's relative error, ||y - ref|| / ||ref|| */
+  int split;          /* > 1: the convolutions' reduction in this many slices (split-K), as a GPU's schedule may choose */
 } emu_case;
 
 static const emu_case cases[] = {
     {"mma.sync matmul, f16, bias (ran on the H100 and H200)",
      "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n", 0,
-     "pc_mma(acc", 2e-3},
+     "pc_mma(acc", 2e-3, 1},
     {"mma.sync matmul, bf16 (ran on the H100 and H200)",
-     "graph mm\ninput a: bf16[130, 72]\ninput b: bf16[72, 136]\ny = matmul(a, b)\noutput y\n", 0, "pc_mma(acc", 1.5e-2},
+     "graph mm\ninput a: bf16[130, 72]\ninput b: bf16[72, 136]\ny = matmul(a, b)\noutput y\n", 0, "pc_mma(acc", 1.5e-2, 1},
     {"Hopper's matmul (TMA, mbarriers, wgmma), f16, bias, partial tiles",
      "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n",
-     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3},
+     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
     {"Hopper's matmul, bf16, more k-steps than stages",
-     "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2},
+     "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2, 1},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
-     CU_OWN_CONV, "const T *const xb", 2e-3},
+     CU_OWN_CONV, "const T *const xb", 2e-3, 1},
     {"tensor-core convolution, bf16, dilation",
      "graph c\ninput x: bf16[3, 24, 9, 10]\ninput w: bf16[20, 24, 3, 3]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1])\noutput y\n",
-     CU_OWN_CONV, "const T *const xb", 1.5e-2},
+     CU_OWN_CONV, "const T *const xb", 1.5e-2, 1},
     {"tensor-core convolution, f16, 1x1 over 128 pixels and more",
-     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV, "const T *const xb", 2e-3},
+     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV, "const T *const xb", 2e-3, 1},
+    {"tensor-core convolution, f16, split-K in 3 slices of 4 k-steps (the last one partial), bias and residual",
+     "graph c\ninput x: f16[2, 80, 7, 7]\ninput w: f16[40, 80, 3, 3]\ninput b: f16[40]\ninput r: f16[2, 40, 7, 7]\n"
+     "c = conv2d(x, w, b, padding=[1, 1])\ny = add(c, r)\noutput y\n",
+     CU_OWN_CONV, "pc_acc[(int(blockIdx.z)", 2e-3, 3},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
-     CU_OWN_FLASH, "pc_fa_smem", 4e-3},
+     CU_OWN_FLASH, "pc_fa_smem", 4e-3, 1},
     {"tensor-core attention, bf16, keys shared by the batch",
      "graph att\ninput q: bf16[3, 65, 64]\ninput k: bf16[1, 200, 64]\ninput v: bf16[1, 200, 64]\ny = attention(q, k, v)\noutput y\n",
-     CU_OWN_FLASH, "pc_fa_smem", 2e-2},
+     CU_OWN_FLASH, "pc_fa_smem", 2e-2, 1},
     {"tensor-core attention, f16, heads of 32 and 16, more keys than queries",
      "graph att\ninput q: f16[3, 5, 32]\ninput k: f16[3, 40, 32]\ninput v: f16[3, 40, 16]\ny = attention(q, k, v, causal=true)\noutput y\n",
-     CU_OWN_FLASH, "pc_fa_smem", 4e-3},
+     CU_OWN_FLASH, "pc_fa_smem", 4e-3, 1},
 };
 
 static const char *shim_dir;
@@ -142,8 +148,15 @@ static bool write_program(const kir_module *km, const char *path) {
     int nb = kernel_buffers(km, i, bufs, GPU_MAX_ARGS);
     unsigned g[3];
     gpu_grid(km, i, S, &lim, g);
+    const int split = gpu_conv_split(&km->k[i]);
+    if (split > 1) { /* the slices' partial sums, as runtime.c's scratch buffer holds them */
+      int64_t mn[2];
+      gpu_conv_mn(km, i, S, mn);
+      fprintf(f, "  std::vector<float> acc%d((size_t)%lld);\n", i, (long long)(split * mn[0] * mn[1]));
+    }
     fprintf(f, "  if (!pc_emu_launch(pc_dim3{%u, %u, %u}, pc_dim3{%d, %d, %d}, %d, [&] { k%d(", g[0], g[1], g[2], s->threads[0],
             s->threads[1] ? s->threads[1] : 1, s->threads[2] ? s->threads[2] : 1, s->shared_bytes, i);
+    if (split > 1) fprintf(f, "acc%d.data(), ", i);
     for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
     fprintf(f, "%sS", kernel_has_status(km, i) ? "&bad, " : "");
     if (s->variant == KS_WGMMA) { /* the tensor maps, as runtime.c encodes them */
@@ -153,6 +166,11 @@ static bool write_program(const kir_module *km, const char *path) {
               CU_WG_BK, CU_WG_BM, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
     }
     fprintf(f, "); }))\n    return 1;\n");
+    if (split > 1) { /* then kN_epi adds the slices: a grid-stride loop, as runtime.c launches it */
+      fprintf(f, "  if (!pc_emu_launch(pc_dim3{4, 1, 1}, pc_dim3{%d, 1, 1}, 0, [&] { k%d_epi(acc%d.data(), ", CU_PW_THREADS, i, i);
+      for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
+      fprintf(f, "%sS); }))\n    return 1;\n", kernel_has_status(km, i) ? "&bad, " : "");
+    }
   }
   fprintf(f, "  return bad ? 2 : 0;\n}\n");
   free(src);
@@ -169,7 +187,10 @@ static int run_case(const emu_case *c, int index) {
     fprintf(stderr, "%s: %s\n", c->name, portc_last_error());
     return 1;
   }
-  for (int i = 0; i < km->nk; i++) km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, c->own);
+  for (int i = 0; i < km->nk; i++) {
+    km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, c->own);
+    if (c->split > 1 && km->k[i].kind == KK_CONV) km->k[i].sched.split_k = c->split;
+  }
   for (int i = 0; i < km->nk; i++) km->k[i].sched.library = 0; /* portc's own kernels, never cuBLASLt */
   char *src = emit_module(&cuda_dialect, km);
   bool marked = src && strstr(src, c->marks);
