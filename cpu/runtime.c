@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,27 @@ static const char *device(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, name_device);
   return device_name;
+}
+
+/* OpenMP's worker threads do not survive fork(): in a child of a process that ran kernels, a
+ * kernel's parallel loop would wait for them forever (libgomp). Such a child runs its kernels on
+ * the launching thread alone; OpenMP's thread count is a per-thread setting, so each launch sets it. */
+static atomic_bool omp_ran, forked_after_omp;
+
+static void child_after_fork(void) {
+  if (omp_ran) forked_after_omp = true;
+}
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, child_after_fork); }
+
+static void one_thread_after_fork(void) {
+  static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5"};
+  for (int r = 0; r < 2; r++) {
+    void (*set)(int) = (void (*)(int))dl_sym_loaded(runtimes[r], "omp_set_num_threads");
+    if (set) set(1);
+  }
+  static atomic_bool told;
+  if (!atomic_exchange(&told, true)) log_line("cpu", "cpu: this process was forked after kernels ran: OpenMP's threads are gone, so kernels run on one thread");
 }
 
 static portc_status open_lib(const char *path, cpu_lib *l) {
@@ -292,6 +314,10 @@ static portc_status launch(void *handle, int i, void *const *bufs, const int64_t
   void *B[CPU_MAX_ARGS];
   for (int j = 0; j < m->nbind[i]; j++) B[j] = bufs[m->bind[i][j]];
   cpu_lib *l = &m->lib[m->uses[i]];
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, watch_forks);
+  if (forked_after_omp) one_thread_after_fork();
+  omp_ran = true;
   int rc = l->run(B, S);
   if (l->entry[0]) { /* it ran once to the end: the code did not crash the process */
     cache_trial_end(l->entry);

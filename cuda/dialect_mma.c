@@ -23,21 +23,28 @@
  * the MMAs of the current stage; `put` stores it as T into a stage's padded rows after them, so
  * the MMAs hide the gather's latency. (Loaded and stored in one step, 4 loads at a time, the
  * gather was most of the time: ResNet-18 under --autocast f16 took 4.85 ms on the H200, 3.71 ms
- * since.) */
+ * since.) A row k of the panel is the same input channel and window offset for every pixel, so
+ * 64 threads decode the panel's rows once, a step ahead, into a table in shared memory (`decode`:
+ * the offset in the image, and the row and column in the window); the gather reads a row's entry
+ * (one address for the whole warp) instead of dividing k by the window in every thread. */
 enum { CONV_GATHER = CU_MMA_BK * CU_MMA_BN / CU_MMA_THREADS }; /* B elements per thread per panel */
 
 static void conv_gather(emitter *e, int BS) {
   const node *n = &e->m->g->nodes[e->k->node];
-  emit_line(e, "T rv[%d];", CONV_GATHER);
-  emit_line(e, "auto fetch = [&](int k0) {");
-  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CONV_GATHER);
-  emit_line(e, "    const int kk = k0 + (tid >> 7) + 2 * q;");
-  emit_line(e, "    rv[q] = zero;");
-  emit_line(e, "    if (kk < K && cn < N) {");
-  emit_line(e, "      const int ci = kk / (KH * KW), ih = ih0 + kk / KW %% KH * %lld, iw = iw0 + kk %% KW * %lld;", (long long)attr_or_one(n, "dilation", 0),
+  emit_line(e, "int2 *const tab = (int2 *)(Bs + %d); /* per stage, row r of the panel: {offset, row << 16 | column} */",
+            CU_MMA_STAGES * CU_MMA_BK * BS);
+  emit_line(e, "auto decode = [&](int slot, int k0) { /* threads 0..%d: the table of the panel at k0 */", CU_MMA_BK - 1);
+  emit_line(e, "  const int kk = k0 + tid, dh = kk / KW %% KH * %lld, dw = kk %% KW * %lld;", (long long)attr_or_one(n, "dilation", 0),
             (long long)attr_or_one(n, "dilation", 1));
-  emit_line(e, "      if (ih >= 0 && ih < H && iw >= 0 && iw < W) rv[q] = xb[((int64_t)ci * H + ih) * W + iw];");
-  emit_line(e, "    }");
+  emit_line(e, "  if (tid < %d) tab[slot * %d + tid] = kk < K ? make_int2(kk / (KH * KW) * H * W + dh * W + dw, dh << 16 | dw) : make_int2(0, 0x7fff << 16);",
+            CU_MMA_BK, CU_MMA_BK);
+  emit_line(e, "};");
+  emit_line(e, "T rv[%d];", CONV_GATHER);
+  emit_line(e, "auto fetch = [&](int slot) {");
+  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CONV_GATHER);
+  emit_line(e, "    const int2 t = tab[slot * %d + (tid >> 7) + 2 * q];", CU_MMA_BK);
+  emit_line(e, "    const int ih = ih0 + (t.y >> 16), iw = iw0 + (t.y & 0xffff);");
+  emit_line(e, "    rv[q] = cn < N && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W ? xb[corner + t.x] : zero;");
   emit_line(e, "  }");
   emit_line(e, "};");
   emit_line(e, "auto put = [&](int slot) {");
@@ -79,6 +86,7 @@ void cu_emit_mma(emitter *e) {
               (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "stride", 1),
               (long long)attr_get(n, "padding")->v[1]);
     emit_line(e, "const T *const xb = B + (int64_t)(cn < N ? cimg : 0) * C * H * W;");
+    emit_line(e, "const int corner = ih0 * W + iw0; /* the window's top left in the image (outside it where padded) */");
   }
   emit_line(e, "float acc[4][%d][4];", NJ);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
@@ -103,9 +111,13 @@ void cu_emit_mma(emitter *e) {
     emit_line(e, "  }");
   }
   emit_line(e, "};");
+  if (conv) { /* the tables of the first panels, before any gather reads them */
+    emit_line(e, "for (int s = 0; s < %d; s++) decode(s, KB + s * %d);", CU_MMA_STAGES, CU_MMA_BK);
+    emit_line(e, "__syncthreads();");
+  }
   emit_line(e, "for (int s = 0; s < %d; s++) {", CU_MMA_STAGES - 1);
   emit_line(e, "  if (s < KT) load(s, KB + s * %d);", CU_MMA_BK);
-  if (conv) emit_line(e, "  if (s < KT) fetch(KB + s * %d), put(s);", CU_MMA_BK);
+  if (conv) emit_line(e, "  if (s < KT) fetch(s), put(s);");
   emit_line(e, "  pc_cp_commit();");
   emit_line(e, "}");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
@@ -114,7 +126,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "__syncthreads(); /* and every warp is done with the stage the next load overwrites */");
   emit_line(e, "if (kt + %d < KT) load((kt + %d) %% %d, KB + (kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES,
             CU_MMA_STAGES - 1, CU_MMA_BK);
-  if (conv) emit_line(e, "if (kt + %d < KT) fetch(KB + (kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_BK);
+  if (conv) emit_line(e, "if (kt + %d < KT) fetch((kt + %d) %% %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES);
   emit_line(e, "pc_cp_commit();");
   emit_line(e, "const T *as = As + kt %% %d * %d, *bs = Bs + kt %% %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS, CU_MMA_STAGES, CU_MMA_BK * BS);
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk += 16) {", CU_MMA_BK);
@@ -133,7 +145,12 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "}");
   /* the stage the gather fills was free since this step's barrier; the next two barriers come
    * before any warp reads it */
-  if (conv) emit_line(e, "if (kt + %d < KT) put((kt + %d) %% %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES);
+  if (conv) {
+    emit_line(e, "if (kt + %d < KT) put((kt + %d) %% %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES);
+    /* the table of step kt + 3 into the slot of step kt, whose gather (at step kt - 2) every
+     * thread finished before this step's barrier; step kt + 1's barrier comes before its reader */
+    emit_line(e, "if (kt + %d < KT) decode(kt %% %d, KB + (kt + %d) * %d);", CU_MMA_STAGES, CU_MMA_STAGES, CU_MMA_STAGES, CU_MMA_BK);
+  }
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "pc_cp_wait<0>();");

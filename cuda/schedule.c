@@ -73,7 +73,9 @@ static bool mma_eligible(const kir_module *m, int i) {
 }
 
 /* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
- * weights, static sizes but the batch, a reduction (C x KH x KW) of whole 16-byte rows of weights */
+ * weights, static sizes but the batch, a reduction (C x KH x KW) of whole 16-byte rows of weights,
+ * images and padding small enough for the gather's table (16-bit window offsets; a row past the
+ * reduction is marked by an offset of 32767, past any image of at most 16384 rows) */
 static bool mma_conv_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   if (k->kind != KK_CONV || attr_i(&m->g->nodes[k->node], "groups") != 1) return false;
@@ -82,6 +84,10 @@ static bool mma_conv_eligible(const kir_module *m, int i) {
   const shape *xs = &m->buf[k->in_buf[0]].sh, *ws = &m->buf[k->in_buf[1]].sh;
   for (int d = 1; d < 4; d++)
     if (xs->d[d].sym >= 0 || ws->d[d].sym >= 0 || k->dom.d[d].sym >= 0) return false;
+  const attr *pad = attr_get(&m->g->nodes[k->node], "padding");
+  for (int d = 0; d < 2; d++)
+    if (xs->d[2 + d].c > 16384 || (pad && pad->v[d] > 4096) || (ws->d[2 + d].c - 1) * attr_or_one(&m->g->nodes[k->node], "dilation", d) > 4096)
+      return false;
   return ws->d[0].sym < 0 && ws->d[1].c * ws->d[2].c * ws->d[3].c % 8 == 0;
 }
 
@@ -231,6 +237,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
      * shipped table), for devices and shapes that no table covers */
     if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV)) {
       mma_tiles(s);
+      s->shared_bytes += CU_MMA_STAGES * CU_MMA_BK * 8; /* the gather's tables (dialect_mma.c) */
       s->min_groups = 2;
       s->split_k = mma_conv_split(m, i, device);
     } else if (gpu_conv_tiled(m, i)) {

@@ -52,6 +52,14 @@ void dl_keep_loaded(const char *soname) {
   pthread_mutex_unlock(&lock);
 }
 
+void *dl_sym_loaded(const char *soname, const char *name) {
+  pthread_mutex_lock(&lock);
+  void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD), *f = h ? dlsym(h, name) : NULL;
+  if (h) dlclose(h); /* loaded by someone else, it stays so */
+  pthread_mutex_unlock(&lock);
+  return f;
+}
+
 void dl_close(void *h) {
   if (!h) return;
   pthread_mutex_lock(&lock);

@@ -19,5 +19,7 @@ void dl_close(void *handle);
 /* Keeps an already loaded library mapped for good: the OpenMP runtime that a kernel library pulled
  * in must outlive it, since its worker threads stay alive after the kernel library is closed. */
 void dl_keep_loaded(const char *soname);
+/* the symbol `name` of library `soname` if that library is already loaded (it is not loaded here) */
+void *dl_sym_loaded(const char *soname, const char *name);
 
 #endif

@@ -55,6 +55,10 @@ struct float2 {
   float x, y;
 };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
+struct int2 {
+  int x, y;
+};
+inline int2 make_int2(int x, int y) { return int2{x, y}; }
 
 /* ---- 16-bit floats ---- */
 inline uint16_t pc_emu_bf16_bits(float f) {
