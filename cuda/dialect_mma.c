@@ -53,11 +53,27 @@ static void conv_gather(emitter *e, int BS) {
   emit_line(e, "};");
 }
 
+/* Row k of a 1x1 convolution's B panel (stride 1, no padding) is input channel k at the panel's
+ * pixels: where an image's pixels (H x W) are a multiple of 8, every aligned run of 8 columns is
+ * 16 contiguous bytes of one image, which cp.async copies as it copies a matmul's B. */
+bool cu_conv_direct(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  const node *n = &m->g->nodes[k->node];
+  const shape *xs = &m->buf[k->in_buf[0]].sh, *ws = &m->buf[k->in_buf[1]].sh;
+  const attr *pad = attr_get(n, "padding");
+  if (k->kind != KK_CONV || ws->d[2].c != 1 || ws->d[3].c != 1 || attr_or_one(n, "stride", 0) != 1 || attr_or_one(n, "stride", 1) != 1)
+    return false;
+  for (int d = 0; pad && d < pad->n; d++)
+    if (pad->v[d]) return false;
+  return xs->d[2].sym < 0 && xs->d[3].sym < 0 && xs->d[2].c * xs->d[3].c % 8 == 0;
+}
+
 /* matmul: A[M x K] and B[K x N] as they lie; conv2d (groups 1): A the weights [O x C*KH*KW] as
- * they lie, B the input gathered as its implicit GEMM's columns (one per output pixel) */
+ * they lie, B the input gathered as its implicit GEMM's columns (one per output pixel), or copied
+ * as it lies (cu_conv_direct) */
 void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
-  const bool conv = k->kind == KK_CONV;
+  const bool conv = k->kind == KK_CONV, gather = conv && !cu_conv_direct(e->m, (int)(k - e->m->k));
   int a = k->in_buf[conv ? 1 : 0], b = k->in_buf[conv ? 0 : 1];
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[a].dt);
   const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
@@ -79,7 +95,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
   emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_MMA_BM, BN);
-  if (conv) { /* this thread's column of every B panel: its output pixel and the window's corner */
+  if (gather) { /* this thread's column of every B panel: its output pixel and the window's corner */
     const node *n = &e->m->g->nodes[k->node];
     emit_line(e, "const T zero = (T)0.0f;");
     emit_line(e, "const int cn = n0 + (tid & 127), cimg = cn / (OH * OW), ih0 = cn / OW %% OH * %lld - %lld, iw0 = cn %% OW * %lld - %lld;",
@@ -91,8 +107,8 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "float acc[4][%d][4];", NJ);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
   emit_line(e, "const int KT = KE > KB ? (KE - KB + %d) / %d : 0;", CU_MMA_BK - 1, CU_MMA_BK);
-  if (conv) conv_gather(e, BS);
-  emit_line(e, "auto load = [&](int slot, int k0) { /* A, and B but for a convolution's, by cp.async */");
+  if (gather) conv_gather(e, BS);
+  emit_line(e, "auto load = [&](int slot, int k0) { /* A, and B but for a gathered convolution's, by cp.async */");
   emit_line(e, "  T *as = As + slot * %d, *bs = Bs + slot * %d;", CU_MMA_BM * AS, CU_MMA_BK * BS);
   emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BM * CU_MMA_BK / 8 / CU_MMA_THREADS);
   emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gm = m0 + r, gk = k0 + cc;", CU_MMA_THREADS, CU_MMA_BK / 8,
@@ -100,8 +116,15 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "    const bool ok = gm < M && gk < K;");
   emit_line(e, "    pc_cp16(as + r * %d + cc, ok ? A + (long long)gm * K + gk : A, ok);", AS);
   emit_line(e, "  }");
-  if (conv) {
+  if (gather) {
     emit_line(e, "  (void)bs;");
+  } else if (conv) { /* input channel gk of the 8 pixels from gn, in image gn / (H W) */
+    emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
+    emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
+              BN / 8);
+    emit_line(e, "    const bool ok = gk < K && gn < N;");
+    emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + ((int64_t)(gn / (H * W)) * C + gk) * H * W + gn %% (H * W) : B, ok);", BS);
+    emit_line(e, "  }");
   } else {
     emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
     emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
@@ -111,13 +134,13 @@ void cu_emit_mma(emitter *e) {
     emit_line(e, "  }");
   }
   emit_line(e, "};");
-  if (conv) { /* the tables of the first panels, before any gather reads them */
+  if (gather) { /* the tables of the first panels, before any gather reads them */
     emit_line(e, "for (int s = 0; s < %d; s++) decode(s, KB + s * %d);", CU_MMA_STAGES, CU_MMA_BK);
     emit_line(e, "__syncthreads();");
   }
   emit_line(e, "for (int s = 0; s < %d; s++) {", CU_MMA_STAGES - 1);
   emit_line(e, "  if (s < KT) load(s, KB + s * %d);", CU_MMA_BK);
-  if (conv) emit_line(e, "  if (s < KT) fetch(s), put(s);");
+  if (gather) emit_line(e, "  if (s < KT) fetch(s), put(s);");
   emit_line(e, "  pc_cp_commit();");
   emit_line(e, "}");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
@@ -126,7 +149,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "__syncthreads(); /* and every warp is done with the stage the next load overwrites */");
   emit_line(e, "if (kt + %d < KT) load((kt + %d) %% %d, KB + (kt + %d) * %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES,
             CU_MMA_STAGES - 1, CU_MMA_BK);
-  if (conv) emit_line(e, "if (kt + %d < KT) fetch((kt + %d) %% %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES);
+  if (gather) emit_line(e, "if (kt + %d < KT) fetch((kt + %d) %% %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES);
   emit_line(e, "pc_cp_commit();");
   emit_line(e, "const T *as = As + kt %% %d * %d, *bs = Bs + kt %% %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS, CU_MMA_STAGES, CU_MMA_BK * BS);
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk += 16) {", CU_MMA_BK);
@@ -145,7 +168,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "}");
   /* the stage the gather fills was free since this step's barrier; the next two barriers come
    * before any warp reads it */
-  if (conv) {
+  if (gather) {
     emit_line(e, "if (kt + %d < KT) put((kt + %d) %% %d);", CU_MMA_STAGES - 1, CU_MMA_STAGES - 1, CU_MMA_STAGES);
     /* the table of step kt + 3 into the slot of step kt, whose gather (at step kt - 2) every
      * thread finished before this step's barrier; step kt + 1's barrier comes before its reader */

@@ -9,6 +9,9 @@
 
 /* the body of a matmul kernel whose schedule is KS_MMA (mma.sync, sm_80 and newer) */
 void cu_emit_mma(emitter *e);
+/* convolution kernel i on that kernel copies its input panels as they lie (a 1x1 convolution of
+ * stride 1 and no padding over images of whole 16-byte runs of pixels) instead of gathering them */
+bool cu_conv_direct(const kir_module *m, int i);
 /* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
 void cu_emit_wgmma(emitter *e);
 /* the body of an attention kernel whose schedule is KS_MMA (dialect_flash.c: mma.sync, sm_80) */

@@ -14,6 +14,7 @@
 #include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
 #include "cu.h"
+#include "dialect_mma.h"
 
 static int mm_tile(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
@@ -237,7 +238,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
      * shipped table), for devices and shapes that no table covers */
     if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV)) {
       mma_tiles(s);
-      s->shared_bytes += CU_MMA_STAGES * CU_MMA_BK * 8; /* the gather's tables (dialect_mma.c) */
+      if (!cu_conv_direct(m, i)) s->shared_bytes += CU_MMA_STAGES * CU_MMA_BK * 8; /* the gather's tables (dialect_mma.c) */
       s->min_groups = 2;
       s->split_k = mma_conv_split(m, i, device);
     } else if (gpu_conv_tiled(m, i)) {

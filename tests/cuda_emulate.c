@@ -57,6 +57,9 @@ static const emu_case cases[] = {
      CU_OWN_CONV, "const T *const xb", 1.5e-2, 1},
     {"tensor-core convolution, f16, 1x1 over 128 pixels and more",
      "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV, "const T *const xb", 2e-3, 1},
+    {"tensor-core convolution, f16, 1x1 over images of 96 pixels copied as they lie (16 bytes at a time), 3 images a tile, relu",
+     "graph c\ninput x: f16[3, 72, 8, 12]\ninput w: f16[136, 72, 1, 1]\nc = conv2d(x, w)\ny = relu(c)\noutput y\n", CU_OWN_CONV,
+     "gn % (H * W)", 2e-3, 1},
     {"tensor-core convolution, f16, split-K in 3 slices of 4 k-steps (the last one partial), bias and residual",
      "graph c\ninput x: f16[2, 80, 7, 7]\ninput w: f16[40, 80, 3, 3]\ninput b: f16[40]\ninput r: f16[2, 40, 7, 7]\n"
      "c = conv2d(x, w, b, padding=[1, 1])\ny = add(c, r)\noutput y\n",
