@@ -479,7 +479,7 @@ TEST(TuneTables, CudasTensorCoreAttentionTakesHalfPrecisionHeadsOfSixteens) {
       continue;
     }
     EXPECT_EQ(s.threads[0], 128);
-    EXPECT_EQ(s.shared_bytes, (64 * (c.head + 8) * 2 + 64 * 40) * 2);
+    EXPECT_EQ(s.shared_bytes, (64 * (c.head + 8) + 2 * 64 * (c.head + 8 + 40)) * 2) << "Q, and two stages of K and V (values of 32)";
     const int64_t S[1] = {0};
     EXPECT_EQ(gpu_attention_groups(km, a, S), 4 * 2) << "two 64-row tiles of 70 queries for each of 4 heads";
     char *src = emit_module(&cuda_dialect, km);
@@ -715,6 +715,14 @@ TEST(TuneTables, SplitKRuleAndCandidatesFollowTheDevicesMultiprocessors) {
   EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 132, 2), 2);  // at most the target's maximum
   EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 0, 64), 1);
   EXPECT_EQ(gpu_conv_split_rule(km, 0, 64, 8, 64), 1);   // 16 groups: two for each of 8 units
+  // the tensor-core convolution's rule: 128x128 tiles (4 x 1 for a batch of 2), two blocks on
+  // each of 132 SMs: 264 slots / 4 tiles = 66 slices, capped by the reduction (4608 / 256 = 18
+  // slices of at least 4 k-steps) and by the target's maximum
+  EXPECT_EQ(gpu_conv_split_fill(km, 0, 128, 264, 256, 64), 18);
+  EXPECT_EQ(gpu_conv_split_fill(km, 0, 128, 264, 256, 8), 8);
+  EXPECT_EQ(gpu_conv_split_fill(km, 0, 128, 12, 256, 64), 3); // 12 slots, 4 tiles
+  EXPECT_EQ(gpu_conv_split_fill(km, 0, 128, 7, 256, 64), 1);  // fewer slots than two slices need
+  EXPECT_EQ(gpu_conv_split_fill(km, 0, 128, 264, 4608, 64), 1); // one slice of the whole reduction at most
   for (const char *name : {"cuda", "vulkan"}) {
     SCOPED_TRACE(name);
     int device;
