@@ -74,7 +74,8 @@ void cu_emit_flash(emitter *e) {
   emit_dim(e, k->dom.d[orank], sq, sizeof sq);
   emit_dim(e, ks->d[ks->rank - 2], sk, sizeof sk);
   emit_count(e, &k->dom, 0, orank, nb, sizeof nb);
-  emit_float(e->d, sc->set ? sc->f : 1.0 / sqrt((double)D), scale, sizeof scale);
+  /* scores in base 2: exp(x) = exp2(x log2 e), and the scale takes the factor */
+  emit_float(e->d, (sc->set ? sc->f : 1.0 / sqrt((double)D)) * M_LOG2E, scale, sizeof scale);
   emit_line(e, "typedef %s T;", T);
   emit_line(e, "extern __shared__ __align__(16) unsigned char pc_fa_smem[];");
   const long long KS = CU_FA_BK * (D + 8), KV = KS + CU_FA_BK * (DV + 8); /* a stage: K's tile, then V's */
@@ -146,15 +147,18 @@ void cu_emit_flash(emitter *e) {
   emit_line(e, "    pc_mma(s[2 * jj + 1], qf[kk], b1, T());");
   emit_line(e, "  }");
   /* scale and mask: element h of key tile nt is row g (+8 for h >= 2), key nt * 8 + 2 t4 + h % 2 */
+  /* only a tile that reaches past the keys (or, causal, past a query's own position) masks */
+  if (causal) emit_line(e, "const bool edge = j0 + %d > JE || j0 + %d > q0; /* a key of the tile after its first query */", CU_FA_BK, CU_FA_BK - 1);
+  else emit_line(e, "const bool edge = j0 + %d > JE;", CU_FA_BK);
   emit_line(e, "_Pragma(\"unroll\") for (int nt = 0; nt < 8; nt++)");
   emit_line(e, "  _Pragma(\"unroll\") for (int h = 0; h < 4; h++) {");
   emit_line(e, "    const int i = q0 + warp * 16 + g + (h >> 1) * 8, j = j0 + nt * 8 + t4 * 2 + (h & 1);");
   emit_line(e, "    float x = s[nt][h] * %s;", scale);
   if (mb >= 0) {
     emit_load(e, mb, mrow ? (mcol ? "mo + (int64_t)i * SK + j" : "mo + i") : (mcol ? "mo + j" : "mo"), ld, sizeof ld);
-    emit_line(e, "    if (i < SQ && j < SK) x += %s;", ld);
+    emit_line(e, "    if (i < SQ && j < SK) x += 1.44269504088896341f * %s;", ld);
   }
-  emit_line(e, "    if (j >= JE%s) x = -INFINITY;", causal ? " || j > i" : "");
+  emit_line(e, "    if (edge && (j >= JE%s)) x = -INFINITY;", causal ? " || j > i" : "");
   emit_line(e, "    s[nt][h] = x;");
   emit_line(e, "  }");
   /* the online softmax of rows g (r2 = 0) and g + 8 (r2 = 1), over the quad's 4 threads */
@@ -164,11 +168,11 @@ void cu_emit_flash(emitter *e) {
   emit_line(e, "_Pragma(\"unroll\") for (int nt = 0; nt < 8; nt++) mx = pc_maxf(mx, pc_maxf(s[nt][2 * r2], s[nt][2 * r2 + 1]));");
   emit_line(e, "mx = pc_maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));");
   emit_line(e, "mx = pc_maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));");
-  emit_line(e, "const float mn = pc_maxf(mr[r2], mx), al = mr[r2] == -INFINITY ? 0.0f : expf(mr[r2] - mn);");
+  emit_line(e, "const float mn = pc_maxf(mr[r2], mx), al = mr[r2] == -INFINITY ? 0.0f : pc_ex2(mr[r2] - mn);");
   emit_line(e, "float ls = 0.0f;");
   emit_line(e, "_Pragma(\"unroll\") for (int nt = 0; nt < 8; nt++)");
   emit_line(e, "  _Pragma(\"unroll\") for (int h = 2 * r2; h < 2 * r2 + 2; h++) {");
-  emit_line(e, "    const float p = mn == -INFINITY ? 0.0f : expf(s[nt][h] - mn);");
+  emit_line(e, "    const float p = mn == -INFINITY ? 0.0f : pc_ex2(s[nt][h] - mn);");
   emit_line(e, "    s[nt][h] = p;");
   emit_line(e, "    ls += p;");
   emit_line(e, "  }");

@@ -245,6 +245,7 @@ inline float pc_minf(float a, float b) { return (a != a || b != b) ? NAN : a < b
 inline float pc_relu(float x) { return x != x ? x : x > 0.0f ? x : 0.0f; }
 inline float pc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float pc_ex2(float x) { return exp2f(x); }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline unsigned atomicOr(unsigned *p, unsigned v) {
   unsigned o = *p;
