@@ -129,7 +129,8 @@ bool conf_compare(const portc_tensor *out, const portc_tensor *ref, const tolera
 }
 
 /* on a device that may flush f32 denormals, a result that misses the reference may still be the
- * reference of the same sources with their denormals read as zeros */
+ * reference of the same sources with their denormals read as zeros; b holds the run's inputs as
+ * drawn (a training step's reference has already updated the parameters of the bindings it ran on) */
 static bool matches_flushed(const portc_graph *g, portc_module *m, portc_bindings *b, int k, const portc_tensor *out, const tolerance *t,
                             double scale) {
   portc_module_info info = PORTC_MODULE_INFO_INIT;
@@ -159,10 +160,12 @@ static portc_bindings *case_bindings(const portc_graph *g, const job *j, const c
 #define MAX_DRAWS 8
 
 /* the reference of one run, on inputs drawn until no comparison is a close call (or the last
- * draw, which sets *close); its bindings for the target and the reference in b and rb */
+ * draw, which sets *close); its bindings for the target and the reference in b and rb, and which
+ * draw it was in *drawn */
 static portc_status reference_of(const portc_graph *g, const job *j, const conf_case *c, int run, portc_bindings **b, portc_bindings **rb,
-                                 portc_tensor **refs, bool *close) {
+                                 portc_tensor **refs, bool *close, int *drawn) {
   for (int draw = 0;; draw++) {
+    *drawn = draw;
     *b = case_bindings(g, j, c, run, draw), *rb = case_bindings(g, j, c, run, draw);
     double closest;
     portc_status st = conf_reference_update(g, *rb, refs, &closest);
@@ -203,9 +206,10 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
   for (int run = 0; run < c->nruns && r->status == R_PASS; run++) {
     /* the reference has bindings of its own: a run of a training step updates the parameters
      * in the bindings it is given (portc_update), and the reference starts where the target did */
-    portc_bindings *b, *rb;
+    portc_bindings *b, *rb, *fresh = NULL;
     bool close;
-    if (reference_of(g, j, c, run, &b, &rb, refs, &close) != PORTC_OK) {
+    int draw;
+    if (reference_of(g, j, c, run, &b, &rb, refs, &close, &draw) != PORTC_OK) {
       set_result(r, R_FAIL, "reference failed: %s", portc_last_error());
     } else if (!m && portc_compile(g, &co, b, &m) != PORTC_OK) {
       set_result(r, R_FAIL, "compile failed: %s", portc_last_error());
@@ -216,7 +220,8 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
       conf_tolerance(g, b, col->target, col->eager, &t);
       double scale = conf_input_scale(g, b);
       for (int k = 0; k < nout && r->status == R_PASS; k++)
-        if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg) && !matches_flushed(g, m, rb, k, outs[k], &t, scale))
+        if (!conf_compare(outs[k], refs[k], &t, scale, msg, sizeof msg) &&
+            !matches_flushed(g, m, fresh ? fresh : (fresh = case_bindings(g, j, c, run, draw)), k, outs[k], &t, scale))
           set_result(r, R_FAIL, "output %s%s: %s%s", portc_node_name(g, portc_graph_output(g, k)),
                      c->nruns > 1 ? (run == 0 ? " (first size)" : " (a later size)") : "", msg,
                      close ? "; every draw of the inputs left a comparison within 64 ulps" : "");
@@ -228,6 +233,7 @@ static void run_case(job *j, const conf_case *c, const column *col, result *r) {
     }
     portc_bindings_free(b);
     portc_bindings_free(rb);
+    portc_bindings_free(fresh);
   }
   free(outs);
   free(refs);
