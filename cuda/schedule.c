@@ -75,8 +75,9 @@ static bool mma_eligible(const kir_module *m, int i) {
 
 /* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
  * weights, static sizes but the batch, a reduction (C x KH x KW) of whole 16-byte rows of weights,
- * images and padding small enough for the gather's table (16-bit window offsets; a row past the
- * reduction is marked by an offset of 32767, past any image of at most 16384 rows) */
+ * images and padding small enough for the gather's table (32-bit offsets in an image, 16-bit ones
+ * in the window; a row past the reduction is marked by an offset of 32767, past any image of at
+ * most 16384 rows) */
 static bool mma_conv_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   if (k->kind != KK_CONV || attr_i(&m->g->nodes[k->node], "groups") != 1) return false;
@@ -89,7 +90,7 @@ static bool mma_conv_eligible(const kir_module *m, int i) {
   for (int d = 0; d < 2; d++)
     if (xs->d[2 + d].c > 16384 || (pad && pad->v[d] > 4096) || (ws->d[2 + d].c - 1) * attr_or_one(&m->g->nodes[k->node], "dilation", d) > 4096)
       return false;
-  return ws->d[0].sym < 0 && ws->d[1].c * ws->d[2].c * ws->d[3].c % 8 == 0;
+  return ws->d[0].sym < 0 && ws->d[1].c * ws->d[2].c * ws->d[3].c % 8 == 0 && xs->d[1].c * xs->d[2].c * xs->d[3].c < INT32_MAX;
 }
 
 /* the mma.sync kernel's fixed tiles, threads and shared memory */

@@ -13,7 +13,9 @@
  *    (g+8, 2t), (g, 2t+8), (g+8, 2t+8) and the next k; B fragments b0, b1 (k 2t, n g), (k 2t+8,
  *    n g); sums c0..c3 (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), where g = lane/4, t = lane%4;
  *  - shfl.bfly (__shfl_xor_sync).
- * cp.async copies at once. A wait that never ends (a barrier some threads never reach) is reported
+ * cp.async lands when its thread waits for its group (cp.async.wait_group), not before, so that a
+ * stage read before its wait, or refilled while another thread still reads it, gives wrong sums
+ * here too (the threads run in turn between barriers). A wait that never ends (a barrier some threads never reach) is reported
  * as a deadlock. The dialect's verified mma.sync matmul runs through it too, which checks the
  * emulation against what the hardware computed.
  */

@@ -8,8 +8,9 @@
  * The first cases are the mma.sync matmul, which the H100 and H200 ran through the conformance
  * suite: they check the emulation itself (its fragment layouts, ldmatrix, the barriers). The
  * others are the kernels that have not run on a GPU yet, which are then checked against the
- * same emulation. What it cannot show: speed, the memory model, and instructions it does not
- * emulate (Hopper's TMA and wgmma).
+ * same emulation (Hopper's TMA and wgmma included, as the shim describes them; a split-K kernel
+ * with its kN_epi after it). What it cannot show: speed, the memory model beyond the order of
+ * barriers and cp.async waits, and instructions it does not emulate.
  *
  * usage: cuda_emulate SHIM_DIR   (exit 77, a skip for ctest, where no C++ compiler is found)
  */
