@@ -29,6 +29,7 @@ static bool init_driver(void) {
   tried = true;
   if (!cu_load_driver(&CU, init_why, sizeof init_why)) return false;
   CUresult r = CU.cuInit(0);
+  if (!r) target_driver_started();
   if (r) {
     const char *name = "?";
     CU.cuGetErrorName(r, &name);

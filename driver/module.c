@@ -57,12 +57,17 @@ static void dev_release(portc_module *m) {
 void portc_module_free(portc_module *m) {
   if (!m) return;
   module_variants_free(m);
-  if (m->km && m->handle) resident_release(m); /* values kept on the device go back to their bindings */
+  char why[512];
+  /* in a process forked from the one whose GPU driver holds the module's device objects, those
+   * stay where they are: the driver is not here to release them */
+  bool device_here = !m->t || !m->t->gpu || target_fork_check(m->target_name ? m->target_name : m->t->name, why, sizeof why);
+  if (m->km && m->handle && device_here) resident_release(m); /* values kept on the device go back to their bindings */
   free(m->target_name);
   pthread_mutex_destroy(&m->lock);
   partition_free(m->parts);
-  if (m->km && m->handle) dev_release(m);
-  if (m->handle) m->t->unload(m->handle);
+  if (m->km && m->handle && device_here) dev_release(m);
+  else free(m->dev_obj), free(m->dev_bytes);
+  if (m->handle && device_here) m->t->unload(m->handle);
   kir_module_free(m->km);
   free(m->symvals);
   free(m->ksym);
@@ -148,6 +153,7 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
   const target *t = target_find(tname, &device);
   if (!t) return err_set(PORTC_ERR_INVALID, "compile: unknown target '%s'", tname);
   char why[512] = "";
+  if (t->gpu && !target_fork_check(tname, why, sizeof why)) return err_set(PORTC_ERR_DEVICE, "compile: %s", why);
   bool (*can_run)(char *, size_t) = x && x->from && t->runs_prebuilt ? t->runs_prebuilt : t->available;
   if (!can_run(why, sizeof why)) return err_set(PORTC_ERR_INVALID, "compile: target %s is not available: %s", tname, why);
   if (x && (x->from || x->record) && !t->artifacts)
@@ -374,6 +380,8 @@ portc_status module_const_tensor(const node *n, const int64_t *shape, portc_tens
 static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r, bool keep) {
   kir_module *km = m->km;
   memset(r, 0, sizeof *r);
+  char why[512];
+  if (m->t->gpu && !target_fork_check(m->target_name, why, sizeof why)) return err_set(PORTC_ERR_DEVICE, "run: %s", why);
   if (!b || b->g != m->g) return err_set(PORTC_ERR_INVALID, "run: the bindings were made for another graph");
   if (km->g->nsyms > 64) return err_set(PORTC_ERR_INVALID, "run: more than 64 symbols");
   portc_status st = module_symbols(m, b, r->S);

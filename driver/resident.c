@@ -54,6 +54,11 @@ static portc_status owner_fetch(void *owner, portc_bindings *b, int n, portc_ten
     return err_set(PORTC_ERR_INTERNAL, "%s: the module that holds its newest value has no device buffer of %lld bytes for it", x->name,
                    (long long)bytes);
   }
+  char why[512];
+  if (!target_fork_check(m->target_name, why, sizeof why)) {
+    portc_tensor_free(t);
+    return err_set(PORTC_ERR_DEVICE, "%s: its newest value is on a GPU: %s", x->name, why);
+  }
   if (bytes && (st = m->t->gpu->read(m->handle, m->dev_obj[i], 0, t->data, bytes))) {
     portc_tensor_free(t);
     return err_set(st, "%s: reading it back from the device: %s", x->name, portc_last_error());

@@ -27,6 +27,7 @@ static bool init_runtime(void) {
   tried = true;
   if (!hip_load_runtime(&HIP, init_why, sizeof init_why)) return false;
   hipError_t r = HIP.hipInit(0);
+  if (!r) target_driver_started();
   if (!r) r = HIP.hipGetDeviceCount(&ndev);
   if (r || ndev < 1) {
     snprintf(init_why, sizeof init_why, "the HIP runtime finds no AMD GPU (%s)", r ? HIP.hipGetErrorString(r) : "0 devices");

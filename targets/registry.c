@@ -2,9 +2,11 @@
  * registry.c: the list of targets. A new target is a new folder and one line here.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "target.h"
 
@@ -19,6 +21,23 @@ static const target *const targets[] = {
     &webgpu_target,
     &cpu_partial_target, /* a test target: with PORTC_TEST_TARGETS=1 only */
 };
+
+static _Atomic int driver_pid; /* the process that started a GPU driver; 0 none */
+
+void target_driver_started(void) {
+  int none = 0;
+  atomic_compare_exchange_strong(&driver_pid, &none, (int)getpid()); /* a child keeps its parent's: it may not start its own */
+}
+
+bool target_fork_check(const char *target, char *why, size_t len) {
+  int p = atomic_load(&driver_pid);
+  if (!p || p == (int)getpid()) return true;
+  snprintf(why, len,
+           "%s: this process was forked from process %d after that one started the GPU drivers, which do not survive fork(): "
+           "use the GPU from a process that starts them itself (Python's multiprocessing: the 'spawn' or 'forkserver' start method)",
+           target, p);
+  return false;
+}
 
 int target_count(void) { return (int)(sizeof targets / sizeof *targets); }
 const target *target_at(int i) { return i >= 0 && i < target_count() ? targets[i] : NULL; }

@@ -154,4 +154,12 @@ const target *target_at(int i);
 bool log_enabled(const char *topic);
 void log_line(const char *topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A GPU driver does not survive fork(): its threads and its devices' mappings stay with the
+ * process that started it, and a forked child that calls into it hangs (lavapipe) or fails deep
+ * in the driver. Each GPU target notes the start of its driver (target_driver_started, in the
+ * process that starts it); compiles for a GPU target and runs of GPU modules in a process forked
+ * after that fail at once, with why (target_fork_check: false), as PyTorch refuses CUDA there. */
+void target_driver_started(void);
+bool target_fork_check(const char *target, char *why, size_t len);
+
 #endif

@@ -4,8 +4,10 @@
 // after the run, an unknown device named. Vulkan must be there (Mesa's lavapipe in CI); CUDA's tests are skipped,
 // and say why, on a machine without an NVIDIA driver. The conformance suite itself runs as the
 // ctests verify_vulkan (and on a GPU machine, `portc verify -t cuda`).
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <thread>
 
 #include "helpers.h"
@@ -75,6 +77,48 @@ TEST_P(Gpu, MatchesTheCpuTarget) {
   expect_near(got, want, 2e-5);
   portc_module_free(vk);
   portc_module_free(cpu);
+  portc_bindings_free(b);
+}
+
+// A process forked after its parent started the GPU driver cannot use it (the driver's threads
+// stay in the parent; lavapipe's run waited for them forever): its runs and compiles for the GPU
+// fail at once and say why, its CPU compiles work, and freeing the parent's module returns. An
+// alarm turns a hang into a failure.
+TEST_P(Gpu, AForkedChildIsToldItCannotUseItsParentsGpu) {
+  Graph g = parse(kModel);
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_symbol(b, "N", 20);
+  portc_bindings_set_seed(b, 3);
+  portc_module *m = compile_on(target, g.get(), b);
+  ASSERT_NE(m, nullptr);
+  portc_tensor *out = nullptr;
+  ASSERT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  portc_tensor_free(out);
+  fflush(nullptr);
+  pid_t p = fork();
+  if (p == 0) {
+    alarm(60);
+    portc_tensor *o = nullptr;
+    if (portc_module_run(m, b, &o) != PORTC_ERR_DEVICE || !strstr(portc_last_error(), "fork")) _exit(10);
+    portc_compile_options opt = {};
+    opt.target = target;
+    portc_module *again = nullptr;
+    if (portc_compile(g.get(), &opt, b, &again) != PORTC_ERR_DEVICE || !strstr(portc_last_error(), "fork()")) _exit(11);
+    opt.target = "cpu";
+    if (portc_compile(g.get(), &opt, b, &again) != PORTC_OK || portc_module_run(again, b, &o) != PORTC_OK) _exit(12);
+    portc_module_free(m);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(p, &status, 0), p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "the child was killed by signal " + std::to_string(WTERMSIG(status)) + " (14: it hung)"
+                              : "the child exited with " + std::to_string(WEXITSTATUS(status)) +
+                                    " (10: its run, 11: its GPU compile did not fail as they should; 12: its CPU compile failed)");
+  out = nullptr; /* the parent's own device still works */
+  EXPECT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
+  portc_tensor_free(out);
+  portc_module_free(m);
   portc_bindings_free(b);
 }
 

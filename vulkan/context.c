@@ -76,6 +76,7 @@ static bool init_instance(void) {
     ci.pNext = &dbg; /* reports from instance creation and on, without a messenger object */
   }
   VkResult r = vkCreateInstance(&ci, NULL, &instance);
+  if (r == VK_SUCCESS) target_driver_started();
   if (r != VK_SUCCESS) {
     snprintf(init_why, sizeof init_why, "vkCreateInstance failed: %s (no Vulkan driver installed?)", vk_result_name(r));
     return false;

@@ -53,6 +53,7 @@ WGPUInstance wg_instance(char *why, size_t len) {
   if (!w) return NULL;
   pthread_mutex_lock(&lock);
   if (!instance && !(instance = w->CreateInstance(NULL))) snprintf(why, len, "the WebGPU library made no instance");
+  else target_driver_started();
   WGPUInstance i = instance;
   pthread_mutex_unlock(&lock);
   return i;
