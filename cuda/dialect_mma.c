@@ -118,19 +118,14 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "  }");
   if (gather) {
     emit_line(e, "  (void)bs;");
-  } else if (conv) { /* input channel gk of the 8 pixels from gn, in image gn / (H W) */
+  } else { /* row gk of B at columns gn..: a matmul's as it lies; a direct convolution's input channel
+            * gk at the 8 pixels from gn, in image gn / (H W) */
+    const char *at = conv ? "((int64_t)(gn / (H * W)) * C + gk) * H * W + gn % (H * W)" : "(long long)gk * N + gn";
     emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
     emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
               BN / 8);
     emit_line(e, "    const bool ok = gk < K && gn < N;");
-    emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + ((int64_t)(gn / (H * W)) * C + gk) * H * W + gn %% (H * W) : B, ok);", BS);
-    emit_line(e, "  }");
-  } else {
-    emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
-    emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
-              BN / 8);
-    emit_line(e, "    const bool ok = gk < K && gn < N;");
-    emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + (long long)gk * N + gn : B, ok);", BS);
+    emit_line(e, "    pc_cp16(bs + r * %d + cc, ok ? B + %s : B, ok);", BS, at);
     emit_line(e, "  }");
   }
   emit_line(e, "};");
