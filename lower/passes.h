@@ -13,6 +13,9 @@
 portc_node copy_node(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals);
 /* the same under another name (NULL: node i's) */
 portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, const int32_t *remap, const int64_t *symvals, const char *name);
+/* op node i of src (not a source) appended to dst on the inputs `in` (dst's nodes), under `name`
+ * (NULL: an automatic one), its attributes' symbols carried over as copy_node does */
+portc_node copy_op_onto(portc_graph *dst, const portc_graph *src, int i, const int32_t *in, const int64_t *symvals, const char *name);
 /* A copy of g, with symbols replaced by symvals when it is not NULL. */
 portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out);
 /* the same, its matmul, conv2d and attention nodes of f32 operands built under autocast (f16 or
@@ -37,6 +40,9 @@ portc_status decompose(portc_graph **g, unsigned attention, bool *changed);
 portc_status split_concat(portc_graph **g, bool *changed);
 portc_status split_reduce(portc_graph **g, bool *changed);
 portc_status fold_batch_sum(portc_graph **g, bool *changed);
+/* widenings of 16-bit floats to f32 moved past ops that only select or move values, and
+ * cancelled where narrowed again (cast_sink.c) */
+portc_status cast_sink(portc_graph **g, bool *changed);
 portc_status opt_fold(portc_graph *g, bool *changed);
 portc_status opt_cse(portc_graph *g, bool *changed);
 portc_status opt_dce(portc_graph *g, bool *changed);

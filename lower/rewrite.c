@@ -37,6 +37,12 @@ portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, cons
   }
   int32_t in[64];
   for (int k = 0; k < x->nin; k++) in[k] = remap[x->in[k]];
+  return copy_op_onto(dst, src, i, in, symvals, name);
+}
+
+portc_node copy_op_onto(portc_graph *dst, const portc_graph *src, int i, const int32_t *in, const int64_t *symvals, const char *name) {
+  const node *x = &src->nodes[i];
+  const op_info *info = op_get(x->op);
   node_spec s;
   spec_init(&s, x->op, x->nin, in);
   memcpy(s.a, x->a, sizeof s.a);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -52,6 +53,30 @@ TEST_F(Cpu, MatchesTheReference) {
   portc_tensor_free(out);
   portc_tensor_free(ref);
   portc_module_free(m);
+  portc_bindings_free(b);
+}
+
+// Widenings moved past relu, max-pooling and a reshape (lower/cast_sink.c, fused compiles only)
+// give the same bits as the graph as written (eager: every op its own kernel, no pass)
+TEST_F(Cpu, SunkWideningsGiveTheSameBits) {
+  Graph g = parse("input y: f16[3, 4, 10, 10]\nc = cast(y, to=f32)\nr = relu(c)\np = max_pool2d(r, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+                  "v = reshape(p, shape=[3, 100])\nx = cast(v, to=f16)\no = add(x, x)\noutput o\n");
+  portc_bindings *b = portc_bindings_new(g.get());
+  portc_bindings_set_seed(b, 9);
+  portc_module *fused = compile(g.get(), b), *eager = compile(g.get(), b, true);
+  ASSERT_TRUE(fused && eager);
+  portc_tensor *a = nullptr, *e = nullptr;
+  ASSERT_EQ(portc_module_run(fused, b, &a), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(portc_module_run(eager, b, &e), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(portc_tensor_numel(a), 300);
+  EXPECT_EQ(memcmp(a->data, e->data, 300 * 2), 0);
+  int negative = 0;
+  for (int i = 0; i < 300; i++) negative += portc_tensor_get(a, i) < 0;
+  EXPECT_EQ(negative, 0) << "relu ran";
+  portc_tensor_free(a);
+  portc_tensor_free(e);
+  portc_module_free(fused);
+  portc_module_free(eager);
   portc_bindings_free(b);
 }
 

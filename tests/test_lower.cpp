@@ -159,6 +159,44 @@ TEST(Passes, BatchedMatmulSummedOverItsBatchIsOneMatmul) {
   }
 }
 
+static int count_dtype(const portc_graph *g, enum op op, portc_dtype dt) {
+  int n = 0;
+  for (int i = 0; i < g->n; i++) n += g->nodes[i].op == op && g->nodes[i].dt == dt;
+  return n;
+}
+
+// Autocast's f16 values stay f16 through ops that only select or move them: the widening to f32
+// moves past relu, max-pooling and a reshape, and cancels against the narrowing after them; an
+// addition (it rounds) stays f32, and a widening that something else still reads stays too.
+TEST(Passes, WideningCastsSinkPastOpsThatOnlyMoveValues) {
+  Graph g = parse("input y: f16[2, 4, 8, 8]\nc = cast(y, to=f32)\nr = relu(c)\np = max_pool2d(r, kernel=[2, 2])\n"
+                  "v = reshape(p, shape=[2, 64])\nx = cast(v, to=f16)\no = add(x, x)\n"
+                  "s = add(c, c)\nt = cast(s, to=f16)\noutput o\noutput t\n");
+  ASSERT_TRUE(g);
+  portc_graph *c = nullptr;
+  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+  bool changed = false;
+  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK) << portc_last_error();
+  EXPECT_TRUE(changed);
+  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  EXPECT_EQ(count_dtype(c, OP_relu, PORTC_F16), 1);
+  EXPECT_EQ(count_dtype(c, OP_max_pool2d, PORTC_F16), 1);
+  EXPECT_EQ(count_dtype(c, OP_reshape, PORTC_F16), 1);
+  EXPECT_EQ(count_dtype(c, OP_add, PORTC_F32), 1) << "the addition rounds: it stays f32";
+  EXPECT_EQ(count_op(c, OP_cast), 2) << "c (read by the f32 addition) and t remain";
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "o");
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 1)), "t");
+  portc_graph_free(c);
+  // an output keeps its node (and name), even where its narrowing would cancel
+  Graph h = parse("input y: f16[8]\nc = cast(y, to=f32)\nr = relu(c)\nx = cast(r, to=f16)\noutput x\n");
+  ASSERT_EQ(graph_copy(h.get(), nullptr, &c), PORTC_OK);
+  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK);
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "x");
+  EXPECT_EQ(count_dtype(c, OP_relu, PORTC_F16), 1);
+  portc_graph_free(c);
+}
+
 TEST(Passes, PerChannelReductionsRunPixelsFirst) {
   // batch norm's statistics: 16 rows of 32,768 become 128 rows of 4,096, then 16 of 8
   struct { const char *text; int64_t part; } cases[] = {
