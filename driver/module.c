@@ -26,10 +26,17 @@ static double now(void) {
 
 int portc_target_count(void) { return target_count(); }
 const char *portc_target_name(int i) { return target_at(i) ? target_at(i)->name : NULL; }
-bool portc_target_available(int i, char *why, size_t len) { return target_at(i) && target_at(i)->available(why, len); }
+/* a GPU target in a process forked after its parent started the GPU drivers is not available */
+bool portc_target_available(int i, char *why, size_t len) {
+  const target *t = target_at(i);
+  return t && (!t->gpu || target_fork_check(t->name, why, len)) && t->available(why, len);
+}
 const char *portc_target_device(int i) { return target_at(i) ? target_at(i)->device() : NULL; }
 void portc_target_describe(int i, void *file) {
-  if (target_at(i) && target_at(i)->describe) target_at(i)->describe(file);
+  const target *t = target_at(i);
+  char why[512];
+  if (t && t->gpu && !target_fork_check(t->name, why, sizeof why)) fprintf(file, "  %s\n", why);
+  else if (t && t->describe) t->describe(file);
 }
 
 portc_status portc_cache_info(char *dir, size_t len, int64_t *entries, int64_t *bytes) {

@@ -104,6 +104,9 @@ TEST_P(Gpu, AForkedChildIsToldItCannotUseItsParentsGpu) {
     opt.target = target;
     portc_module *again = nullptr;
     if (portc_compile(g.get(), &opt, b, &again) != PORTC_ERR_DEVICE || !strstr(portc_last_error(), "fork()")) _exit(11);
+    char why[512] = "";
+    for (int i = 0; i < portc_target_count(); i++)
+      if (strcmp(portc_target_name(i), target) == 0 && (portc_target_available(i, why, sizeof why) || !strstr(why, "fork()"))) _exit(13);
     opt.target = "cpu";
     if (portc_compile(g.get(), &opt, b, &again) != PORTC_OK || portc_module_run(again, b, &o) != PORTC_OK) _exit(12);
     portc_module_free(m);
@@ -114,7 +117,8 @@ TEST_P(Gpu, AForkedChildIsToldItCannotUseItsParentsGpu) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << (WIFSIGNALED(status) ? "the child was killed by signal " + std::to_string(WTERMSIG(status)) + " (14: it hung)"
                               : "the child exited with " + std::to_string(WEXITSTATUS(status)) +
-                                    " (10: its run, 11: its GPU compile did not fail as they should; 12: its CPU compile failed)");
+                                    " (10: its run, 11: its GPU compile did not fail as they should; 12: its CPU compile failed;"
+                                    " 13: the target said it was available)");
   out = nullptr; /* the parent's own device still works */
   EXPECT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
   portc_tensor_free(out);

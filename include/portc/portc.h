@@ -32,7 +32,8 @@
  *  - A process forked after it ran CPU kernels runs them on one thread (OpenMP's threads stay in
  *    the parent). One forked after it started a GPU driver (compiled or listed devices for a
  *    GPU target) cannot use the GPU: its GPU compiles and runs return PORTC_ERR_DEVICE and say
- *    why; start such workers with spawn, or fork before touching the GPU.
+ *    why, and portc_target_available says no, with the same reason; start such workers with
+ *    spawn, or fork before touching the GPU.
  */
 #ifndef PORTC_PORTC_H
 #define PORTC_PORTC_H
