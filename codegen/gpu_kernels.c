@@ -843,8 +843,7 @@ void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
   mn[0] = dim_value(k->dom.d[1], S), mn[1] = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
 }
 
-/* the static sizes of convolution i's implicit GEMM (false where a dimension is symbolic) */
-static bool conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K) {
+bool gpu_conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K) {
   const kir_kernel *k = &m->k[i];
   const shape *ws = &m->buf[k->in_buf[1]].sh;
   for (int d = 0; d < 4; d++)
@@ -855,7 +854,7 @@ static bool conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, 
 
 bool gpu_conv_split_useful(const kir_module *m, int i, int tile, int split, int units) {
   int64_t M, N, K;
-  if (!conv_static_mnk(m, i, &M, &N, &K)) return false;
+  if (!gpu_conv_static_mnk(m, i, &M, &N, &K)) return false;
   int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
   return K / split >= 16 * GPU_MM_BK && groups * (split / 2) < 4 * (int64_t)units;
 }
@@ -864,7 +863,7 @@ bool gpu_conv_split_useful(const kir_module *m, int i, int tile, int split, int 
  * a reduction of 401,408 for ResNet's stem) takes the most slices. */
 int gpu_conv_split_rule(const kir_module *m, int i, int tile, int units, int max_split) {
   int64_t M, N, K;
-  if (units <= 0 || !conv_static_mnk(m, i, &M, &N, &K)) return 1;
+  if (units <= 0 || !gpu_conv_static_mnk(m, i, &M, &N, &K)) return 1;
   int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile);
   if (groups >= 2 * (int64_t)units) return 1;
   int split = 2;
@@ -874,7 +873,7 @@ int gpu_conv_split_rule(const kir_module *m, int i, int tile, int units, int max
 
 int gpu_conv_split_fill(const kir_module *m, int i, int tile, int slots, int64_t min_k, int max_split) {
   int64_t M, N, K;
-  if (slots <= 0 || min_k <= 0 || !conv_static_mnk(m, i, &M, &N, &K)) return 1;
+  if (slots <= 0 || min_k <= 0 || !gpu_conv_static_mnk(m, i, &M, &N, &K)) return 1;
   int64_t groups = ((M + tile - 1) / tile) * ((N + tile - 1) / tile), split = slots / groups;
   if (split > K / min_k) split = K / min_k;
   if (split > max_split) split = max_split;

@@ -100,6 +100,8 @@ void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int
  * than `slots` (the work groups the device runs at once), as many slices as fill them once, each
  * at least `min_k` of the reduction, at most max_split; 1 where that is fewer than 2 */
 int gpu_conv_split_fill(const kir_module *m, int i, int tile, int slots, int64_t min_k, int max_split);
+/* the static sizes of convolution i's implicit GEMM (false where a dimension is symbolic) */
+bool gpu_conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K);
 /* the output channels (M) and pixels (N) of convolution i's implicit GEMM */
 void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]);
 void gpu_conv_gemm(emitter *e, int tile);

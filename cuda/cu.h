@@ -57,6 +57,7 @@ enum {
   CU_MMA_BK = 64,
   CU_MMA_STAGES = 3,
   CU_MMA_THREADS = 256,
+  CU_MMA_GATHER_TABLES = CU_MMA_STAGES * CU_MMA_BK * 8, /* a convolution's gather: an int2 per panel row and stage */
   CU_WG_BM = 128,     /* Hopper's matmul (dialect_wgmma.c): 128x256x64 tiles in 4 stages, a producer */
   CU_WG_BN = 256,     /* warpgroup and two consumer warpgroups of 64x256 */
   CU_WG_BK = 64,

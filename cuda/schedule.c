@@ -155,26 +155,21 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
   if (blaslt_eligible(m, i, &direct, &bias)) s->library = direct ? 1 : 2, s->library_bias = bias;
 }
 
-/* split-K by the shared rule (codegen/gpu_kernels.c) on the device's multiprocessors */
-static int conv_split(const kir_module *m, int i, int tile, int device) {
+/* the device's context (-1: the default device), NULL where there is none */
+static const cu_context *context(int device) {
   char why[256];
-  const cu_context *c = cu_context_get(device, why, sizeof why); /* -1: the default device; NULL: none */
-  return c ? gpu_conv_split_rule(m, i, tile, c->sms, CU_MAX_SPLIT) : 1;
+  return cu_context_get(device, why, sizeof why);
 }
 
-/* the tensor-core convolution's split-K: where its 128x128 tiles leave SMs idle (ResNet's 7x7
- * layers at batch 32: 52 tiles on 132 SMs), slices that fill the two blocks each SM runs, each
- * at least 4 k-steps */
-static int mma_conv_split(const kir_module *m, int i, int device) {
-  char why[256];
-  const cu_context *c = cu_context_get(device, why, sizeof why);
-  return c ? gpu_conv_split_fill(m, i, CU_MMA_BM, 2 * c->sms, 4 * CU_MMA_BK, CU_MAX_SPLIT) : 1;
+/* the device's multiprocessors (0 where there is no device: the split-K rules then split nothing) */
+static int device_sms(int device) {
+  const cu_context *c = context(device);
+  return c ? c->sms : 0;
 }
 
 /* compute capability of the device, 90 for 9.0 (0: no device) */
 static int device_cc(int device) {
-  char why[256];
-  const cu_context *c = cu_context_get(device, why, sizeof why);
+  const cu_context *c = context(device);
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
@@ -239,13 +234,15 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
      * shipped table), for devices and shapes that no table covers */
     if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV)) {
       mma_tiles(s);
-      if (!cu_conv_direct(m, i)) s->shared_bytes += CU_MMA_STAGES * CU_MMA_BK * 8; /* the gather's tables (dialect_mma.c) */
+      if (!cu_conv_direct(m, i)) s->shared_bytes += CU_MMA_GATHER_TABLES;
       s->min_groups = 2;
-      s->split_k = mma_conv_split(m, i, device);
+      /* split-K where the 128x128 tiles leave SMs idle (ResNet's 7x7 layers at batch 32: 52 tiles
+       * on 132 SMs): slices that fill the two blocks each SM runs, each at least 4 k-steps */
+      s->split_k = gpu_conv_split_fill(m, i, CU_MMA_BM, 2 * device_sms(device), 4 * CU_MMA_BK, CU_MAX_SPLIT);
     } else if (gpu_conv_tiled(m, i)) {
       s->variant = KS_TILED, s->tile_m = s->tile_n = m->k[i].dom.d[1].sym < 0 && m->k[i].dom.d[1].c <= 32 ? 32 : CU_CONV_TILE;
       s->threads[0] = 16, s->threads[1] = 16;
-      s->split_k = conv_split(m, i, s->tile_m, device);
+      s->split_k = gpu_conv_split_rule(m, i, s->tile_m, device_sms(device), CU_MAX_SPLIT);
     }
     s->run = gpu_conv_run_rule(m, i);
     break;
@@ -306,11 +303,13 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
     if (s->min_groups && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("min_groups"), .v.min_groups = 0};
   } else if (s->variant == KS_PLAIN && k->kind != KK_ROW && !gpu_is_attention(m, i)) {
     tune_candidates("threads", sizes, 4, s->threads[0], out, max, &n);
-  } else if (s->variant == KS_MMA && k->kind == KK_CONV) { /* the tensor-core convolution: its split-K */
+  } else if (s->variant == KS_MMA && k->kind == KK_CONV) { /* the tensor-core convolution: its split-K, slices of 2 k-steps or more */
     static const int splits[] = {1, 2, 3, 4, 6, 8};
     int now = s->split_k > 1 ? s->split_k : 1;
-    for (int j = 0; j < 6 && n < max; j++) /* (with slots unbounded, the fill rule gives the split that slices of 2 k-steps allow) */
-      if (splits[j] != now && (splits[j] == 1 || gpu_conv_split_fill(m, i, CU_MMA_BM, INT32_MAX, 2 * CU_MMA_BK, splits[j]) == splits[j]))
+    int64_t M, N, K;
+    bool sized = gpu_conv_static_mnk(m, i, &M, &N, &K);
+    for (int j = 0; j < 6 && n < max; j++)
+      if (splits[j] != now && (splits[j] == 1 || (sized && K / splits[j] >= 2 * CU_MMA_BK)))
         out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v.split_k = splits[j]};
   }
   tune_run_candidates(m, i, out, max, &n);

@@ -12,8 +12,6 @@
  * An op that rounds (an addition) is left in f32: its 16-bit result would round where the
  * graph's f32 one does not. A graph output keeps its node, so its name stays.
  */
-#include <stdlib.h>
-
 #include "passes.h"
 
 /* node v is a widening to f32 of a 16-bit float value: its dtype in *t */

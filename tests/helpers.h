@@ -3,6 +3,9 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <csignal>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -87,3 +90,10 @@ inline void expect_near(const std::vector<double> &got, const std::vector<double
 }
 
 inline std::string src_path(const std::string &rel) { return std::string(PORTC_SOURCE_DIR) + "/" + rel; }
+
+// how a forked child that ran under alarm(): its waitpid status in words (SIGALRM: it hung)
+inline std::string child_ended(int status) {
+  if (WIFSIGNALED(status))
+    return "the child was killed by signal " + std::to_string(WTERMSIG(status)) + (WTERMSIG(status) == SIGALRM ? " (the alarm: it hung)" : "");
+  return "the child exited with " + std::to_string(WEXITSTATUS(status));
+}

@@ -108,9 +108,7 @@ TEST_F(Cpu, AChildForkedAfterKernelsRanRunsThem) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(p, &status, 0), p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << (WIFSIGNALED(status) ? "the child was killed by signal " + std::to_string(WTERMSIG(status)) + " (14: it hung)"
-                              : "the child exited with " + std::to_string(WEXITSTATUS(status)));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << child_ended(status) << " (10, 11: a run or compile failed; 12: wrong values)";
   portc_tensor_free(out);
   portc_tensor_free(ref);
   portc_module_free(m);

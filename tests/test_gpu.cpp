@@ -115,10 +115,8 @@ TEST_P(Gpu, AForkedChildIsToldItCannotUseItsParentsGpu) {
   int status = 0;
   ASSERT_EQ(waitpid(p, &status, 0), p);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << (WIFSIGNALED(status) ? "the child was killed by signal " + std::to_string(WTERMSIG(status)) + " (14: it hung)"
-                              : "the child exited with " + std::to_string(WEXITSTATUS(status)) +
-                                    " (10: its run, 11: its GPU compile did not fail as they should; 12: its CPU compile failed;"
-                                    " 13: the target said it was available)");
+      << child_ended(status)
+      << " (10: its run, 11: its GPU compile did not fail as they should; 12: its CPU compile failed; 13: the target said it was available)";
   out = nullptr; /* the parent's own device still works */
   EXPECT_EQ(portc_module_run(m, b, &out), PORTC_OK) << portc_last_error();
   portc_tensor_free(out);
