@@ -838,9 +838,15 @@ bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why
   return true;
 }
 
+bool gpu_conv_last(const kir_module *m, const kir_kernel *k) { return k->kind == KK_CONV && attr_i(&m->g->nodes[k->node], "channels_last"); }
+
 void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
   const kir_kernel *k = &m->k[i];
-  mn[0] = dim_value(k->dom.d[1], S), mn[1] = dim_value(k->dom.d[0], S) * dim_value(k->dom.d[2], S) * dim_value(k->dom.d[3], S);
+  const int o = gpu_conv_last(m, k) ? 3 : 1; /* the output channels' dimension: the rows, else the columns */
+  int64_t pixels = 1;
+  for (int d = 0; d < 4; d++)
+    if (d != o) pixels *= dim_value(k->dom.d[d], S);
+  mn[o == 1 ? 0 : 1] = dim_value(k->dom.d[o], S), mn[o == 1 ? 1 : 0] = pixels;
 }
 
 bool gpu_conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K) {
@@ -848,7 +854,9 @@ bool gpu_conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int
   const shape *ws = &m->buf[k->in_buf[1]].sh;
   for (int d = 0; d < 4; d++)
     if (k->dom.d[d].sym >= 0) return false;
-  *M = k->dom.d[1].c, *N = k->dom.d[0].c * k->dom.d[2].c * k->dom.d[3].c, *K = ws->d[1].c * ws->d[2].c * ws->d[3].c;
+  int64_t mn[2];
+  gpu_conv_mn(m, i, NULL, mn);
+  *M = mn[0], *N = mn[1], *K = ws->d[0].c * ws->d[1].c * ws->d[2].c * ws->d[3].c / ws->d[gpu_conv_last(m, k) ? 3 : 0].c;
   return true;
 }
 
@@ -931,6 +939,13 @@ void gpu_conv_gemm_sizes(emitter *e) {
   const kir_kernel *k = e->k;
   const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
   char nb[32];
+  if (gpu_conv_last(e->m, k)) { /* x [N, H, W, C], w [KH, KW, C, O]: rows the pixels, columns the channels */
+    emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[3].c,
+              (long long)xs->d[1].c, (long long)xs->d[2].c, (long long)ws->d[0].c, (long long)ws->d[1].c, (long long)k->dom.d[1].c,
+              (long long)k->dom.d[2].c);
+    emit_line(e, "const int M = %s * OH * OW, N = %lld, K = KH * KW * C;", emit_dim(e, k->dom.d[0], nb, sizeof nb), (long long)k->dom.d[3].c);
+    return;
+  }
   emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[1].c,
             (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)ws->d[2].c, (long long)ws->d[3].c, (long long)k->dom.d[2].c,
             (long long)k->dom.d[3].c);
@@ -940,13 +955,16 @@ void gpu_conv_gemm_sizes(emitter *e) {
 /* the epilogue per output element m, n: bias, then what fused after the convolution */
 static const char *const conv_oidx[4] = {"cimg", "m", "coh", "cow"};
 static const char conv_column[] = "const int cimg = n / (OH * OW), coh = n / OW % OH, cow = n % OW;";
+/* channels last: the row m is the pixel, the column n the channel */
+static const char *const conv_last_oidx[4] = {"cimg", "coh", "cow", "n"};
+static const char conv_last_row[] = "const int cimg = m / (OH * OW), coh = m / OW % OH, cow = m % OW;";
 
 static void conv_acc(emitter *e, const char *sum, char *acc, size_t len) {
   const kir_kernel *k = e->k;
   snprintf(acc, len, "%s", sum);
   if (k->nin > 2) {
     char bias[256];
-    emit_load(e, k->in_buf[2], "m", bias, sizeof bias);
+    emit_load(e, k->in_buf[2], gpu_conv_last(e->m, k) ? "n" : "m", bias, sizeof bias);
     snprintf(acc, len, "%s + %s", sum, bias);
   }
 }
@@ -971,11 +989,12 @@ void gpu_conv_element(emitter *e, const char *sum) {
     return;
   }
   char acc[300];
+  const bool last = gpu_conv_last(e->m, e->k);
   conv_acc(e, sum, acc, sizeof acc);
-  emit_line(e, "%s", conv_column);
+  emit_line(e, "%s", last ? conv_last_row : conv_column);
   emit_line(e, "const float acc0 = %s;", acc);
   emit_scope_push(e);
-  emit_store_at(e, &e->k->store[0], &e->k->dom, conv_oidx);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, last ? conv_last_oidx : conv_oidx);
   emit_scope_pop(e);
 }
 
@@ -1016,14 +1035,15 @@ void gpu_conv_split_sum(emitter *e) {
   gpu_conv_gemm_sizes(e);
   emit_line(e, "for (int t = %s; t < M * N; t += %s) {", G(e)->global_id, G(e)->global_threads);
   e->indent++;
+  const bool last = gpu_conv_last(e->m, e->k);
   emit_line(e, "const int m = t / N, n = t %% N;");
-  emit_line(e, "%s", conv_column);
+  emit_line(e, "%s", last ? conv_last_row : conv_column);
   slice_sum(e, "s", S);
   char acc[300];
   conv_acc(e, "s", acc, sizeof acc);
   emit_line(e, "const float acc0 = %s;", acc);
   emit_scope_push(e);
-  emit_store_at(e, &e->k->store[0], &e->k->dom, conv_oidx);
+  emit_store_at(e, &e->k->store[0], &e->k->dom, last ? conv_last_oidx : conv_oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);
 }

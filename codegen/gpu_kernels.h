@@ -102,8 +102,12 @@ void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int
 int gpu_conv_split_fill(const kir_module *m, int i, int tile, int slots, int64_t min_k, int max_split);
 /* the static sizes of convolution i's implicit GEMM (false where a dimension is symbolic) */
 bool gpu_conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int64_t *K);
-/* the output channels (M) and pixels (N) of convolution i's implicit GEMM */
+/* the output channels (M) and pixels (N) of convolution i's implicit GEMM; channels last, the
+ * pixels (M) and the output channels (N) */
 void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]);
+/* convolution k is channels-last: x [N, H, W, C], w [KH, KW, C, O], out [N, OH, OW, O], its implicit
+ * GEMM [pixels x KH*KW*C] x [KH*KW*C x O], which only a dialect's tensor-core kernel emits */
+bool gpu_conv_last(const kir_module *m, const kir_kernel *k);
 void gpu_conv_gemm(emitter *e, int tile);
 /* pieces for a dialect's own implicit-GEMM convolution: the sizes ("const int C, H, W, KH, KW, OH,
  * OW; M (output channels), N (output pixels), K = C * KH * KW"), the work group's range of the

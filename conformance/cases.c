@@ -257,6 +257,23 @@ static void contraction_cases(conf_cases *cs) {
        "y = relu(c)\noutput y\n");
   text(add(cs, "ops", "conv2d/tensor-core-shapes/bf16-dilation"),
        "input x: bf16[3, 24, 9, 10]\ninput w: bf16[20, 24, 3, 3]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1])\noutput y\n");
+  /* channels-last: as written (every target; those without an NHWC kernel compute it NCHW
+   * between permutes), and NCHW chains a target with one runs NHWC from one convolution to the
+   * next (lower/channels_last.c): relu and a residual add between them, a broadcast scale, f32
+   * and a grouped convolution that stay NCHW beside them */
+  text(add(cs, "ops", "conv2d/channels-last/f16-stride2-bias"),
+       "input x: f16[2, 13, 11, 16]\ninput w: f16[3, 3, 16, 40]\ninput b: f16[40]\n"
+       "y = conv2d(x, w, b, stride=[2, 2], padding=[1, 1], channels_last=true)\noutput y\n");
+  text(add(cs, "ops", "conv2d/channels-last/f32-groups"),
+       "input x: f32[2, 7, 9, 8]\ninput w: f32[3, 3, 4, 6]\ny = conv2d(x, w, padding=[1, 1], groups=2, channels_last=true)\noutput y\n");
+  text(add(cs, "ops", "conv2d/channels-last/f16-chain-residual"),
+       "input x: f16[2, 16, 9, 7]\ninput w: f16[24, 16, 3, 3]\ninput v: f16[16, 24, 3, 3]\ninput b: f16[16]\ninput g: f16[16, 1, 1]\n"
+       "c = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, b, padding=[1, 1])\ns = add(d, x)\nt = relu(s)\n"
+       "u = mul(t, g)\ne = conv2d(u, w, stride=[2, 2])\nm = max_pool2d(e, kernel=[2, 2])\noutput m\noutput t\n");
+  text(add(cs, "ops", "conv2d/channels-last/bf16-autocast-chain"),
+       "input x: f32[2, 8, 10, 10]\ninput w: f32[16, 8, 3, 3]\ninput v: f32[16, 16, 1, 1]\ninput q: f32[16, 4, 3, 3]\n"
+       "autocast bf16\nc = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v)\nautocast off\ns = add(d, c)\n"
+       "h = conv2d(s, q, padding=[1, 1], groups=4)\ny = sum(h, axes=[2, 3])\noutput y\n");
   text(add(cs, "ops", "conv2d/implicit-gemm/residual-relu"),
        "input x: f32[2, 16, 10, 10]\ninput w: f32[16, 16, 3, 3]\ninput b: f32[16]\nc = conv2d(x, w, b, padding=[1, 1])\nr = add(c, x)\n"
        "y = relu(r)\noutput y\n");

@@ -70,9 +70,10 @@ portc_status ref_matmul(const rval *a, const rval *b, rval *out) {
 portc_status ref_conv2d(const node *n, const rval *x, const rval *w, const rval *bias, rval *out) {
   const attr *st = attr_get(n, "stride"), *pd = attr_get(n, "padding"), *dl = attr_get(n, "dilation");
   int64_t groups = attr_i(n, "groups");
-  int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-  int64_t O = w->shape[0], Cg = w->shape[1], KH = w->shape[2], KW = w->shape[3];
-  int64_t OH = out->shape[2], OW = out->shape[3], Og = O / groups;
+  const bool last = attr_i(n, "channels_last"); /* x [N,H,W,C], w [KH,KW,Cg,O], out [N,OH,OW,O] */
+  int64_t N = x->shape[0], C = x->shape[last ? 3 : 1], H = x->shape[last ? 1 : 2], W = x->shape[last ? 2 : 3];
+  int64_t O = w->shape[last ? 3 : 0], Cg = w->shape[last ? 2 : 1], KH = w->shape[last ? 0 : 2], KW = w->shape[last ? 1 : 3];
+  int64_t OH = out->shape[last ? 1 : 2], OW = out->shape[last ? 2 : 3], Og = O / groups;
 #pragma omp parallel for schedule(static) if (out->numel * Cg * KH * KW > 100000)
   for (int64_t no = 0; no < N * O; no++) {
     int64_t b = no / O, o = no % O, g = o / Og;
@@ -86,10 +87,12 @@ portc_status ref_conv2d(const node *n, const rval *x, const rval *w, const rval 
             for (int64_t kw = 0; kw < KW; kw++) {
               int64_t iw = ow * st->v[1] - pd->v[1] + kw * dl->v[1];
               if (iw < 0 || iw >= W) continue;
-              acc += x->f[((b * C + g * Cg + c) * H + ih) * W + iw] * w->f[((o * Cg + c) * KH + kh) * KW + kw];
+              const int64_t ci = g * Cg + c;
+              acc += last ? x->f[((b * H + ih) * W + iw) * C + ci] * w->f[((kh * KW + kw) * Cg + c) * O + o]
+                          : x->f[((b * C + ci) * H + ih) * W + iw] * w->f[((o * Cg + c) * KH + kh) * KW + kw];
             }
           }
-        out->f[((b * O + o) * OH + oh) * OW + ow] = acc;
+        out->f[last ? ((b * OH + oh) * OW + ow) * O + o : ((b * O + o) * OH + oh) * OW + ow] = acc;
       }
   }
   return PORTC_OK;

@@ -90,6 +90,10 @@ enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2, CU_OWN_CONV = 4 };
 unsigned cu_own_kernels(const char *list);
 bool cu_own_kernels_known(const char *list, char *why, size_t len);
 void cu_schedule_as(kir_module *m, int i, int device, unsigned own);
+/* the dtypes whose convolutions run channels-last (target.h): f16 and bf16 where the tensor-core
+ * convolution is taken (own: CU_OWN_*), since its channels-last form copies 16-byte runs */
+unsigned cu_channels_last_as(unsigned own);
+unsigned cu_channels_last(int device);
 /* attention kernel i can run on tensor cores (dialect_flash.c: f16/bf16, head sizes multiples of 16
  * up to CU_FA_MAX_HEAD), and the shared memory that kernel takes */
 bool cu_flash_fits(const kir_module *m, int i);

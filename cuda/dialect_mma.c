@@ -61,20 +61,55 @@ bool cu_conv_direct(const kir_module *m, int i) {
   const node *n = &m->g->nodes[k->node];
   const shape *xs = &m->buf[k->in_buf[0]].sh, *ws = &m->buf[k->in_buf[1]].sh;
   const attr *pad = attr_get(n, "padding");
-  if (k->kind != KK_CONV || ws->d[2].c != 1 || ws->d[3].c != 1 || attr_or_one(n, "stride", 0) != 1 || attr_or_one(n, "stride", 1) != 1)
+  if (k->kind != KK_CONV || gpu_conv_last(m, k) || ws->d[2].c != 1 || ws->d[3].c != 1 || attr_or_one(n, "stride", 0) != 1 || attr_or_one(n, "stride", 1) != 1)
     return false;
   for (int d = 0; pad && d < pad->n; d++)
     if (pad->v[d]) return false;
   return xs->d[2].sym < 0 && xs->d[3].sym < 0 && xs->d[2].c * xs->d[3].c % 8 == 0;
 }
 
+/* A channels-last convolution's A panel: rows m0.. of its implicit GEMM's [pixels x KH*KW*C]
+ * matrix. With C a multiple of 8, a run of 8 columns is 8 channels of one input pixel, 16
+ * contiguous bytes, which cp.async copies as it copies a matmul's A (zeros past the image and in
+ * the padding). Each thread copies the same 8 columns of 4 rows in every panel: it decodes its
+ * rows' pixels once, and its columns' window position once a panel. */
+enum { LAST_ROWS = CU_MMA_BM * CU_MMA_BK / 8 / CU_MMA_THREADS }; /* A rows per thread per panel */
+
+static void conv_last_rows(emitter *e) {
+  const node *n = &e->m->g->nodes[e->k->node];
+  emit_line(e, "/* channels last: this thread's rows (output pixels) of every A panel, and their windows' corners */");
+  emit_line(e, "const T *xr[%d];", LAST_ROWS);
+  emit_line(e, "int xh[%d], xw[%d];", LAST_ROWS, LAST_ROWS);
+  emit_line(e, "_Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", LAST_ROWS);
+  emit_line(e, "  const int gm = m0 + (tid + q * %d) / %d, img = gm / (OH * OW);", CU_MMA_THREADS, CU_MMA_BK / 8);
+  emit_line(e, "  xr[q] = A + (int64_t)(gm < M ? img : 0) * H * W * C;");
+  emit_line(e, "  xh[q] = gm < M ? gm / OW %% OH * %lld - %lld : -(1 << 30); /* a row past M: outside every image */",
+            (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0]);
+  emit_line(e, "  xw[q] = gm %% OW * %lld - %lld;", (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1]);
+  emit_line(e, "}");
+}
+
+static void conv_last_load(emitter *e) {
+  const node *n = &e->m->g->nodes[e->k->node];
+  emit_line(e, "  const int cc = tid %% %d * 8, kk = k0 + cc, ci = kk %% C, win = kk / C;", CU_MMA_BK / 8);
+  emit_line(e, "  const int dh = win / KW * %lld, dw = win %% KW * %lld;", (long long)attr_or_one(n, "dilation", 0),
+            (long long)attr_or_one(n, "dilation", 1));
+  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", LAST_ROWS);
+  emit_line(e, "    const int r = (tid + q * %d) / %d, ih = xh[q] + dh, iw = xw[q] + dw;", CU_MMA_THREADS, CU_MMA_BK / 8);
+  emit_line(e, "    const bool ok = kk < K && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;");
+  emit_line(e, "    pc_cp16(as + r * %d + cc, ok ? xr[q] + ((int64_t)ih * W + iw) * C + ci : A, ok);", CU_MMA_BK + 8);
+  emit_line(e, "  }");
+}
+
 /* matmul: A[M x K] and B[K x N] as they lie; conv2d (groups 1): A the weights [O x C*KH*KW] as
  * they lie, B the input gathered as its implicit GEMM's columns (one per output pixel), or copied
- * as it lies (cu_conv_direct) */
+ * as it lies (cu_conv_direct); channels last, A the input's pixels (conv_last_rows) and B the
+ * weights [KH*KW*C x O] as they lie */
 void cu_emit_mma(emitter *e) {
   const kir_kernel *k = e->k;
-  const bool conv = k->kind == KK_CONV, gather = conv && !cu_conv_direct(e->m, (int)(k - e->m->k));
-  int a = k->in_buf[conv ? 1 : 0], b = k->in_buf[conv ? 0 : 1];
+  const bool conv = k->kind == KK_CONV, last = gpu_conv_last(e->m, k);
+  const bool gather = conv && !last && !cu_conv_direct(e->m, (int)(k - e->m->k));
+  int a = k->in_buf[conv && !last ? 1 : 0], b = k->in_buf[conv && !last ? 0 : 1];
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[a].dt);
   const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
   const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
@@ -108,19 +143,24 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
   emit_line(e, "const int KT = KE > KB ? (KE - KB + %d) / %d : 0;", CU_MMA_BK - 1, CU_MMA_BK);
   if (gather) conv_gather(e, BS);
+  if (last) conv_last_rows(e);
   emit_line(e, "auto load = [&](int slot, int k0) { /* A, and B but for a gathered convolution's, by cp.async */");
   emit_line(e, "  T *as = As + slot * %d, *bs = Bs + slot * %d;", CU_MMA_BM * AS, CU_MMA_BK * BS);
-  emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BM * CU_MMA_BK / 8 / CU_MMA_THREADS);
-  emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gm = m0 + r, gk = k0 + cc;", CU_MMA_THREADS, CU_MMA_BK / 8,
-            CU_MMA_BK / 8);
-  emit_line(e, "    const bool ok = gm < M && gk < K;");
-  emit_line(e, "    pc_cp16(as + r * %d + cc, ok ? A + (long long)gm * K + gk : A, ok);", AS);
-  emit_line(e, "  }");
+  if (last) {
+    conv_last_load(e);
+  } else {
+    emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BM * CU_MMA_BK / 8 / CU_MMA_THREADS);
+    emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gm = m0 + r, gk = k0 + cc;", CU_MMA_THREADS, CU_MMA_BK / 8,
+              CU_MMA_BK / 8);
+    emit_line(e, "    const bool ok = gm < M && gk < K;");
+    emit_line(e, "    pc_cp16(as + r * %d + cc, ok ? A + (long long)gm * K + gk : A, ok);", AS);
+    emit_line(e, "  }");
+  }
   if (gather) {
     emit_line(e, "  (void)bs;");
   } else { /* row gk of B at columns gn..: a matmul's as it lies; a direct convolution's input channel
             * gk at the 8 pixels from gn, in image gn / (H W) */
-    const char *at = conv ? "((int64_t)(gn / (H * W)) * C + gk) * H * W + gn % (H * W)" : "(long long)gk * N + gn";
+    const char *at = conv && !last ? "((int64_t)(gn / (H * W)) * C + gk) * H * W + gn % (H * W)" : "(long long)gk * N + gn";
     emit_line(e, "  _Pragma(\"unroll\") for (int q = 0; q < %d; q++) {", CU_MMA_BK * BN / 8 / CU_MMA_THREADS);
     emit_line(e, "    const int c = tid + q * %d, r = c / %d, cc = c %% %d * 8, gk = k0 + r, gn = n0 + cc;", CU_MMA_THREADS, BN / 8,
               BN / 8);

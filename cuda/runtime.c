@@ -637,4 +637,5 @@ const target cuda_target = {
     .gpu = &cu_gpu,
     .kernel_note = kernel_note,
     .attention_kernel = TARGET_ATTENTION_FLOATS,
+    .channels_last_convs = cu_channels_last,
 };

@@ -83,6 +83,7 @@ static bool mma_conv_eligible(const kir_module *m, int i) {
   if (k->kind != KK_CONV || attr_i(&m->g->nodes[k->node], "groups") != 1) return false;
   portc_dtype x = m->buf[k->in_buf[0]].dt, w = m->buf[k->in_buf[1]].dt;
   if (x != w || (x != PORTC_F16 && x != PORTC_BF16)) return false;
+  if (gpu_conv_last(m, k)) return kir_channels_last_fits(m->g, k->node); /* what the lowering made channels-last */
   const shape *xs = &m->buf[k->in_buf[0]].sh, *ws = &m->buf[k->in_buf[1]].sh;
   for (int d = 1; d < 4; d++)
     if (xs->d[d].sym >= 0 || ws->d[d].sym >= 0 || k->dom.d[d].sym >= 0) return false;
@@ -215,6 +216,14 @@ void cu_schedule(kir_module *m, int i, int device) {
   cu_schedule_as(m, i, device, own);
 }
 
+unsigned cu_channels_last_as(unsigned own) { return own & CU_OWN_CONV ? 1u << PORTC_F16 | 1u << PORTC_BF16 : 0; }
+
+unsigned cu_channels_last(int device) {
+  (void)device;
+  const char *list = getenv("PORTC_CUDA_KERNELS");
+  return cu_channels_last_as(list ? cu_own_kernels(list) : CU_OWN_DEFAULT);
+}
+
 void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
   kir_kernel *k = &m->k[i];
   kir_schedule *s = &k->sched;
@@ -232,9 +241,10 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
     /* 64x64 tiles, 32x32 for 32 output channels or fewer: what the tuner chose over 128x128 on
      * every one of the 48 convolution shapes of ResNet-18/50 and SqueezeNet on the H100 (the
      * shipped table), for devices and shapes that no table covers */
-    if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV)) {
+    /* a channels-last convolution is there only because this kernel takes it (cu_channels_last) */
+    if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV || gpu_conv_last(m, k))) {
       mma_tiles(s);
-      if (!cu_conv_direct(m, i)) s->shared_bytes += CU_MMA_GATHER_TABLES;
+      if (!cu_conv_direct(m, i) && !gpu_conv_last(m, k)) s->shared_bytes += CU_MMA_GATHER_TABLES;
       s->min_groups = 2;
       /* split-K where the 128x128 tiles leave SMs idle (ResNet's 7x7 layers at batch 32: 52 tiles
        * on 132 SMs): slices that fill the two blocks each SM runs, each at least 4 k-steps */
@@ -283,9 +293,12 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != CU_WG_BK || s->stages != CU_WG_STAGES || s->threads[0] != CU_WG_THREADS)
       return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, CU_WG_BK, CU_WG_STAGES), false;
     return true;
-  case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
+  case KS_TILED:
+    if (gpu_conv_last(m, &m->k[i])) return snprintf(why, len, "a channels-last convolution runs on tensor cores only"), false;
+    return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
   case KS_PLAIN: break;
   }
+  if (gpu_conv_last(m, &m->k[i])) return snprintf(why, len, "a channels-last convolution runs on tensor cores only"), false;
   if (!gpu_attention_fits(m, i, why, len)) return false;
   return gpu_group_fits(&m->k[i], 32, 1024, false, why, len);
 }

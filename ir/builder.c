@@ -137,6 +137,7 @@ portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node b
   set_ints(&s, "padding", 2, d.padding);
   set_ints(&s, "dilation", 2, dil);
   set_int(&s, "groups", or1(d.groups));
+  if (d.channels_last) set_int(&s, "channels_last", 1);
   return add(g, &s);
 }
 

@@ -77,7 +77,7 @@ typedef struct convp {
 } convp;
 
 static portc_node conv(gctx *c, portc_node x, portc_node w, const int64_t *s, const int64_t *p, const int64_t *d, int64_t groups) {
-  portc_conv2d_opts o = {sizeof o, {s[0], s[1]}, {p[0], p[1]}, {d[0], d[1]}, groups};
+  portc_conv2d_opts o = {sizeof o, {s[0], s[1]}, {p[0], p[1]}, {d[0], d[1]}, groups, false};
   return gk(c, portc_conv2d(G, x, w, PORTC_NONE, &o));
 }
 
@@ -121,6 +121,10 @@ static void conv_params(const node *x, convp *q, const shape *sw) {
 
 static bool conv_rule(gctx *c, const node *x, portc_node gy, portc_node *gin) {
   portc_node in = x->in[0], w = x->in[1];
+  if (attr_i(x, "channels_last")) {
+    gfail(c, PORTC_ERR_INVALID, "a channels-last convolution has no gradient rule; build it channels-first (x [N, C, H, W]) to train it");
+    return false;
+  }
   shape sx = g_shape(c, in), sw = g_shape(c, w);
   convp q;
   conv_params(x, &q, &sw);

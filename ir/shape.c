@@ -205,31 +205,36 @@ static portc_status pair_attr(const ctx *c, const char *name, int64_t v[2], int6
   return PORTC_OK;
 }
 
+/* channels_last: x [N, H, W, C], w [kh, kw, C/groups, O] and the result [N, OH, OW, O]; else
+ * x [N, C, H, W], w [O, C/groups, kh, kw] and [N, O, OH, OW] */
 static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
   const node *x = c->in[0], *w = c->in[1], *b = c->n->nin > 2 ? c->in[2] : NULL;
+  const bool last = attr_i(c->n, "channels_last");
+  const int xc = last ? 3 : 1, xh = last ? 1 : 2, wo = last ? 3 : 0, wc = last ? 2 : 1, wh = last ? 0 : 2;
   portc_status st = PORTC_OK;
   if ((st = need_float(c, x))) return st;
   if (w->dt != x->dt || (b && b->dt != x->dt)) return fail(c, PORTC_ERR_DTYPE, "operand dtypes differ");
-  if (x->sh.rank != 4) return fail(c, PORTC_ERR_SHAPE, "input must be [N, C, H, W], got %s", shp(c, &x->sh));
-  if (w->sh.rank != 4) return fail(c, PORTC_ERR_SHAPE, "weight must be [O, C/groups, kh, kw], got %s", shp(c, &w->sh));
+  if (x->sh.rank != 4) return fail(c, PORTC_ERR_SHAPE, "input must be %s, got %s", last ? "[N, H, W, C]" : "[N, C, H, W]", shp(c, &x->sh));
+  if (w->sh.rank != 4)
+    return fail(c, PORTC_ERR_SHAPE, "weight must be %s, got %s", last ? "[kh, kw, C/groups, O]" : "[O, C/groups, kh, kw]", shp(c, &w->sh));
   for (int i = 1; i < 4; i++)
     if (!is_const(x->sh.d[i])) return fail(c, PORTC_ERR_SHAPE, "input dimension %d is symbolic (%s); only the batch may be", i, dimstr(c, x->sh.d[i]));
   for (int i = 0; i < 4; i++)
     if (!is_const(w->sh.d[i])) return fail(c, PORTC_ERR_SHAPE, "weight dimension %d is symbolic", i);
   int64_t s[2], p[2], d[2], groups = attr_i(c->n, "groups");
   if ((st = pair_attr(c, "stride", s, 1)) || (st = pair_attr(c, "padding", p, 0)) || (st = pair_attr(c, "dilation", d, 1))) return st;
-  int64_t C = x->sh.d[1].c, O = w->sh.d[0].c;
+  int64_t C = x->sh.d[xc].c, O = w->sh.d[wo].c;
   if (groups < 1 || C % groups || O % groups)
     return fail(c, PORTC_ERR_SHAPE, "groups=%lld must divide the %lld input and %lld output channels", (long long)groups, (long long)C, (long long)O);
-  if (w->sh.d[1].c != C / groups)
-    return fail(c, PORTC_ERR_SHAPE, "weight has %lld input channels, expected C/groups = %lld", (long long)w->sh.d[1].c, (long long)(C / groups));
-  if (b && (b->sh.rank != 1 || !dim_eq(b->sh.d[0], w->sh.d[0])))
+  if (w->sh.d[wc].c != C / groups)
+    return fail(c, PORTC_ERR_SHAPE, "weight has %lld input channels, expected C/groups = %lld", (long long)w->sh.d[wc].c, (long long)(C / groups));
+  if (b && (b->sh.rank != 1 || !dim_eq(b->sh.d[0], w->sh.d[wo])))
     return fail(c, PORTC_ERR_SHAPE, "bias must be [%lld], got %s", (long long)O, shp(c, &b->sh));
   *sh = (shape){.rank = 4};
   sh->d[0] = x->sh.d[0];
-  sh->d[1] = (dim){O, -1};
+  sh->d[xc] = (dim){O, -1};
   for (int i = 0; i < 2; i++) {
-    int64_t in = x->sh.d[2 + i].c, k = w->sh.d[2 + i].c, span;
+    int64_t in = x->sh.d[xh + i].c, k = w->sh.d[wh + i].c, span;
     if (k >= 1 && (__builtin_mul_overflow(d[i], k - 1, &span) || span >= MAX_ELEMENTS))
       return fail(c, PORTC_ERR_SHAPE, "the kernel's span (dilation %lld x %lld) is more than 2^48 along %s", (long long)d[i], (long long)(k - 1),
                   i ? "W" : "H");
@@ -238,7 +243,7 @@ static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
     if (k < 1 || in + 2 * p[i] < span)
       return fail(c, PORTC_ERR_SHAPE, "kernel of extent %lld does not fit the padded input of %lld along %s", (long long)span,
                   (long long)(in + 2 * p[i]), i ? "W" : "H");
-    sh->d[2 + i] = (dim){o, -1};
+    sh->d[xh + i] = (dim){o, -1};
   }
   *dt = x->dt;
   return PORTC_OK;

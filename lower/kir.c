@@ -81,6 +81,15 @@ bool kir_attention_fits(const portc_graph *g, int i) {
   return 4 * (32 * (D.c + 1) + 32 * kv + 32 * 33 + 7 * 32) <= KIR_ATTENTION_MAX_SHARED;
 }
 
+bool kir_channels_last_fits(const portc_graph *g, int i) {
+  const node *n = &g->nodes[i];
+  if (n->op != OP_conv2d || attr_i(n, "groups") != 1 || (n->dt != PORTC_F16 && n->dt != PORTC_BF16)) return false;
+  const bool last = attr_i(n, "channels_last");
+  const shape *x = &g->nodes[n->in[0]].sh, *w = &g->nodes[n->in[1]].sh;
+  int64_t C = x->d[last ? 3 : 1].c, H = x->d[last ? 1 : 2].c, W = x->d[last ? 2 : 3].c, O = w->d[last ? 3 : 0].c;
+  return C % 8 == 0 && O % 8 == 0 && H * W * C < INT32_MAX;
+}
+
 void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops) {
   /* each distinct buffer read once and each store written once: the traffic a fused kernel needs */
   bool *seen = calloc((size_t)m->nbuf + 1, sizeof *seen);
@@ -106,8 +115,8 @@ void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int6
     int64_t K = dim_value(a->sh.d[a->sh.rank - 1], sym);
     f = 2 * dom * K + dom * ops;
   } else if (k->kind == KK_CONV) {
-    const node *w = &m->g->nodes[m->g->nodes[k->node].in[1]];
-    f = 2 * dom * shape_count(&w->sh, sym) / dim_value(w->sh.d[0], sym) + dom * ops;
+    const node *cv = &m->g->nodes[k->node], *w = &m->g->nodes[cv->in[1]];
+    f = 2 * dom * shape_count(&w->sh, sym) / dim_value(w->sh.d[attr_i(cv, "channels_last") ? 3 : 0], sym) + dom * ops;
   } else if (k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_attention) { /* two products and the softmax */
     const shape *q = &m->g->nodes[m->g->nodes[k->node].in[0]].sh, *kk = &m->g->nodes[m->g->nodes[k->node].in[1]].sh;
     int64_t D = dim_value(q->d[q->rank - 1], sym), Lk = dim_value(kk->d[kk->rank - 2], sym);

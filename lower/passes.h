@@ -43,6 +43,10 @@ portc_status fold_batch_sum(portc_graph **g, bool *changed);
 /* widenings of 16-bit floats to f32 moved past ops that only select or move values, and
  * cancelled where narrowed again (cast_sink.c) */
 portc_status cast_sink(portc_graph **g, bool *changed);
+/* convolutions of the dtypes in `dtypes` (bit 1 << dtype) that kir_channels_last_fits made
+ * channels-last when `convert`, with the permutes between them moved through elementwise ops
+ * until they cancel; channels-last ones outside `dtypes` made NCHW (channels_last.c) */
+portc_status channels_last(portc_graph **g, unsigned dtypes, bool convert, bool *changed);
 portc_status opt_fold(portc_graph *g, bool *changed);
 portc_status opt_cse(portc_graph *g, bool *changed);
 portc_status opt_dce(portc_graph *g, bool *changed);

@@ -10,7 +10,7 @@
 
 #include "passes.h"
 
-const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "cast_sink", "split_concat", "split_reduce", "fold_batch_sum", "fold", "cse", "dce", "fuse", NULL};
+const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "cast_sink", "channels_last", "split_concat", "split_reduce", "fold_batch_sum", "fold", "cse", "dce", "fuse", NULL};
 
 static bool verify_each_pass(void) {
 #ifndef NDEBUG
@@ -55,6 +55,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   if (!o->eager && o->attention) RUN(form_attention, &g, o->attention); /* only where a target keeps it whole */
   RUN(decompose, &g, o->attention);
   if (!o->eager) RUN(cast_sink, &g); /* autocast's f16 values stay f16 through relu, pooling, views */
+  RUN(channels_last, &g, o->channels_last, !o->eager); /* NHWC between convolutions where the target wants it */
   RUN(split_concat, &g);
   RUN(split_reduce, &g);
   RUN(fold_batch_sum, &g);

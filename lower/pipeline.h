@@ -14,6 +14,7 @@ typedef struct lower_options {
   const char *dump_after;   /* print the graph (or, for "fuse", the kernels) after this pass */
   FILE *dump;               /* where; stderr when NULL */
   unsigned attention;       /* dtypes (bit 1 << portc_dtype) whose attention is one kernel (target.h) */
+  unsigned channels_last;   /* dtypes whose convolutions run channels-last where they fit (target.h) */
   int max_loads;            /* the most buffers a fused expression reads (0: fusion's own bound; target.h) */
 } lower_options;
 

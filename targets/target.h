@@ -99,6 +99,11 @@ typedef struct target {
    * decomposition. Read by the lowering (lower_options.attention). */
   unsigned attention_kernel;
 #define TARGET_ATTENTION_FLOATS (1u << PORTC_F32 | 1u << PORTC_F16 | 1u << PORTC_BF16)
+  /* optional: the dtypes (bit 1 << portc_dtype) whose convolutions run channels-last (NHWC) on
+   * the device where kir_channels_last_fits: the lowering makes them so in fused compiles, and
+   * the target's schedule must take every such convolution (NULL or 0: none; a channels-last
+   * convolution is then computed NCHW between permutes) */
+  unsigned (*channels_last_convs)(int device);
   /* optional: the most buffers a fused expression may read on the device (0 or NULL: fusion's own
    * bound), for a target that binds few buffers per kernel (WebGPU: 8 to 10 in all) */
   int (*max_kernel_loads)(int device);

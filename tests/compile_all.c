@@ -96,6 +96,30 @@ static void add_unit(const kir_module *km, const char *name, bool hopper) {
   free(src);
 }
 
+/* CUDA: graph g lowered again with its convolutions channels-last, as the lowering makes them
+ * for the tensor-core convolution, where that changes one: that kernel, also in 3 slices */
+static void add_channels_last(const portc_graph *g, const int64_t *symvals, const char *name) {
+  lower_options lo = {.symvals = symvals, .attention = T->attention_kernel, .channels_last = cu_channels_last_as(CU_OWN_CONV)};
+  kir_module *km = NULL;
+  if (lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: does not lower channels-last: %s\n", name, portc_last_error());
+    failures++;
+    return;
+  }
+  bool last = false;
+  for (int i = 0; i < km->nk; i++) last = last || gpu_conv_last(km, &km->k[i]);
+  if (last) {
+    char h[200];
+    schedule_all(km, CU_OWN_CONV);
+    snprintf(h, sizeof h, "%s (channels-last convolution)", name);
+    add_unit(km, h, false);
+    for (int i = 0; i < km->nk; i++)
+      if (gpu_conv_last(km, &km->k[i])) km->k[i].sched.split_k = 3;
+    add_unit(km, strncat(h, " (split-K)", sizeof h - strlen(h) - 1), false);
+  }
+  kir_module_free(km);
+}
+
 /* entry (may be NULL): a tune-table entry whose knobs the module's kernels take */
 static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name, const tune_entry *entry) {
   lower_options lo = {.eager = eager, .symvals = symvals, .attention = T->attention_kernel};
@@ -138,6 +162,7 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     if (split) add_unit(km, strncat(h, " (split-K)", sizeof h - strlen(h) - 1), false);
     schedule_all(km, 0);
   }
+  if (!hip && !entry && !eager) add_channels_last(g, symvals, full);
   /* CUDA: its tiled convolutions once more with the reduction in 3 slices (split-K; 3 leaves a
    * short last slice) */
   bool split = false;

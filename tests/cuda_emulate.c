@@ -30,6 +30,9 @@
 #include "../targets/gpu_queue.h"
 #include "../targets/target.h"
 
+/* in a case's `own`: lowered with every convolution NCHW (the gathering kernel), not channels-last */
+enum { EMU_NCHW = 1 << 8 };
+
 typedef struct emu_case {
   const char *name, *text;
   unsigned own;       /* the opt-in kernels (CU_OWN_*) */
@@ -52,19 +55,33 @@ static const emu_case cases[] = {
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
-     CU_OWN_CONV, "const T *const xb", 2e-3, 1},
+     CU_OWN_CONV | EMU_NCHW, "const T *const xb", 2e-3, 1},
     {"tensor-core convolution, bf16, dilation",
      "graph c\ninput x: bf16[3, 24, 9, 10]\ninput w: bf16[20, 24, 3, 3]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1])\noutput y\n",
-     CU_OWN_CONV, "const T *const xb", 1.5e-2, 1},
+     CU_OWN_CONV | EMU_NCHW, "const T *const xb", 1.5e-2, 1},
     {"tensor-core convolution, f16, 1x1 over 128 pixels and more",
-     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV, "const T *const xb", 2e-3, 1},
+     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV | EMU_NCHW, "const T *const xb", 2e-3, 1},
     {"tensor-core convolution, f16, 1x1 over images of 96 pixels copied as they lie (16 bytes at a time), 3 images a tile, relu",
-     "graph c\ninput x: f16[3, 72, 8, 12]\ninput w: f16[136, 72, 1, 1]\nc = conv2d(x, w)\ny = relu(c)\noutput y\n", CU_OWN_CONV,
+     "graph c\ninput x: f16[3, 72, 8, 12]\ninput w: f16[136, 72, 1, 1]\nc = conv2d(x, w)\ny = relu(c)\noutput y\n", CU_OWN_CONV | EMU_NCHW,
      "gn % (H * W)", 2e-3, 1},
     {"tensor-core convolution, f16, split-K in 3 slices of 4 k-steps (the last one partial), bias and residual",
      "graph c\ninput x: f16[2, 80, 7, 7]\ninput w: f16[40, 80, 3, 3]\ninput b: f16[40]\ninput r: f16[2, 40, 7, 7]\n"
      "c = conv2d(x, w, b, padding=[1, 1])\ny = add(c, r)\noutput y\n",
-     CU_OWN_CONV, "pc_acc[(int(blockIdx.z)", 2e-3, 3},
+     CU_OWN_CONV | EMU_NCHW, "pc_acc[(int(blockIdx.z)", 2e-3, 3},
+    {"channels-last tensor-core convolution from an NCHW graph, f16, stride 2, padding, bias and relu (the input and the weights "
+     "transposed by kernels before it, the output after it)",
+     "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
+     "y = relu(c)\noutput y\n",
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1},
+    {"channels-last convolutions, f16: two in a row with relu between (NHWC from one to the next), a residual add, split-K in 3",
+     "graph c\ninput x: f16[2, 16, 9, 7]\ninput w: f16[24, 16, 3, 3]\ninput v: f16[16, 24, 3, 3]\ninput b: f16[16]\n"
+     "c = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, b, padding=[1, 1])\ns = add(d, x)\nt = relu(s)\n"
+     "y = mul(t, t)\noutput y\n",
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 3},
+    {"channels-last convolution as written, bf16, dilation, 160 output channels, a 2x2 window",
+     "graph c\ninput x: bf16[3, 9, 10, 24]\ninput w: bf16[2, 2, 24, 160]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1], channels_last=true)\n"
+     "output y\n",
+     CU_OWN_CONV, "channels last: this thread's rows", 1.5e-2, 1},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
@@ -186,13 +203,14 @@ static int run_case(const emu_case *c, int index) {
   const target *T = target_find("cuda", &device);
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.attention = T->attention_kernel};
+  const unsigned own = c->own & ~(unsigned)EMU_NCHW;
+  lower_options lo = {.attention = T->attention_kernel, .channels_last = c->own & EMU_NCHW ? 0 : cu_channels_last_as(own)};
   if (portc_graph_parse(c->text, c->name, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", c->name, portc_last_error());
     return 1;
   }
   for (int i = 0; i < km->nk; i++) {
-    km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, c->own);
+    km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, own);
     if (c->split > 1 && km->k[i].kind == KK_CONV) km->k[i].sched.split_k = c->split;
   }
   for (int i = 0; i < km->nk; i++) km->k[i].sched.library = 0; /* portc's own kernels, never cuBLASLt */

@@ -100,7 +100,7 @@ TEST(Builder, EveryOpCallBuilds) {
   for (auto f : red) EXPECT_GE(f(G, x, 2, ax, true), 0) << portc_last_error();
   EXPECT_GE(portc_argmax(G, x, 1, false), 0);
   EXPECT_GE(portc_matmul(G, x, m), 0);
-  portc_conv2d_opts co = {sizeof co, {1, 1}, {1, 1}, {1, 1}, 1};
+  portc_conv2d_opts co = {sizeof co, {1, 1}, {1, 1}, {1, 1}, 1, false};
   EXPECT_GE(portc_conv2d(G, x, w, b, &co), 0) << portc_last_error();
   EXPECT_GE(portc_conv2d(G, x, w, PORTC_NONE, nullptr), 0) << portc_last_error();
   portc_pool2d_opts po = {0, {2, 2}, {0, 0}, {0, 0}};

@@ -197,6 +197,60 @@ TEST(Passes, WideningCastsSinkPastOpsThatOnlyMoveValues) {
   portc_graph_free(c);
 }
 
+// Where the target runs f16 convolutions channels-last, a chain of them keeps its activations
+// NHWC: relu and the residual add move with them, the permutes between the convolutions cancel,
+// and only the input, the weights and the output are transposed. An f32 convolution beside them
+// stays NCHW; a channels-last one the target cannot run goes back to NCHW between permutes.
+TEST(Passes, ConvolutionChainsRunChannelsLastBetweenPermutes) {
+  Graph g = parse("input x: f16[2, 16, 9, 7]\ninput w: f16[24, 16, 3, 3]\ninput v: f16[16, 24, 3, 3]\ninput f: f32[2, 3, 8, 8]\n"
+                  "input u: f32[4, 3, 1, 1]\nc = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, padding=[1, 1])\n"
+                  "s = add(d, x)\nt = relu(s)\ny = cast(t, to=f32)\nz = conv2d(f, u)\noutput y\noutput z\n");
+  ASSERT_TRUE(g);
+  portc_graph *c = nullptr;
+  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+  bool changed = false;
+  ASSERT_EQ(channels_last(&c, 1u << PORTC_F16, true, &changed), PORTC_OK) << portc_last_error();
+  EXPECT_TRUE(changed);
+  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  int last = 0, first = 0;
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].op == OP_conv2d) (attr_i(&c->nodes[i], "channels_last") ? last : first)++;
+  EXPECT_EQ(last, 2);
+  EXPECT_EQ(first, 1) << "the f32 convolution stays NCHW";
+  // x (for the first convolution and for the residual: CSE makes them one later), w, v, and t back
+  // to NCHW for the output's cast
+  EXPECT_EQ(count_op(c, OP_permute), 5);
+  EXPECT_LT(graph_find(c, "d"), 0) << "nothing reads d's NCHW view: the residual add ran NHWC";
+  bool chained = false; // a channels-last convolution reads the other one's relu as it is
+  for (int i = 0; i < c->n; i++) {
+    const node *n = &c->nodes[i];
+    if (n->op != OP_conv2d || !attr_i(n, "channels_last")) continue;
+    const node *x = &c->nodes[n->in[0]];
+    if (x->op == OP_relu) chained = c->nodes[x->in[0]].op == OP_conv2d && attr_i(&c->nodes[x->in[0]], "channels_last");
+  }
+  EXPECT_TRUE(chained);
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "y");
+  EXPECT_EQ(c->nodes[portc_graph_output(c, 0)].op, OP_cast) << "the output keeps its node";
+  EXPECT_EQ(c->nodes[c->nodes[portc_graph_output(c, 0)].in[0]].op, OP_permute) << "and reads t's NCHW view";
+  EXPECT_EQ(c->nodes[c->nodes[c->nodes[portc_graph_output(c, 0)].in[0]].in[0]].op, OP_relu) << "t ran NHWC";
+  portc_graph_free(c);
+
+  // a channels-last convolution the target does not run: NCHW between permutes
+  Graph h = parse("input x: f16[2, 9, 7, 16]\ninput w: f16[3, 3, 16, 24]\ny = conv2d(x, w, channels_last=true)\noutput y\n");
+  ASSERT_TRUE(h);
+  ASSERT_EQ(graph_copy(h.get(), nullptr, &c), PORTC_OK);
+  ASSERT_EQ(channels_last(&c, 0, true, &changed), PORTC_OK) << portc_last_error();
+  EXPECT_TRUE(changed);
+  const node *y = &c->nodes[portc_graph_output(c, 0)];
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "y");
+  ASSERT_EQ(y->op, OP_permute);
+  EXPECT_EQ(c->nodes[y->in[0]].op, OP_conv2d);
+  EXPECT_EQ(attr_i(&c->nodes[y->in[0]], "channels_last"), 0);
+  EXPECT_EQ(y->sh.d[3].c, 24);
+  portc_graph_free(c);
+}
+
 TEST(Passes, PerChannelReductionsRunPixelsFirst) {
   // batch norm's statistics: 16 rows of 32,768 become 128 rows of 4,096, then 16 of 8
   struct { const char *text; int64_t part; } cases[] = {

@@ -69,7 +69,7 @@ const char compile_options_help[] =
     "                       attention of f32 operands compute in T (f16 or bf16; off: as written),\n"
     "                       their sums in f32, their results cast back to f32\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
-    "  --dump-after PASS    print the graph after PASS: specialize form_attention decompose cast_sink split_concat\n"
+    "  --dump-after PASS    print the graph after PASS: specialize form_attention decompose cast_sink channels_last split_concat\n"
     "                       split_reduce fold_batch_sum fold cse dce fuse\n";
 
 int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o) {
@@ -101,7 +101,7 @@ int parse_compile_option(int argc, char **argv, int i, portc_compile_options *o)
     bool ok = false;
     for (unsigned k = 0; k < sizeof passes / sizeof *passes; k++) ok = ok || strcmp(v, passes[k]) == 0;
     if (!ok) {
-      usage_error(argv[0], "unknown pass '%s' (specialize form_attention decompose cast_sink split_concat split_reduce fold_batch_sum fold cse dce fuse)", v);
+      usage_error(argv[0], "unknown pass '%s' (specialize form_attention decompose cast_sink channels_last split_concat split_reduce fold_batch_sum fold cse dce fuse)", v);
       return -1;
     }
     o->dump_after = v;

@@ -260,8 +260,10 @@ PORTC_API portc_node portc_matmul(portc_graph *g, portc_node a, portc_node b);
 typedef struct portc_conv2d_opts {
   size_t size; /* sizeof(portc_conv2d_opts), or 0 */
   int64_t stride[2], padding[2], dilation[2], groups; /* zeros mean 1, 0, 1, 1 */
+  bool channels_last; /* x [N,H,W,C], w [kh,kw,C/groups,O] and the result [N,OH,OW,O] */
 } portc_conv2d_opts;
-/* x [N,C,H,W], w [O,C/groups,kh,kw], bias [O] or PORTC_NONE; opts may be NULL. */
+/* x [N,C,H,W], w [O,C/groups,kh,kw], bias [O] or PORTC_NONE (channels_last: see above); opts may
+ * be NULL. */
 PORTC_API portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, portc_node bias,
                         const portc_conv2d_opts *opts);
 typedef struct portc_pool2d_opts {
