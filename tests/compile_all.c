@@ -267,7 +267,8 @@ static void *worker(void *arg) {
 static int print_source(const char *path, bool eager, bool hopper) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.eager = eager, .attention = T->attention_kernel};
+  /* the convolutions channels-last where PORTC_CUDA_KERNELS takes the tensor-core one, as a device would */
+  lower_options lo = {.eager = eager, .attention = T->attention_kernel, .channels_last = hip ? 0 : cu_channels_last(-1)};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
@@ -284,7 +285,7 @@ static int print_source(const char *path, bool eager, bool hopper) {
 static int write_object(const char *path, const char *arch, const char *out, bool rtc) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.attention = T->attention_kernel};
+  lower_options lo = {.attention = T->attention_kernel, .channels_last = hip ? 0 : cu_channels_last(-1)};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
