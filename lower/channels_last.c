@@ -103,10 +103,26 @@ static portc_node keep_last(clctx *c, int i, portc_node y) {
   return permuted(c->out, y, TO_FIRST, c->g->nodes[i].name);
 }
 
+/* x padded with zeros along dimension `axis` (of 4) to `to` elements */
+static portc_node padded(portc_graph *out, portc_node x, int axis, int64_t to) {
+  if (x < 0 || out->nodes[x].sh.d[axis].c == to) return x;
+  const int64_t extra = to - out->nodes[x].sh.d[axis].c;
+  node_spec s;
+  spec_init(&s, OP_pad, 1, &x);
+  attr *a = &s.a[attr_index(OP_pad, "pads")];
+  a->set = true, a->n = 8;
+  for (int d = 0; d < 8; d++) a->v[d] = d == 2 * axis + 1 ? extra : 0, a->sym[d] = -1;
+  return graph_add(out, &s);
+}
+
+/* the input's channels padded with zeros to a multiple of 8, and the weights' with them (the
+ * 3 of an RGB image: a network's first convolution then runs on tensor cores too) */
 static portc_node to_last(clctx *c, int i) {
   const node *n = &c->g->nodes[i];
+  const int64_t C = (c->g->nodes[n->in[0]].sh.d[1].c + 7) / 8 * 8;
   int32_t in[3] = {c->last[n->in[0]] >= 0 ? c->last[n->in[0]] : permuted(c->out, c->remap[n->in[0]], TO_LAST, NULL),
                    permuted(c->out, c->remap[n->in[1]], W_TO_LAST, NULL), n->nin > 2 ? c->remap[n->in[2]] : 0};
+  in[0] = padded(c->out, in[0], 3, C), in[1] = padded(c->out, in[1], 2, C);
   if (in[0] < 0 || in[1] < 0) return in[0] < 0 ? in[0] : in[1];
   node_spec s;
   spec_init(&s, OP_conv2d, n->nin, in);

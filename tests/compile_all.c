@@ -405,12 +405,13 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, flash = 0, tconv = 0, hopper = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, flash = 0, tconv = 0, tlast = 0, hopper = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     wgmma += strstr(units[i].src, "wgmma.mma_async") != NULL;
     flash += strstr(units[i].src, "pc_fa_smem") != NULL;
     tconv += strstr(units[i].src, "const T *const xb") != NULL;
+    tlast += strstr(units[i].src, "channels last: this thread's rows") != NULL;
     epi += strstr(units[i].src, "_epi(const float *__restrict__ pc_acc") != NULL;
     split += strstr(units[i].src, "(float *__restrict__ pc_acc") != NULL;
     vec += strstr(units[i].src, "pc_ldv<PC_VEC>") != NULL;
@@ -418,10 +419,10 @@ int main(int argc, char **argv) {
   }
   for (int a = 0; a < narch; a++) hopper += is_hopper_arch(arches[a]);
   if (!hip)
-    printf("modules with: mma.sync %d; wgmma %d; tensor-core attention %d; tensor-core convolution %d; an epilogue kernel %d; split-K "
-           "convolution %d; vector row loads %d; 128-wide SIMT matmul with vector panel reads %d\n",
-           mma, wgmma, flash, tconv, epi, split, vec, wide);
-  if (!hip && (!mma || !flash || !tconv || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
+    printf("modules with: mma.sync %d; wgmma %d; tensor-core attention %d; tensor-core convolution %d (channels-last %d); an epilogue "
+           "kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul with vector panel reads %d\n",
+           mma, wgmma, flash, tconv, tlast, epi, split, vec, wide);
+  if (!hip && (!mma || !flash || !tconv || !tlast || !epi || !split || !vec || !wide || (hopper && !wgmma))) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }
