@@ -220,6 +220,12 @@ portc_node graph_find(const portc_graph *g, const char *name) {
 
 bool node_name_taken(const portc_graph *g, const char *name) { return graph_find(g, name) >= 0; }
 
+bool graph_is_output(const portc_graph *g, int i) {
+  for (int k = 0; k < g->nout; k++)
+    if (g->outputs[k] == i) return true;
+  return false;
+}
+
 static bool grow(portc_graph *g) {
   if (g->n < g->cap) return true;
   int cap = g->cap ? g->cap * 2 : 32;

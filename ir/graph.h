@@ -203,6 +203,8 @@ portc_node graph_add_source(portc_graph *g, enum op op, const char *name, portc_
 /* Appends a constant; v holds numel values or one that fills (doubles or int64 by dtype). */
 portc_node graph_add_const(portc_graph *g, const char *name, portc_dtype t, const shape *sh, const cdata *v);
 bool node_name_taken(const portc_graph *g, const char *name);
+/* node i is one of g's outputs */
+bool graph_is_output(const portc_graph *g, int i);
 void node_free_data(node *n);
 /* Appends a parameter holding the values of t (shared: counted, not copied). */
 portc_node graph_add_param_data(portc_graph *g, const char *name, pdata *data);

@@ -32,12 +32,6 @@ static bool moves_only(enum op op) {
   }
 }
 
-static bool is_output(const portc_graph *g, int i) {
-  for (int k = 0; k < g->nout; k++)
-    if (g->outputs[k] == i) return true;
-  return false;
-}
-
 /* an f32 op that only moves values, all of its operands widened from one 16-bit dtype */
 static bool sinks(const portc_graph *g, int i) {
   const node *n = &g->nodes[i];
@@ -54,7 +48,7 @@ static bool sinks(const portc_graph *g, int i) {
 static bool cancels(const portc_graph *g, int i) {
   const node *n = &g->nodes[i];
   portc_dtype t;
-  return n->op == OP_cast && widened(g, n->in[0], &t) && t == n->dt && !is_output(g, i);
+  return n->op == OP_cast && widened(g, n->in[0], &t) && t == n->dt && !graph_is_output(g, i);
 }
 
 static bool rewrites(const portc_graph *g, int i) { return sinks(g, i) || cancels(g, i); }

@@ -44,12 +44,6 @@ static portc_node permuted(portc_graph *out, portc_node x, const int64_t *perm, 
   return graph_add(out, &s);
 }
 
-static bool is_output(const portc_graph *g, int i) {
-  for (int k = 0; k < g->nout; k++)
-    if (g->outputs[k] == i) return true;
-  return false;
-}
-
 static bool elementwise(const node *n) {
   switch (op_get(n->op)->kind) {
   case K_UNARY: case K_BINARY: case K_COMPARE: case K_WHERE: case K_CAST: return true;
@@ -71,7 +65,7 @@ static bool follows(const portc_graph *g, int j) {
  * not is then read through a permuted view, as the NCHW node would read the NHWC one) */
 static bool sinks(const clctx *c, int i) {
   const node *n = &c->g->nodes[i];
-  if (!elementwise(n) || n->sh.rank != 4 || is_output(c->g, i)) return false;
+  if (!elementwise(n) || n->sh.rank != 4 || graph_is_output(c->g, i)) return false;
   bool any = false;
   for (int j = 0; j < n->nin; j++) {
     if (c->last[n->in[j]] >= 0) any = true;
@@ -149,7 +143,7 @@ static portc_node rewrite(clctx *c, int i, unsigned dtypes, bool convert) {
   const node *n = &c->g->nodes[i];
   const bool native = (dtypes >> n->dt & 1u) && kir_channels_last_fits(c->g, i);
   if (n->op == OP_conv2d && attr_i(n, "channels_last")) return native ? copy_node(c->out, c->g, i, c->remap, NULL) : to_first(c, i);
-  if (convert && n->op == OP_conv2d && native && !is_output(c->g, i)) return to_last(c, i);
+  if (convert && n->op == OP_conv2d && native && !graph_is_output(c->g, i)) return to_last(c, i);
   if (convert && sinks(c, i)) {
     int32_t in[3];
     for (int j = 0; j < n->nin; j++)
