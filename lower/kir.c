@@ -87,8 +87,11 @@ bool kir_channels_last_fits(const portc_graph *g, int i) {
   const bool last = attr_i(n, "channels_last");
   const shape *x = &g->nodes[n->in[0]].sh, *w = &g->nodes[n->in[1]].sh;
   int64_t C = x->d[last ? 3 : 1].c, H = x->d[last ? 1 : 2].c, W = x->d[last ? 2 : 3].c, O = w->d[last ? 3 : 0].c;
+  int64_t KH = w->d[last ? 0 : 2].c, KW = w->d[last ? 1 : 3].c;
   if (!last) C = (C + 7) / 8 * 8; /* channels_last.c pads them with zeros */
-  return C % 8 == 0 && O % 8 == 0 && H * W * C < INT32_MAX;
+  /* a window past 11x11 is a weight gradient's (the output's pixels as the window; few outputs,
+   * a long reduction), which the split SIMT kernel does better */
+  return C % 8 == 0 && O % 8 == 0 && H * W * C < INT32_MAX && KH <= 11 && KW <= 11;
 }
 
 void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int64_t *bytes, int64_t *flops) {

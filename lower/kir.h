@@ -160,8 +160,8 @@ typedef struct kir_module {
 bool kir_attention_fits(const portc_graph *g, int i);
 /* A conv2d node (either layout) a channels-last tensor-core kernel computes: groups 1, f16 or
  * bf16, input and output channels multiples of 8 (16-byte runs; an NCHW node's input channels
- * are padded to one by channels_last.c), an image's elements within 32-bit offsets
- * (channels_last.c, and the targets' schedules, which must agree) */
+ * are padded to one by channels_last.c), windows up to 11x11, an image's elements within 32-bit
+ * offsets (channels_last.c, and the targets' schedules, which must agree) */
 bool kir_channels_last_fits(const portc_graph *g, int i);
 
 void kir_module_free(kir_module *m);
