@@ -19,8 +19,9 @@
 #             attention-bearing cases, memcheck and racecheck on the attention cases, each command
 #             under a time limit, then bench/gpu/attention_*_f16 and the transformer example under
 #             --autocast f16 timed with it and with the SIMT kernel
-#   tconv     convolutions on tensor cores (the mma.sync kernel, PORTC_CUDA_KERNELS=conv): the
-#             convolution-bearing cases, memcheck on the convolution cases, then (unless
+#   tconv     convolutions on tensor cores (the mma.sync kernel, PORTC_CUDA_KERNELS=conv, channels-last
+#             where they fit): the convolution-bearing cases, memcheck on the convolution cases,
+#             racecheck on the tensor-core and channels-last ones, then (unless
 #             TCONV_ONNX=0) the ONNX CNNs under --autocast f16 checked and timed with it and without
 #             (onnx_compare, portc bench)
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
@@ -198,6 +199,9 @@ for step in $steps; do
     summary+=("verify cuda, convolutions on tensor cores (rc $rc): $(tail -1 "$out/verify_tconv.txt")")
     "${tc[@]}" "$sanitizer" --tool memcheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter 'conv2d' --quiet >"$out/memcheck_tconv.txt" 2>&1
     summary+=("memcheck, convolutions on tensor cores (rc $?): $(grep -E 'ERROR SUMMARY' "$out/memcheck_tconv.txt" | tail -1)")
+    "${tc[@]}" "$sanitizer" --tool racecheck --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter 'conv2d/(channels-last|tensor-core)' \
+      --quiet >"$out/racecheck_tconv.txt" 2>&1
+    summary+=("racecheck, convolutions on tensor cores (rc $?): $(grep -E 'RACECHECK SUMMARY' "$out/racecheck_tconv.txt" | tail -1)")
     for on in conv none; do
       [ "${TCONV_ONNX:-1}" = 0 ] && break
       PORTC_CUDA_KERNELS=$on ONNX_AUTOCAST=f16 TARGETS=cuda ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/tconv_$on \
