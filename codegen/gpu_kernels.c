@@ -842,7 +842,7 @@ bool gpu_conv_last(const kir_module *m, const kir_kernel *k) { return k->kind ==
 
 void gpu_conv_mn(const kir_module *m, int i, const int64_t *S, int64_t mn[2]) {
   const kir_kernel *k = &m->k[i];
-  const int o = gpu_conv_last(m, k) ? 3 : 1; /* the output channels' dimension: the rows, else the columns */
+  const int o = conv_axes_of(&m->g->nodes[k->node]).c; /* the output channels: the columns channels last, else the rows */
   int64_t pixels = 1;
   for (int d = 0; d < 4; d++)
     if (d != o) pixels *= dim_value(k->dom.d[d], S);
@@ -856,7 +856,8 @@ bool gpu_conv_static_mnk(const kir_module *m, int i, int64_t *M, int64_t *N, int
     if (k->dom.d[d].sym >= 0) return false;
   int64_t mn[2];
   gpu_conv_mn(m, i, NULL, mn);
-  *M = mn[0], *N = mn[1], *K = ws->d[0].c * ws->d[1].c * ws->d[2].c * ws->d[3].c / ws->d[gpu_conv_last(m, k) ? 3 : 0].c;
+  const conv_axes a = conv_axes_of(&m->g->nodes[k->node]);
+  *M = mn[0], *N = mn[1], *K = ws->d[a.wc].c * ws->d[a.wh].c * ws->d[a.ww].c;
   return true;
 }
 
@@ -938,17 +939,15 @@ static void conv_fetch(emitter *e, int LOADS, const void *ctx) {
 void gpu_conv_gemm_sizes(emitter *e) {
   const kir_kernel *k = e->k;
   const shape *xs = &e->m->buf[k->in_buf[0]].sh, *ws = &e->m->buf[k->in_buf[1]].sh;
+  const conv_axes a = conv_axes_of(&e->m->g->nodes[k->node]);
   char nb[32];
-  if (gpu_conv_last(e->m, k)) { /* x [N, H, W, C], w [KH, KW, C, O]: rows the pixels, columns the channels */
-    emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[3].c,
-              (long long)xs->d[1].c, (long long)xs->d[2].c, (long long)ws->d[0].c, (long long)ws->d[1].c, (long long)k->dom.d[1].c,
-              (long long)k->dom.d[2].c);
+  emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[a.c].c,
+            (long long)xs->d[a.h].c, (long long)xs->d[a.w].c, (long long)ws->d[a.wh].c, (long long)ws->d[a.ww].c, (long long)k->dom.d[a.h].c,
+            (long long)k->dom.d[a.w].c);
+  if (gpu_conv_last(e->m, k)) { /* rows the pixels, columns the channels */
     emit_line(e, "const int M = %s * OH * OW, N = %lld, K = KH * KW * C;", emit_dim(e, k->dom.d[0], nb, sizeof nb), (long long)k->dom.d[3].c);
     return;
   }
-  emit_line(e, "const int C = %lld, H = %lld, W = %lld, KH = %lld, KW = %lld, OH = %lld, OW = %lld;", (long long)xs->d[1].c,
-            (long long)xs->d[2].c, (long long)xs->d[3].c, (long long)ws->d[2].c, (long long)ws->d[3].c, (long long)k->dom.d[2].c,
-            (long long)k->dom.d[3].c);
   emit_line(e, "const int M = %lld, N = %s * OH * OW, K = C * KH * KW;", (long long)k->dom.d[1].c, emit_dim(e, k->dom.d[0], nb, sizeof nb));
 }
 

@@ -71,9 +71,10 @@ portc_status ref_conv2d(const node *n, const rval *x, const rval *w, const rval 
   const attr *st = attr_get(n, "stride"), *pd = attr_get(n, "padding"), *dl = attr_get(n, "dilation");
   int64_t groups = attr_i(n, "groups");
   const bool last = attr_i(n, "channels_last"); /* x [N,H,W,C], w [KH,KW,Cg,O], out [N,OH,OW,O] */
-  int64_t N = x->shape[0], C = x->shape[last ? 3 : 1], H = x->shape[last ? 1 : 2], W = x->shape[last ? 2 : 3];
-  int64_t O = w->shape[last ? 3 : 0], Cg = w->shape[last ? 2 : 1], KH = w->shape[last ? 0 : 2], KW = w->shape[last ? 1 : 3];
-  int64_t OH = out->shape[last ? 1 : 2], OW = out->shape[last ? 2 : 3], Og = O / groups;
+  const conv_axes a = conv_axes_of(n);
+  int64_t N = x->shape[0], C = x->shape[a.c], H = x->shape[a.h], W = x->shape[a.w];
+  int64_t O = w->shape[a.wo], Cg = w->shape[a.wc], KH = w->shape[a.wh], KW = w->shape[a.ww];
+  int64_t OH = out->shape[a.h], OW = out->shape[a.w], Og = O / groups;
 #pragma omp parallel for schedule(static) if (out->numel * Cg * KH * KW > 100000)
   for (int64_t no = 0; no < N * O; no++) {
     int64_t b = no / O, o = no % O, g = o / Og;

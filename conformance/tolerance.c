@@ -110,7 +110,8 @@ static double terms(const portc_graph *g, const node *n, const int64_t *S) {
   }
   case OP_conv2d: {
     const node *w = &g->nodes[n->in[1]];
-    return (double)(w->sh.d[0].c * w->sh.d[1].c * w->sh.d[2].c * w->sh.d[3].c / w->sh.d[attr_i(n, "channels_last") ? 3 : 0].c);
+    const conv_axes a = conv_axes_of(n);
+    return (double)(w->sh.d[a.wc].c * w->sh.d[a.wh].c * w->sh.d[a.ww].c);
   }
   case OP_avg_pool2d: {
     const attr *k = attr_get(n, "kernel");

@@ -208,10 +208,15 @@ bool cu_own_kernels_known(const char *list, char *why, size_t len) {
 }
 
 /* the kernels of portc's own taken: those PORTC_CUDA_KERNELS lists where it is set, else
- * CU_OWN_DEFAULT; Hopper's matmul only on compute capability 9.0 */
-void cu_schedule(kir_module *m, int i, int device) {
+ * CU_OWN_DEFAULT */
+static unsigned own_taken(void) {
   const char *list = getenv("PORTC_CUDA_KERNELS");
-  unsigned own = list ? cu_own_kernels(list) : CU_OWN_DEFAULT;
+  return list ? cu_own_kernels(list) : CU_OWN_DEFAULT;
+}
+
+/* Hopper's matmul only on compute capability 9.0 */
+void cu_schedule(kir_module *m, int i, int device) {
+  unsigned own = own_taken();
   if (own & CU_OWN_WGMMA && device_cc(device) != 90) own &= ~(unsigned)CU_OWN_WGMMA;
   cu_schedule_as(m, i, device, own);
 }
@@ -220,8 +225,7 @@ unsigned cu_channels_last_as(unsigned own) { return own & CU_OWN_CONV ? 1u << PO
 
 unsigned cu_channels_last(int device) {
   (void)device;
-  const char *list = getenv("PORTC_CUDA_KERNELS");
-  return cu_channels_last_as(list ? cu_own_kernels(list) : CU_OWN_DEFAULT);
+  return cu_channels_last_as(own_taken());
 }
 
 void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
@@ -274,6 +278,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
 bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
   const kir_schedule *s = &m->k[i].sched;
+  if (gpu_conv_last(m, &m->k[i]) && s->variant != KS_MMA) return snprintf(why, len, "a channels-last convolution runs on tensor cores only"), false;
   switch (s->variant) {
   case KS_MMA:
     if (!gpu_knobs_fit(&m->k[i], m->k[i].kind == KK_CONV ? CU_MAX_SPLIT : 1, why, len)) return false;
@@ -293,12 +298,9 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != CU_WG_BK || s->stages != CU_WG_STAGES || s->threads[0] != CU_WG_THREADS)
       return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, CU_WG_BK, CU_WG_STAGES), false;
     return true;
-  case KS_TILED:
-    if (gpu_conv_last(m, &m->k[i])) return snprintf(why, len, "a channels-last convolution runs on tensor cores only"), false;
-    return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
+  case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
   case KS_PLAIN: break;
   }
-  if (gpu_conv_last(m, &m->k[i])) return snprintf(why, len, "a channels-last convolution runs on tensor cores only"), false;
   if (!gpu_attention_fits(m, i, why, len)) return false;
   return gpu_group_fits(&m->k[i], 32, 1024, false, why, len);
 }

@@ -148,6 +148,14 @@ const char *op_kind_name(enum op_kind k);
 int64_t attr_i(const node *n, const char *name);
 double attr_f(const node *n, const char *name);
 const attr *attr_get(const node *n, const char *name);
+/* where a conv2d node's dimensions lie, by its layout (channels_last): in the input (and the
+ * result) the channels, rows and columns; in the weights the output and input channels and the
+ * window's rows and columns. NCHW / OIHW: 1, 2, 3 and 0, 1, 2, 3; NHWC / HWIO: 3, 1, 2 and 3, 2, 0, 1 */
+typedef struct conv_axes {
+  int c, h, w;
+  int wo, wc, wh, ww;
+} conv_axes;
+conv_axes conv_axes_of(const node *n);
 
 /* ---- errors: thread-local last error (error.c) ---- */
 portc_status err_set(portc_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -118,6 +118,10 @@ int64_t attr_i(const node *n, const char *name) {
   return a ? a->v[0] : 0;
 }
 
+conv_axes conv_axes_of(const node *n) {
+  return attr_i(n, "channels_last") ? (conv_axes){3, 1, 2, 3, 2, 0, 1} : (conv_axes){1, 2, 3, 0, 1, 2, 3};
+}
+
 double attr_f(const node *n, const char *name) {
   const attr *a = attr_get(n, name);
   return a ? a->f : 0;

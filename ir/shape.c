@@ -210,7 +210,7 @@ static portc_status pair_attr(const ctx *c, const char *name, int64_t v[2], int6
 static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
   const node *x = c->in[0], *w = c->in[1], *b = c->n->nin > 2 ? c->in[2] : NULL;
   const bool last = attr_i(c->n, "channels_last");
-  const int xc = last ? 3 : 1, xh = last ? 1 : 2, wo = last ? 3 : 0, wc = last ? 2 : 1, wh = last ? 0 : 2;
+  const conv_axes a = conv_axes_of(c->n);
   portc_status st = PORTC_OK;
   if ((st = need_float(c, x))) return st;
   if (w->dt != x->dt || (b && b->dt != x->dt)) return fail(c, PORTC_ERR_DTYPE, "operand dtypes differ");
@@ -223,18 +223,18 @@ static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
     if (!is_const(w->sh.d[i])) return fail(c, PORTC_ERR_SHAPE, "weight dimension %d is symbolic", i);
   int64_t s[2], p[2], d[2], groups = attr_i(c->n, "groups");
   if ((st = pair_attr(c, "stride", s, 1)) || (st = pair_attr(c, "padding", p, 0)) || (st = pair_attr(c, "dilation", d, 1))) return st;
-  int64_t C = x->sh.d[xc].c, O = w->sh.d[wo].c;
+  int64_t C = x->sh.d[a.c].c, O = w->sh.d[a.wo].c;
   if (groups < 1 || C % groups || O % groups)
     return fail(c, PORTC_ERR_SHAPE, "groups=%lld must divide the %lld input and %lld output channels", (long long)groups, (long long)C, (long long)O);
-  if (w->sh.d[wc].c != C / groups)
-    return fail(c, PORTC_ERR_SHAPE, "weight has %lld input channels, expected C/groups = %lld", (long long)w->sh.d[wc].c, (long long)(C / groups));
-  if (b && (b->sh.rank != 1 || !dim_eq(b->sh.d[0], w->sh.d[wo])))
+  if (w->sh.d[a.wc].c != C / groups)
+    return fail(c, PORTC_ERR_SHAPE, "weight has %lld input channels, expected C/groups = %lld", (long long)w->sh.d[a.wc].c, (long long)(C / groups));
+  if (b && (b->sh.rank != 1 || !dim_eq(b->sh.d[0], w->sh.d[a.wo])))
     return fail(c, PORTC_ERR_SHAPE, "bias must be [%lld], got %s", (long long)O, shp(c, &b->sh));
   *sh = (shape){.rank = 4};
   sh->d[0] = x->sh.d[0];
-  sh->d[xc] = (dim){O, -1};
+  sh->d[a.c] = (dim){O, -1};
   for (int i = 0; i < 2; i++) {
-    int64_t in = x->sh.d[xh + i].c, k = w->sh.d[wh + i].c, span;
+    int64_t in = x->sh.d[a.h + i].c, k = w->sh.d[a.wh + i].c, span;
     if (k >= 1 && (__builtin_mul_overflow(d[i], k - 1, &span) || span >= MAX_ELEMENTS))
       return fail(c, PORTC_ERR_SHAPE, "the kernel's span (dilation %lld x %lld) is more than 2^48 along %s", (long long)d[i], (long long)(k - 1),
                   i ? "W" : "H");
@@ -243,7 +243,7 @@ static portc_status conv2d(const ctx *c, portc_dtype *dt, shape *sh) {
     if (k < 1 || in + 2 * p[i] < span)
       return fail(c, PORTC_ERR_SHAPE, "kernel of extent %lld does not fit the padded input of %lld along %s", (long long)span,
                   (long long)(in + 2 * p[i]), i ? "W" : "H");
-    sh->d[xh + i] = (dim){o, -1};
+    sh->d[a.h + i] = (dim){o, -1};
   }
   *dt = x->dt;
   return PORTC_OK;

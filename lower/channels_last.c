@@ -109,6 +109,17 @@ static portc_node padded(portc_graph *out, portc_node x, int axis, int64_t to) {
   return graph_add(out, &s);
 }
 
+/* convolution i of the old graph on the operands `in` of out, in the layout `last` */
+static portc_node conv_onto(clctx *c, int i, const int32_t *in, bool last) {
+  const node *n = &c->g->nodes[i];
+  if (in[0] < 0 || in[1] < 0) return in[0] < 0 ? in[0] : in[1];
+  node_spec s;
+  spec_init(&s, OP_conv2d, n->nin, in);
+  for (int a = 0; a < op_get(OP_conv2d)->nattrs; a++) s.a[a] = n->a[a];
+  s.a[attr_index(OP_conv2d, "channels_last")] = (attr){.set = true, .v = {last}};
+  return graph_add(c->out, &s);
+}
+
 /* the input's channels padded with zeros to a multiple of 8, and the weights' with them (the
  * 3 of an RGB image: a network's first convolution then runs on tensor cores too) */
 static portc_node to_last(clctx *c, int i) {
@@ -117,12 +128,7 @@ static portc_node to_last(clctx *c, int i) {
   int32_t in[3] = {c->last[n->in[0]] >= 0 ? c->last[n->in[0]] : permuted(c->out, c->remap[n->in[0]], TO_LAST, NULL),
                    permuted(c->out, c->remap[n->in[1]], W_TO_LAST, NULL), n->nin > 2 ? c->remap[n->in[2]] : 0};
   in[0] = padded(c->out, in[0], 3, C), in[1] = padded(c->out, in[1], 2, C);
-  if (in[0] < 0 || in[1] < 0) return in[0] < 0 ? in[0] : in[1];
-  node_spec s;
-  spec_init(&s, OP_conv2d, n->nin, in);
-  for (int a = 0; a < op_get(OP_conv2d)->nattrs; a++) s.a[a] = n->a[a];
-  s.a[attr_index(OP_conv2d, "channels_last")] = (attr){.set = true, .v = {1}};
-  return keep_last(c, i, graph_add(c->out, &s));
+  return keep_last(c, i, conv_onto(c, i, in, true));
 }
 
 /* a channels-last convolution the target does not run: NCHW between permutes */
@@ -130,20 +136,18 @@ static portc_node to_first(clctx *c, int i) {
   const node *n = &c->g->nodes[i];
   int32_t in[3] = {permuted(c->out, c->remap[n->in[0]], TO_FIRST, NULL), permuted(c->out, c->remap[n->in[1]], W_TO_FIRST, NULL),
                    n->nin > 2 ? c->remap[n->in[2]] : 0};
-  if (in[0] < 0 || in[1] < 0) return in[0] < 0 ? in[0] : in[1];
-  node_spec s;
-  spec_init(&s, OP_conv2d, n->nin, in);
-  for (int a = 0; a < op_get(OP_conv2d)->nattrs; a++) s.a[a] = n->a[a];
-  s.a[attr_index(OP_conv2d, "channels_last")] = (attr){.set = true, .v = {0}};
-  portc_node y = graph_add(c->out, &s);
+  portc_node y = conv_onto(c, i, in, false);
   return y < 0 ? y : permuted(c->out, y, TO_LAST, n->name);
 }
 
+/* node i is a convolution the target runs channels-last (one of `dtypes`, and it fits) */
+static bool native(const portc_graph *g, int i, unsigned dtypes) { return (dtypes >> g->nodes[i].dt & 1u) && kir_channels_last_fits(g, i); }
+
 static portc_node rewrite(clctx *c, int i, unsigned dtypes, bool convert) {
   const node *n = &c->g->nodes[i];
-  const bool native = (dtypes >> n->dt & 1u) && kir_channels_last_fits(c->g, i);
-  if (n->op == OP_conv2d && attr_i(n, "channels_last")) return native ? copy_node(c->out, c->g, i, c->remap, NULL) : to_first(c, i);
-  if (convert && n->op == OP_conv2d && native && !graph_is_output(c->g, i)) return to_last(c, i);
+  if (n->op == OP_conv2d && attr_i(n, "channels_last"))
+    return native(c->g, i, dtypes) ? copy_node(c->out, c->g, i, c->remap, NULL) : to_first(c, i);
+  if (convert && n->op == OP_conv2d && native(c->g, i, dtypes) && !graph_is_output(c->g, i)) return to_last(c, i);
   if (convert && sinks(c, i)) {
     int32_t in[3];
     for (int j = 0; j < n->nin; j++)
@@ -156,8 +160,7 @@ static portc_node rewrite(clctx *c, int i, unsigned dtypes, bool convert) {
 static bool touches(const portc_graph *g, int i, unsigned dtypes, bool convert) {
   const node *n = &g->nodes[i];
   if (n->op != OP_conv2d) return false;
-  const bool native = (dtypes >> n->dt & 1u) && kir_channels_last_fits(g, i);
-  return attr_i(n, "channels_last") ? !native : convert && native;
+  return attr_i(n, "channels_last") ? !native(g, i, dtypes) : convert && native(g, i, dtypes);
 }
 
 portc_status channels_last(portc_graph **gp, unsigned dtypes, bool convert, bool *changed) {

@@ -84,11 +84,10 @@ bool kir_attention_fits(const portc_graph *g, int i) {
 bool kir_channels_last_fits(const portc_graph *g, int i) {
   const node *n = &g->nodes[i];
   if (n->op != OP_conv2d || attr_i(n, "groups") != 1 || (n->dt != PORTC_F16 && n->dt != PORTC_BF16)) return false;
-  const bool last = attr_i(n, "channels_last");
+  const conv_axes a = conv_axes_of(n);
   const shape *x = &g->nodes[n->in[0]].sh, *w = &g->nodes[n->in[1]].sh;
-  int64_t C = x->d[last ? 3 : 1].c, H = x->d[last ? 1 : 2].c, W = x->d[last ? 2 : 3].c, O = w->d[last ? 3 : 0].c;
-  int64_t KH = w->d[last ? 0 : 2].c, KW = w->d[last ? 1 : 3].c;
-  if (!last) C = (C + 7) / 8 * 8; /* channels_last.c pads them with zeros */
+  int64_t C = x->d[a.c].c, H = x->d[a.h].c, W = x->d[a.w].c, O = w->d[a.wo].c, KH = w->d[a.wh].c, KW = w->d[a.ww].c;
+  if (!attr_i(n, "channels_last")) C = (C + 7) / 8 * 8; /* channels_last.c pads them with zeros */
   /* a window past 11x11 is a weight gradient's (the output's pixels as the window; few outputs,
    * a long reduction), which the split SIMT kernel does better */
   return C % 8 == 0 && O % 8 == 0 && H * W * C < INT32_MAX && KH <= 11 && KW <= 11;
@@ -120,7 +119,7 @@ void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int6
     f = 2 * dom * K + dom * ops;
   } else if (k->kind == KK_CONV) {
     const node *cv = &m->g->nodes[k->node], *w = &m->g->nodes[cv->in[1]];
-    f = 2 * dom * shape_count(&w->sh, sym) / dim_value(w->sh.d[attr_i(cv, "channels_last") ? 3 : 0], sym) + dom * ops;
+    f = 2 * dom * shape_count(&w->sh, sym) / dim_value(w->sh.d[conv_axes_of(cv).wo], sym) + dom * ops;
   } else if (k->kind == KK_OPAQUE && m->g->nodes[k->node].op == OP_attention) { /* two products and the softmax */
     const shape *q = &m->g->nodes[m->g->nodes[k->node].in[0]].sh, *kk = &m->g->nodes[m->g->nodes[k->node].in[1]].sh;
     int64_t D = dim_value(q->d[q->rank - 1], sym), Lk = dim_value(kk->d[kk->rank - 2], sym);

@@ -88,15 +88,15 @@ void tune_kernel_key(const kir_module *m, int i, tune_kernel *out) {
   case KK_CONV: {
     const node *n = &m->g->nodes[k->node];
     const shape *xs = &m->buf[k->in_buf[0]].sh, *ws = &m->buf[k->in_buf[1]].sh;
-    const bool last = attr_i(n, "channels_last"); /* x [N, H, W, C], w [kh, kw, C, O] */
-    snprintf(out->layout, sizeof out->layout, last ? "nhwc" : "nchw");
+    const conv_axes a = conv_axes_of(n);
+    snprintf(out->layout, sizeof out->layout, attr_i(n, "channels_last") ? "nhwc" : "nchw");
     snprintf(out->epilogue, sizeof out->epilogue, "%s", epilogue(k));
-    snprintf(out->params, sizeof out->params, "%lldx%lld/s%lld/p%lld/d%lld/g%lld", (long long)ws->d[last ? 0 : 2].c, (long long)ws->d[last ? 1 : 3].c,
+    snprintf(out->params, sizeof out->params, "%lldx%lld/s%lld/p%lld/d%lld/g%lld", (long long)ws->d[a.wh].c, (long long)ws->d[a.ww].c,
              (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "dilation", 0),
              (long long)attr_i(n, "groups"));
-    out->ext[TX_N] = ext_of(xs->d[0]), out->ext[TX_C] = ext_of(xs->d[last ? 3 : 1]);
-    out->ext[TX_H] = ext_of(xs->d[last ? 1 : 2]), out->ext[TX_W] = ext_of(xs->d[last ? 2 : 3]);
-    out->ext[TX_O] = ext_of(k->dom.d[last ? 3 : 1]);
+    out->ext[TX_N] = ext_of(xs->d[0]), out->ext[TX_C] = ext_of(xs->d[a.c]);
+    out->ext[TX_H] = ext_of(xs->d[a.h]), out->ext[TX_W] = ext_of(xs->d[a.w]);
+    out->ext[TX_O] = ext_of(k->dom.d[a.c]);
     break;
   }
   case KK_ROW:
