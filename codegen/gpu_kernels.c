@@ -788,9 +788,10 @@ bool gpu_conv_tiled(const kir_module *m, int i) {
   if (k->kind != KK_CONV || !dtype_is_float(m->buf[k->in_buf[0]].dt)) return false;
   const node *n = &m->g->nodes[k->node];
   const shape *ws = &m->buf[k->in_buf[1]].sh;
-  int64_t K = ws->d[1].c * ws->d[2].c * ws->d[3].c;
+  const conv_axes a = conv_axes_of(n);
+  int64_t K = ws->d[a.wc].c * ws->d[a.wh].c * ws->d[a.ww].c;
   /* grouped and depthwise convolutions read little per output: the direct kernel */
-  return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[0].c >= 16;
+  return attr_i(n, "groups") == 1 && K >= GPU_MM_BK && ws->d[a.wo].c >= 16;
 }
 
 bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
@@ -889,10 +890,10 @@ int gpu_conv_split_fill(const kir_module *m, int i, int tile, int slots, int64_t
   return split >= 2 ? (int)split : 1;
 }
 
-void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]) {
+void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile_m, int tile_n, int64_t groups[2]) {
   int64_t mn[2];
   gpu_conv_mn(m, i, S, mn);
-  groups[0] = (mn[1] + tile - 1) / tile, groups[1] = (mn[0] + tile - 1) / tile;
+  groups[0] = (mn[1] + tile_n - 1) / tile_n, groups[1] = (mn[0] + tile_m - 1) / tile_m;
 }
 
 /* the pixel (image, row, column) of output column `nn` and the top left of its input window */

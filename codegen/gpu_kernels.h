@@ -95,7 +95,7 @@ bool gpu_tile_useful(const kir_module *m, int i, int tile);
  * subgroups) up to max threads, a power of two where pow2 or for row kernels (their reductions
  * halve it), and no split-K; false with why */
 bool gpu_group_fits(const kir_kernel *k, int unit, int max, bool pow2, char *why, size_t len);
-void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile, int64_t groups[2]);
+void gpu_conv_groups(const kir_module *m, int i, const int64_t *S, int tile_m, int tile_n, int64_t groups[2]);
 /* split-K for a convolution kernel of few large tiles (tensor cores): where its tiles fill fewer
  * than `slots` (the work groups the device runs at once), as many slices as fill them once, each
  * at least `min_k` of the reduction, at most max_split; 1 where that is fewer than 2 */

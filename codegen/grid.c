@@ -36,7 +36,7 @@ void gpu_grid(const kir_module *m, int i, const int64_t *S, const gpu_limits *li
     g[2] = s->fold_batch && s->split_k > 1 ? (unsigned)s->split_k : capped(batch, max[2]); /* a split GEMM: a group per slice */
   } else if (k->kind == KK_CONV && (s->variant == KS_TILED || s->variant == KS_MMA)) {
     int64_t n[2];
-    gpu_conv_groups(m, i, S, s->tile_m, n);
+    gpu_conv_groups(m, i, S, s->tile_m, s->tile_n, n);
     g[0] = capped(n[0], max[0]), g[1] = capped(n[1], max[1]), g[2] = (unsigned)gpu_conv_split(k); /* each slice: a group */
   } else {
     int64_t cap = lim->stride_groups > 0 && lim->stride_groups < max[0] ? lim->stride_groups : max[0];

@@ -24,6 +24,10 @@
 #             racecheck on the tensor-core and channels-last ones, then (unless
 #             TCONV_ONNX=0) the ONNX CNNs under --autocast f16 checked and timed with it and without
 #             (onnx_compare, portc bench)
+#   vconv     Vulkan's f16 convolutions on cooperative matrices (channels-last, matmul.c's kernel): the
+#             convolution-bearing cases on vulkan, then (unless VCONV_ONNX=0) the ONNX CNNs under
+#             --autocast f16 checked and timed with them and without (PORTC_VULKAN_DISABLE=coopconv:
+#             NCHW on the SIMT kernel)
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -207,6 +211,18 @@ for step in $steps; do
       PORTC_CUDA_KERNELS=$on ONNX_AUTOCAST=f16 TARGETS=cuda ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/tconv_$on \
         scripts/gpu_visit.sh onnx >"$out/tconv_onnx_$on.txt" 2>&1
       summary+=("onnx under --autocast f16, PORTC_CUDA_KERNELS=$on:" "$(tail -8 "$out/tconv_onnx_$on.txt")")
+    done
+    ;;
+  vconv)
+    timeout 300 "$portc" verify -t vulkan --examples examples --filter 'conv|cnn|resnet' >"$out/verify_vconv.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_vconv.txt" | head -10
+    summary+=("verify vulkan, convolutions on cooperative matrices (rc $rc): $(tail -1 "$out/verify_vconv.txt")")
+    for off in none coopconv; do
+      [ "${VCONV_ONNX:-1}" = 0 ] && break
+      PORTC_VULKAN_DISABLE=$off ONNX_AUTOCAST=f16 TARGETS=vulkan ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/vconv_$off \
+        scripts/gpu_visit.sh onnx >"$out/vconv_onnx_$off.txt" 2>&1
+      summary+=("onnx under --autocast f16 on vulkan, PORTC_VULKAN_DISABLE=$off:" "$(tail -8 "$out/vconv_onnx_$off.txt")")
     done
     ;;
   webgpu)

@@ -7,7 +7,8 @@
  * first be compiled on the GPU that has them. Here each distinct kernel, fused and eager, is
  * compiled by shaderc and checked by the SPIR-V validator exactly as the runtime does, as for a
  * device that offers every feature (the variant without them is what lavapipe runs in
- * verify_vulkan), split-K convolutions included. No kernel runs: the schedule hook is the Vulkan target's, on the default device
+ * verify_vulkan), split-K convolutions included, and f16 convolutions channels-last on the
+ * cooperative-matrix kernel, as such a device lowers and runs them. No kernel runs: the schedule hook is the Vulkan target's, on the default device
  * where there is one, and the cooperative-matrix schedule is applied wherever it qualifies; those
  * kernels are compiled a second time for a device with only VK_KHR_cooperative_matrix, whose
  * rewritten SPIR-V is checked by khr_rewrite_wrong, and in every shape the tuner may give them.
@@ -27,6 +28,7 @@
 
 typedef struct unit {
   char *src, needs[128], name[160];
+  bool coop_conv; /* a convolution on cooperative matrices */
 } unit;
 
 static unit *units;
@@ -65,6 +67,7 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
     u->src = pc[i].source, pc[i].source = NULL;
     snprintf(u->needs, sizeof u->needs, "%s", pc[i].needs);
     snprintf(u->name, sizeof u->name, "%s%s.kernel%d%s", name, eager ? " (eager)" : "", i, variant);
+    u->coop_conv = km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_MMA;
   }
   if (pc) kernel_pieces_free(pc, km->nk);
   free(src);
@@ -74,7 +77,9 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
  * for each other shape the tuner may give them on a device with 48 KiB of shared memory (tile,
  * subgroups, k-step: vk_tune_space), applied to all of them */
 static void add_module(const portc_graph *g, bool eager, const char *name) {
-  lower_options lo = {.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16}; /* the target's attention_kernel */
+  /* the target's attention_kernel, and f16 convolutions channels-last, as on a device with
+   * cooperative matrices (vk_channels_last) */
+  lower_options lo = {.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16, .channels_last = 1u << PORTC_F16};
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
@@ -197,20 +202,24 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, coop_shapes = 0, f16_stores = 0;
+  int coop = 0, coop_shapes = 0, coop_convs = 0, f16_stores = 0;
   for (int i = 0; i < nunits; i++) {
     coop += needs(&units[i], "coopmat");
+    coop_convs += units[i].coop_conv;
     coop_shapes += needs(&units[i], "coopmat") && strchr(units[i].name, '[');
     f16_stores += needs(&units[i], "storage16");
   }
   run_parallel(nunits, compile_one, NULL); /* each failure is printed and counted by compile_one */
   int ok = nunits - compile_failures;
   failures += compile_failures;
-  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes; %d with 16-bit data), %d "
-         "compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, f16_stores, ok);
-  if (!coop || !coop_shapes || !f16_stores) {
-    printf("FAIL: the suite reached no %s kernel\n", !coop ? "cooperative-matrix" : !coop_shapes ? "differently shaped cooperative-matrix" : "f16-storing");
+  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d convolutions; %d with "
+         "16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_convs, f16_stores, ok);
+  if (!coop || !coop_shapes || !coop_convs || !f16_stores) {
+    printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
+                                                    : !coop_shapes      ? "differently shaped cooperative-matrix"
+                                                    : !coop_convs       ? "cooperative-matrix convolution"
+                                                                        : "f16-storing");
     failures++;
   }
   for (int i = 0; i < nunits; i++) free(units[i].src);

@@ -7,7 +7,8 @@
  * storage8,subgroup,timestamps,coopmat,denorm,f16convert makes portc treat a device as lacking those features,
  * which is how the tests reach the fallbacks and the errors of devices that lack them ("khrcoop":
  * the cross-vendor cooperative-matrix extension, so that NVIDIA's is used where offered; "nvcoop":
- * NVIDIA's).
+ * NVIDIA's; "coopconv": convolutions on cooperative matrices, which leaves f16 ones NCHW on the
+ * SIMT kernel).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -289,15 +290,17 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_size32 = di->f.coop_matrix && di->f.subgroup_size != 32 && subgroups_of_32_on_request(pd);
   /* four subgroups of 32 per tile */
   di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
+  di->f.coop_conv = true;
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
-                                                       {"coopmat", &di->f.coop_matrix},
+                                                       {"coopmat", &di->f.coop_matrix}, {"coopconv", &di->f.coop_conv},
                                                        {"denorm", &di->f.denorm_preserve}, {"f16convert", &di->f.f16_convert}};
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
       if (strstr(off, list[i].name)) *list[i].flag = false;
   }
   di->f.coop_khr = di->f.coop_khr && di->f.coop_matrix, di->f.coop_size32 = di->f.coop_size32 && di->f.coop_matrix;
+  di->f.coop_conv = di->f.coop_conv && di->f.coop_matrix;
   /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
    * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);

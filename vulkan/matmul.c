@@ -414,7 +414,12 @@ static void conv_words(emitter *e) {
  * barrier per step suffices. Rows past M, columns past N and k past K load as zeros, so any M and
  * any N and K that are multiples of 8 (whole words) run here. Each subgroup passes its sums
  * through its own 16x16 shared tile, one fragment at a time, so that the epilogue runs per
- * element as in the SIMT variant, with no barrier across the work group. */
+ * element as in the SIMT variant, with no barrier across the work group.
+ *
+ * A channels-last convolution (groups 1, C a multiple of 8: what the lowering made so) is the
+ * same GEMM: A's rows the output pixels, its k the window's (row, column, channel), gathered from
+ * the NHWC input a 16-byte word of 8 channels at a time (zeros where the window leaves the
+ * image); B the weights [KH*KW*C x O] as they lie; the output [pixels x O] is NHWC. */
 typedef struct coop_shape {
   int bm, bn, bk, threads;
   int sg_n, wm, wn; /* subgroups along n; each one's block */
@@ -472,6 +477,20 @@ static void coop_declare(emitter *e, int index) {
   emit_line(e, "shared float pc_C[%d * 256]; /* a 16x16 fragment of sums per subgroup */", c.threads / 32);
 }
 
+/* PC_FETCH's A of a channels-last convolution: invocation tid's words of each stage, k (the
+ * window's row, column and channel) the same for all of them, a row (an output pixel) each */
+static void coop_gather(emitter *e, const coop_shape *c, const char *x) {
+  const node *n = &e->m->g->nodes[e->k->node];
+  emit_line(e, "  const int kc = (k0) + ac, ci = kc %% C, win = kc / C, dh = win / KW * %lld, dw = win %% KW * %lld; \\",
+            (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "dilation", 1));
+  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { \\", c->ha);
+  emit_line(e, "    const int r = m0 + ar0 + %d * h, ih = r / OW %% OH * %lld - %lld + dh, iw = r %% OW * %lld - %lld + dw; \\",
+            c->threads / (c->bk / 8), (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
+            (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1]);
+  emit_line(e, "    wa[h] = r < M && kc < K && uint(ih) < uint(H) && uint(iw) < uint(W) ? \\");
+  emit_line(e, "      %sv[uint(r / (OH * OW)) * uint(H * W * C / 8) + (uint((ih * W + iw) * C + ci) >> 3)] : uvec4(0u); } \\", x);
+}
+
 static void matmul_coop(emitter *e) {
   const kir_kernel *k = e->k;
   const coop_shape c = coop_shape_get(k);
@@ -479,8 +498,13 @@ static void matmul_coop(emitter *e) {
   char a[16], b[16];
   snprintf(a, sizeof a, "%s", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%s", emit_buf(e, k->in_buf[1]));
-  gpu_emit_gemm_rows(e);
-  emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  const bool conv = k->kind == KK_CONV;
+  if (conv) {
+    gpu_conv_gemm_sizes(e);
+  } else {
+    gpu_emit_gemm_rows(e);
+    emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  }
   emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = sg / %d * %d, sn = sg %% %d * %d;", c.sg_n, c.wm,
             c.sg_n, c.wn);
   /* work groups in order of their id take the tiles of 8 tile rows column by column, so that the
@@ -493,8 +517,11 @@ static void matmul_coop(emitter *e) {
             c.bk / 8, c.bn / 8, c.bn / 8);
   emit_line(e, "uvec4 wa[%d], wb[%d];", c.ha, c.hb);
   emit_line(e, "#define PC_FETCH(k0) { \\");
-  emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", c.ha, T / (c.bk / 8));
-  emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 3] : uvec4(0u); } \\", a);
+  if (conv) coop_gather(e, &c, a);
+  else {
+    emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, c = (k0) + ac; \\", c.ha, T / (c.bk / 8));
+    emit_line(e, "    wa[h] = r < M && c < K ? %sv[(uint(r) * uint(K) + uint(c)) >> 3] : uvec4(0u); } \\", a);
+  }
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = (k0) + br0 + %d * h, c = n0 + 8 * bw; \\", c.hb, T / (c.bn / 8));
   emit_line(e, "    wb[h] = r < K && c < N ? %sv[(uint(r) * uint(N) + uint(c)) >> 3] : uvec4(0u); } }", b);
   emit_line(e, "#define PC_STAGE(s) { [[unroll]] for (int h = 0; h < %d; h++) pc_As[(s) * PC_AS + (ar0 + %d * h) * %d + (ac >> 3)] = wa[h]; \\", c.ha,
@@ -543,12 +570,17 @@ static void matmul_coop(emitter *e) {
   e->indent++;
   emit_line(e, "const int m = m0 + sm + 16 * i + (q >> 4), n = n0 + sn + 16 * j + (q & 15);");
   emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
-  emit_scope_push(e);
-  const char *oidx[PORTC_MAX_RANK];
-  gpu_gemm_indices(e, oidx);
-  emit_store_at(e, &k->store[0], &k->dom, oidx);
-  emit_scope_pop(e);
+  if (conv) {
+    emit_line(e, "const float sum = pc_C[sg * 256 + q];");
+    gpu_conv_element(e, "sum");
+  } else {
+    emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
+    emit_scope_push(e);
+    const char *oidx[PORTC_MAX_RANK];
+    gpu_gemm_indices(e, oidx);
+    emit_store_at(e, &k->store[0], &k->dom, oidx);
+    emit_scope_pop(e);
+  }
   gpu_loop_end(e);
   emit_line(e, "subgroupBarrier(); /* every lane has read the fragment before the next is stored */");
   gpu_loop_end(e);
@@ -557,7 +589,7 @@ static void matmul_coop(emitter *e) {
 
 bool vk_matmul_own(const kir_kernel *k) {
   const bool words = k->sched.variant == KS_TILED && k->sched.vector == 4;
-  return (k->kind == KK_MATMUL && (k->sched.variant == KS_MMA || words)) || (k->kind == KK_CONV && words);
+  return (k->kind == KK_MATMUL || k->kind == KK_CONV) && (k->sched.variant == KS_MMA || words);
 }
 
 void vk_matmul(emitter *e, int index) {

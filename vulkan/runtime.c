@@ -630,6 +630,7 @@ const target vulkan_target = {
     .schedule = vk_schedule,
     .device_key = vk_device_key,
     .schedule_check = vk_schedule_check,
+    .channels_last_convs = vk_channels_last,
     .tune_space = vk_tune_space,
     .load = load,
     .launch = launch,

@@ -25,9 +25,13 @@
 #include "vk.h"
 
 /* an f16 matmul that is one 2-D GEMM with operands as they lie, whose rows move in 16-byte words
- * (N and K known multiples of 8; the rows, M, may be symbolic) */
+ * (N and K known multiples of 8; the rows, M, may be symbolic), or an f16 convolution that the
+ * lowering made channels-last (kir_channels_last_fits: its pixels' channels and its weights' rows
+ * move in 16-byte words) */
 static bool coop_eligible(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
+  if (gpu_conv_last(m, k))
+    return kir_channels_last_fits(m->g, k->node) && m->buf[k->in_buf[0]].dt == PORTC_F16 && m->buf[k->in_buf[1]].dt == PORTC_F16;
   if (!matmul_gemm_view(m, i)) return false;
   for (int d = 1; d < 3; d++)
     if (k->mnk[d].sym >= 0 || k->mnk[d].c % 8) return false;
@@ -157,10 +161,19 @@ static int row_threads(const kir_kernel *k, int wg, int subgroup) {
 bool vk_coop_schedule(kir_module *m, int i) {
   if (!coop_eligible(m, i)) return false;
   kir_schedule *s = &m->k[i].sched;
-  s->variant = KS_MMA, s->fold_batch = true;
+  s->variant = KS_MMA, s->fold_batch = m->k[i].kind == KK_MATMUL, s->split_k = 1, s->vector = 0;
   s->tile_m = s->tile_n = VK_COOP_TILE, s->tile_k = VK_COOP_K;
+  if (m->k[i].kind == KK_CONV && m->k[i].dom.d[3].c <= 64) s->tile_n = 64; /* 64 output channels or fewer: no half-empty tiles */
   s->threads[0] = VK_COOP_THREADS, s->threads[1] = s->threads[2] = 1;
   return true;
+}
+
+/* the dtypes whose convolutions device computes channels-last (target.h): f16 where it has
+ * cooperative matrices, on which its pixels are the matmul's A rows (matmul.c) */
+unsigned vk_channels_last(int device) {
+  char why[512];
+  const vk_context *c = vk_context_get(device, why, sizeof why);
+  return c && c->f.coop_conv ? 1u << PORTC_F16 : 0;
 }
 
 /* the vector width of a row, pointwise or concat kernel whose buffers can take one, else 0 */
@@ -203,6 +216,11 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   char err[512];
   const vk_context *c = vk_context_get(device, err, sizeof err);
   const kir_schedule *s = &m->k[i].sched;
+  const bool last = gpu_conv_last(m, &m->k[i]);
+  if (last != (s->variant == KS_MMA && m->k[i].kind == KK_CONV))
+    return snprintf(why, len, last ? "a channels-last convolution runs on the cooperative-matrix kernel only (variant mma)"
+                                   : "of convolutions, only channels-last ones run on the cooperative-matrix kernel"), false;
+  if (s->variant == KS_MMA && s->split_k > 1) return snprintf(why, len, "split_k=%d: the cooperative-matrix kernel does not split", s->split_k), false;
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, why, len)) return false;
   const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;

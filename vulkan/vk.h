@@ -25,6 +25,9 @@ typedef struct vk_features {
    * NV's where offered, else KHR's); coop_size32: the device's subgroups are 32 only when a
    * pipeline requires it (VK_EXT_subgroup_size_control), which the matmul's pipelines do */
   bool coop_khr, coop_size32;
+  /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix; off with
+   * PORTC_VULKAN_DISABLE=coopconv, which leaves them NCHW on the SIMT kernel) */
+  bool coop_conv;
   bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
   uint32_t units; /* multiprocessors or compute units where a vendor extension says (else 0) */
@@ -104,6 +107,8 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
  * the runtime's hook calls it only on devices with cooperative matrices); false where not */
 bool vk_coop_schedule(kir_module *m, int i);
+/* the dtypes whose convolutions the device computes channels-last (the target's hook) */
+unsigned vk_channels_last(int device);
 /* matmul.c, the target's own matmuls: whether the cooperative-matrix matmul takes the schedule's
  * tile, k-step (tile_k) and threads within the device's shared memory (false with why); the
  * k-step of the f32 word matmul (the schedule's tile_k, or where that is 0 the shortest its tile
