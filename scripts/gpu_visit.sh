@@ -25,7 +25,7 @@
 #             TCONV_ONNX=0) the ONNX CNNs under --autocast f16 checked and timed with it and without
 #             (onnx_compare, portc bench)
 #   vconv     Vulkan's f16 convolutions on cooperative matrices (channels-last, matmul.c's kernel): the
-#             convolution-bearing cases on vulkan, then (unless VCONV_ONNX=0) the ONNX CNNs under
+#             convolution-bearing cases on vulkan, the conv2d cases again in 3 slices (split-K), then (unless VCONV_ONNX=0) the ONNX CNNs under
 #             --autocast f16 checked and timed with them and without (PORTC_VULKAN_DISABLE=coopconv:
 #             NCHW on the SIMT kernel)
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
@@ -218,6 +218,9 @@ for step in $steps; do
     rc=$?
     grep -E '^FAIL' "$out/verify_vconv.txt" | head -10
     summary+=("verify vulkan, convolutions on cooperative matrices (rc $rc): $(tail -1 "$out/verify_vconv.txt")")
+    echo "api=vulkan kind=conv split_k=3 prov=heuristic source=\"every convolution in 3 slices: checks split-K\"" >"$out/vconv_split.tune"
+    PORTC_TUNE_PATH=$out/vconv_split.tune timeout 200 "$portc" verify -t vulkan --no-eager --filter 'conv2d' >"$out/verify_vconv_split.txt" 2>&1
+    summary+=("verify vulkan, convolution cases in 3 slices (rc $?): $(tail -1 "$out/verify_vconv_split.txt")")
     for off in none coopconv; do
       [ "${VCONV_ONNX:-1}" = 0 ] && break
       PORTC_VULKAN_DISABLE=$off ONNX_AUTOCAST=f16 TARGETS=vulkan ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/vconv_$off \

@@ -39,13 +39,14 @@ static int by_src(const void *a, const void *b) { return strcmp(((const unit *)a
 
 /* the Vulkan target's schedule, on the machine's default device (or its defaults where none),
  * with the cooperative-matrix matmul wherever a device that has them would run it, and every
- * tiled convolution's reduction in 3 slices, as a device that counts its multiprocessors splits
- * those of few tiles (lavapipe counts none: it runs them whole) */
+ * tiled or cooperative-matrix convolution's reduction in 3 slices, as a device that counts its
+ * multiprocessors splits those of few tiles (lavapipe counts none: it runs them whole); the
+ * tuner's other shapes below run them whole */
 static void schedule_all(kir_module *km) {
   for (int i = 0; i < km->nk; i++) {
     vk_schedule(km, i, -1);
     vk_coop_schedule(km, i);
-    if (km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_TILED) km->k[i].sched.split_k = 3;
+    if (km->k[i].kind == KK_CONV && km->k[i].sched.variant != KS_PLAIN) km->k[i].sched.split_k = 3;
   }
 }
 
@@ -100,7 +101,7 @@ static void add_module(const portc_graph *g, bool eager, const char *name) {
   for (int v = 0; rules && v < n; v++) {
     if (shapes[v].mask & ~shape_knobs) continue;
     for (int i = 0; i < km->nk; i++)
-      if (km->k[i].sched.variant == KS_MMA) tune_knobs_apply(&shapes[v], &km->k[i].sched);
+      if (km->k[i].sched.variant == KS_MMA) tune_knobs_apply(&shapes[v], &km->k[i].sched), km->k[i].sched.split_k = 1;
     const kir_schedule *s = &km->k[coop].sched;
     char variant[64];
     snprintf(variant, sizeof variant, " [%dx%d, %d threads, k-step %d]", s->tile_m, s->tile_n, s->threads[0], s->tile_k);

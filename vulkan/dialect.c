@@ -18,6 +18,7 @@
 #include "../ir/dtype.h"
 #include "../codegen/emit.h"
 #include "../codegen/gpu_kernels.h"
+#include "../codegen/grid.h"
 #include "../targets/gpu_queue.h"
 #include "prelude.h"
 #include "vk.h"
@@ -121,7 +122,8 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
   }
   if (vk_split(e->k) > 1) {
     emit_line(e, "layout(std430, binding = %d) restrict buffer Acc { float pc_acc[]; }; /* the slices' partial sums */", nb + status);
-    emit_line(e, "layout(constant_id = 1) const int PC_PHASE = 0; /* 0: each slice's partial sums; 1: their sum, and the epilogue */");
+    /* id 3: 1 and 2 are the cooperative-matrix fragments' (prelude.h) */
+    emit_line(e, "layout(constant_id = 3) const int PC_PHASE = 0; /* 0: each slice's partial sums; 1: their sum, and the epilogue */");
   }
   int nsym = e->m->g->nsyms;
   emit_line(e, "layout(push_constant) uniform Symbols { int S[%d]; };", nsym > 0 ? nsym : 1);
@@ -129,7 +131,7 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
 
 /* A split-K kernel is one shader run twice (the runtime makes a pipeline of each phase): phase 0
  * as the grid of tiles and slices, writing partial sums; phase 1 as a grid-stride loop over the
- * outputs, in the same 16x16 work groups, flattened, adding the slices and applying the epilogue */
+ * outputs, in the kernel's own work groups, flattened, adding the slices and applying the epilogue */
 void vk_split_phases(emitter *e, void (*phase0)(emitter *e), void (*phase1)(emitter *e)) {
   emit_line(e, "if (PC_PHASE == 0) {");
   e->indent++;
@@ -139,8 +141,10 @@ void vk_split_phases(emitter *e, void (*phase0)(emitter *e), void (*phase1)(emit
   e->indent++;
   const dialect *d = e->d;
   gpu_spelling flat = *d->gpu;
-  flat.global_id = "int(gl_WorkGroupID.x * 256u + gl_LocalInvocationIndex)";
-  flat.global_threads = "int(gl_NumWorkGroups.x * 256u)";
+  char id[80], threads[64]; /* the work group's invocations: the word kernels' 16x16, the cooperative-matrix kernel's subgroups */
+  snprintf(id, sizeof id, "int(gl_WorkGroupID.x * %du + gl_LocalInvocationIndex)", gpu_group_threads(e->k));
+  snprintf(threads, sizeof threads, "int(gl_NumWorkGroups.x * %du)", gpu_group_threads(e->k));
+  flat.global_id = id, flat.global_threads = threads;
   dialect flattened = *d;
   flattened.gpu = &flat;
   e->d = &flattened;

@@ -419,7 +419,8 @@ static void conv_words(emitter *e) {
  * A channels-last convolution (groups 1, C a multiple of 8: what the lowering made so) is the
  * same GEMM: A's rows the output pixels, its k the window's (row, column, channel), gathered from
  * the NHWC input a 16-byte word of 8 channels at a time (zeros where the window leaves the
- * image); B the weights [KH*KW*C x O] as they lie; the output [pixels x O] is NHWC. */
+ * image); B the weights [KH*KW*C x O] as they lie; the output [pixels x O] is NHWC. It splits
+ * its reduction (split-K, vk_split_phases) where its tiles are too few to fill the device. */
 typedef struct coop_shape {
   int bm, bn, bk, threads;
   int sg_n, wm, wn; /* subgroups along n; each one's block */
@@ -501,9 +502,10 @@ static void matmul_coop(emitter *e) {
   const bool conv = k->kind == KK_CONV;
   if (conv) {
     gpu_conv_gemm_sizes(e);
+    gpu_conv_k_range(e, c.bk); /* [KB, KE): with split-K, this work group's slice of whole k-steps */
   } else {
     gpu_emit_gemm_rows(e);
-    emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+    emit_line(e, "const int N = %lld, K = %lld, KB = 0, KE = K;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
   }
   emit_line(e, "const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID), sm = sg / %d * %d, sn = sg %% %d * %d;", c.sg_n, c.wm,
             c.sg_n, c.wn);
@@ -529,16 +531,16 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", c.hb, T / (c.bn / 8), c.brow);
   emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", c.bm, c.bm);
   e->indent++;
-  emit_line(e, "PC_FETCH(0);");
+  emit_line(e, "PC_FETCH(KB);");
   emit_line(e, "PC_STAGE(0);");
   emit_line(e, "barrier();");
   emit_line(e, "fcoopmatNV<32, 3, 16, PC_CM_N> c[%d][%d]; /* scope 3: the subgroup */", fm, fn);
   emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) [[unroll]] for (int j = 0; j < %d; j++) c[i][j] = fcoopmatNV<32, 3, 16, PC_CM_N>(0.0);",
             fm, fn);
-  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", c.bk);
+  emit_line(e, "for (int kk = KB; kk < KE; kk += %d) {", c.bk);
   e->indent++;
-  emit_line(e, "const int cur = (kk / %d) & 1; /* the k-step's half of the double buffer */", c.bk);
-  emit_line(e, "const bool more = kk + %d < K;", c.bk);
+  emit_line(e, "const int cur = ((kk - KB) / %d) & 1; /* the k-step's half of the double buffer */", c.bk);
+  emit_line(e, "const bool more = kk + %d < KE;", c.bk);
   emit_line(e, "if (more) PC_FETCH(kk + %d);", c.bk);
   emit_line(e, "[[unroll]] for (int ks = 0; ks < %d; ks += 16) {", c.bk);
   e->indent++;
@@ -598,7 +600,8 @@ void vk_matmul(emitter *e, int index) {
   else words_declare(e, index);
   emit_line(e, "void main() {");
   e->indent++;
-  if (coop) matmul_coop(e);
+  if (coop && vk_split(e->k) > 1) vk_split_phases(e, matmul_coop, gpu_conv_split_sum); /* convolutions split */
+  else if (coop) matmul_coop(e);
   else if (conv && vk_split(e->k) > 1) vk_split_phases(e, conv_words, gpu_conv_split_sum);
   else if (conv) conv_words(e);
   else if (vk_split(e->k) > 1) vk_split_phases(e, matmul_words, matmul_split_sum);

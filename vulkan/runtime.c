@@ -224,7 +224,7 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
   /* PC_WG, for 1-D kernels; PC_PHASE, for split-K kernels (0 here, 1 for the sum's pipeline) */
   uint32_t constants[2] = {(uint32_t)m->km->k[i].sched.threads[0], 0};
-  VkSpecializationMapEntry entries[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
+  VkSpecializationMapEntry entries[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 3, .offset = 4, .size = 4}};
   VkSpecializationInfo spec = {.mapEntryCount = split ? 2 : 1, .pMapEntries = entries, .dataSize = split ? 8 : 4, .pData = constants};
   /* the cooperative-matrix matmul is written for subgroups of 32 */
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size32 = {
@@ -514,10 +514,10 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   /* the next kernel may read what this one wrote */
   barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  if (vk_split(&m->km->k[i]) > 1) { /* the slices added: work groups of 256 over M x N */
+  if (vk_split(&m->km->k[i]) > 1) { /* the slices added: the kernel's work groups over M x N */
     int64_t mn[2];
     vk_split_mn(m->km, i, l->S, mn);
-    int64_t groups = (mn[0] * mn[1] + 255) / 256;
+    const int64_t threads = gpu_group_threads(&m->km->k[i]), groups = (mn[0] * mn[1] + threads - 1) / threads;
     d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->sum);
     d->vkCmdDispatch(m->cb, (uint32_t)(groups < 1 ? 1 : groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : groups), 1, 1);
     barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,

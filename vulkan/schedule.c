@@ -197,7 +197,10 @@ void vk_schedule(kir_module *m, int i, int device) {
     s->threads[0] = 16, s->threads[1] = 16;
     if (k->kind == KK_CONV) conv_schedule(m, i, c);
     else if (dtype_is_float(m->buf[k->in_buf[0]].dt)) matmul_schedule(m, i, c);
-    if (c && c->f.coop_matrix) vk_coop_schedule(m, i);
+    /* a channels-last convolution on cooperative matrices splits its reduction where its tiles
+     * give the multiprocessors fewer than two work groups each, in slices of 4 k-steps or more */
+    if (c && c->f.coop_matrix && vk_coop_schedule(m, i) && k->kind == KK_CONV)
+      s->split_k = gpu_conv_split_fill(m, i, s->tile_m, 2 * (int)c->f.units, 4 * VK_COOP_K, VK_MAX_SPLIT);
   }
   if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
   if (k->kind == KK_CONV) s->run = gpu_conv_run_rule(m, i);
@@ -220,7 +223,9 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   if (last != (s->variant == KS_MMA && m->k[i].kind == KK_CONV))
     return snprintf(why, len, last ? "a channels-last convolution runs on the cooperative-matrix kernel only (variant mma)"
                                    : "of convolutions, only channels-last ones run on the cooperative-matrix kernel"), false;
-  if (s->variant == KS_MMA && s->split_k > 1) return snprintf(why, len, "split_k=%d: the cooperative-matrix kernel does not split", s->split_k), false;
+  if (s->variant == KS_MMA && s->split_k > 1 && (m->k[i].kind != KK_CONV || s->split_k > VK_MAX_SPLIT))
+    return snprintf(why, len, "split_k=%d: of cooperative-matrix kernels, convolutions split, into at most %d slices", s->split_k, VK_MAX_SPLIT),
+           false;
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, why, len)) return false;
   const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;
@@ -264,6 +269,9 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
           (as.tile_m != s->tile_m || as.tile_n != s->tile_n || as.threads[0] != s->threads[0] || as.tile_k != s->tile_k))
         out[n++] = k;
     }
+    for (int split = 1; m->k[i].kind == KK_CONV && split <= 8 && n < max; split *= 2) /* a convolution's split-K */
+      if (split != vk_split(&m->k[i]) && (split == 1 || gpu_conv_split_useful(m, i, s->tile_m, split, d->units)))
+        out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v = {.split_k = split}};
   }
   if (s->variant == KS_TILED && m->k[i].kind == KK_CONV) tune_conv_candidates(m, i, d->units, VK_MAX_SPLIT, out, max, &n);
   else if (s->variant == KS_TILED) tune_candidates("tile", tiles, tune_useful_tiles(m, i, tiles), s->tile_m, out, max, &n);
