@@ -604,6 +604,92 @@ TEST(TuneTables, VulkansCooperativeMatrixShapesFitTheirSharedMemoryOrAreRefused)
   kir_module_free(km);
 }
 
+// Vulkan's channels-last f16 convolutions (as a device with cooperative matrices lowers and
+// schedules them) run on the cooperative-matrix kernel, pixels as rows: 128-row tiles, 64 columns
+// where there are 64 output channels or fewer, whole by the rule on a device that does not count
+// its multiprocessors; the check refuses them any other kernel, and split-K beyond the
+// convolutions; the tuner offers slices where they leave multiprocessors idle, and the shader
+// gathers the pixels' channels in words and adds the slices in a second phase. NCHW ones stay off
+// the kernel (here one of 12 output channels, which does not fit).
+TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit) {
+  Graph g = parse("graph c\ninput x: f16[2, 7, 7, 512]\ninput w: f16[3, 3, 512, 512]\ninput v: f16[3, 3, 24, 16]\ninput u: f16[2, 9, 7, 24]\n"
+                  "y = conv2d(x, w, padding=[1, 1], channels_last=true)\nz = conv2d(u, v, stride=[2, 2], padding=[1, 1], channels_last=true)\n"
+                  "input a: f16[2, 24, 9, 7]\ninput b: f16[12, 24, 3, 3]\nq = conv2d(a, b, padding=[1, 1])\noutput y\noutput z\noutput q\n");
+  ASSERT_TRUE(g);
+  lower_options lo = {};
+  lo.channels_last = 1u << PORTC_F16; /* vk_channels_last on such a device */
+  kir_module *km = nullptr;
+  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(km->nk, 3);
+  int device;
+  const target *tg = target_find("vulkan", &device);
+  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
+  char why[256] = "";
+  /* the check passes, or refuses only for the shared memory of this machine's device (lavapipe's
+   * 32 KiB), while the shape fits the 48 KiB of NVIDIA's */
+  auto takes = [&](int i) {
+    char fit[256] = "";
+    return vk_coop_fit(&km->k[i].sched, 48 * 1024, fit, sizeof fit) &&
+           (tg->schedule_check(km, i, -1, why, sizeof why) || strstr(why, "bytes of shared memory, the device allows"));
+  };
+  for (int i = 0; i < 3; i++) {
+    const bool last = gpu_conv_last(km, &km->k[i]);
+    EXPECT_EQ(vk_coop_schedule(km, i), last) << i;
+    if (!last) continue;
+    const kir_schedule &s = km->k[i].sched;
+    EXPECT_EQ(s.variant, KS_MMA);
+    EXPECT_EQ(s.tile_m, 128);
+    EXPECT_EQ(s.tile_n, km->k[i].dom.d[3].c > 64 ? 128 : 64) << i;
+    EXPECT_EQ(s.split_k, 1);
+    EXPECT_TRUE(takes(i)) << why;
+    const int64_t S[1] = {0};
+    const gpu_limits lim = {{INT32_MAX, 65535, 65535}, 0};
+    unsigned grid[3];
+    gpu_grid(km, i, S, &lim, grid);
+    EXPECT_EQ(grid[0], km->k[i].dom.d[3].c > 64 ? 4u : 1u) << "a work group per 128 (64) output channels";
+    EXPECT_EQ(grid[1], 1u) << "and per 128 pixels";
+  }
+  const int y = gpu_conv_last(km, &km->k[0]) && km->k[0].dom.d[3].c == 512 ? 0 : 1;
+  ASSERT_EQ(km->k[y].dom.d[3].c, 512);
+  kir_schedule &s = km->k[y].sched;
+  const kir_schedule rules = s;
+  tune_device dev = {};
+  snprintf(dev.api, sizeof dev.api, "vulkan");
+  dev.shared_bytes = 48 * 1024, dev.units = 132;
+  tune_knobs cand[32];
+  const int n = tg->tune_space(km, y, &dev, cand, 32);
+  int splits = 0;
+  for (int c = 0; c < n; c++) {
+    s = rules;
+    tune_knobs_apply(&cand[c], &s);
+    EXPECT_TRUE(takes(y)) << why;
+    splits |= 1 << s.split_k;
+  }
+  EXPECT_EQ(splits & (1 << 2 | 1 << 4 | 1 << 8), 1 << 2 | 1 << 4 | 1 << 8) << "4 tiles of 128 on 132 multiprocessors: 2, 4 and 8 slices";
+  s = rules, s.split_k = 3;
+  EXPECT_TRUE(takes(y)) << why;
+  char *src = emit_module(&vulkan_dialect, km);
+  ASSERT_NE(src, nullptr);
+  const std::string glsl(src);
+  free(src);
+  EXPECT_NE(glsl.find("win = kc / C"), std::string::npos) << "the window's row, column and channel of each word of k";
+  EXPECT_NE(glsl.find("PC_PHASE == 0"), std::string::npos) << "the slices' sums, then their sum";
+  s.variant = KS_TILED;
+  EXPECT_FALSE(tg->schedule_check(km, y, -1, why, sizeof why));
+  EXPECT_NE(strstr(why, "cooperative-matrix kernel only"), nullptr) << why;
+  kir_module_free(km);
+
+  Graph mm = parse("graph mm\ninput a: f16[1024, 512]\ninput b: f16[512, 1024]\ny = matmul(a, b)\noutput y\n");
+  ASSERT_TRUE(mm);
+  km = vulkan_schedules(mm);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  ASSERT_TRUE(vk_coop_schedule(km, 0));
+  km->k[0].sched.split_k = 2;
+  EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why));
+  EXPECT_NE(strstr(why, "convolutions split"), nullptr) << why;
+  kir_module_free(km);
+}
+
 // Vulkan's rules from the H200's tuning: a row kernel of short rows takes one invocation per
 // element or vector (a power of two from a subgroup up), long rows the device's work-group size;
 // a 1x1 convolution of at most 128 input channels stays on the SIMT kernel, wider ones and 3x3
