@@ -264,6 +264,8 @@ static void contraction_cases(conf_cases *cs) {
   text(add(cs, "ops", "conv2d/channels-last/f16-stride2-bias"),
        "input x: f16[2, 13, 11, 16]\ninput w: f16[3, 3, 16, 40]\ninput b: f16[40]\n"
        "y = conv2d(x, w, b, stride=[2, 2], padding=[1, 1], channels_last=true)\noutput y\n");
+  text(add(cs, "ops", "conv2d/channels-last/f16-1x1-relu"),
+       "input x: f16[2, 7, 9, 32]\ninput w: f16[1, 1, 32, 24]\ninput b: f16[24]\nc = conv2d(x, w, b, channels_last=true)\ny = relu(c)\noutput y\n");
   text(add(cs, "ops", "conv2d/channels-last/f16-rgb-stem"),
        "input x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\ny = relu(c)\n"
        "m = max_pool2d(y, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\noutput m\n");

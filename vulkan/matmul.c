@@ -479,9 +479,18 @@ static void coop_declare(emitter *e, int index) {
 }
 
 /* PC_FETCH's A of a channels-last convolution: invocation tid's words of each stage, k (the
- * window's row, column and channel) the same for all of them, a row (an output pixel) each */
+ * window's row, column and channel) the same for all of them, a row (an output pixel) each. A
+ * 1x1 convolution of stride 1 without padding reads the input as the matmul reads A: [pixels x C]
+ * as it lies. */
 static void coop_gather(emitter *e, const coop_shape *c, const char *x) {
   const node *n = &e->m->g->nodes[e->k->node];
+  const shape *ws = &e->m->buf[e->k->in_buf[1]].sh;
+  const attr *pad = attr_get(n, "padding");
+  if (ws->d[0].c == 1 && ws->d[1].c == 1 && attr_or_one(n, "stride", 0) == 1 && attr_or_one(n, "stride", 1) == 1 && !pad->v[0] && !pad->v[1]) {
+    emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int r = m0 + ar0 + %d * h, kc = (k0) + ac; \\", c->ha, c->threads / (c->bk / 8));
+    emit_line(e, "    wa[h] = r < M && kc < K ? %sv[(uint(r) * uint(C) + uint(kc)) >> 3] : uvec4(0u); } \\", x);
+    return;
+  }
   emit_line(e, "  const int kc = (k0) + ac, ci = kc %% C, win = kc / C, dh = win / KW * %lld, dw = win %% KW * %lld; \\",
             (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "dilation", 1));
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { \\", c->ha);
