@@ -221,12 +221,25 @@ for step in $steps; do
     echo "api=vulkan kind=conv split_k=3 prov=heuristic source=\"every convolution in 3 slices: checks split-K\"" >"$out/vconv_split.tune"
     PORTC_TUNE_PATH=$out/vconv_split.tune timeout 200 "$portc" verify -t vulkan --no-eager --filter 'conv2d' >"$out/verify_vconv_split.txt" 2>&1
     summary+=("verify vulkan, convolution cases in 3 slices (rc $?): $(tail -1 "$out/verify_vconv_split.txt")")
-    for off in none coopconv; do
-      [ "${VCONV_ONNX:-1}" = 0 ] && break
-      PORTC_VULKAN_DISABLE=$off ONNX_AUTOCAST=f16 TARGETS=vulkan ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/vconv_$off \
-        scripts/gpu_visit.sh onnx >"$out/vconv_onnx_$off.txt" 2>&1
-      summary+=("onnx under --autocast f16 on vulkan, PORTC_VULKAN_DISABLE=$off:" "$(tail -8 "$out/vconv_onnx_$off.txt")")
+    [ "${VCONV_ONNX:-1}" = 0 ] && continue
+    ONNX_AUTOCAST=f16 TARGETS=vulkan ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/vconv scripts/gpu_visit.sh onnx >"$out/vconv_onnx.txt" 2>&1
+    summary+=("onnx under --autocast f16 on vulkan, convolutions on cooperative matrices:" "$(tail -8 "$out/vconv_onnx.txt")")
+    # the same models checked and timed again under each of $VCONV_VARIANTS (VAR=VALUE words; by
+    # default the NCHW SIMT convolutions: PORTC_VULKAN_DISABLE=coopconv), batch 32
+    for d in "$out"/vconv/onnx/*/; do
+      m=$(basename "$d")
+      for variant in ${VCONV_VARIANTS:-PORTC_VULKAN_DISABLE=coopconv}; do
+        log=$out/vconv_${m}_${variant//[^a-zA-Z0-9]/_}.txt
+        env "$variant" build/bin/onnx_compare "$d/model.onnx" vulkan --autocast f16 "$d/x_1.npy" "$d/y_1.npy" "$d/x_4.npy" "$d/y_4.npy" >"$log" 2>&1
+        rc=$?
+        env "$variant" "$portc" bench "$d/model.onnx" -t vulkan --set N=32 --autocast f16 --iters 30 --warmup 3 --no-eager \
+          --json "$out/vconv_bench.json" >>"$log" 2>&1
+        ms=$(python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["fused"]["median_s"] * 1e3))' "$out/vconv_bench.json" 2>/dev/null)
+        summary+=("$m under --autocast f16 on vulkan, $variant: onnx_compare rc $rc, ${ms:-nan} ms")
+      done
     done
+    PORTC_LOG=shader_stats "$portc" bench "$out/vconv/onnx/resnet50/model.onnx" -t vulkan --set N=32 --autocast f16 --iters 3 --warmup 1 \
+      --no-eager >"$out/vconv_shader_stats.txt" 2>&1
     ;;
   webgpu)
     export PORTC_WEBGPU_LIB=${PORTC_WEBGPU_LIB:-$PWD/.devrun/webgpu/libwebgpu_wrapper.so}
