@@ -24,10 +24,11 @@
 #             racecheck on the tensor-core and channels-last ones, then (unless
 #             TCONV_ONNX=0) the ONNX CNNs under --autocast f16 checked and timed with it and without
 #             (onnx_compare, portc bench)
-#   vconv     Vulkan's f16 convolutions on cooperative matrices (channels-last, matmul.c's kernel): the
-#             convolution-bearing cases on vulkan, the conv2d cases again in 3 slices (split-K), then (unless VCONV_ONNX=0) the ONNX CNNs under
-#             --autocast f16 checked and timed with them and without (PORTC_VULKAN_DISABLE=coopconv:
-#             NCHW on the SIMT kernel)
+#   vconv     Vulkan's f16 convolutions on cooperative matrices (channels-last, matmul.c's kernel, taken
+#             with PORTC_VULKAN_KERNELS=coopconv): the convolution-bearing cases on vulkan, the conv2d
+#             cases again in 3 slices (split-K), then (unless VCONV_ONNX=0) the ONNX CNNs under
+#             --autocast f16 checked and timed with them and under each of $VCONV_VARIANTS (by
+#             default PORTC_VULKAN_KERNELS=none: NCHW on the SIMT kernel)
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -214,6 +215,7 @@ for step in $steps; do
     done
     ;;
   vconv)
+    export PORTC_VULKAN_KERNELS=${PORTC_VULKAN_KERNELS:-coopconv}
     timeout 300 "$portc" verify -t vulkan --examples examples --filter 'conv|cnn|resnet' >"$out/verify_vconv.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_vconv.txt" | head -10
@@ -225,10 +227,10 @@ for step in $steps; do
     ONNX_AUTOCAST=f16 TARGETS=vulkan ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/vconv scripts/gpu_visit.sh onnx >"$out/vconv_onnx.txt" 2>&1
     summary+=("onnx under --autocast f16 on vulkan, convolutions on cooperative matrices:" "$(tail -8 "$out/vconv_onnx.txt")")
     # the same models checked and timed again under each of $VCONV_VARIANTS (VAR=VALUE words; by
-    # default the NCHW SIMT convolutions: PORTC_VULKAN_DISABLE=coopconv), batch 32
+    # default the NCHW SIMT convolutions: PORTC_VULKAN_KERNELS=none), batch 32
     for d in "$out"/vconv/onnx/*/; do
       m=$(basename "$d")
-      for variant in ${VCONV_VARIANTS:-PORTC_VULKAN_DISABLE=coopconv}; do
+      for variant in ${VCONV_VARIANTS:-PORTC_VULKAN_KERNELS=none}; do
         log=$out/vconv_${m}_${variant//[^a-zA-Z0-9]/_}.txt
         env "$variant" build/bin/onnx_compare "$d/model.onnx" vulkan --autocast f16 "$d/x_1.npy" "$d/y_1.npy" "$d/x_4.npy" "$d/y_4.npy" >"$log" 2>&1
         rc=$?
@@ -240,6 +242,7 @@ for step in $steps; do
     done
     PORTC_LOG=shader_stats "$portc" bench "$out/vconv/onnx/resnet50/model.onnx" -t vulkan --set N=32 --autocast f16 --iters 3 --warmup 1 \
       --no-eager >"$out/vconv_shader_stats.txt" 2>&1
+    unset PORTC_VULKAN_KERNELS
     ;;
   webgpu)
     export PORTC_WEBGPU_LIB=${PORTC_WEBGPU_LIB:-$PWD/.devrun/webgpu/libwebgpu_wrapper.so}

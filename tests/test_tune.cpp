@@ -688,6 +688,14 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
   EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why));
   EXPECT_NE(strstr(why, "convolutions split"), nullptr) << why;
   kir_module_free(km);
+
+  // taken where PORTC_VULKAN_KERNELS lists it; a list naming another kernel is refused by name
+  EXPECT_EQ(vk_own_kernels("coopconv"), (unsigned)VK_OWN_COOPCONV);
+  EXPECT_EQ(vk_own_kernels("none"), 0u);
+  EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)VK_OWN_DEFAULT);
+  EXPECT_TRUE(vk_own_kernels_known("coopconv,none", why, sizeof why));
+  EXPECT_FALSE(vk_own_kernels_known("coopconv,flash", why, sizeof why));
+  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv or none");
 }
 
 // Vulkan's rules from the H200's tuning: a row kernel of short rows takes one invocation per

@@ -7,8 +7,7 @@
  * storage8,subgroup,timestamps,coopmat,denorm,f16convert makes portc treat a device as lacking those features,
  * which is how the tests reach the fallbacks and the errors of devices that lack them ("khrcoop":
  * the cross-vendor cooperative-matrix extension, so that NVIDIA's is used where offered; "nvcoop":
- * NVIDIA's; "coopconv": convolutions on cooperative matrices, which leaves f16 ones NCHW on the
- * SIMT kernel).
+ * NVIDIA's). PORTC_VULKAN_KERNELS lists the kernels of portc's own to take (vk_own_kernels).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -290,11 +289,11 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_size32 = di->f.coop_matrix && di->f.subgroup_size != 32 && subgroups_of_32_on_request(pd);
   /* four subgroups of 32 per tile */
   di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
-  di->f.coop_conv = true;
+  di->f.coop_conv = vk_own_kernels(getenv("PORTC_VULKAN_KERNELS")) & VK_OWN_COOPCONV;
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
-                                                       {"coopmat", &di->f.coop_matrix}, {"coopconv", &di->f.coop_conv},
+                                                       {"coopmat", &di->f.coop_matrix},
                                                        {"denorm", &di->f.denorm_preserve}, {"f16convert", &di->f.f16_convert}};
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
       if (strstr(off, list[i].name)) *list[i].flag = false;
@@ -477,6 +476,7 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
 }
 
 static vk_context *make_context(int index, char *why, size_t len) {
+  if (!vk_own_kernels_known(getenv("PORTC_VULKAN_KERNELS"), why, len)) return NULL;
   device_info di;
   query(phys[index], &di);
   if (di.qfam < 0) {
@@ -525,6 +525,38 @@ bool vk_available(char *why, size_t len) {
   if (!r) snprintf(why, len, "%s", init_why);
   pthread_mutex_unlock(&init_lock);
   return r;
+}
+
+/* the kernels PORTC_VULKAN_KERNELS names (comma-separated; "none": none), else VK_OWN_DEFAULT */
+static bool own_kernel(const char *p, size_t n, unsigned *bit) {
+  static const struct { const char *name; unsigned bit; } names[] = {{"coopconv", VK_OWN_COOPCONV}, {"none", 0}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strlen(names[i].name) == n && strncmp(p, names[i].name, n) == 0) return *bit = names[i].bit, true;
+  return false;
+}
+
+unsigned vk_own_kernels(const char *list) {
+  if (!list) return VK_OWN_DEFAULT;
+  unsigned own = 0, bit;
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ",");
+    if (own_kernel(p, n, &bit)) own |= bit;
+    p += n + (p[n] == ',');
+  }
+  return own;
+}
+
+bool vk_own_kernels_known(const char *list, char *why, size_t len) {
+  for (const char *p = list ? list : ""; *p;) {
+    size_t n = strcspn(p, ",");
+    unsigned bit;
+    if (n && !own_kernel(p, n, &bit)) {
+      snprintf(why, len, "PORTC_VULKAN_KERNELS lists '%.*s', which is not coopconv or none", (int)(n < 64 ? n : 64), p);
+      return false;
+    }
+    p += n + (p[n] == ',');
+  }
+  return true;
 }
 
 vk_context *vk_context_get(int index, char *why, size_t len) {

@@ -25,8 +25,8 @@ typedef struct vk_features {
    * NV's where offered, else KHR's); coop_size32: the device's subgroups are 32 only when a
    * pipeline requires it (VK_EXT_subgroup_size_control), which the matmul's pipelines do */
   bool coop_khr, coop_size32;
-  /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix; off with
-   * PORTC_VULKAN_DISABLE=coopconv, which leaves them NCHW on the SIMT kernel) */
+  /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix, where
+   * PORTC_VULKAN_KERNELS takes it: vk_own_kernels; else NCHW on the SIMT kernel) */
   bool coop_conv;
   bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
@@ -107,6 +107,13 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
  * the runtime's hook calls it only on devices with cooperative matrices); false where not */
 bool vk_coop_schedule(kir_module *m, int i);
+/* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
+ * (comma-separated; "none"), else by default: coopconv, f16 convolutions channels-last on the
+ * cooperative-matrix kernel (matmul.c), opt-in until timed against the SIMT kernel on a GPU. A
+ * list naming another kernel is an error that names it (vk_own_kernels_known). */
+enum { VK_OWN_COOPCONV = 1u << 0, VK_OWN_DEFAULT = 0 };
+unsigned vk_own_kernels(const char *list);
+bool vk_own_kernels_known(const char *list, char *why, size_t len);
 /* the dtypes whose convolutions the device computes channels-last (the target's hook) */
 unsigned vk_channels_last(int device);
 /* matmul.c, the target's own matmuls: whether the cooperative-matrix matmul takes the schedule's
