@@ -13,6 +13,7 @@
 #include "../codegen/grid.h"
 #include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
+#include "../targets/kernel_list.h"
 #include "cu.h"
 #include "dialect_mma.h"
 
@@ -174,37 +175,13 @@ static int device_cc(int device) {
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
-/* the n-character name at p is a kernel's (or none, bit 0): its CU_OWN_* bit in *bit */
-static bool own_kernel(const char *p, size_t n, unsigned *bit) {
-  static const struct { const char *name; unsigned bit; } K[] = {
-      {"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}, {"none", 0}};
-  for (size_t k = 0; k < sizeof K / sizeof K[0]; k++)
-    if (strlen(K[k].name) == n && strncmp(p, K[k].name, n) == 0) return *bit = K[k].bit, true;
-  return false;
-}
+static const kernel_name own_names[] = {{"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}};
+enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
 
-unsigned cu_own_kernels(const char *list) {
-  unsigned own = 0;
-  for (const char *p = list ? list : ""; *p;) {
-    size_t n = strcspn(p, ",");
-    unsigned bit = 0;
-    if (own_kernel(p, n, &bit)) own |= bit;
-    p += n + (p[n] == ',');
-  }
-  return own;
-}
+unsigned cu_own_kernels(const char *list) { return kernel_list_bits(list, own_names, OWN_NAMES); }
 
 bool cu_own_kernels_known(const char *list, char *why, size_t len) {
-  for (const char *p = list ? list : ""; *p;) {
-    size_t n = strcspn(p, ",");
-    unsigned bit;
-    if (n && !own_kernel(p, n, &bit)) {
-      snprintf(why, len, "PORTC_CUDA_KERNELS lists '%.*s', which is not wgmma, flash, conv or none", (int)(n < 64 ? n : 64), p);
-      return false;
-    }
-    p += n + (p[n] == ',');
-  }
-  return true;
+  return kernel_list_known("PORTC_CUDA_KERNELS", list, own_names, OWN_NAMES, why, len);
 }
 
 /* the kernels of portc's own taken: those PORTC_CUDA_KERNELS lists where it is set, else

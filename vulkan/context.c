@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../targets/cache.h"
+#include "../targets/kernel_list.h"
 #include "vk.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -527,36 +528,12 @@ bool vk_available(char *why, size_t len) {
   return r;
 }
 
-/* the kernels PORTC_VULKAN_KERNELS names (comma-separated; "none": none), else VK_OWN_DEFAULT */
-static bool own_kernel(const char *p, size_t n, unsigned *bit) {
-  static const struct { const char *name; unsigned bit; } names[] = {{"coopconv", VK_OWN_COOPCONV}, {"none", 0}};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (strlen(names[i].name) == n && strncmp(p, names[i].name, n) == 0) return *bit = names[i].bit, true;
-  return false;
-}
+static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}};
 
-unsigned vk_own_kernels(const char *list) {
-  if (!list) return VK_OWN_DEFAULT;
-  unsigned own = 0, bit;
-  for (const char *p = list; *p;) {
-    size_t n = strcspn(p, ",");
-    if (own_kernel(p, n, &bit)) own |= bit;
-    p += n + (p[n] == ',');
-  }
-  return own;
-}
+unsigned vk_own_kernels(const char *list) { return list ? kernel_list_bits(list, own_names, 1) : VK_OWN_DEFAULT; }
 
 bool vk_own_kernels_known(const char *list, char *why, size_t len) {
-  for (const char *p = list ? list : ""; *p;) {
-    size_t n = strcspn(p, ",");
-    unsigned bit;
-    if (n && !own_kernel(p, n, &bit)) {
-      snprintf(why, len, "PORTC_VULKAN_KERNELS lists '%.*s', which is not coopconv or none", (int)(n < 64 ? n : 64), p);
-      return false;
-    }
-    p += n + (p[n] == ',');
-  }
-  return true;
+  return kernel_list_known("PORTC_VULKAN_KERNELS", list, own_names, 1, why, len);
 }
 
 vk_context *vk_context_get(int index, char *why, size_t len) {
