@@ -489,20 +489,6 @@ static bool coop_gather_plain(const emitter *e) {
   return ws->d[0].c == 1 && ws->d[1].c == 1 && attr_or_one(n, "stride", 0) == 1 && attr_or_one(n, "stride", 1) == 1 && !pad->v[0] && !pad->v[1];
 }
 
-static bool hoist(void) { return getenv("PORTC_VK_CONV_HOIST") && atoi(getenv("PORTC_VK_CONV_HOIST")); }
-
-/* the rows' pixels, once per tile of rows: image base (in words; -1 past M) and window corner */
-static void coop_gather_rows(emitter *e, const coop_shape *c) {
-  const node *n = &e->m->g->nodes[e->k->node];
-  emit_line(e, "int px[%d], ph[%d], pw[%d];", c->ha, c->ha, c->ha);
-  emit_line(e, "[[unroll]] for (int h = 0; h < %d; h++) {", c->ha);
-  emit_line(e, "  const int r = m0 + ar0 + %d * h;", c->threads / (c->bk / 8));
-  emit_line(e, "  px[h] = r < M ? r / (OH * OW) * (H * W * C / 8) : -1;");
-  emit_line(e, "  ph[h] = r / OW %% OH * %lld - %lld, pw[h] = r %% OW * %lld - %lld;", (long long)attr_or_one(n, "stride", 0),
-            (long long)attr_get(n, "padding")->v[0], (long long)attr_or_one(n, "stride", 1), (long long)attr_get(n, "padding")->v[1]);
-  emit_line(e, "}");
-}
-
 static void coop_gather(emitter *e, const coop_shape *c, const char *x) {
   const node *n = &e->m->g->nodes[e->k->node];
   if (coop_gather_plain(e)) {
@@ -512,12 +498,6 @@ static void coop_gather(emitter *e, const coop_shape *c, const char *x) {
   }
   emit_line(e, "  const int kc = (k0) + ac, ci = kc %% C, win = kc / C, dh = win / KW * %lld, dw = win %% KW * %lld; \\",
             (long long)attr_or_one(n, "dilation", 0), (long long)attr_or_one(n, "dilation", 1));
-  if (hoist()) {
-    emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { const int ih = ph[h] + dh, iw = pw[h] + dw; \\", c->ha);
-    emit_line(e, "    wa[h] = px[h] >= 0 && kc < K && uint(ih) < uint(H) && uint(iw) < uint(W) ? \\");
-    emit_line(e, "      %sv[uint(px[h]) + (uint((ih * W + iw) * C + ci) >> 3)] : uvec4(0u); } \\", x);
-    return;
-  }
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) { \\", c->ha);
   emit_line(e, "    const int r = m0 + ar0 + %d * h, ih = r / OW %% OH * %lld - %lld + dh, iw = r %% OW * %lld - %lld + dw; \\",
             c->threads / (c->bk / 8), (long long)attr_or_one(n, "stride", 0), (long long)attr_get(n, "padding")->v[0],
@@ -565,7 +545,6 @@ static void matmul_coop(emitter *e) {
   emit_line(e, "  [[unroll]] for (int h = 0; h < %d; h++) pc_Bs[(s) * PC_BS + (br0 + %d * h) * %d + bw] = wb[h]; }", c.hb, T / (c.bn / 8), c.brow);
   emit_line(e, "for (int m0 = ty * %d; m0 < M; m0 += gy * %d) {", c.bm, c.bm);
   e->indent++;
-  if (conv && !coop_gather_plain(e) && hoist()) coop_gather_rows(e, &c);
   emit_line(e, "PC_FETCH(KB);");
   emit_line(e, "PC_STAGE(0);");
   emit_line(e, "barrier();");
