@@ -9,6 +9,8 @@
  * has too few). On a device with cooperative matrices, an f16 matmul that is one GEMM with N and
  * K known multiples of 8 and operands as they lie runs on those, in 128x128 tiles of four
  * subgroups (vk_coop_schedule; the tile, the number of subgroups and the k-step are tune knobs).
+ * So does an f16 convolution the lowering made channels-last (with PORTC_VULKAN_KERNELS=coopconv),
+ * its pixels as rows, split-K where its tiles are few.
  * An f32 convolution runs on the word matmul's tiles, but for those of a short reduction or of
  * few output channels (conv_schedule); grouped and depthwise ones run direct, in runs of a row's
  * outputs per invocation (gpu_conv_run_rule). A convolution whose tiles give the device's
@@ -168,8 +170,9 @@ bool vk_coop_schedule(kir_module *m, int i) {
   return true;
 }
 
-/* the dtypes whose convolutions device computes channels-last (target.h): f16 where it has
- * cooperative matrices, on which its pixels are the matmul's A rows (matmul.c) */
+/* the dtypes whose convolutions the device computes channels-last (target.h): f16 where it has
+ * cooperative matrices and PORTC_VULKAN_KERNELS takes the kernel whose A rows are the pixels
+ * (matmul.c) */
 unsigned vk_channels_last(int device) {
   char why[512];
   const vk_context *c = vk_context_get(device, why, sizeof why);
