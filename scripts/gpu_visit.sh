@@ -100,6 +100,16 @@ transformer=(examples/transformer.ptg --set B=16 --set S=512)
 "$portc" devices >"$out/devices.txt" 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >>"$out/devices.txt" 2>&1
 cat "$out/devices.txt"
+# a target the visit needs that this machine lacks ends it at once (one H100 machine had no working
+# Vulkan driver): its steps would only fail case by case, spending the device time
+need=" $targets "
+[[ " $steps " == *" vconv "* ]] && need+=" vulkan "
+for t in $need; do
+  if ! grep -Eq "^$t +available" "$out/devices.txt"; then
+    echo "gpu_visit.sh: target $t is not available on this machine: $(grep -E "^$t " "$out/devices.txt" | head -1)"
+    exit 3
+  fi
+done
 
 # the fused median, min and max of the last `portc bench --json $out/copygap.json`
 copy_ms() {
