@@ -92,11 +92,10 @@ kir_schedule schedule_of(portc_graph *g, const char *target, int i, portc_bindin
   return s;
 }
 
-// lowers g (which the module refers to: keep it) and schedules every kernel with the Vulkan
-// target's rules for no device (16 KiB of shared memory, 64 work groups wanted); nullptr where it
-// does not lower
-kir_module *target_schedules(const Graph &g, const char *name) {
-  lower_options lo = {};
+// lowers g (which the module refers to: keep it; with lo, or the default options) and schedules
+// every kernel with the target's rules for no device (Vulkan's: 16 KiB of shared memory, 64 work
+// groups wanted); nullptr where it does not lower
+kir_module *target_schedules(const Graph &g, const char *name, lower_options lo = {}) {
   kir_module *km = nullptr;
   int device;
   const target *tg = target_find(name, &device);
@@ -618,12 +617,11 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
   ASSERT_TRUE(g);
   lower_options lo = {};
   lo.channels_last = 1u << PORTC_F16; /* vk_channels_last on such a device */
-  kir_module *km = nullptr;
-  ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+  kir_module *km = target_schedules(g, "vulkan", lo);
+  ASSERT_NE(km, nullptr) << portc_last_error();
   ASSERT_EQ(km->nk, 3);
   int device;
   const target *tg = target_find("vulkan", &device);
-  for (int j = 0; j < km->nk; j++) km->k[j].sched = {}, tg->schedule(km, j, -1);
   char why[256] = "";
   /* the check passes, or refuses only for the shared memory of this machine's device (lavapipe's
    * 32 KiB), while the shape fits the 48 KiB of NVIDIA's */
