@@ -37,9 +37,11 @@ static portc_status info_fill(const portc_module *m, portc_bindings *b, portc_mo
   info->flushes_denormals = m->t->flushes_denormals && m->t->flushes_denormals(m->handle);
   for (int i = 0; i < m->km->nk; i++) info->tuned_kernels += strcmp(m->km->k[i].sched.source, "rules") != 0;
   info->uploaded_bytes = m->uploaded, info->downloaded_bytes = m->downloaded;
+  info->derived_kernels = derived_kernels(m->km), info->last_run_kernels = m->launched;
   int64_t S[64] = {0};
   if (m->km->g->nsyms > 64 || !symbols(m, b, S)) return err_set(PORTC_ERR_SHAPE, "info: symbol values are needed for sizes");
   for (int i = 0; i < m->km->nk; i++) {
+    if (m->km->k[i].derived) continue; /* not part of a run once its result is kept */
     int64_t by, fl;
     kir_cost(m->km, &m->km->k[i], S, &by, &fl);
     info->bytes += by;
@@ -50,6 +52,7 @@ static portc_status info_fill(const portc_module *m, portc_bindings *b, portc_mo
   if (st) return st;
   info->arena_bytes = plan.arena_bytes;
   info->intermediate_bytes = plan.naive_bytes;
+  info->kept_bytes = plan.kept_bytes;
   for (int i = 0; i < m->km->nbuf; i++)
     if (m->km->buf[i].role != BUF_TEMP)
       info->io_bytes += shape_count(&m->km->buf[i].sh, S) * (int64_t)portc_dtype_size(m->km->buf[i].dt);
@@ -144,10 +147,11 @@ static char *explain(const portc_module *m, portc_bindings *b) {
     if (sized) {
       int64_t by, fl;
       kir_cost(km, k, S, &by, &fl);
-      tb += by, tf += fl;
+      if (!k->derived) tb += by, tf += fl;
       sb_printf(&out, "\n  moves %lld bytes, %lld FLOPs", (long long)by, (long long)fl);
     }
     sb_printf(&out, "\n  ends:   %s\n", k->why);
+    if (k->derived) sb_printf(&out, "  kept:   computed from parameters and constants alone; run again only when one is set anew\n");
     schedule_line(k, &out);
     char note[400] = "";
     if (m->t->kernel_note) m->t->kernel_note(m->handle, i, note, sizeof note);
@@ -158,6 +162,10 @@ static char *explain(const portc_module *m, portc_bindings *b) {
     if (plan_memory(km, S, &plan, NULL) == PORTC_OK)
       sb_printf(&out, "\ntotal: %lld bytes moved, %lld FLOPs; intermediates: %lld bytes planned in one arena (%lld if each had its own)\n",
                 (long long)tb, (long long)tf, (long long)plan.arena_bytes, (long long)plan.naive_bytes);
+    int nd = derived_kernels(km);
+    if (nd && plan_memory(km, S, &plan, NULL) == PORTC_OK)
+      sb_printf(&out, "kept: %d kernel%s computed from parameters alone (not in the total), %lld bytes of results kept on the device between runs\n", nd,
+                nd == 1 ? "" : "s", (long long)plan.kept_bytes);
     if (km->remat_values)
       sb_printf(&out, "rematerialization: %d values computed again where they are read late, or partial sums kept (%lld bytes without)\n",
                 km->remat_values, (long long)km->remat_arena_before);

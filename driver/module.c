@@ -265,6 +265,7 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
     if (!o->rules_only) tune_schedules(t, m->km, device, force);
     for (int i = 0; i < m->km->nk && o->rules_only; i++) snprintf(m->km->k[i].sched.source, sizeof m->km->k[i].sched.source, "rules");
   }
+  derived_mark(m);
   if (log_enabled("fusion")) kir_print(m->km, stderr);
   char *source = emit_module(t->dialect, m->km);
   if (!source) {
@@ -312,6 +313,7 @@ typedef struct run_state {
   void *arena;
   dev_buf *dev;         /* targets with their own memory: per buffer, what bufs point to */
   bool *on_device;      /* per buffer: a parameter the device holds already, or an update's value that stays there */
+  bool derived_ready;   /* the kept buffers hold the derived kernels' results: they are not launched (derived.c) */
   int64_t S[64];
 } run_state;
 
@@ -359,8 +361,12 @@ static portc_status prepare_device(portc_module *m, run_state *r, const mem_plan
   for (int i = 0; i < km->nbuf && !st; i++) {
     const kir_buf *kb = &km->buf[i];
     int64_t bytes = shape_count(&kb->sh, r->S) * (int64_t)portc_dtype_size(kb->dt);
-    if (kb->role == BUF_TEMP) {
+    if (kb->role == BUF_TEMP && !kb->kept) {
       r->dev[i] = (dev_buf){arena, offsets[i], bytes};
+    } else if (kb->kept) { /* its own allocation, kept between runs: a new one holds nothing yet */
+      void *had = m->dev_obj ? m->dev_obj[i] : NULL;
+      if (!(st = dev_slot(m, i, bytes, &r->dev[i].obj))) r->dev[i].bytes = bytes;
+      if (st || r->dev[i].obj != had) m->derived_fresh = false;
     } else if (!(st = dev_slot(m, i, bytes, &r->dev[i].obj))) {
       r->dev[i].bytes = bytes;
       if (bytes && !r->on_device[i]) st = m->t->gpu->write(m->handle, r->dev[i].obj, 0, r->owned[i]->data, bytes);
@@ -425,10 +431,12 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r, bo
     case BUF_INPUT:
       if (device && resident_current(m, i, b, bytes)) r->on_device[i] = true; /* uploaded by an earlier run, unchanged since */
       else st = bindings_source(m->g, b, m->src_node[i], &r->owned[i]);
+      if (kb->role == BUF_PARAM && !r->on_device[i]) m->derived_fresh = false; /* a value the derived kernels may read is new */
       break;
     case BUF_CONST:
       if (device && resident_current(m, i, b, bytes)) r->on_device[i] = true;
       else st = module_const_tensor(&km->g->nodes[kb->node], shape, &r->owned[i]);
+      if (!r->on_device[i]) m->derived_fresh = false;
       break;
     case BUF_OUTPUT:
       if (r->on_device[i]) break; /* written by the run, read by the next one, never by the host */
@@ -442,22 +450,30 @@ static portc_status prepare(portc_module *m, portc_bindings *b, run_state *r, bo
   if (st == PORTC_ERR_NOMEM) err_set(st, "run: out of memory for inputs and outputs");
   if (!st && device) st = prepare_device(m, r, &plan, offsets);
   free(offsets);
+  if (st) m->derived_fresh = false;
+  r->derived_ready = m->derived_fresh;
   return st;
 }
 
 /* launches every kernel; *seconds gets the device's time for them, or the host clock's */
 static portc_status execute(portc_module *m, run_state *r, double *seconds) {
   double t0 = now();
-  for (int i = 0; i < m->km->nk; i++) {
-    portc_status st = m->t->launch(m->handle, i, r->bufs, r->S);
+  portc_status st = PORTC_OK;
+  m->launched = 0;
+  m->derived_fresh = false; /* until the run is through: a failed one may have left them half written */
+  for (int i = 0; i < m->km->nk && !st; i++) {
+    if (r->derived_ready && m->km->k[i].derived) continue; /* its result is kept from an earlier run */
+    st = m->t->launch(m->handle, i, r->bufs, r->S);
     if (st) {
       const kir_kernel *k = &m->km->k[i];
       return err_set(st, "kernel %d (%s): %s", i, m->km->g->nodes[k->node >= 0 ? k->node : 0].name, portc_last_error());
     }
+    m->launched++;
   }
-  if (m->t->gpu) return m->t->gpu->end(m->handle, seconds);
-  *seconds = now() - t0;
-  return PORTC_OK;
+  if (m->t->gpu) st = m->t->gpu->end(m->handle, seconds);
+  else *seconds = now() - t0;
+  r->derived_ready = m->derived_fresh = !st;
+  return st;
 }
 
 /* kernel i alone (its inputs are where the last whole run left them); *seconds as execute's */

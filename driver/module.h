@@ -33,6 +33,10 @@ struct portc_module {
   uint64_t *res_bid, *res_stamp;
   ptr_set held; /* of portc_bindings */
   int64_t uploaded, downloaded; /* the last run's host-device copies (portc_module_info) */
+  /* derived.c: whether the kept buffers hold what the derived kernels would compute from the
+   * parameters the device holds; the last run's launches (portc_module_info) */
+  bool derived_fresh;
+  int launched;
   /* recompiles (recompile.c): a specialized module run with other symbol values compiles again,
    * with the options it was compiled with (target copied), keeping what it compiled */
   portc_compile_options opts;
@@ -112,6 +116,12 @@ portc_status resident_adopt(portc_module *m, portc_bindings *b, bool keep);
 /* before a run with b overwrites the buffers: values held for other bindings go back to them */
 portc_status resident_handover(portc_module *m, const portc_bindings *b);
 void resident_release(portc_module *m);
+
+/* derived.c: marks the kernels of m->km that read only parameters, constants and the buffers
+ * such kernels store (kept on the device, apart from the arena), where m can keep them; how many
+ * kernels km has so marked */
+void derived_mark(portc_module *m);
+int derived_kernels(const kir_module *km);
 
 /* hold and release the module's lock, then b's (b may be NULL) */
 void module_lock(const portc_module *m, portc_bindings *b);

@@ -80,6 +80,8 @@ typedef struct kir_buf {
   buf_role role;
   portc_dtype dt;
   shape sh;
+  bool kept; /* a temp computed from parameters and constants alone: a GPU module keeps it on the
+              * device between runs, apart from the arena (driver/derived.c) */
 } kir_buf;
 
 /* How a kernel runs: filled once per kernel by its target's schedule hook (targets/target.h),
@@ -138,6 +140,8 @@ typedef struct kir_kernel {
   int nnodes;
   char why[160];      /* why the kernel ends where it does */
   kir_schedule sched;
+  bool derived;       /* reads only parameters, constants and kept buffers, and stores only kept
+                       * ones: a GPU module runs it again only when those change (driver/derived.c) */
 } kir_kernel;
 
 typedef struct kir_module {
@@ -188,8 +192,10 @@ void kir_cost(const kir_module *m, const kir_kernel *k, const int64_t *sym, int6
 typedef struct mem_plan {
   int64_t arena_bytes; /* planned peak */
   int64_t naive_bytes; /* the sum of all temps */
+  int64_t kept_bytes;  /* the kept temps, which are not in the arena */
 } mem_plan;
-/* offsets (per buffer, may be NULL) receives each temp's byte offset in the arena */
+/* offsets (per buffer, may be NULL) receives each temp's byte offset in the arena (kept temps
+ * have none) */
 portc_status plan_memory(const kir_module *m, const int64_t *sym, mem_plan *plan, int64_t *offsets);
 
 #endif

@@ -65,8 +65,13 @@ portc_status plan_memory(const kir_module *m, const int64_t *sym, mem_plan *plan
     return err_set(PORTC_ERR_NOMEM, "plan_memory: out of memory");
   }
   int n = 0;
+  plan->kept_bytes = 0;
   for (int b = 0; b < m->nbuf; b++) {
     if (m->buf[b].role != BUF_TEMP) continue;
+    if (m->buf[b].kept) { /* its own allocation, which lives as long as the module */
+      plan->kept_bytes += shape_count(&m->buf[b].sh, sym) * (int64_t)portc_dtype_size(m->buf[b].dt);
+      continue;
+    }
     int first = -1, last = -1;
     for (int k = 0; k < m->nk; k++) {
       const kir_kernel *kk = &m->k[k];

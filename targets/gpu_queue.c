@@ -17,7 +17,8 @@ portc_status gpu_queue_init(gpu_queue *q, const char *target, const kir_module *
   q->pending = calloc((size_t)q->nk + 1, sizeof *q->pending);
   q->recorded = calloc((size_t)q->nk + 1, sizeof *q->recorded);
   q->launched = calloc((size_t)q->nk + 1, sizeof *q->launched);
-  if (!q->args || !q->pending || !q->recorded || !q->launched) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", target);
+  q->in_recording = calloc((size_t)q->nk + 1, sizeof *q->in_recording);
+  if (!q->args || !q->pending || !q->recorded || !q->launched || !q->in_recording) return err_set(PORTC_ERR_NOMEM, "%s: out of memory", target);
   for (int i = 0; i < q->nk; i++) {
     gpu_args *a = &q->args[i];
     a->nbind = kernel_buffers(km, i, a->bind, GPU_MAX_ARGS);
@@ -33,6 +34,7 @@ void gpu_queue_free(gpu_queue *q) {
   free(q->pending);
   free(q->recorded);
   free(q->launched);
+  free(q->in_recording);
   memset(q, 0, sizeof *q);
 }
 
@@ -59,11 +61,24 @@ static portc_status issue_all(gpu_queue *q, const gpu_queue_ops *ops, void *rt, 
   return st;
 }
 
+/* every kernel is launched, or derived (its result kept from an earlier run) */
+static bool whole_run(const gpu_queue *q) {
+  for (int i = 0; i < q->nk; i++)
+    if (!q->launched[i] && !q->km->k[i].derived) return false;
+  return true;
+}
+
+/* the same kernels as the recording, with the same buffers and symbol values */
+static bool as_recorded(const gpu_queue *q) {
+  for (int i = 0; i < q->nk; i++)
+    if (q->launched[i] != q->in_recording[i] || (q->launched[i] && memcmp(&q->pending[i], &q->recorded[i], sizeof q->pending[i]))) return false;
+  return true;
+}
+
 static portc_status run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double *seconds) {
-  size_t bytes = sizeof *q->pending * (size_t)q->nk;
-  bool whole = q->nlaunched == q->nk;
+  bool whole = whole_run(q);
   bool records = ops->always_records || (q->reduce_overhead && whole);
-  bool replay = q->reduce_overhead && whole && q->has_recording && memcmp(q->pending, q->recorded, bytes) == 0;
+  bool replay = q->reduce_overhead && whole && q->has_recording && as_recorded(q);
   portc_status st = PORTC_OK;
   if (!replay) {
     if (ops->prepare && (st = ops->prepare(rt))) return st;
@@ -72,7 +87,8 @@ static portc_status run(gpu_queue *q, const gpu_queue_ops *ops, void *rt, double
       if ((st = ops->record_begin(rt))) return st;
       st = ops->record_end(rt, issue_all(q, ops, rt, ops->always_records));
       if (st) return st;
-      memcpy(q->recorded, q->pending, bytes);
+      memcpy(q->recorded, q->pending, sizeof *q->pending * (size_t)q->nk);
+      memcpy(q->in_recording, q->launched, sizeof *q->launched * (size_t)q->nk);
       q->has_recording = whole;
     }
   }

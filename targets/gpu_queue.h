@@ -5,7 +5,9 @@
  * of range) cleared before them and read after. In reduce-overhead mode the issued sequence is
  * recorded once (a CUDA graph, a Vulkan command buffer) and replayed while the launches stay
  * the same. A run may also launch only some kernels (the tuner times one alone): then only those
- * are issued, and nothing is replayed or kept as the recording. A runtime supplies the calls
+ * are issued, and nothing is replayed or kept as the recording, unless the kernels left out are
+ * derived ones (driver/derived.c: their results are kept), which a whole run may skip: such a run
+ * records, and replays a recording that left out the same ones. A runtime supplies the calls
  * that differ (gpu_queue_ops) and only issues.
  */
 #ifndef PORTC_TARGETS_GPU_QUEUE_H
@@ -56,6 +58,7 @@ typedef struct gpu_queue {
   bool reduce_overhead, has_recording;
   gpu_launch *pending, *recorded;
   bool *launched;     /* per kernel: launched in this run */
+  bool *in_recording; /* per kernel: launched in the recorded run */
   int nlaunched;
 } gpu_queue;
 

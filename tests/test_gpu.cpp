@@ -281,6 +281,51 @@ TEST_P(Gpu, UnknownDeviceIndexSaysWhichExist) {
 // epilogue after it, agree with the CPU; `portc explain` says which one runs
 class Cuda : public Gpu {};
 
+// A kernel that reads only parameters (here w's exp; under autocast, every weight's cast) runs in
+// the first run and then not, its result kept on the device, until a parameter is set anew; in
+// both modes, the replayed recording of reduce-overhead too.
+TEST_P(Gpu, KernelsOfParametersAloneRunAgainOnlyWhenAParameterChanges) {
+  Graph g = parse("input x: f32[8, 6]\nparam w: f32[6, 4] = normal(std=0.5, seed=1)\nv = exp(w)\ny = matmul(x, v)\noutput y\n");
+  for (portc_mode mode : {PORTC_MODE_DEFAULT, PORTC_MODE_REDUCE_OVERHEAD}) {
+    portc_bindings *b = portc_bindings_new(g.get());
+    portc_bindings_set_seed(b, 3);
+    portc_module *m = compile_on(target, g.get(), b, mode), *cpu = compile_on("cpu", g.get(), b);
+    ASSERT_TRUE(m && cpu);
+    portc_module_info info = {};
+    info.size = sizeof info;
+    ASSERT_EQ(portc_module_info_get(m, b, &info), PORTC_OK);
+    ASSERT_EQ(info.derived_kernels, 1) << "exp(w): a kernel of its own, since a matmul operand is stored";
+    EXPECT_EQ(info.kept_bytes, 6 * 4 * 4);
+    const int all = info.kernels;
+    auto check = [&](int launched, const char *when) {
+      portc_tensor *got = nullptr, *want = nullptr;
+      ASSERT_EQ(portc_module_run(m, b, &got), PORTC_OK) << portc_last_error();
+      ASSERT_EQ(portc_module_run(cpu, b, &want), PORTC_OK) << portc_last_error();
+      expect_near(values(got), values(want), 2e-5);
+      portc_tensor_free(got), portc_tensor_free(want);
+      ASSERT_EQ(portc_module_info_get(m, b, &info), PORTC_OK);
+      EXPECT_EQ(info.last_run_kernels, launched) << when << " (mode " << mode << ")";
+    };
+    check(all, "the first run computes exp(w)");
+    check(all - 1, "the second keeps it");
+    check(all - 1, "and the third");
+    const portc_tensor *w = portc_bindings_get(b, "w");
+    ASSERT_TRUE(w);
+    portc_tensor *nw = portc_tensor_new(w->dtype, w->rank, w->shape);
+    for (int64_t e = 0; e < portc_tensor_numel(nw); e++) portc_tensor_set(nw, e, 0.25 - portc_tensor_get(w, e));
+    ASSERT_EQ(portc_bindings_set(b, "w", nw), PORTC_OK);
+    portc_tensor_free(nw);
+    check(all, "a new w: exp(w) again");
+    check(all - 1, "then kept again");
+    double t[3] = {0, 0, 0}; /* timed runs after a run: nothing to compute again */
+    EXPECT_EQ(portc_module_time(m, b, 3, t), PORTC_OK) << portc_last_error();
+    check(all - 1, "after timed runs");
+    portc_module_free(m);
+    portc_module_free(cpu);
+    portc_bindings_free(b);
+  }
+}
+
 // A training step keeps the parameters and the optimizer state on the device: portc_module_step
 // uploads them once, reads back only the loss, and computes exactly what portc_module_run
 // computes; the bindings read the newest values back when asked (get, a checkpoint, a run of

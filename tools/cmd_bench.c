@@ -199,6 +199,9 @@ static void print_measure(const char *what, const measure *m) {
   printf("%-6s %3d kernels  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GB/s  %8.2f GFLOP/s  compile cold %.3f s, warm %.4f s\n", what,
          m->info.kernels, m->med * 1e3, m->min * 1e3, m->max * 1e3, (double)m->info.bytes / m->med / 1e9,
          (double)m->info.flops / m->med / 1e9, m->cold, m->warm);
+  if (m->info.derived_kernels)
+    printf("       %d of them compute from parameters alone: run once, their %.2f MB kept on the device (not in the steady-state times, bytes or FLOPs)\n",
+           m->info.derived_kernels, (double)m->info.kept_bytes / 1e6);
   if (m->step_wall > 0)
     printf("steps  portc_module_step %9.3f ms (up %.2f MB, down %.2f MB)  portc_module_run %9.3f ms (up %.2f MB, down %.2f MB), host clock\n",
            m->step_wall * 1e3, (double)m->step_up / 1e6, (double)m->step_down / 1e6, m->run_wall * 1e3, (double)m->run_up / 1e6,
@@ -221,10 +224,11 @@ static void json_measure(FILE *f, const char *what, const measure *m) {
   fprintf(f,
           "\"%s\": {\"kernels\": %d, \"median_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"spread\": %.6g, \"bytes\": %lld, \"flops\": %lld, "
           "\"gbps\": %.6g, \"gflops\": %.6g, \"compile_cold_s\": %.6g, \"compile_warm_s\": %.6g, \"arena_bytes\": %lld, "
-          "\"intermediate_bytes\": %lld, \"io_bytes\": %lld, \"tuned_kernels\": %d, \"samples_s\": [",
+          "\"intermediate_bytes\": %lld, \"io_bytes\": %lld, \"tuned_kernels\": %d, \"derived_kernels\": %d, \"kept_bytes\": %lld, \"samples_s\": [",
           what, m->info.kernels, m->med, m->min, m->max, m->spread, (long long)m->info.bytes, (long long)m->info.flops,
           (double)m->info.bytes / m->med / 1e9, (double)m->info.flops / m->med / 1e9, m->cold, m->warm,
-          (long long)m->info.arena_bytes, (long long)m->info.intermediate_bytes, (long long)m->info.io_bytes, m->info.tuned_kernels);
+          (long long)m->info.arena_bytes, (long long)m->info.intermediate_bytes, (long long)m->info.io_bytes, m->info.tuned_kernels,
+          m->info.derived_kernels, (long long)m->info.kept_bytes);
   for (int i = 0; i < m->n; i++) fprintf(f, "%s%.9g", i ? ", " : "", m->samples[i]);
   fprintf(f, "]");
   if (m->step_wall > 0)

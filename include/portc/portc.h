@@ -542,6 +542,13 @@ typedef struct portc_module_info {
   /* the last run's copies between host and device (targets with their own memory): inputs, the
    * parameters the device did not hold yet and poisoned outputs up; outputs down */
   int64_t uploaded_bytes, downloaded_bytes;
+  /* kernels that compute from parameters and constants alone (under autocast, the weights'
+   * casts): a GPU module keeps their results on the device (kept_bytes, not in the arena) and
+   * runs them again only when a parameter is set anew; bytes and flops leave them out. How many
+   * kernels the last run launched. */
+  int derived_kernels;
+  int64_t kept_bytes;
+  int last_run_kernels;
 } portc_module_info;
 #define PORTC_MODULE_INFO_INIT {.size = sizeof(portc_module_info)}
 /* Numbers of the module; the byte and FLOP counts use the symbol values in b when given. */
