@@ -14,9 +14,11 @@
  * every buffer it stores is a temp of a fixed size that only derived kernels store (a concat's
  * slab stored by a kernel that runs every time would otherwise be lost). Graphs that train update
  * their parameters every step, so they have no derived kernels. Neither have WebGPU modules: a
- * web bundle's runner (export.c) runs every kernel into one arena.
+ * web bundle's runner (export.c) runs every kernel into one arena. PORTC_DERIVED=rerun runs
+ * every kernel every time (the A/B baseline).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "module.h"
 
@@ -60,15 +62,19 @@ static bool mark(kir_module *km) {
   return true;
 }
 
-void derived_mark(portc_module *m) {
+portc_status derived_mark(portc_module *m) {
   kir_module *km = m->km;
   for (int i = 0; i < km->nk; i++) km->k[i].derived = false;
   for (int b = 0; b < km->nbuf; b++) km->buf[b].kept = false;
   m->derived_fresh = false;
-  if (!resident_capable(m) || m->g->nupd || m->t->web || km->eager) return;
+  const char *env = getenv("PORTC_DERIVED");
+  if (env && *env && strcmp(env, "rerun") && strcmp(env, "keep"))
+    return err_set(PORTC_ERR_INVALID, "PORTC_DERIVED is '%s': keep (the default) or rerun", env);
+  if (!resident_capable(m) || m->g->nupd || m->t->web || km->eager || (env && !strcmp(env, "rerun"))) return PORTC_OK;
   for (int i = 0; i < km->nk; i++) km->k[i].derived = true; /* until a read or a store rules it out */
   if (!mark(km))
     for (int i = 0; i < km->nk; i++) km->k[i].derived = false; /* out of memory: every kernel runs every time */
+  return PORTC_OK;
 }
 
 int derived_kernels(const kir_module *km) {

@@ -265,7 +265,10 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
     if (!o->rules_only) tune_schedules(t, m->km, device, force);
     for (int i = 0; i < m->km->nk && o->rules_only; i++) snprintf(m->km->k[i].sched.source, sizeof m->km->k[i].sched.source, "rules");
   }
-  derived_mark(m);
+  if ((st = derived_mark(m))) {
+    portc_module_free(m);
+    return st;
+  }
   if (log_enabled("fusion")) kir_print(m->km, stderr);
   char *source = emit_module(t->dialect, m->km);
   if (!source) {

@@ -118,9 +118,10 @@ portc_status resident_handover(portc_module *m, const portc_bindings *b);
 void resident_release(portc_module *m);
 
 /* derived.c: marks the kernels of m->km that read only parameters, constants and the buffers
- * such kernels store (kept on the device, apart from the arena), where m can keep them; how many
+ * such kernels store (kept on the device, apart from the arena), where m can keep them and
+ * PORTC_DERIVED does not say rerun (an error when it says neither that nor keep); how many
  * kernels km has so marked */
-void derived_mark(portc_module *m);
+portc_status derived_mark(portc_module *m);
 int derived_kernels(const kir_module *km);
 
 /* hold and release the module's lock, then b's (b may be NULL) */

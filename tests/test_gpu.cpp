@@ -324,6 +324,20 @@ TEST_P(Gpu, KernelsOfParametersAloneRunAgainOnlyWhenAParameterChanges) {
     portc_module_free(cpu);
     portc_bindings_free(b);
   }
+  setenv("PORTC_DERIVED", "rerun", 1); /* the A/B baseline: every kernel every run */
+  portc_module *m = compile_on(target, g.get(), nullptr);
+  portc_module_info info = {};
+  info.size = sizeof info;
+  ASSERT_TRUE(m);
+  ASSERT_EQ(portc_module_info_get(m, nullptr, &info), PORTC_OK);
+  EXPECT_EQ(info.derived_kernels, 0);
+  portc_module_free(m);
+  setenv("PORTC_DERIVED", "sometimes", 1);
+  portc_compile_options o = {};
+  o.target = target;
+  EXPECT_EQ(portc_compile(g.get(), &o, nullptr, &m), PORTC_ERR_INVALID);
+  EXPECT_NE(std::string(portc_last_error()).find("PORTC_DERIVED is 'sometimes'"), std::string::npos) << portc_last_error();
+  unsetenv("PORTC_DERIVED");
 }
 
 // A training step keeps the parameters and the optimizer state on the device: portc_module_step
