@@ -129,7 +129,7 @@ void cu_describe(FILE *out) {
   fprintf(out, "  compiler: %s\n", cu_compiler_id(why, sizeof why));
   const char *own = getenv("PORTC_CUDA_KERNELS");
   fprintf(out, "  tensor-core kernels of portc's own (wgmma, flash, conv) taken: %s\n",
-          own ? (*own ? own : "none") : "wgmma, flash (the default; PORTC_CUDA_KERNELS lists others)");
+          own ? (*own ? own : "none") : "wgmma, flash, conv (the default; PORTC_CUDA_KERNELS lists fewer)");
   for (int i = 0; i < ndev; i++) {
     cu_context *c = cu_context_get(i, why, sizeof why);
     if (!c) {

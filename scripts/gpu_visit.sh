@@ -29,6 +29,10 @@
 #             cases again in 3 slices (split-K), then (unless VCONV_ONNX=0) the ONNX CNNs under
 #             --autocast f16 checked and timed with them and under each of $VCONV_VARIANTS (by
 #             default PORTC_VULKAN_KERNELS=none: NCHW on the SIMT kernel)
+#   derived   kernels of parameters alone kept between runs (driver/derived.c) against
+#             PORTC_DERIVED=rerun: the ONNX models of an earlier `onnx` step of this visit (else
+#             ONNX_MODELS, default resnet18,resnet50, exported under --autocast f16) and the
+#             transformer example, under --autocast f16, per target, each timed in turn twice
 #   split     the convolution-bearing cases again, per target, with every tiled convolution's
 #             reduction in 3 slices (split-K, forced by a site tune table); on cuda also under memcheck
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
@@ -390,6 +394,30 @@ for step in $steps; do
       $([ -n "${ZOO_LONG:-}" ] && echo --long || echo --wide) ${ZOO_ONLY:+--only "$ZOO_ONLY"} >"$out/zoo.txt" 2>&1
     summary+=("zoo (rc $?):" "$(grep -E '^FAIL|^zoo:' "$out/zoo.txt" | cut -c1-300)")
     rm -rf "$out/zoo"
+    ;;
+  derived)
+    models=$out/onnx
+    if ! ls "$models"/*/model.onnx >/dev/null 2>&1; then
+      ONNX_AUTOCAST=f16 ONNX_MODELS=${ONNX_MODELS:-resnet18,resnet50} OUT=$out/derived scripts/gpu_visit.sh onnx >"$out/derived_onnx.txt" 2>&1
+      models=$out/derived/onnx
+    fi
+    for t in $targets; do
+      for g in "$models"/*/model.onnx examples/transformer.ptg; do
+        name=$(basename "$(dirname "$g")")
+        flags=(-t "$t" --autocast f16 --iters 30 --warmup 3 --no-eager --json "$out/derived.json")
+        if [[ $g == *transformer* ]]; then name=transformer flags+=(--set B=16 --set S=512); else flags+=(--set N=32); fi
+        line="$t $name under --autocast f16, ms:"
+        for round in 1 2; do
+          for variant in PORTC_DERIVED=keep PORTC_DERIVED=rerun; do
+            env "$variant" "$portc" bench "$g" "${flags[@]}" >>"$out/derived_$t.txt" 2>&1
+            ms=$(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print("%.3f (%d kept)" % (f["median_s"]*1e3, f.get("derived_kernels", 0)))' "$out/derived.json" 2>/dev/null)
+            line+=" ${variant#PORTC_DERIVED=} ${ms:-failed}"
+            rm -f "$out/derived.json"
+          done
+        done
+        summary+=("$line")
+      done
+    done
     ;;
   onnx)
     PYTHONUNBUFFERED=1 python3 bench/onnx_vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${ONNX_MODELS:+--models "$ONNX_MODELS"} \
