@@ -401,6 +401,15 @@ static void fusion_cases(conf_cases *cs) {
   text(add(cs, "fusion", "fusion/weight-gradient-over-a-batch"),
        "input x: f32[3, 40, 24]\ninput dy: f32[3, 40, 16]\nxt = permute(x, perm=[0, 2, 1])\np = matmul(xt, dy)\n"
        "dw = sum(p, axes=[0])\nk = sum(p, axes=[0], keepdim=true)\noutput dw, k\n");
+  /* a weight matmul of sequence-first rows from a batch-first input, as ONNX exporters write an
+   * attention's in-projection: the rows as they lie, permuted after, bias and relu moved with it
+   * (lower/matmul_rows.c); h, an output, keeps its order; f16 for the tensor-core kernels */
+  text(add(cs, "fusion", "fusion/matmul-of-permuted-rows"),
+       "input x: f32[4, 33, 40]\ninput w: f32[40, 24]\ninput b: f32[24]\nt = permute(x, perm=[1, 0, 2])\nh = matmul(t, w)\n"
+       "hb = add(h, b)\ny = relu(hb)\noutput y, h\n");
+  text(add(cs, "fusion", "fusion/matmul-of-permuted-rows-f16"),
+       "input x: f16[2, 64, 3, 32]\ninput w: f16[32, 48]\nt = permute(x, perm=[2, 0, 1, 3])\nh = matmul(t, w)\nconst c: f16[] = 0.5\n"
+       "y = mul(h, c)\noutput y\n");
   text(add(cs, "fusion", "fusion/matmul-bias-gelu"),
        "input x: f32[65, 127]\ninput w: f32[127, 96]\ninput b: f32[96]\nh = matmul(x, w)\nhb = add(h, b)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "fusion", "fusion/matmul-residual"),

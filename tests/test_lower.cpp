@@ -159,6 +159,52 @@ TEST(Passes, BatchedMatmulSummedOverItsBatchIsOneMatmul) {
   }
 }
 
+// A weight matmul of rows in another order (an exporter's sequence-first in-projection of a
+// batch-first input) reads the rows as they lie and permutes its result, its bias and activation
+// moving with it: one kernel, the matmul with its epilogue, whose left operand is x itself.
+TEST(Passes, WeightMatmulOfPermutedRowsReadsThemAsTheyLie) {
+  const char *text = "input x: f32[4, 33, 40]\ninput w: f32[40, 24]\ninput b: f32[24]\nt = permute(x, perm=[1, 0, 2])\nh = matmul(t, w)\n"
+                     "hb = add(h, b)\ny = relu(hb)\noutput y\n";
+  Graph g = parse(text);
+  ASSERT_TRUE(g);
+  portc_graph *c = nullptr;
+  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+  bool changed = false;
+  ASSERT_EQ(matmul_rows(&c, &changed), PORTC_OK) << portc_last_error();
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  int mm = -1;
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].op == OP_matmul) mm = i;
+  ASSERT_GE(mm, 0);
+  EXPECT_STREQ(c->nodes[c->nodes[mm].in[0]].name, "x");
+  int y = c->outputs[0];
+  EXPECT_EQ(c->nodes[y].op, OP_permute);
+  EXPECT_STREQ(c->nodes[y].name, "y");
+  EXPECT_EQ(c->nodes[c->nodes[y].in[0]].op, OP_relu);
+  portc_graph_free(c);
+  std::vector<kir_kind> k;
+  EXPECT_EQ(kernels(text, false, &k), 2); // the matmul with bias and relu, then y in its order
+  EXPECT_EQ(k[0], KK_MATMUL);
+  // the reduced axis moved, a batched right operand, or an epilogue operand per row stay as they are
+  for (const char *other : {"input x: f32[4, 40, 33]\ninput w: f32[40, 24]\nt = permute(x, perm=[0, 2, 1])\nh = matmul(t, w)\noutput h\n",
+                            "input x: f32[4, 33, 40]\ninput w: f32[33, 40, 24]\nt = permute(x, perm=[1, 0, 2])\nh = matmul(t, w)\noutput h\n",
+                            "input x: f32[4, 33, 40]\ninput w: f32[40, 24]\ninput s: f32[33, 4, 24]\nt = permute(x, perm=[1, 0, 2])\n"
+                            "h = matmul(t, w)\ny = add(h, s)\noutput y\n"}) {
+    Graph o = parse(other);
+    ASSERT_TRUE(o);
+    ASSERT_EQ(graph_copy(o.get(), nullptr, &c), PORTC_OK);
+    ASSERT_EQ(matmul_rows(&c, &changed), PORTC_OK);
+    bool moved = false; // the add of a per-row operand keeps reading the permuted result
+    for (int i = 0; i < c->n; i++) moved = moved || (c->nodes[i].op == OP_add && strstr(c->nodes[i].name, ".rows"));
+    EXPECT_FALSE(moved) << other;
+    if (!strstr(other, "input s")) {
+      EXPECT_FALSE(changed) << other;
+    }
+    portc_graph_free(c);
+  }
+}
+
 static int count_dtype(const portc_graph *g, enum op op, portc_dtype dt) {
   int n = 0;
   for (int i = 0; i < g->n; i++) n += g->nodes[i].op == op && g->nodes[i].dt == dt;
