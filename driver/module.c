@@ -170,7 +170,12 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
   if (o->dump_after) {
     bool known = false;
     for (int i = 0; lower_pass_names[i]; i++) known = known || strcmp(o->dump_after, lower_pass_names[i]) == 0;
-    if (!known) return err_set(PORTC_ERR_INVALID, "compile: dump_after '%s' is not a pass (specialize, decompose, fold, cse, dce, fuse)", o->dump_after);
+    if (!known) {
+      char list[512] = "";
+      for (int i = 0; lower_pass_names[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", lower_pass_names[i]);
+      return err_set(PORTC_ERR_INVALID, "compile: dump_after '%s' is not a pass (%s)", o->dump_after, list);
+    }
   }
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {

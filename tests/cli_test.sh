@@ -141,6 +141,10 @@ fi
 expect 2 "unknown mode" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --mode fastest
 expect 0 "dump after fuse" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 --dump-after fuse --dump "$tmp"
 contains "# 1 kernels" "fusion dump"
+expect 0 "dump after channels_last" -- "$portc" explain "$src/examples/cnn.ptg" -t cpu --set N=2 --dump-after channels_last
+contains "# after channels_last" "every pass of the pipeline can be dumped"
+expect 1 "dump after no pass" -- "$portc" run "$src/examples/softmax.ptg" -t cpu --set N=2 --dump-after fusion
+contains "'fusion' is not a pass (specialize, form_attention" "an unknown pass is named with the passes there are"
 [ -s "$tmp/softmax.c" ] || { echo "FAIL: --dump wrote no source"; fails=$((fails + 1)); }
 PORTC_LOG=cache "$portc" run "$src/examples/softmax.ptg" -t cpu --seed 1 --set N=2 >"$tmp/out" 2>&1
 contains "[portc cache] hit" "second compile hits the cache"
