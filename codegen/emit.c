@@ -356,6 +356,10 @@ void emit_store_at(emitter *e, const kir_store *st, const shape *space, const ch
   emit_store(e, st->buf, off, vname);
 }
 
+void emit_stores_at(emitter *e, const shape *space, const char *const *idx) {
+  for (int s = 0; s < e->k->nstore; s++) emit_store_at(e, &e->k->store[s], space, idx);
+}
+
 void emit_operand(emitter *e, int slot, const char *const *idx, char *out, size_t len) {
   const kir_kernel *k = e->k;
   char off[128];

@@ -74,6 +74,9 @@ void emit_store(emitter *e, int buf, const char *off, const char *val);
 void emit_unravel(emitter *e, const shape *s, int first, int last, const char *flat, const char *const *names);
 /* the value of store st at index idx (in index space `space`), stored */
 void emit_store_at(emitter *e, const kir_store *st, const shape *space, const char *const *idx);
+/* every store of a matmul or convolution at one output element: its epilogue's value, then what
+ * the fusion stores beside it (fuse.c: a convolution's result narrowed for the next one) */
+void emit_stores_at(emitter *e, const shape *space, const char *const *idx);
 /* operand `slot` of a matmul at index idx, as a compute-type expression */
 void emit_operand(emitter *e, int slot, const char *const *idx, char *out, size_t len);
 /* ROW kernels: marks bit `loop` of used[] for v and the row values it needs */

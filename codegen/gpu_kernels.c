@@ -537,7 +537,7 @@ static void matmul_store(emitter *e, int RB, int VW, const char *acc, const char
   } else {
     emit_line(e, "const %s acc0 = %s;", compute_type(e->m->buf[e->k->in_buf[0]].dt), acc);
     emit_scope_push(e);
-    emit_store_at(e, &e->k->store[0], &e->k->dom, oidx);
+    emit_stores_at(e, &e->k->dom, oidx);
     emit_scope_pop(e);
   }
   gpu_loop_end(e);
@@ -699,7 +699,7 @@ void gpu_conv(emitter *e) {
   emit_line(e, "  }");
   emit_line(e, "const float acc0 = s;");
   emit_scope_push(e);
-  emit_store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_stores_at(e, &k->dom, idxnames);
   emit_scope_pop(e);
   gpu_loop_end(e);
 }
@@ -771,7 +771,7 @@ static void conv_runs(emitter *e, int run) {
     if (ow % run && j) emit_line(e, "if (i3 < OW) {"), e->indent++; /* the last run of a row may stop short */
     emit_line(e, "const float acc0 = s%d;", j);
     emit_scope_push(e);
-    emit_store_at(e, &k->store[0], &k->dom, idxnames);
+    emit_stores_at(e, &k->dom, idxnames);
     emit_scope_pop(e);
     if (ow % run && j) gpu_loop_end(e);
     gpu_loop_end(e);
@@ -994,7 +994,7 @@ void gpu_conv_element(emitter *e, const char *sum) {
   emit_line(e, "%s", last ? conv_last_row : conv_column);
   emit_line(e, "const float acc0 = %s;", acc);
   emit_scope_push(e);
-  emit_store_at(e, &e->k->store[0], &e->k->dom, last ? conv_last_oidx : conv_oidx);
+  emit_stores_at(e, &e->k->dom, last ? conv_last_oidx : conv_oidx);
   emit_scope_pop(e);
 }
 
@@ -1043,7 +1043,7 @@ void gpu_conv_split_sum(emitter *e) {
   conv_acc(e, "s", acc, sizeof acc);
   emit_line(e, "const float acc0 = %s;", acc);
   emit_scope_push(e);
-  emit_store_at(e, &e->k->store[0], &e->k->dom, last ? conv_last_oidx : conv_oidx);
+  emit_stores_at(e, &e->k->dom, last ? conv_last_oidx : conv_oidx);
   emit_scope_pop(e);
   gpu_loop_end(e);
 }

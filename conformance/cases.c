@@ -279,6 +279,12 @@ static void contraction_cases(conf_cases *cs) {
        "input x: f32[2, 8, 10, 10]\ninput w: f32[16, 8, 3, 3]\ninput v: f32[16, 16, 1, 1]\ninput q: f32[16, 4, 3, 3]\n"
        "autocast bf16\nc = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v)\nautocast off\ns = add(d, c)\n"
        "h = conv2d(s, q, padding=[1, 1], groups=4)\ny = sum(h, axes=[2, 3])\noutput y\n");
+  /* autocast's residual stream: a block's f32 output, and its f16 cast for the next convolution
+   * stored beside it by the convolution that computes it (fuse.c) */
+  text(add(cs, "ops", "conv2d/channels-last/f16-autocast-residual-stream"),
+       "input x: f32[2, 16, 9, 7]\ninput w: f32[16, 16, 3, 3]\ninput v: f32[16, 16, 1, 1]\n"
+       "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nautocast off\ns = add(c, x)\ny = relu(s)\n"
+       "autocast f16\nd = conv2d(y, v)\nautocast off\nz = add(d, y)\noutput z\n");
   text(add(cs, "ops", "conv2d/implicit-gemm/residual-relu"),
        "input x: f32[2, 16, 10, 10]\ninput w: f32[16, 16, 3, 3]\ninput b: f32[16]\nc = conv2d(x, w, b, padding=[1, 1])\nr = add(c, x)\n"
        "y = relu(r)\noutput y\n");

@@ -393,7 +393,7 @@ static void conv(emitter *e) {
   emit_line(e, "  }");
   emit_line(e, "const float acc0 = s;");
   emit_scope_push(e);
-  emit_store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_stores_at(e, &k->dom, idxnames);
   emit_scope_pop(e);
   e->indent -= 2;
   emit_line(e, "  }");

@@ -12,7 +12,10 @@
  *     inlined expression is at most 64 ops deep and reads at most 24 buffers: a longer or wider
  *     one is cut into several kernels, as is a chain of views longer than a kernel's index maps.
  *  3. Matmul and conv2d take their elementwise epilogue: the chain of single-consumer elementwise
- *     ops of the same shape that follows them (bias, activation, residual add).
+ *     ops of the same shape that follows them (bias, activation, residual add). A convolution
+ *     also stores the casts of the epilogue's result that would be kernels of their own (under
+ *     autocast, a residual block's f32 output narrowed to f16 for the next convolution): a
+ *     second store of the value it holds, instead of a kernel that reads it back.
  *  4. Reductions over the same rows (same input shape, same reduced axes) share one ROW kernel
  *     when one feeds the next through elementwise ops (softmax: max, then sum). Elementwise ops
  *     over those rows, or over their per-row results, join the kernel, which stores only what is
@@ -202,6 +205,7 @@ static int new_plan(fplan *p, kir_kind kind, int anchor) {
   memset(&k[p->nk], 0, sizeof *k);
   k[p->nk].kind = kind;
   k[p->nk].anchor = anchor;
+  k[p->nk].end = anchor;
   k[p->nk].x_node = -1;
   return p->nk++;
 }
@@ -236,7 +240,14 @@ static bool epilogue(fctx *c, int plan, int anchor) {
     cur = nx;
   }
   set_mat(c, cur, "the end of an epilogue");
+  p->k[plan].end = cur;
   snprintf(p->k[plan].why, sizeof p->k[plan].why, "ends at %s: %s", c->g->nodes[cur].name, stop);
+  for (int q = 0; q < c->ncons[cur] && p->cls[anchor] == C_CONV; q++) { /* casts stored beside it */
+    int x = c->cons[cur][q];
+    const node *n = &c->g->nodes[x];
+    if (op_get(n->op)->kind != K_CAST || !p->mat[x] || p->group[x] >= 0 || !shape_eq(&n->sh, &c->g->nodes[cur].sh)) continue;
+    if (!add_member(p, plan, x)) return false;
+  }
   return true;
 }
 

@@ -12,6 +12,7 @@ typedef enum { C_SRC, C_PW, C_VIEW, C_RED, C_MM, C_CONV, C_OPQ } nclass;
 typedef struct kplan {
   kir_kind kind;
   int anchor;     /* the reduction that starts a ROW kernel, the matmul/conv/opaque node, or the stored node */
+  int end;        /* MATMUL, CONV: the last node of the epilogue, stored first (casts of it stored beside it follow) */
   int32_t *members;
   int nmembers;
   int x_node;     /* ROW: the node whose shape is the row space (the first reduction's input) */

@@ -237,7 +237,6 @@ static bool build_contraction(bctx *b, kplan *kp) {
   kir_kernel *k = b->k;
   const portc_graph *g = b->m->g;
   const node *mm = &g->nodes[kp->anchor];
-  int store = kp->members[kp->nmembers - 1];
   kir_path outpath = {0};
   if (k->kind == KK_MATMUL) {
     const node *a = &g->nodes[mm->in[0]], *bb = &g->nodes[mm->in[1]];
@@ -269,7 +268,12 @@ static bool build_contraction(bctx *b, kplan *kp) {
     for (int i = 0; i < mm->nin; i++) k->in_buf[i] = b->m->node_buf[mm->in[i]], k->in_path[i] = -1;
   }
   note_node(b, kp->anchor);
-  return add_store(b, store, &outpath, false);
+  if (!add_store(b, kp->end, &outpath, false)) return false;
+  for (int i = 0; i < kp->nmembers; i++) { /* the casts of the epilogue's result stored beside it (fuse.c) */
+    int v = kp->members[i];
+    if (v != kp->end && v != kp->anchor && b->p->mat[v] && !add_store(b, v, &outpath, false)) return false;
+  }
+  return true;
 }
 
 static bool build_kernel(bctx *b, kplan *kp) {

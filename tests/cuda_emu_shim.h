@@ -245,6 +245,8 @@ struct pc_syms {
 inline float pc_maxf(float a, float b) { return (a != a || b != b) ? NAN : a > b ? a : b; }
 inline float pc_minf(float a, float b) { return (a != a || b != b) ? NAN : a < b ? a : b; }
 inline float pc_relu(float x) { return x != x ? x : x > 0.0f ? x : 0.0f; }
+inline float pc_round_f16(float x) { return __half2float(__float2half_rn(x)); } /* autocast's casts */
+inline float pc_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 inline float pc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline float pc_ex2(float x) { return exp2f(x); }

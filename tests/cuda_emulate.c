@@ -78,6 +78,11 @@ static const emu_case cases[] = {
      "c = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, b, padding=[1, 1])\ns = add(d, x)\nt = relu(s)\n"
      "y = mul(t, t)\noutput y\n",
      CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 3},
+    {"channels-last convolutions under autocast f16: a block's f32 output and its f16 cast for the next convolution stored by one epilogue",
+     "graph c\ninput x: f32[2, 16, 9, 7]\ninput w: f32[16, 16, 3, 3]\ninput v: f32[16, 16, 1, 1]\n"
+     "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nautocast off\ns = add(c, x)\ny = relu(s)\n"
+     "autocast f16\nd = conv2d(y, v)\nautocast off\nz = add(d, y)\noutput z\n",
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1},
     {"channels-last convolution of an RGB image, f16: its 3 channels padded to 8 (a 7x7 window, stride 2)",
      "graph c\ninput x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\ny = relu(c)\noutput y\n",
      CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1},

@@ -66,7 +66,7 @@ void wg_conv(emitter *e) {
   gpu_loop_end(e); /* c */
   emit_const(e, "f32", "acc0", "s");
   emit_scope_push(e);
-  emit_store_at(e, &k->store[0], &k->dom, idxnames);
+  emit_stores_at(e, &k->dom, idxnames);
   emit_scope_pop(e);
   gpu_loop_end(e);
 }
