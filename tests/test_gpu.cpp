@@ -49,6 +49,16 @@ static std::vector<double> values(const portc_tensor *t) {
   return v;
 }
 
+// binds `name` anew in b: c minus its current value, element by element
+static void set_reflected(portc_bindings *b, const char *name, double c) {
+  const portc_tensor *x = portc_bindings_get(b, name);
+  ASSERT_TRUE(x) << name;
+  portc_tensor *nx = portc_tensor_new(x->dtype, x->rank, x->shape);
+  for (int64_t e = 0; e < portc_tensor_numel(nx); e++) portc_tensor_set(nx, e, c - portc_tensor_get(x, e));
+  ASSERT_EQ(portc_bindings_set(b, name, nx), PORTC_OK) << portc_last_error();
+  portc_tensor_free(nx);
+}
+
 // one output of a module run with inputs from `seed`
 static std::vector<double> run_seed(portc_module *m, portc_graph *g, uint64_t seed, int64_t n) {
   portc_bindings *b = portc_bindings_new(g);
@@ -309,12 +319,7 @@ TEST_P(Gpu, KernelsOfParametersAloneRunAgainOnlyWhenAParameterChanges) {
     check(all, "the first run computes exp(w)");
     check(all - 1, "the second keeps it");
     check(all - 1, "and the third");
-    const portc_tensor *w = portc_bindings_get(b, "w");
-    ASSERT_TRUE(w);
-    portc_tensor *nw = portc_tensor_new(w->dtype, w->rank, w->shape);
-    for (int64_t e = 0; e < portc_tensor_numel(nw); e++) portc_tensor_set(nw, e, 0.25 - portc_tensor_get(w, e));
-    ASSERT_EQ(portc_bindings_set(b, "w", nw), PORTC_OK);
-    portc_tensor_free(nw);
+    set_reflected(b, "w", 0.25);
     check(all, "a new w: exp(w) again");
     check(all - 1, "then kept again");
     double t[3] = {0, 0, 0}; /* timed runs after a run: nothing to compute again */
@@ -384,14 +389,7 @@ TEST_P(Gpu, TrainingStepKeepsParametersOnTheDevice) {
   for (const char *p : {"w", "b", "w.exp_avg", "optimizer.step"}) EXPECT_EQ(values(portc_bindings_get(stepped, p)), values(portc_bindings_get(ran, p))) << p;
   EXPECT_EQ(portc_tensor_get(portc_bindings_get(stepped, "optimizer.step"), 0), 4);
   // a new batch goes up, and nothing else
-  for (portc_bindings *bb : {ran, stepped}) {
-    const portc_tensor *x = portc_bindings_get(bb, "x");
-    ASSERT_TRUE(x);
-    portc_tensor *nx = portc_tensor_new(x->dtype, x->rank, x->shape);
-    for (int64_t e = 0; e < portc_tensor_numel(nx); e++) portc_tensor_set(nx, e, 0.5 - portc_tensor_get(x, e));
-    ASSERT_EQ(portc_bindings_set(bb, "x", nx), PORTC_OK);
-    portc_tensor_free(nx);
-  }
+  for (portc_bindings *bb : {ran, stepped}) set_reflected(bb, "x", 0.5);
   ASSERT_EQ(portc_module_step(ms, stepped, c.data()), PORTC_OK);
   ASSERT_EQ(portc_module_run(mr, ran, a.data()), PORTC_OK);
   EXPECT_EQ(loss_of(a), loss_of(c));
