@@ -5,6 +5,7 @@
  * bytes, FLOPs and rates as args. A duration is the kernel's median time alone
  * (portc_module_profile, device timers where the target has them); the events lie end to end in
  * launch order: the run as the device executes it, without the host's gaps between launches.
+ * Kernels whose results are kept from the first run (driver/derived.c) are left out.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +36,15 @@ bool trace_write(const trace *t, const char *path) {
   json_string(f, t->target);
   fprintf(f, ", \"device\": ");
   json_string(f, t->device);
-  fprintf(f, ", \"timing\": \"each kernel's median time alone, laid end to end in launch order\"},\n \"traceEvents\": [\n");
+  fprintf(f, ", \"timing\": \"each kernel's median time alone, laid end to end in launch order (kernels kept from the first run left out)\"},\n \"traceEvents\": [\n");
   fprintf(f, "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
   json_string(f, t->device);
   fprintf(f, "}}");
   double at = 0;
   for (int k = 0; k < t->n; k++) {
-    char name[512], fuses[1024];
+    char name[512], fuses[1024], kept[256];
+    explain_field(t->explain, k, "kept:   ", kept, sizeof kept);
+    if (kept[0]) continue; /* computed from parameters alone: not in a run after the first */
     explain_field(t->explain, k, NULL, name, sizeof name);
     explain_field(t->explain, k, "fuses:  ", fuses, sizeof fuses);
     if (!name[0]) snprintf(name, sizeof name, "kernel %d", k);
