@@ -469,10 +469,9 @@ static portc_status execute(portc_module *m, run_state *r, double *seconds) {
   portc_status st = PORTC_OK;
   m->launched = 0;
   m->derived_fresh = false; /* until the run is through: a failed one may have left them half written */
-  for (int i = 0; i < m->km->nk && !st; i++) {
+  for (int i = 0; i < m->km->nk; i++) {
     if (r->derived_ready && m->km->k[i].derived) continue; /* its result is kept from an earlier run */
-    st = m->t->launch(m->handle, i, r->bufs, r->S);
-    if (st) {
+    if ((st = m->t->launch(m->handle, i, r->bufs, r->S))) {
       const kir_kernel *k = &m->km->k[i];
       return err_set(st, "kernel %d (%s): %s", i, m->km->g->nodes[k->node >= 0 ? k->node : 0].name, portc_last_error());
     }
