@@ -173,6 +173,9 @@ def main():
             open(os.path.join(d, f"compare_{t}{tag}.txt"), "w").write(log)
             print(log.strip())
             ok = "pass" if r.returncode == 0 else "FAIL"
+            tiny = max(float(np.abs(np.load(os.path.join(d, f"y_{n}.npy"))).max()) for n in (1, 4))
+            if ok == "FAIL" and a.autocast == "f16" and tiny < 6.104e-5:  # f16's smallest normal: a model of random weights whose outputs underflow
+                ok = f"n/a (outputs {tiny:.0e}, below f16's range)"
             j = os.path.join(d, f"bench_{t}{tag}.json")
             r = subprocess.run([portc, "bench", model_path, "-t", t, "--set", f"N={batch}", "--iters", str(a.iters)] + amp + [
                                 "--warmup", "3", "--no-eager", "--json", j, "--trace", os.path.join(d, f"trace_{t}{tag}.json")], capture_output=True, text=True, timeout=900, env=env)
