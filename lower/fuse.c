@@ -242,11 +242,13 @@ static bool epilogue(fctx *c, int plan, int anchor) {
   set_mat(c, cur, "the end of an epilogue");
   p->k[plan].end = cur;
   snprintf(p->k[plan].why, sizeof p->k[plan].why, "ends at %s: %s", c->g->nodes[cur].name, stop);
-  for (int q = 0; q < c->ncons[cur] && p->cls[anchor] == C_CONV; q++) { /* casts stored beside it */
+  int stores = 1;
+  for (int q = 0; q < c->ncons[cur] && p->cls[anchor] == C_CONV && stores < KIR_MAX_STORES; q++) { /* casts stored beside it */
     int x = c->cons[cur][q];
     const node *n = &c->g->nodes[x];
     if (op_get(n->op)->kind != K_CAST || !p->mat[x] || p->group[x] >= 0 || !shape_eq(&n->sh, &c->g->nodes[cur].sh)) continue;
     if (!add_member(p, plan, x)) return false;
+    stores++;
   }
   return true;
 }
