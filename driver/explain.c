@@ -159,11 +159,12 @@ static char *explain(const portc_module *m, portc_bindings *b) {
   }
   if (sized) {
     mem_plan plan;
-    if (plan_memory(km, S, &plan, NULL) == PORTC_OK)
+    bool planned = plan_memory(km, S, &plan, NULL) == PORTC_OK;
+    if (planned)
       sb_printf(&out, "\ntotal: %lld bytes moved, %lld FLOPs; intermediates: %lld bytes planned in one arena (%lld if each had its own)\n",
                 (long long)tb, (long long)tf, (long long)plan.arena_bytes, (long long)plan.naive_bytes);
     int nd = derived_kernels(km);
-    if (nd && plan_memory(km, S, &plan, NULL) == PORTC_OK)
+    if (nd && planned)
       sb_printf(&out, "kept: %d kernel%s computed from parameters alone (not in the total), %lld bytes of results kept on the device between runs\n", nd,
                 nd == 1 ? "" : "s", (long long)plan.kept_bytes);
     if (km->remat_values)

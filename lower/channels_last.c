@@ -44,13 +44,6 @@ static portc_node permuted(portc_graph *out, portc_node x, const int64_t *perm, 
   return graph_add(out, &s);
 }
 
-static bool elementwise(const node *n) {
-  switch (op_get(n->op)->kind) {
-  case K_UNARY: case K_BINARY: case K_COMPARE: case K_WHERE: case K_CAST: return true;
-  default: return false;
-  }
-}
-
 /* operand j of an elementwise node of rank 4 that is not NHWC follows the others there: through
  * a permuted view (of rank 4), after a reshape to rank 4 (constant dimensions), or as it is (a
  * scalar) */
@@ -65,7 +58,7 @@ static bool follows(const portc_graph *g, int j) {
  * not is then read through a permuted view, as the NCHW node would read the NHWC one) */
 static bool sinks(const clctx *c, int i) {
   const node *n = &c->g->nodes[i];
-  if (!elementwise(n) || n->sh.rank != 4 || graph_is_output(c->g, i)) return false;
+  if (!op_elementwise(n) || n->sh.rank != 4 || graph_is_output(c->g, i)) return false;
   bool any = false;
   for (int j = 0; j < n->nin; j++) {
     if (c->last[n->in[j]] >= 0) any = true;

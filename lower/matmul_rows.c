@@ -35,13 +35,6 @@ static int row_permute(const portc_graph *g, int i) {
   return moves ? mm->in[0] : -1;
 }
 
-static bool elementwise(const node *n) {
-  switch (op_get(n->op)->kind) {
-  case K_UNARY: case K_BINARY: case K_COMPARE: case K_WHERE: case K_CAST: return true;
-  default: return false;
-  }
-}
-
 static int permute_behind(const portc_graph *g, int i, int *from);
 
 /* the one operand of elementwise node i that is such a matmul or another op of its epilogue, of
@@ -49,7 +42,7 @@ static int permute_behind(const portc_graph *g, int i, int *from);
  * alike in either row order; -1 otherwise */
 static int chain_operand(const portc_graph *g, int i) {
   const node *e = &g->nodes[i];
-  if (!elementwise(e)) return -1;
+  if (!op_elementwise(e)) return -1;
   int chain = -1, from;
   for (int j = 0; j < e->nin; j++) {
     const node *x = &g->nodes[e->in[j]];

@@ -16,6 +16,9 @@ portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, cons
 /* op node i of src (not a source) appended to dst on the inputs `in` (dst's nodes), under `name`
  * (NULL: an automatic one), its attributes' symbols carried over as copy_node does */
 portc_node copy_op_onto(portc_graph *dst, const portc_graph *src, int i, const int32_t *in, const int64_t *symvals, const char *name);
+/* an op computed element by element from its operands' elements at the same (broadcast) index,
+ * which a pass may move a layout change across (channels_last.c, matmul_rows.c) */
+bool op_elementwise(const node *n);
 /* A copy of g, with symbols replaced by symvals when it is not NULL. */
 portc_status graph_copy(const portc_graph *g, const int64_t *symvals, portc_graph **out);
 /* the same, its matmul, conv2d and attention nodes of f32 operands built under autocast (f16 or

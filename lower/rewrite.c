@@ -40,6 +40,13 @@ portc_node copy_node_named(portc_graph *dst, const portc_graph *src, int i, cons
   return copy_op_onto(dst, src, i, in, symvals, name);
 }
 
+bool op_elementwise(const node *n) {
+  switch (op_get(n->op)->kind) {
+  case K_UNARY: case K_BINARY: case K_COMPARE: case K_WHERE: case K_CAST: return true;
+  default: return false;
+  }
+}
+
 portc_node copy_op_onto(portc_graph *dst, const portc_graph *src, int i, const int32_t *in, const int64_t *symvals, const char *name) {
   const node *x = &src->nodes[i];
   const op_info *info = op_get(x->op);

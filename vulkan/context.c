@@ -530,10 +530,12 @@ bool vk_available(char *why, size_t len) {
 
 static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}};
 
-unsigned vk_own_kernels(const char *list) { return list ? kernel_list_bits(list, own_names, 1) : VK_OWN_DEFAULT; }
+enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
+
+unsigned vk_own_kernels(const char *list) { return list ? kernel_list_bits(list, own_names, OWN_NAMES) : VK_OWN_DEFAULT; }
 
 bool vk_own_kernels_known(const char *list, char *why, size_t len) {
-  return kernel_list_known("PORTC_VULKAN_KERNELS", list, own_names, 1, why, len);
+  return kernel_list_known("PORTC_VULKAN_KERNELS", list, own_names, OWN_NAMES, why, len);
 }
 
 vk_context *vk_context_get(int index, char *why, size_t len) {
