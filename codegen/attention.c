@@ -2,19 +2,24 @@
  * attention.c: the GPU kernel of an attention node computed whole (lower/decompose.c keeps it one
  * node where the target asks and kir_attention_fits), written once over the GPU spellings like the
  * skeletons of gpu_kernels.c. The online softmax of FlashAttention: the score matrix never reaches
- * memory. A work group of 64 invocations takes ATT_BQ (32) query rows of one batch and walks the
- * keys in tiles of ATT_BK (32), through shared memory:
+ * memory. A work group of 2 BQ invocations takes BQ query rows of one batch (the schedule's
+ * tile_m: 64, or 32 where the target's shared memory or the queries are fewer) and walks the keys
+ * in steps of BK (tile_n: 32 or 16), through shared memory:
  *
- *   Qs = the query tile times the scale            (once per query tile)
- *   for each key tile:  Ks = keys;  S = Qs Ks^T (+ mask; -inf past the keys, or a causal query)
+ *   Qs = the query tile times the scale                    (once per query tile)
+ *   for each key step:  Ks, Vs = the keys and values, loaded into registers a step ahead
+ *                       S = Qs Ks^T (+ mask; -inf past the keys, or a causal query's position)
  *                       m' = max(m, rowmax S);  P = exp(S - m');  a = exp(m - m')
- *                       l = l a + rowsum P;  O = O a + P Vs;  m = m'       (Vs = values, in Ks's place)
+ *                       l = l a + rowsum P;  O = O a + P Vs;  m = m'
  *   y = O / l
  *
- * Invocation (ty, tx) of an 8 x 8 grid holds a 4 x 4 block of S (rows 4ty.., keys tx + 8u) and
- * the output rows 4ty.. at columns tx + 8u; two invocations per row reduce the row's maximum and
- * sum. Rows are padded in shared memory (D + 1, 33) so that no two invocations of a subgroup read
- * one bank. A row whose keys are all hidden ends with l = 0: 0/0, as the softmax over them gives.
+ * Invocation (ty, tx) of a BQ/4 x 8 grid holds in registers a 4 x BK/8 block of S (rows 4 ty..,
+ * keys tx + 8c: a row's eight holders are neighbours, and their key rows fall in eight banks),
+ * its rows' running maxima and partial sums, and the output rows 4 ty.. at columns 4 tx + 32u..
+ * The scores' products read 4 floats a time where the dialect has such loads (panel_ld4): rows
+ * of q and k are padded to an odd count of 4-float words. A row's maximum is reduced through
+ * shared memory (one barrier), its sum only once at the end. A row whose keys are all hidden
+ * ends with l = 0: 0/0, as the softmax over them gives.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,7 +29,23 @@
 #include "emit.h"
 #include "gpu_kernels.h"
 
-enum { ATT_BQ = 32, ATT_BK = 32 };
+/* the kernel's layout for tiles of bq rows and bk keys (kir_attention_shared counts the same) */
+typedef struct {
+  int bq, bk, threads, nk, nu; /* keys per invocation (bk / 8), 32-column runs of the output */
+  int64_t d, dv, dp, dvp, pp;  /* the head sizes; the pitches of the rows of q and k, v, P */
+} att_layout;
+
+static att_layout layout_of(const kir_module *m, const kir_kernel *k) {
+  const shape *qs = &m->buf[k->in_buf[0]].sh;
+  att_layout a = {.bq = k->sched.tile_m > 0 ? k->sched.tile_m : KIR_ATTENTION_MIN_BQ,
+                  .bk = k->sched.tile_n > 0 ? k->sched.tile_n : KIR_ATTENTION_MIN_BK,
+                  .d = qs->d[qs->rank - 1].c,
+                  .dv = k->dom.d[k->dom.rank - 1].c};
+  const int64_t d4 = (a.d + 3) / 4;
+  a.threads = 2 * a.bq, a.nk = a.bk / 8, a.nu = (int)((a.dv + 31) / 32);
+  a.dp = 4 * (d4 % 2 ? d4 : d4 + 1), a.dvp = 32 * (int64_t)a.nu, a.pp = a.bk + 4;
+  return a;
+}
 
 const char *const gpu_attention_batchnames[8] = {"ab0", "ab1", "ab2", "ab3", "ab4", "ab5", "ab6", "ab7"};
 
@@ -34,15 +55,38 @@ bool gpu_is_attention(const kir_module *m, int i) { return m->k[i].kind == KK_OP
 
 int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S) {
   const kir_kernel *k = &m->k[i];
-  int64_t rows = dim_value(k->dom.d[k->dom.rank - 2], S), nb = 1, bq = k->sched.tile_m > 0 ? k->sched.tile_m : ATT_BQ;
+  int64_t rows = dim_value(k->dom.d[k->dom.rank - 2], S), nb = 1, bq = layout_of(m, k).bq; /* or the target's own kernel's tile_m */
   for (int d = 0; d + 2 < k->dom.rank; d++) nb *= dim_value(k->dom.d[d], S);
   return nb * ((rows + bq - 1) / bq);
 }
 
-bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len) {
-  if (!gpu_is_attention(m, i) || m->k[i].sched.threads[0] == GPU_ATT_THREADS) return true;
-  snprintf(why, len, "the attention kernel runs %d invocations per work group", GPU_ATT_THREADS);
-  return false;
+/* the tiles, from the largest, that the target's shared memory takes */
+static const int att_tiles[][2] = {{64, 32}, {32, 32}, {KIR_ATTENTION_MIN_BQ, KIR_ATTENTION_MIN_BK}};
+
+void gpu_attention_schedule(const kir_module *m, int i, size_t shared_max, kir_schedule *s) {
+  const kir_kernel *k = &m->k[i];
+  const dim rows = k->dom.d[k->dom.rank - 2];
+  const att_layout a = layout_of(m, k);
+  int t = 0;
+  if (rows.sym < 0 && rows.c <= 32) t = 1; /* few queries: half the invocations idle otherwise */
+  while (t + 1 < (int)(sizeof att_tiles / sizeof *att_tiles) && kir_attention_shared(a.d, a.dv, att_tiles[t][0], att_tiles[t][1]) > (int64_t)shared_max) t++;
+  s->tile_m = att_tiles[t][0], s->tile_n = att_tiles[t][1], s->threads[0] = 2 * att_tiles[t][0];
+}
+
+bool gpu_attention_fits(const kir_module *m, int i, size_t shared_max, char *why, size_t len) {
+  if (!gpu_is_attention(m, i)) return true;
+  const kir_schedule *s = &m->k[i].sched;
+  const att_layout a = layout_of(m, &m->k[i]);
+  bool known = false;
+  for (size_t t = 0; t < sizeof att_tiles / sizeof *att_tiles; t++) known |= s->tile_m == att_tiles[t][0] && s->tile_n == att_tiles[t][1];
+  if (!known || s->threads[0] != 2 * s->tile_m)
+    return snprintf(why, len, "the attention kernel takes 64 or 32 query rows over 32 keys, or 32 over 16, with two invocations a row"), false;
+  const int64_t bytes = kir_attention_shared(a.d, a.dv, s->tile_m, s->tile_n);
+  if (bytes > (int64_t)shared_max)
+    return snprintf(why, len, "attention tiles of %dx%d take %lld bytes of shared memory, the device allows %zu", s->tile_m, s->tile_n,
+                    (long long)bytes, shared_max),
+           false;
+  return true;
 }
 
 void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t len) {
@@ -63,83 +107,142 @@ static void unrolled(emitter *e, const char *var, int64_t count) {
 }
 
 void gpu_declare_attention(emitter *e, const char *qualifier) {
-  const kir_kernel *k = e->k;
-  const shape *qs = &e->m->buf[k->in_buf[0]].sh;
-  const int64_t D = qs->d[qs->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c;
-  emit_line(e, "%s float pa_Q[%lld];", qualifier, (long long)(ATT_BQ * (D + 1)));
-  emit_line(e, "%s float pa_KV[%lld];", qualifier, (long long)(ATT_BK * (D + 1 > DV ? D + 1 : DV)));
-  emit_line(e, "%s float pa_P[%d];", qualifier, ATT_BQ * (ATT_BK + 1));
-  emit_line(e, "%s float pa_M[%d];", qualifier, ATT_BQ); /* per row: the running maximum, sum, rescale */
-  emit_line(e, "%s float pa_L[%d];", qualifier, ATT_BQ);
-  emit_line(e, "%s float pa_A[%d];", qualifier, ATT_BQ);
-  emit_line(e, "%s float pa_R[%d];", qualifier, 4 * ATT_BQ); /* the two halves' maxima, then sums */
+  const att_layout a = layout_of(e->m, e->k);
+  const char *align = G(e)->panel_ld4 ? " __attribute__((aligned(16)))" : "";
+  emit_line(e, "%s%s float pa_Q[%lld];", qualifier, align, (long long)(a.bq * a.dp));
+  emit_line(e, "%s%s float pa_K[%lld];", qualifier, align, (long long)(a.bk * a.dp));
+  emit_line(e, "%s%s float pa_V[%lld];", qualifier, align, (long long)(a.bk * a.dvp));
+  emit_line(e, "%s%s float pa_P[%lld];", qualifier, align, (long long)(a.bq * a.pp));
+  emit_line(e, "%s%s float pa_R[%d];", qualifier, align, 8 * a.bq); /* per row: its eight holders' maxima, then sums */
 }
 
-/* S = Qs Ks^T for the current key tile, masked, into pa_P */
-static void scores(emitter *e, int64_t D, int mb, bool mrow, bool mcol, bool causal) {
+/* dst[di..di+3] = the 4 floats of shared array src from index si (16-byte aligned), as one load
+ * where the dialect can */
+static void load4(emitter *e, const char *src, const char *si, const char *dst, int di) {
+  char s[256], d[64];
+  if (G(e)->panel_ld4) {
+    snprintf(s, sizeof s, "%s[%s]", src, si);
+    snprintf(d, sizeof d, "%s[%d]", dst, di);
+    emit_line(e, G(e)->panel_ld4, s, d);
+    return;
+  }
+  for (int i = 0; i < 4; i++) emit_line(e, "%s[%d] = %s[%s + %d];", dst, di + i, src, si, i);
+}
+
+/* registers rk, rv = the key and value elements of the step at keys j (an expression) that this
+ * invocation stores (rows padded, zero past the keys and the head sizes) */
+static void prefetch(emitter *e, const att_layout *a, int kb, int vb, const char *j) {
   const char *it = e->d->index_type;
-  char ld[1200], ninf[64], zero[64];
+  char ld[1200], off[256], zero[64];
+  emit_float(e->d, 0.0, zero, sizeof zero);
+  const struct { int buf; const char *reg, *base; int64_t pitch, width; } kv[2] = {{kb, "rk", "ko", a->dp, a->d}, {vb, "rv", "vo", a->dvp, a->dv}};
+  for (int t = 0; t < 2; t++) {
+    const int64_t n = a->bk * kv[t].pitch, per = (n + a->threads - 1) / a->threads;
+    unrolled(e, "u", per);
+    emit_line(e, "{");
+    emit_line(e, "  const %s x = lid + %d * u, c = x / %lld, d = x %% %lld, j = %s + c;", it, a->threads, (long long)kv[t].pitch,
+              (long long)kv[t].pitch, j);
+    snprintf(off, sizeof off, "%s + j * %lld + d", kv[t].base, (long long)kv[t].width);
+    emit_load(e, kv[t].buf, off, ld, sizeof ld);
+    emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : %s;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, zero);
+    emit_line(e, "}");
+  }
+}
+
+/* S = Qs Ks^T for the current key step into s[a * nk + c], masked */
+static void scores(emitter *e, const att_layout *a, int mb, bool mrow, bool mcol, bool causal) {
+  const char *it = e->d->index_type;
+  const int nk = a->nk;
+  char ld[1200], ninf[64], zero[64], at[128];
   emit_float(e->d, -INFINITY, ninf, sizeof ninf);
   emit_float(e->d, 0.0, zero, sizeof zero);
-  emit_line(e, "float s[16];");
-  unrolled(e, "x", 16);
+  emit_line(e, "float s[%d];", 4 * nk);
+  unrolled(e, "x", 4 * nk);
   emit_line(e, "  s[x] = %s;", zero);
-  emit_line(e, "for (int d = 0; d < %lld; d++) {", (long long)D);
-  emit_line(e, "  float qa[4], kb[4];");
-  emit_line(e, "  %sfor (int a = 0; a < 4; a++) qa[a] = pa_Q[(ty * 4 + a) * %lld + d];", G(e)->unroll, (long long)(D + 1));
-  emit_line(e, "  %sfor (int b = 0; b < 4; b++) kb[b] = pa_KV[(tx + 8 * b) * %lld + d];", G(e)->unroll, (long long)(D + 1));
-  emit_line(e, "  %sfor (int a = 0; a < 4; a++)", G(e)->unroll);
-  emit_line(e, "    %sfor (int b = 0; b < 4; b++) s[a * 4 + b] += qa[a] * kb[b];", G(e)->unroll);
+  emit_line(e, "for (int d = 0; d < %lld; d += 4) {", (long long)(a->d + 3) / 4 * 4);
+  e->indent++;
+  emit_line(e, "float qa[16], kb[%d];", 4 * nk);
+  for (int r = 0; r < 4; r++) {
+    snprintf(at, sizeof at, "(ty * 4 + %d) * %lld + d", r, (long long)a->dp);
+    load4(e, "pa_Q", at, "qa", 4 * r);
+  }
+  for (int c = 0; c < nk; c++) {
+    snprintf(at, sizeof at, "(tx + %d) * %lld + d", 8 * c, (long long)a->dp);
+    load4(e, "pa_K", at, "kb", 4 * c);
+  }
+  unrolled(e, "r", 4);
+  emit_line(e, "  %sfor (int c = 0; c < %d; c++)", G(e)->unroll, nk);
+  emit_line(e, "    %sfor (int w = 0; w < 4; w++) s[r * %d + c] += qa[r * 4 + w] * kb[c * 4 + w];", G(e)->unroll, nk);
+  e->indent--;
   emit_line(e, "}");
-  unrolled(e, "a", 4);
-  emit_line(e, "  %sfor (int b = 0; b < 4; b++) {", G(e)->unroll);
-  emit_line(e, "    const %s r = ty * 4 + a, c = tx + 8 * b, i = q0 + r, j = j0 + c;", it);
-  emit_line(e, "    float x = s[a * 4 + b];");
+  unrolled(e, "r", 4);
+  emit_line(e, "  %sfor (int c = 0; c < %d; c++) {", G(e)->unroll, nk);
+  emit_line(e, "    const %s i = q0 + ty * 4 + r, j = j0 + tx + 8 * c;", it);
   if (mb >= 0) {
     emit_load(e, mb, mrow ? (mcol ? "mo + i * SK + j" : "mo + i") : (mcol ? "mo + j" : "mo"), ld, sizeof ld);
-    emit_line(e, "    if (i < SQ && j < SK) x += %s;", ld);
+    emit_line(e, "    if (i < SQ && j < SK) s[r * %d + c] += %s;", nk, ld);
   }
-  emit_line(e, "    if (j >= JE%s) x = %s;", causal ? " || j > i" : "", ninf);
-  emit_line(e, "    pa_P[r * %d + c] = x;", ATT_BK + 1);
+  emit_line(e, "    if (j >= JE%s) s[r * %d + c] = %s;", causal ? " || j > i" : "", nk, ninf);
   emit_line(e, "  }");
 }
 
-/* the row maxima and sums (two invocations per row, 16 keys each), P = exp(S - m') in place */
-static void online_softmax(emitter *e) {
+/* the rows' maxima through pa_R, P = exp(S - m') into s and pa_P, the sums and the output rescaled */
+static void online_softmax(emitter *e, const att_layout *a) {
+  const int nk = a->nk;
   char ninf[64], zero[64], tmp[512], tmp2[512];
   emit_float(e->d, -INFINITY, ninf, sizeof ninf);
   emit_float(e->d, 0.0, zero, sizeof zero);
+  unrolled(e, "r", 4);
+  emit_line(e, "{");
+  emit_line(e, "  float mt = s[r * %d];", nk);
+  snprintf(tmp2, sizeof tmp2, "s[r * %d + c]", nk);
+  emit_float_op(e, OP_maximum, "mt", tmp2, tmp, sizeof tmp);
+  emit_line(e, "  %sfor (int c = 1; c < %d; c++) mt = %s;", G(e)->unroll, nk, tmp);
+  emit_line(e, "  pa_R[(ty * 4 + r) * 8 + tx] = mt;");
+  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier);
+  unrolled(e, "r", 4);
   emit_line(e, "{");
   e->indent++;
-  emit_line(e, "const int r = lid / 2, h = lid %% 2;");
-  emit_line(e, "float mt = %s;", ninf);
-  emit_float_op(e, OP_maximum, "mt", "pa_P[r * 33 + h * 16 + u]", tmp, sizeof tmp);
-  emit_line(e, "%sfor (int u = 0; u < 16; u++) mt = %s;", G(e)->unroll, tmp);
-  emit_line(e, "pa_R[r * 2 + h] = mt;");
-  emit_line(e, "%s", G(e)->barrier);
-  emit_float_op(e, OP_maximum, "pa_R[r * 2]", "pa_R[r * 2 + 1]", tmp, sizeof tmp);
-  emit_line(e, "mt = %s;", tmp);
-  emit_line(e, "const float mo_ = pa_M[r];");
-  emit_float_op(e, OP_maximum, "mo_", "mt", tmp, sizeof tmp);
-  emit_line(e, "const float mn = %s;", tmp);
-  emit_line(e, "float ls = %s;", zero);
-  emit_float_op(e, OP_sub, "pa_P[r * 33 + h * 16 + u]", "mn", tmp2, sizeof tmp2);
+  emit_line(e, "float mn = m[r];");
+  emit_float_op(e, OP_maximum, "mn", "pa_R[(ty * 4 + r) * 8 + h]", tmp, sizeof tmp);
+  emit_line(e, "%sfor (int h = 0; h < 8; h++) mn = %s;", G(e)->unroll, tmp);
+  emit_float_op(e, OP_sub, "m[r]", "mn", tmp2, sizeof tmp2);
   emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
-  emit_line(e, "%sfor (int u = 0; u < 16; u++) {", G(e)->unroll);
+  emit_line(e, "const float al = m[r] == %s ? %s : %s;", ninf, zero, tmp);
+  emit_line(e, "float ls = %s;", zero);
+  snprintf(tmp2, sizeof tmp2, "s[r * %d + c] - mn", nk);
+  emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
+  emit_line(e, "%sfor (int c = 0; c < %d; c++) {", G(e)->unroll, nk);
   emit_line(e, "  const float p = mn == %s ? %s : %s;", ninf, zero, tmp);
-  emit_line(e, "  pa_P[r * 33 + h * 16 + u] = p;");
+  emit_line(e, "  pa_P[(ty * 4 + r) * %lld + tx + 8 * c] = p;", (long long)a->pp);
   emit_line(e, "  ls += p;");
   emit_line(e, "}");
-  emit_line(e, "pa_R[64 + r * 2 + h] = ls;");
-  emit_line(e, "%s", G(e)->barrier);
-  emit_float_op(e, OP_sub, "mo_", "mn", tmp2, sizeof tmp2);
-  emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
-  emit_line(e, "if (h == 0) {");
-  emit_line(e, "  const float al = mo_ == %s ? %s : %s;", ninf, zero, tmp);
-  emit_line(e, "  pa_L[r] = pa_L[r] * al + pa_R[64 + r * 2] + pa_R[64 + r * 2 + 1];");
-  emit_line(e, "  pa_M[r] = mn;");
-  emit_line(e, "  pa_A[r] = al;");
+  emit_line(e, "l[r] = l[r] * al + ls;");
+  emit_line(e, "m[r] = mn;");
+  emit_line(e, "%sfor (int u = 0; u < %d; u++) o[r * %d + u] *= al;", G(e)->unroll, 4 * a->nu, 4 * a->nu);
+  e->indent--;
   emit_line(e, "}");
+}
+
+/* O += P Vs over the step's keys */
+static void values(emitter *e, const att_layout *a) {
+  char at[128];
+  emit_line(e, "for (int c = 0; c < %d; c += 4) {", a->bk);
+  e->indent++;
+  emit_line(e, "float pr[16], vv[%d];", 4 * a->nu);
+  for (int r = 0; r < 4; r++) {
+    snprintf(at, sizeof at, "(ty * 4 + %d) * %lld + c", r, (long long)a->pp);
+    load4(e, "pa_P", at, "pr", 4 * r);
+  }
+  for (int cc = 0; cc < 4; cc++) {
+    for (int u = 0; u < a->nu; u++) {
+      snprintf(at, sizeof at, "(c + %d) * %lld + tx * 4 + %d", cc, (long long)a->dvp, 32 * u);
+      load4(e, "pa_V", at, "vv", 4 * u);
+    }
+    unrolled(e, "r", 4);
+    emit_line(e, "  %sfor (int u = 0; u < %d; u++) o[r * %d + u] += pr[r * 4 + %d] * vv[u];", G(e)->unroll, 4 * a->nu, 4 * a->nu, cc);
+  }
   e->indent--;
   emit_line(e, "}");
 }
@@ -147,10 +250,10 @@ static void online_softmax(emitter *e) {
 void emit_attention(emitter *e) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
+  const att_layout a = layout_of(e->m, k);
   const int qb = k->in_buf[0], kb = k->in_buf[1], vb = k->in_buf[2], mb = k->nin > 3 ? k->in_buf[3] : -1, ob = k->store[0].buf;
-  const shape *qs = &e->m->buf[qb].sh, *ks = &e->m->buf[kb].sh, *ms = mb >= 0 ? &e->m->buf[mb].sh : NULL;
-  const int orank = k->dom.rank - 2;
-  const int64_t D = qs->d[qs->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c, NU = (DV + 7) / 8;
+  const shape *ks = &e->m->buf[kb].sh, *ms = mb >= 0 ? &e->m->buf[mb].sh : NULL;
+  const int orank = k->dom.rank - 2, T = a.threads;
   const bool causal = attr_i(n, "causal");
   const char *it = e->d->index_type;
   const attr *sc = attr_get(n, "scale");
@@ -158,15 +261,15 @@ void emit_attention(emitter *e) {
   emit_dim(e, k->dom.d[orank], sq, sizeof sq);
   emit_dim(e, ks->d[ks->rank - 2], sk, sizeof sk);
   emit_count(e, &k->dom, 0, orank, nb, sizeof nb);
-  emit_float(e->d, sc->set ? sc->f : 1.0 / sqrt((double)D), scale, sizeof scale);
+  emit_float(e->d, sc->set ? sc->f : 1.0 / sqrt((double)a.d), scale, sizeof scale);
   emit_float(e->d, -INFINITY, ninf, sizeof ninf);
   emit_float(e->d, 0.0, zero, sizeof zero);
   emit_float(e->d, 1.0, one, sizeof one);
-  emit_line(e, "const %s SQ = %s, SK = %s, QT = (SQ + %d) / %d;", it, sq, sk, ATT_BQ - 1, ATT_BQ);
+  emit_line(e, "const %s SQ = %s, SK = %s, QT = (SQ + %d) / %d;", it, sq, sk, a.bq - 1, a.bq);
   emit_line(e, "const int lid = %s, tx = lid %% 8, ty = lid / 8;", G(e)->local[0]);
   emit_line(e, "for (%s tile = %s; tile < (%s) * QT; tile += %s) {", it, G(e)->group[0], nb, G(e)->ngroups[0]);
   e->indent++;
-  emit_line(e, "const %s bt = tile / QT, q0 = (tile %% QT) * %d;", it, ATT_BQ);
+  emit_line(e, "const %s bt = tile / QT, q0 = (tile %% QT) * %d;", it, a.bq);
   if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
   gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
   emit_line(e, "const %s qo = %s;", it, off);
@@ -181,73 +284,67 @@ void emit_attention(emitter *e) {
     gpu_attention_batch_offset(e, mb, orank, off, sizeof off);
     emit_line(e, "const %s mo = %s;", it, off);
   }
-  /* the scaled query tile, and the rows' state */
-  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BQ * D), GPU_ATT_THREADS);
-  emit_line(e, "  const %s r = x / %lld, d = x %% %lld, i = q0 + r;", it, (long long)D, (long long)D);
-  snprintf(off, sizeof off, "qo + i * %lld + d", (long long)D);
+  /* the scaled query tile (the last tile's readers passed two barriers since), the rows' state */
+  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(a.bq * a.dp), T);
+  emit_line(e, "  const %s r = x / %lld, d = x %% %lld, i = q0 + r;", it, (long long)a.dp, (long long)a.dp);
+  snprintf(off, sizeof off, "qo + i * %lld + d", (long long)a.d);
   emit_load(e, qb, off, ld, sizeof ld);
-  emit_line(e, "  pa_Q[r * %lld + d] = i < SQ ? %s * %s : %s;", (long long)(D + 1), ld, scale, zero);
+  emit_line(e, "  pa_Q[x] = i < SQ && d < %lld ? %s * %s : %s;", (long long)a.d, ld, scale, zero);
   emit_line(e, "}");
-  emit_line(e, "if (lid < %d) { pa_M[lid] = %s; pa_L[lid] = %s; }", ATT_BQ, ninf, zero);
-  emit_line(e, "float o[%lld];", (long long)(4 * NU));
-  unrolled(e, "x", 4 * NU);
+  emit_line(e, "float o[%d], m[4], l[4], rk[%lld], rv[%lld];", 16 * a.nu, (long long)((a.bk * a.dp + T - 1) / T),
+            (long long)((a.bk * a.dvp + T - 1) / T));
+  unrolled(e, "x", 16 * a.nu);
   emit_line(e, "  o[x] = %s;", zero);
-  if (causal) emit_line(e, "const %s JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", it, ATT_BQ, ATT_BQ);
+  unrolled(e, "r", 4);
+  emit_line(e, "{ m[r] = %s; l[r] = %s; }", ninf, zero);
+  if (causal) emit_line(e, "const %s JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", it, a.bq, a.bq);
   else emit_line(e, "const %s JE = SK;", it);
-  emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, ATT_BK);
+  prefetch(e, &a, kb, vb, "0");
+  emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, a.bk);
   e->indent++;
-  emit_line(e, "%s", G(e)->barrier); /* the last tile's readers of pa_KV and pa_P are done; pa_Q is written */
-  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BK * D), GPU_ATT_THREADS);
-  emit_line(e, "  const %s c = x / %lld, d = x %% %lld, j = j0 + c;", it, (long long)D, (long long)D);
-  snprintf(off, sizeof off, "ko + j * %lld + d", (long long)D);
-  emit_load(e, kb, off, ld, sizeof ld);
-  emit_line(e, "  pa_KV[c * %lld + d] = j < SK ? %s : %s;", (long long)(D + 1), ld, zero);
-  emit_line(e, "}");
+  emit_line(e, "%s", G(e)->barrier); /* the last step's readers of pa_K, pa_V, pa_P and pa_R are done */
+  unrolled(e, "u", (a.bk * a.dp + T - 1) / T);
+  emit_line(e, "  if (lid + %d * u < %lld) pa_K[lid + %d * u] = rk[u];", T, (long long)(a.bk * a.dp), T);
+  unrolled(e, "u", (a.bk * a.dvp + T - 1) / T);
+  emit_line(e, "  if (lid + %d * u < %lld) pa_V[lid + %d * u] = rv[u];", T, (long long)(a.bk * a.dvp), T);
   emit_line(e, "%s", G(e)->barrier);
-  scores(e, D, mb, mrow, mcol, causal);
-  emit_line(e, "%s", G(e)->barrier); /* S is in pa_P; the keys are read */
-  emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(ATT_BK * DV), GPU_ATT_THREADS);
-  emit_line(e, "  const %s c = x / %lld, cc = x %% %lld, j = j0 + c;", it, (long long)DV, (long long)DV);
-  snprintf(off, sizeof off, "vo + j * %lld + cc", (long long)DV);
-  emit_load(e, vb, off, ld, sizeof ld);
-  emit_line(e, "  pa_KV[x] = j < SK ? %s : %s;", ld, zero);
-  emit_line(e, "}");
-  online_softmax(e);
-  emit_line(e, "%s", G(e)->barrier); /* P, the rescales and the values are in shared memory */
-  unrolled(e, "a", 4);
-  emit_line(e, "{");
-  emit_line(e, "  const float al = pa_A[ty * 4 + a];");
-  emit_line(e, "  %sfor (int u = 0; u < %lld; u++) o[a * %lld + u] *= al;", G(e)->unroll, (long long)NU, (long long)NU);
-  emit_line(e, "}");
-  emit_line(e, "for (int c = 0; c < %d; c++) {", ATT_BK);
-  emit_line(e, "  float pr[4], vv[%lld];", (long long)NU);
-  emit_line(e, "  %sfor (int a = 0; a < 4; a++) pr[a] = pa_P[(ty * 4 + a) * %d + c];", G(e)->unroll, ATT_BK + 1);
-  emit_line(e, "  %sfor (int u = 0; u < %lld; u++) vv[u] = tx + 8 * u < %lld ? pa_KV[c * %lld + tx + 8 * u] : %s;", G(e)->unroll, (long long)NU,
-            (long long)DV, (long long)DV, zero);
-  emit_line(e, "  %sfor (int a = 0; a < 4; a++)", G(e)->unroll);
-  emit_line(e, "    %sfor (int u = 0; u < %lld; u++) o[a * %lld + u] += pr[a] * vv[u];", G(e)->unroll, (long long)NU, (long long)NU);
-  emit_line(e, "}");
+  emit_line(e, "if (j0 + %d < JE) {", a.bk); /* the next step's loads in flight through this one */
+  e->indent++;
+  char next[64];
+  snprintf(next, sizeof next, "(j0 + %d)", a.bk);
+  prefetch(e, &a, kb, vb, next);
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "%s", G(e)->barrier); /* every row's l is in pa_L */
-  unrolled(e, "a", 4);
+  scores(e, &a, mb, mrow, mcol, causal);
+  online_softmax(e, &a);
+  emit_line(e, "%s", G(e)->barrier); /* P is in shared memory */
+  values(e, &a);
+  e->indent--;
+  emit_line(e, "}");
+  /* each row's sum, of its eight holders' */
+  emit_line(e, "%s", G(e)->barrier);
+  unrolled(e, "r", 4);
+  emit_line(e, "  pa_R[(ty * 4 + r) * 8 + tx] = l[r];");
+  emit_line(e, "%s", G(e)->barrier);
+  unrolled(e, "r", 4);
   emit_line(e, "{");
   e->indent++;
-  emit_line(e, "const %s r = ty * 4 + a, i = q0 + r;", it);
-  emit_line(e, "const float rl = %s / pa_L[r];", one);
-  unrolled(e, "u", NU);
+  emit_line(e, "const %s i = q0 + ty * 4 + r;", it);
+  emit_line(e, "float ls = %s;", zero);
+  emit_line(e, "%sfor (int h = 0; h < 8; h++) ls += pa_R[(ty * 4 + r) * 8 + h];", G(e)->unroll);
+  emit_line(e, "const float rl = %s / ls;", one);
+  unrolled(e, "u", 4 * a.nu);
   emit_line(e, "{");
-  emit_line(e, "  const %s cc = tx + 8 * u;", it);
-  emit_line(e, "  if (i < SQ && cc < %lld) {", (long long)DV);
+  emit_line(e, "  const %s cc = tx * 4 + (u / 4) * 32 + u %% 4;", it);
+  emit_line(e, "  if (i < SQ && cc < %lld) {", (long long)a.dv);
   char at[64], val[64];
-  snprintf(at, sizeof at, "(bt * SQ + i) * %lld + cc", (long long)DV);
-  snprintf(val, sizeof val, "o[a * %lld + u] * rl", (long long)NU);
+  snprintf(at, sizeof at, "(bt * SQ + i) * %lld + cc", (long long)a.dv);
+  snprintf(val, sizeof val, "o[r * %d + u] * rl", 4 * a.nu);
   emit_store(e, ob, at, val);
   emit_line(e, "  }");
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "%s", G(e)->barrier); /* the next tile rewrites pa_Q and the rows' state */
   e->indent--;
   emit_line(e, "}");
 }

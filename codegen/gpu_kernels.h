@@ -33,14 +33,15 @@ int gpu_row_vector_buffer(const kir_module *m, int i, int vec, int buf);
  * PC_VEC consecutive elements per invocation */
 int gpu_pointwise_vector(const kir_module *m, int i);
 
-/* The attention kernel (attention.c): GPU_ATT_THREADS invocations per work group, a group per
- * 32 query rows of a batch, or the schedule's tile_m where a target's own kernel takes another
- * (gpu_attention_groups, over the grid's x; the kernel loops when the target caps it), the shared memory gpu_declare_attention declares (as kir_attention_fits counts
- * it); gpu_attention_fits refuses another work-group size */
-enum { GPU_ATT_THREADS = 64 };
+/* The attention kernel (attention.c): a work group per tile_m query rows of a batch, 2 tile_m
+ * invocations (gpu_attention_groups, over the grid's x; the kernel loops when the target caps it),
+ * the shared memory gpu_declare_attention declares (kir_attention_shared counts it).
+ * gpu_attention_schedule picks the largest tiles within a target's shared memory;
+ * gpu_attention_fits refuses others. A target's own attention kernel sets its own tile_m. */
+void gpu_attention_schedule(const kir_module *m, int i, size_t shared_max, kir_schedule *s);
 bool gpu_is_attention(const kir_module *m, int i);
 int64_t gpu_attention_groups(const kir_module *m, int i, const int64_t *S);
-bool gpu_attention_fits(const kir_module *m, int i, char *why, size_t len);
+bool gpu_attention_fits(const kir_module *m, int i, size_t shared_max, char *why, size_t len);
 void gpu_declare_attention(emitter *e, const char *qualifier);
 /* the batch indices of an attention kernel's output (ab0, ab1, ...: emit_unravel's names), and the
  * offset of the current batch's matrix in buffer b, whose batch dims broadcast to the output's

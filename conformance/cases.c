@@ -353,7 +353,11 @@ static void composite_cases(conf_cases *cs) {
        "input q: f32[2, 37, 24]\ninput k: f32[2, 301, 24]\ninput v: f32[2, 301, 40]\ny = attention(q, k, v)\noutput y\n");
   text(add(cs, "ops", "attention/causal/more-keys"),
        "input q: f16[3, 5, 32]\ninput k: f16[3, 40, 32]\ninput v: f16[3, 40, 16]\ny = attention(q, k, v, causal=true)\noutput y\n");
-  /* heads too wide for the attention kernel (D + Dv over 192): the decomposition runs */
+  /* heads of 96: on a device of 32 KiB of shared memory (lavapipe) the attention kernel's
+   * smallest tiles, 32 rows over 16 keys a step */
+  text(add(cs, "ops", "attention/heads-of-96"),
+       "input q: f16[2, 40, 96]\ninput k: f16[2, 75, 96]\ninput v: f16[2, 75, 96]\ny = attention(q, k, v, causal=true)\noutput y\n");
+  /* heads too wide for the attention kernel (its smallest tiles past 32 KiB): the decomposition runs */
   text(add(cs, "ops", "attention/wide-heads"),
        "input q: f32[2, 17, 128]\ninput k: f32[2, 19, 128]\ninput v: f32[2, 19, 96]\ny = attention(q, k, v)\noutput y\n");
   /* additive masks: a padding mask (-inf on the keys past each sequence's length) per batch, a

@@ -70,6 +70,7 @@ enum {
   /* the stages' operands, their two barriers each, and 1024 bytes to align the swizzled stages */
   CU_WG_SHARED = CU_WG_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_WG_BN) * 2 + CU_WG_STAGES * 16 + 1024,
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
+  CU_STATIC_SHARED = 48 << 10, /* a block's static shared memory (the SIMT attention's tiles) */
   CU_MAX_SPLIT = 64,  /* the most slices of a convolution's reduction (split-K) */
   CU_BLASLT_ALGOS = 8, /* cuBLASLt's heuristic is asked for this many algorithms, best first */
   CU_BLASLT_WORKSPACE = 32 << 20, /* cuBLASLt's workspace: one per module (its stream) */

@@ -243,7 +243,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
       s->threads[0] = CU_FA_THREADS;
       s->shared_bytes = cu_flash_shared_bytes(m, i);
     } else if (gpu_is_attention(m, i)) {
-      s->threads[0] = GPU_ATT_THREADS;
+      gpu_attention_schedule(m, i, CU_STATIC_SHARED, s);
     }
     break;
   }
@@ -278,7 +278,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
   case KS_PLAIN: break;
   }
-  if (!gpu_attention_fits(m, i, why, len)) return false;
+  if (!gpu_attention_fits(m, i, CU_STATIC_SHARED, why, len)) return false;
   return gpu_group_fits(&m->k[i], 32, 1024, false, why, len);
 }
 

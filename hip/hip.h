@@ -36,6 +36,7 @@ portc_status hip_fail(hipError_t r, const char *what);
 enum {
   HIP_PW_THREADS = 256,
   HIP_MM_TILE = 64,    /* SIMT matmul: 64x64 tiles, 16x16 threads of 4x4 */
+  HIP_STATIC_SHARED = 48 << 10, /* static shared memory that AMD's 64 KiB and hip-on-cuda's 48 take */
 };
 /* the schedule hook (schedule.c): every launch decision of a kernel, in k->sched */
 void hip_schedule(kir_module *m, int i, int device);

@@ -39,7 +39,7 @@ void hip_schedule(kir_module *m, int i, int device) {
     s->variant = KS_TILED, s->tile_m = s->tile_n = HIP_MM_TILE;
     s->threads[0] = 16, s->threads[1] = 16;
   }
-  if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
+  if (gpu_is_attention(m, i)) gpu_attention_schedule(m, i, HIP_STATIC_SHARED, s);
   if (k->kind == KK_CONV) s->run = gpu_conv_run_rule(m, i);
 }
 
@@ -48,7 +48,7 @@ void hip_schedule(kir_module *m, int i, int device) {
 bool hip_schedule_check(kir_module *m, int i, int device, char *why, size_t len) {
   (void)device;
   const kir_schedule *s = &m->k[i].sched;
-  if (!gpu_attention_fits(m, i, why, len)) return false;
+  if (!gpu_attention_fits(m, i, HIP_STATIC_SHARED, why, len)) return false;
   return s->variant == KS_TILED ? gpu_tiles_fit(&m->k[i], 1, why, len) : gpu_group_fits(&m->k[i], 64, 1024, false, why, len);
 }
 

@@ -70,15 +70,17 @@ static int64_t buf_bytes(const kir_module *m, int b, const int64_t *sym) {
   return shape_count(&m->buf[b].sh, sym) * (int64_t)portc_dtype_size(m->buf[b].dt);
 }
 
+int64_t kir_attention_shared(int64_t D, int64_t Dv, int bq, int bk) {
+  const int64_t d4 = (D + 3) / 4, dp = 4 * (d4 % 2 ? d4 : d4 + 1), dvp = 32 * ((Dv + 31) / 32);
+  return 4 * (bq * dp + bk * dp + bk * dvp + bq * (bk + 4) + 8 * bq);
+}
+
 bool kir_attention_fits(const portc_graph *g, int i) {
   const node *n = &g->nodes[i];
   const shape *q = &g->nodes[n->in[0]].sh, *v = &g->nodes[n->in[2]].sh;
   dim D = q->d[q->rank - 1], Dv = v->d[v->rank - 1];
   if (n->op != OP_attention || D.sym >= 0 || Dv.sym >= 0 || D.c < 1 || Dv.c < 1) return false;
-  /* the GPU kernel's shared memory (codegen/attention.c): 32 rows of q and of k or v, padded, the
-   * 32 x 33 scores and the rows' state, in floats */
-  int64_t kv = D.c + 1 > Dv.c ? D.c + 1 : Dv.c;
-  return 4 * (32 * (D.c + 1) + 32 * kv + 32 * 33 + 7 * 32) <= KIR_ATTENTION_MAX_SHARED;
+  return kir_attention_shared(D.c, Dv.c, KIR_ATTENTION_MIN_BQ, KIR_ATTENTION_MIN_BK) <= KIR_ATTENTION_MAX_SHARED;
 }
 
 bool kir_channels_last_fits(const portc_graph *g, int i) {

@@ -158,9 +158,13 @@ typedef struct kir_module {
 } kir_module;
 
 /* An attention node the attention kernel (codegen/attention.c) computes whole: head sizes known,
- * its shared memory within KIR_ATTENTION_MAX_SHARED bytes (what lavapipe and most Vulkan devices
- * give a work group; head sizes up to 96) */
+ * and the shared memory of its smallest tiles (KIR_ATTENTION_MIN_BQ query rows, KIR_ATTENTION_MIN_BK
+ * keys a step) within KIR_ATTENTION_MAX_SHARED bytes (what lavapipe and most Vulkan devices give a
+ * work group; head sizes up to 104). kir_attention_shared: the bytes of bq query rows and bk keys
+ * (the queries, the keys and the values padded, the scores, the rows' partial maxima). */
 #define KIR_ATTENTION_MAX_SHARED 32768
+enum { KIR_ATTENTION_MIN_BQ = 32, KIR_ATTENTION_MIN_BK = 16 };
+int64_t kir_attention_shared(int64_t D, int64_t Dv, int bq, int bk);
 bool kir_attention_fits(const portc_graph *g, int i);
 /* A conv2d node (either layout) a channels-last tensor-core kernel computes: groups 1, f16 or
  * bf16, input and output channels multiples of 8 (16-byte runs; an NCHW node's input channels

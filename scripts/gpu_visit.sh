@@ -19,6 +19,12 @@
 #             attention-bearing cases, memcheck and racecheck on the attention cases, each command
 #             under a time limit, then bench/gpu/attention_*_f16 and the transformer example under
 #             --autocast f16 timed with it and with the SIMT kernel
+#   attsimt   the SIMT attention kernel (codegen/attention.c; CUDA's for f32, Vulkan's for every
+#             dtype): the attention-bearing cases per target with it for every float dtype
+#             (PORTC_ATTENTION=kernel), memcheck and racecheck on cuda's attention cases with no
+#             tensor-core kernel (PORTC_CUDA_KERNELS=none), then bench/gpu/attention_*_f32 and
+#             _causal_*_f16, and the f32 transformer example, timed in turn twice: with it, with
+#             $BASELINE's build where set, and decomposed (PORTC_ATTENTION=decomposed)
 #   tconv     convolutions on tensor cores (the mma.sync kernel, PORTC_CUDA_KERNELS=conv, channels-last
 #             where they fit): the convolution-bearing cases, memcheck on the convolution cases,
 #             racecheck on the tensor-core and channels-last ones, then (unless
@@ -208,6 +214,40 @@ for step in $steps; do
         line+=" $on $(awk '/^fused/ {print $5}' "$out/bench_flash_$on.txt")"
       done
       summary+=("$line")
+    done
+    ;;
+  attsimt)
+    for t in $targets; do
+      PORTC_ATTENTION=kernel PORTC_CUDA_KERNELS=none timeout 300 "$portc" verify -t "$t" --examples examples \
+        --filter 'attention|transformer|model' >"$out/verify_attsimt_$t.txt" 2>&1
+      rc=$?
+      grep -E '^FAIL' "$out/verify_attsimt_$t.txt" | head -10
+      summary+=("verify $t, the SIMT attention kernel for every float dtype (rc $rc): $(tail -1 "$out/verify_attsimt_$t.txt")")
+    done
+    if [[ " $targets " == *" cuda "* ]]; then
+      for tool in memcheck racecheck; do
+        PORTC_ATTENTION=kernel PORTC_CUDA_KERNELS=none timeout 300 "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda \
+          --no-eager --filter 'attention' --quiet >"$out/${tool}_attsimt.txt" 2>&1
+        summary+=("$tool, SIMT attention (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_attsimt.txt" | tail -1)")
+      done
+    fi
+    for t in $targets; do
+      for g in bench/gpu/attention_16x8x512x64_f32.ptg bench/gpu/attention_causal_8x8x1024x64_f16.ptg transformer; do
+        args=("$g")
+        [ "$g" = transformer ] && args=("${transformer[@]}")
+        line="$t $(basename "$g" .ptg), ms:"
+        for round in 1 2; do
+          for who in new base decomposed; do
+            bin=$portc lib=$PWD/build/lib env=(PORTC_CUDA_KERNELS=none)
+            [ $who = base ] && { [ -n "${BASELINE:-}" ] || continue; bin=$BASELINE/bin/portc lib=$BASELINE/lib; }
+            [ $who = decomposed ] && env+=(PORTC_ATTENTION=decomposed)
+            env "${env[@]}" LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}" timeout 300 "$bin" bench "${args[@]}" -t "$t" --no-eager --iters 30 \
+              --warmup 3 >"$out/bench_attsimt.txt" 2>&1
+            line+=" $who $(awk '/^fused/ {print $5}' "$out/bench_attsimt.txt")"
+          done
+        done
+        summary+=("$line")
+      done
     done
     ;;
   tconv)

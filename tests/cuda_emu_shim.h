@@ -39,6 +39,8 @@ using std::min;
 #define PC_KERNEL extern "C"
 #define __global__
 #define __device__
+/* a block's static shared memory: one instance for the coroutines of the block that runs */
+#define __shared__ static
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __grid_constant__
@@ -251,6 +253,14 @@ inline float pc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline float pc_ex2(float x) { return exp2f(x); }
 inline float __frcp_rn(float x) { return 1.0f / x; }
+/* N consecutive floats of a 16-byte aligned address, as the prelude's pc_ldv reads them */
+template <int N> inline void pc_ldv(const float *p, float *o) {
+  if ((uintptr_t)p % 16) {
+    fprintf(stderr, "pc_ldv: a 16-byte load at an address that is not 16-byte aligned\n");
+    abort();
+  }
+  for (int i = 0; i < N; i++) o[i] = p[i];
+}
 inline unsigned atomicOr(unsigned *p, unsigned v) {
   unsigned o = *p;
   *p |= v;

@@ -90,6 +90,17 @@ static const emu_case cases[] = {
      "graph c\ninput x: bf16[3, 9, 10, 24]\ninput w: bf16[2, 2, 24, 160]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1], channels_last=true)\n"
      "output y\n",
      CU_OWN_CONV, "channels last: this thread's rows", 1.5e-2, 1},
+    {"SIMT attention, f32, 64 query rows over 32 keys a step (heads of 64), bias and causal mask",
+     "graph att\ninput q: f32[2, 2, 70, 64]\ninput k: f32[2, 2, 131, 64]\ninput v: f32[2, 2, 131, 64]\ninput m: f32[70, 131]\n"
+     "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
+     0, "pa_Q[4352]", 1e-5, 1},
+    {"SIMT attention, f32, heads of 24 and 40 (padded rows, a second 32-column run), keys shared by the batch, a per-key mask",
+     "graph att\ninput q: f32[3, 37, 24]\ninput k: f32[1, 301, 24]\ninput v: f32[1, 301, 40]\ninput m: f32[1, 301]\n"
+     "y = attention(q, k, v, m)\noutput y\n",
+     0, "pa_V[2048]", 1e-5, 1},
+    {"SIMT attention, bf16, few queries (32-row tiles), heads of 100 (rows of 25 words, unpadded) and 8",
+     "graph att\ninput q: bf16[2, 9, 100]\ninput k: bf16[2, 45, 100]\ninput v: bf16[2, 45, 8]\ny = attention(q, k, v, causal=true)\noutput y\n",
+     0, "pa_K[3200]", 1e-2, 1},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",

@@ -473,7 +473,8 @@ TEST(TuneTables, CudasTensorCoreAttentionTakesHalfPrecisionHeadsOfSixteens) {
     EXPECT_TRUE(tg->schedule_check(km, a, -1, why, sizeof why)) << why;
     EXPECT_EQ(s.variant == KS_MMA, c.takes) << c.type << " " << c.head;
     if (!c.takes) {
-      EXPECT_EQ(s.threads[0], GPU_ATT_THREADS);
+      EXPECT_EQ(s.tile_m, 64) << "70 queries: tiles of 64 rows";
+      EXPECT_EQ(s.threads[0], 2 * s.tile_m);
       kir_module_free(km);
       continue;
     }

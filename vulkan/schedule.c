@@ -63,6 +63,9 @@ static bool words_kernel_takes(const kir_module *m, int i) {
 }
 
 static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxComputeSharedMemorySize : VK_MIN_SHARED; }
+/* the attention kernel's: where no device is known, what the lowering assumed when it kept the
+ * node whole (KIR_ATTENTION_MAX_SHARED) */
+static size_t attention_shared(const vk_context *c) { return c ? shared_max(c) : KIR_ATTENTION_MAX_SHARED; }
 
 /* A float matmul's tiles. The f32 word matmul (words_eligible) takes 128x128 tiles where the
  * output has at least 128 of them (a wave of work groups on a large GPU), else 64x64 (the rows or
@@ -205,7 +208,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     if (c && c->f.coop_matrix && vk_coop_schedule(m, i) && k->kind == KK_CONV)
       s->split_k = gpu_conv_split_fill(m, i, s->tile_m, 2 * (int)c->f.units, 4 * VK_COOP_K, VK_MAX_SPLIT);
   }
-  if (gpu_is_attention(m, i)) s->threads[0] = GPU_ATT_THREADS;
+  if (gpu_is_attention(m, i)) gpu_attention_schedule(m, i, attention_shared(c), s);
   if (k->kind == KK_CONV) s->run = gpu_conv_run_rule(m, i);
   if (k->kind == KK_ROW || k->kind == KK_POINTWISE || k->kind == KK_OPAQUE) s->vector = vector_rule(m, i);
   if (k->kind == KK_ROW) s->threads[0] = row_threads(k, s->threads[0], c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32);
@@ -230,7 +233,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     return snprintf(why, len, "split_k=%d: of cooperative-matrix kernels, convolutions split, into at most %d slices", s->split_k, VK_MAX_SPLIT),
            false;
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
-  if (!gpu_attention_fits(m, i, why, len)) return false;
+  if (!gpu_attention_fits(m, i, attention_shared(c), why, len)) return false;
   const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;
   if (vk_vector_kernel(&m->k[i]) && s->vector != width) /* the width its buffers' layout allows, or none */
     return snprintf(why, len, "vector=%d: this kernel moves %d elements at a time or one", s->vector, width), false;
