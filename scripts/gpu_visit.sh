@@ -23,8 +23,8 @@
 #             dtype): the attention-bearing cases per target with it for every float dtype
 #             (PORTC_ATTENTION=kernel), memcheck and racecheck on cuda's attention cases with no
 #             tensor-core kernel (PORTC_CUDA_KERNELS=none), then bench/gpu/attention_*_f32 and
-#             _causal_*_f16, and the f32 transformer example, timed in turn twice: with it, with
-#             $BASELINE's build where set, and decomposed (PORTC_ATTENTION=decomposed)
+#             _causal_*_f16, and the f32 transformer example, timed in turn twice: with it
+#             (PORTC_ATTENTION=kernel), with $BASELINE's build where set, and decomposed
 #   tconv     convolutions on tensor cores (the mma.sync kernel, PORTC_CUDA_KERNELS=conv, channels-last
 #             where they fit): the convolution-bearing cases, memcheck on the convolution cases,
 #             racecheck on the tensor-core and channels-last ones, then (unless
@@ -238,9 +238,9 @@ for step in $steps; do
         line="$t $(basename "$g" .ptg), ms:"
         for round in 1 2; do
           for who in new base decomposed; do
-            bin=$portc lib=$PWD/build/lib env=(PORTC_CUDA_KERNELS=none)
+            bin=$portc lib=$PWD/build/lib env=(PORTC_CUDA_KERNELS=none PORTC_ATTENTION=kernel)
             [ $who = base ] && { [ -n "${BASELINE:-}" ] || continue; bin=$BASELINE/bin/portc lib=$BASELINE/lib; }
-            [ $who = decomposed ] && env+=(PORTC_ATTENTION=decomposed)
+            [ $who = decomposed ] && env=(PORTC_CUDA_KERNELS=none PORTC_ATTENTION=decomposed)
             env "${env[@]}" LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}" timeout 300 "$bin" bench "${args[@]}" -t "$t" --no-eager --iters 30 \
               --warmup 3 >"$out/bench_attsimt.txt" 2>&1
             line+=" $who $(awk '/^fused/ {print $5}' "$out/bench_attsimt.txt")"

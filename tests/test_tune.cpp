@@ -439,6 +439,51 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
   }
 }
 
+// The SIMT attention kernel's tiles follow the device's shared memory: 64 query rows over 32 keys
+// a step where they fit, 32 rows where the queries are few or 64 do not fit, 16 keys a step where
+// only that fits (heads of 96 in 32 KiB, as on lavapipe); the lowering keeps a node whole only
+// where the smallest tiles fit 32 KiB, and a schedule past the device's shared memory is refused
+TEST(TuneTables, AttentionTilesFollowTheSharedMemory) {
+  struct {
+    int queries, head;
+    size_t shared;
+    int bq, bk;
+  } cases[] = {{70, 64, 48 << 10, 64, 32}, {70, 64, 32 << 10, 32, 32}, {20, 64, 48 << 10, 32, 32}, {70, 96, 32 << 10, 32, 16}};
+  for (const auto &c : cases) {
+    char text[320];
+    snprintf(text, sizeof text, "graph att\ninput q: f32[2, %d, %d]\ninput k: f32[2, 50, %d]\ninput v: f32[2, 50, %d]\ny = attention(q, k, v)\noutput y\n",
+             c.queries, c.head, c.head, c.head);
+    Graph g = parse(text);
+    ASSERT_TRUE(g);
+    lower_options lo = {};
+    lo.attention = TARGET_ATTENTION_FLOATS;
+    kir_module *km = nullptr;
+    ASSERT_EQ(lower_graph(g.get(), &lo, &km), PORTC_OK) << portc_last_error();
+    ASSERT_EQ(km->nk, 1);
+    ASSERT_TRUE(gpu_is_attention(km, 0));
+    kir_schedule s = {};
+    gpu_attention_schedule(km, 0, c.shared, &s);
+    EXPECT_EQ(s.tile_m, c.bq) << c.queries << " queries, heads of " << c.head << ", " << c.shared << " bytes";
+    EXPECT_EQ(s.tile_n, c.bk) << c.queries << " queries, heads of " << c.head << ", " << c.shared << " bytes";
+    EXPECT_EQ(s.threads[0], 2 * c.bq);
+    EXPECT_LE(kir_attention_shared(c.head, c.head, s.tile_m, s.tile_n), (int64_t)c.shared);
+    km->k[0].sched = s;
+    char why[256] = "";
+    EXPECT_TRUE(gpu_attention_fits(km, 0, c.shared, why, sizeof why)) << why;
+    km->k[0].sched.tile_m = 64, km->k[0].sched.tile_n = 32, km->k[0].sched.threads[0] = 128;
+    EXPECT_EQ(gpu_attention_fits(km, 0, 16 << 10, why, sizeof why), false);
+    EXPECT_NE(strstr(why, "the device allows 16384"), nullptr) << why;
+    kir_module_free(km);
+  }
+  Graph wide = parse("graph att\ninput q: f32[2, 9, 112]\ninput k: f32[2, 9, 112]\ninput v: f32[2, 9, 112]\ny = attention(q, k, v)\noutput y\n");
+  ASSERT_TRUE(wide);
+  int n = -1;
+  for (int i = 0; i < wide->n; i++)
+    if (wide->nodes[i].op == OP_attention) n = i;
+  ASSERT_GE(n, 0);
+  EXPECT_FALSE(kir_attention_fits(wide.get(), n)) << "heads of 112: the smallest tiles take more than 32 KiB";
+}
+
 // CUDA's attention on tensor cores (opted into): f16/bf16 attention whose head sizes are multiples
 // of 16 takes it, with 4 warps over 64 query rows, its shared memory, and a grid of 64-row tiles;
 // f32, and head sizes it was not written for, keep the SIMT kernel; a schedule it cannot run is refused
@@ -475,6 +520,9 @@ TEST(TuneTables, CudasTensorCoreAttentionTakesHalfPrecisionHeadsOfSixteens) {
     if (!c.takes) {
       EXPECT_EQ(s.tile_m, 64) << "70 queries: tiles of 64 rows";
       EXPECT_EQ(s.threads[0], 2 * s.tile_m);
+      km->k[a].sched.threads[0] = 64;
+      EXPECT_FALSE(tg->schedule_check(km, a, -1, why, sizeof why));
+      EXPECT_NE(strstr(why, "two invocations a row"), nullptr) << why;
       kir_module_free(km);
       continue;
     }
