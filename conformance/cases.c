@@ -420,6 +420,14 @@ static void fusion_cases(conf_cases *cs) {
   text(add(cs, "fusion", "fusion/matmul-of-permuted-rows-f16"),
        "input x: f16[2, 64, 3, 32]\ninput w: f16[32, 48]\nt = permute(x, perm=[2, 0, 1, 3])\nh = matmul(t, w)\nconst c: f16[] = 0.5\n"
        "y = mul(h, c)\noutput y\n");
+  /* attention's heads merged for the output projection: copied into a matrix first where the
+   * target's vendor library wants one (cuda; lower/matmul_rows.c), the bias fused either way */
+  text(add(cs, "fusion", "fusion/heads-merged-projection"),
+       "input a: f32[2, 4, 33, 16]\ninput w: f32[64, 40]\ninput b: f32[40]\nt = permute(a, perm=[0, 2, 1, 3])\n"
+       "m = reshape(t, shape=[2, 33, 64])\nh = matmul(m, w)\ny = add(h, b)\noutput y\n");
+  text(add(cs, "fusion", "fusion/heads-merged-projection-f16"),
+       "input a: f16[2, 4, 64, 32]\ninput w: f16[128, 64]\nt = permute(a, perm=[0, 2, 1, 3])\nm = reshape(t, shape=[128, 128])\n"
+       "h = matmul(m, w)\noutput h\n");
   text(add(cs, "fusion", "fusion/matmul-bias-gelu"),
        "input x: f32[65, 127]\ninput w: f32[127, 96]\ninput b: f32[96]\nh = matmul(x, w)\nhb = add(h, b)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "fusion", "fusion/matmul-residual"),

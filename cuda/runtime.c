@@ -638,5 +638,6 @@ const target cuda_target = {
     .gpu = &cu_gpu,
     .kernel_note = kernel_note,
     .attention_kernel = TARGET_ATTENTION_FLOATS,
+    .copy_merged_rows = true,
     .channels_last_convs = cu_channels_last,
 };

@@ -245,7 +245,7 @@ static portc_status compile_module(const portc_graph *g, const portc_compile_opt
   else if (att && strcmp(att, "kernel") == 0 && whole) whole = TARGET_ATTENTION_FLOATS;
   lower_options lo = {.eager = o->eager, .symvals = m->dynamic ? NULL : m->symvals, .dump_after = o->dump_after, .attention = whole,
                       .channels_last = t->channels_last_convs ? t->channels_last_convs(device) : 0,
-                      .max_loads = t->max_kernel_loads ? t->max_kernel_loads(device) : 0};
+                      .max_loads = t->max_kernel_loads ? t->max_kernel_loads(device) : 0, .copy_merged_rows = t->copy_merged_rows};
   if (!(st = lower_graph(g, &lo, &m->km)) && lo.max_loads && !lo.eager && kernels_wider_than(m->km, lo.max_loads + 1)) {
     /* a row kernel joined more than the target binds (fusion bounds expressions, not the stores
      * and operands a row kernel gathers): the graph lowers again, one kernel per op */

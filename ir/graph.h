@@ -104,8 +104,10 @@ typedef struct node {
   pdata *data;       /* param whose values the graph holds */
   int line;          /* where it was parsed from (0: built through the API) */
   /* lowering (lower/remat.c): fusion keeps the value in memory; the value is a clone computed again
-   * for late readers, which joins no row kernel (one that runs early, with the rows it reads) */
-  bool stored, recomputed;
+   * for late readers, which joins no row kernel (one that runs early, with the rows it reads);
+   * (lower/matmul_rows.c) a view fusion copies into memory of its own: a weight matmul's rows that
+   * would not lie as a matrix */
+  bool stored, recomputed, copied;
 } node;
 
 struct portc_graph {

@@ -3,8 +3,9 @@
  *
  * Rules, in the order they apply:
  *  1. Graph outputs, inputs, parameters, constants (but one-element constants, which are
- *     inlined), the results of reductions, matmuls, convolutions and opaque ops, and the values
- *     the memory plan marks `stored` (remat.c) are materialized. Operands of a matmul are loaded
+ *     inlined), the results of reductions, matmuls, convolutions and opaque ops, the values
+ *     the memory plan marks `stored` (remat.c) and the views marked `copied` (matmul_rows.c) are
+ *     materialized. Operands of a matmul are loaded
  *     through views, never computed, so the first non-view value behind each operand is
  *     materialized; inputs of convolutions and opaque ops are materialized as they are.
  *  2. Several consumers: an elementwise value used by more than one consumer is recomputed in
@@ -177,6 +178,7 @@ static void initial_materialization(fctx *c, bool eager) {
     if (p->cls[i] == C_SRC && !is_scalar_const(n)) set_mat(c, i, "a graph input, parameter or constant");
     if (c->is_out[i]) set_mat(c, i, "a graph output");
     if (n->stored && !eager) set_mat(c, i, "a partial sum the memory plan keeps, so that its operands are freed as it goes");
+    if (n->copied && !eager) set_mat(c, i, "a matmul's rows, copied so that they lie as a matrix");
     if (eager && p->cls[i] != C_SRC) set_mat(c, i, "eager mode: one kernel per op");
     if (p->cls[i] == C_RED || p->cls[i] == C_MM || p->cls[i] == C_CONV || p->cls[i] == C_OPQ) set_mat(c, i, "the result of a kernel anchor");
     if (p->cls[i] == C_CONV || p->cls[i] == C_OPQ)

@@ -10,7 +10,7 @@
 
 #include "passes.h"
 
-const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "cast_sink", "channels_last", "split_concat", "split_reduce", "fold_batch_sum", "matmul_rows", "fold", "cse", "dce", "fuse", NULL};
+const char *const lower_pass_names[] = {"specialize", "form_attention", "decompose", "cast_sink", "channels_last", "split_concat", "split_reduce", "fold_batch_sum", "matmul_rows", "matmul_merged_rows", "fold", "cse", "dce", "fuse", NULL};
 
 static bool verify_each_pass(void) {
 #ifndef NDEBUG
@@ -60,6 +60,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   RUN(split_reduce, &g);
   RUN(fold_batch_sum, &g);
   RUN(matmul_rows, &g); /* a weight matmul of permuted rows reads them as they lie */
+  if (!o->eager && o->copy_merged_rows) RUN(matmul_merged_rows, g); /* ... or copied into a matrix where heads merge */
   RUN(opt_fold, g);
   RUN(opt_cse, g);
   RUN(opt_dce, g);

@@ -62,6 +62,7 @@ portc_node copy_op_onto(portc_graph *dst, const portc_graph *src, int i, const i
   s.name = name;
   portc_node n = graph_add(dst, &s);
   if (n >= 0) dst->nodes[n].line = x->line, dst->nodes[n].stored = x->stored, dst->nodes[n].recomputed = x->recomputed;
+  if (n >= 0) dst->nodes[n].copied = x->copied;
   return n;
 }
 

@@ -99,7 +99,7 @@ static void add_unit(const kir_module *km, const char *name, bool hopper) {
 /* CUDA: graph g lowered again with its convolutions channels-last, as the lowering makes them
  * for the tensor-core convolution, where that changes one: that kernel, also in 3 slices */
 static void add_channels_last(const portc_graph *g, const int64_t *symvals, const char *name) {
-  lower_options lo = {.symvals = symvals, .attention = T->attention_kernel, .channels_last = cu_channels_last_as(CU_OWN_CONV)};
+  lower_options lo = {.symvals = symvals, .attention = T->attention_kernel, .channels_last = cu_channels_last_as(CU_OWN_CONV), .copy_merged_rows = T->copy_merged_rows};
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: does not lower channels-last: %s\n", name, portc_last_error());
@@ -122,7 +122,7 @@ static void add_channels_last(const portc_graph *g, const int64_t *symvals, cons
 
 /* entry (may be NULL): a tune-table entry whose knobs the module's kernels take */
 static void add_module(const portc_graph *g, bool eager, const int64_t *symvals, const char *name, const tune_entry *entry) {
-  lower_options lo = {.eager = eager, .symvals = symvals, .attention = T->attention_kernel};
+  lower_options lo = {.eager = eager, .symvals = symvals, .attention = T->attention_kernel, .copy_merged_rows = T->copy_merged_rows};
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
@@ -268,7 +268,7 @@ static int print_source(const char *path, bool eager, bool hopper) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
   /* the convolutions channels-last where PORTC_CUDA_KERNELS takes the tensor-core one, as a device would */
-  lower_options lo = {.eager = eager, .attention = T->attention_kernel, .channels_last = hip ? 0 : cu_channels_last(-1)};
+  lower_options lo = {.eager = eager, .attention = T->attention_kernel, .channels_last = hip ? 0 : cu_channels_last(-1), .copy_merged_rows = T->copy_merged_rows};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
@@ -285,7 +285,7 @@ static int print_source(const char *path, bool eager, bool hopper) {
 static int write_object(const char *path, const char *arch, const char *out, bool rtc) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  lower_options lo = {.attention = T->attention_kernel, .channels_last = hip ? 0 : cu_channels_last(-1)};
+  lower_options lo = {.attention = T->attention_kernel, .channels_last = hip ? 0 : cu_channels_last(-1), .copy_merged_rows = T->copy_merged_rows};
   if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;

@@ -205,6 +205,46 @@ TEST(Passes, WeightMatmulOfPermutedRowsReadsThemAsTheyLie) {
   }
 }
 
+// Attention's heads merged for the output projection ([B, H, S, D] permuted to [B, S, H, D], then
+// [B, S, H*D]): where the target asks, the permute is copied into a matrix by a kernel of its own,
+// and the projection reads a plain operand (what cuBLASLt takes) with its bias still fused; a
+// permute whose merged axes lie together, one that moves the last axis, or the option off leave
+// the matmul reading through the view
+TEST(Passes, HeadsMergedForAWeightMatmulAreCopiedIntoAMatrixWhereTheTargetAsks) {
+  const char *text = "input a: f32[2, 4, 9, 8]\ninput w: f32[32, 16]\ninput b: f32[16]\nt = permute(a, perm=[0, 2, 1, 3])\n"
+                     "m = reshape(t, shape=[2, 9, 32])\nh = matmul(m, w)\ny = add(h, b)\noutput y\n";
+  for (bool on : {true, false}) {
+    Graph g = parse(text);
+    ASSERT_TRUE(g);
+    lower_options o = {};
+    o.copy_merged_rows = on;
+    kir_module *m = nullptr;
+    ASSERT_EQ(lower_graph(g.get(), &o, &m), PORTC_OK) << portc_last_error();
+    ASSERT_EQ(m->nk, on ? 2 : 1);
+    const int mm = m->nk - 1;
+    EXPECT_EQ(m->k[mm].kind, KK_MATMUL);
+    EXPECT_EQ(matmul_gemm_view(m, mm), on) << (on ? "copied" : "read through the view");
+    if (on) {
+      EXPECT_EQ(m->k[0].kind, KK_POINTWISE);
+      EXPECT_NE(strstr(m->k[0].why, "copied so that they lie as a matrix"), nullptr) << m->k[0].why;
+    }
+    kir_module_free(m);
+  }
+  for (const char *other : {"input a: f32[2, 9, 4, 8]\ninput w: f32[32, 16]\nt = permute(a, perm=[1, 0, 2, 3])\nm = reshape(t, shape=[9, 2, 32])\n"
+                            "h = matmul(m, w)\noutput h\n",
+                            "input a: f32[2, 4, 8, 9]\ninput w: f32[32, 16]\nt = permute(a, perm=[0, 3, 1, 2])\nm = reshape(t, shape=[2, 9, 32])\n"
+                            "h = matmul(m, w)\noutput h\n"}) {
+    Graph g = parse(other);
+    ASSERT_TRUE(g);
+    portc_graph *c = nullptr;
+    ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+    bool changed = true;
+    ASSERT_EQ(matmul_merged_rows(c, &changed), PORTC_OK);
+    EXPECT_FALSE(changed) << other;
+    portc_graph_free(c);
+  }
+}
+
 static int count_dtype(const portc_graph *g, enum op op, portc_dtype dt) {
   int n = 0;
   for (int i = 0; i < g->n; i++) n += g->nodes[i].op == op && g->nodes[i].dt == dt;
