@@ -52,6 +52,10 @@ static const emu_case cases[] = {
      CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
     {"Hopper's matmul, bf16, more k-steps than stages",
      "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2, 1},
+    {"attention's heads merged for the output projection, f16: copied into a matrix by a kernel of its own, then Hopper's matmul with a bias",
+     "graph mm\ninput a: f16[2, 4, 72, 32]\ninput w: f16[128, 64]\ninput b: f16[64]\nt = permute(a, perm=[0, 2, 1, 3])\n"
+     "m = reshape(t, shape=[2, 72, 128])\nh = matmul(m, w)\ny = add(h, b)\noutput y\n",
+     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
@@ -223,7 +227,8 @@ static int run_case(const emu_case *c, int index) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
   const unsigned own = c->own & ~(unsigned)EMU_NCHW;
-  lower_options lo = {.attention = T->attention_kernel, .channels_last = c->own & EMU_NCHW ? 0 : cu_channels_last_as(own)};
+  lower_options lo = {.attention = T->attention_kernel, .channels_last = c->own & EMU_NCHW ? 0 : cu_channels_last_as(own),
+                      .copy_merged_rows = T->copy_merged_rows};
   if (portc_graph_parse(c->text, c->name, &g) || lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: %s\n", c->name, portc_last_error());
     return 1;
