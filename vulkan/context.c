@@ -553,9 +553,12 @@ vk_context *vk_context_get(int index, char *why, size_t len) {
 }
 
 const char *vk_default_device_name(void) {
-  char why[512];
+  static _Thread_local char none[600]; /* why there is none, for `portc devices` */
+  char why[512] = "";
   vk_context *c = vk_context_get(-1, why, sizeof why);
-  return c ? c->name : "no Vulkan device";
+  if (c) return c->name;
+  snprintf(none, sizeof none, "no Vulkan device: %s", why);
+  return none;
 }
 
 void vk_describe(FILE *out) {

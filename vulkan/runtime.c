@@ -53,7 +53,8 @@ typedef struct vk_module {
   vk_buffer *scratch; /* split-K kernels' partial sums (f32), grown to the largest launch */
 } vk_module;
 
-static bool available(char *why, size_t len) { return vk_available(why, len); }
+/* a driver, and no unknown name in PORTC_VULKAN_KERNELS (which every compile would refuse) */
+static bool available(char *why, size_t len) { return vk_available(why, len) && vk_own_kernels_known(getenv("PORTC_VULKAN_KERNELS"), why, len); }
 static const char *device(void) { return vk_default_device_name(); }
 
 static void unload(void *handle) {
