@@ -90,6 +90,8 @@ static void schedule_line(const kir_kernel *k, strbuf *out) {
     if (s->stages) sb_printf(out, "x%d, %d stages", s->tile_k, s->stages);
     if (s->split_k > 1) sb_printf(out, ", the reduction in %d slices added by an epilogue kernel", s->split_k);
   }
+  if (k->kind == KK_OPAQUE && s->tile_m > 0) /* attention: its query rows per work group, its keys a step */
+    sb_printf(out, "%s, %d queries by %d keys a step", variants[s->variant == KS_MMA ? KS_MMA : KS_PLAIN], s->tile_m, s->tile_n);
   if (s->threads[0] && s->vector) sb_printf(out, ", vectors of %d", s->vector);
   if (gpu_conv_run(k) > 1) sb_printf(out, ", runs of %d outputs per invocation", s->run);
   if (s->library) sb_printf(out, ", or the vendor library");
