@@ -17,9 +17,10 @@
  * keys tx + 8c: a row's eight holders are neighbours, and their key rows fall in eight banks),
  * its rows' running maxima and partial sums, and the output rows 4 ty.. at columns 4 tx + 32u..
  * The scores' products read 4 floats a time where the dialect has such loads (panel_ld4): rows
- * of q and k are padded to an odd count of 4-float words. A row's maximum is reduced through
- * shared memory (one barrier), its sum only once at the end. A row whose keys are all hidden
- * ends with l = 0: 0/0, as the softmax over them gives.
+ * of q and k are padded to an odd count of 4-float words. A row's maximum is reduced by
+ * shuffles among its eight holders where the dialect has them (shfl_xor: CUDA, HIP), else
+ * through shared memory (one barrier more); its sum only once, at the end. A row whose keys are
+ * all hidden ends with l = 0: 0/0, as the softmax over them gives.
  */
 #include <math.h>
 #include <stdio.h>
@@ -186,27 +187,52 @@ static void scores(emitter *e, const att_layout *a, int mb, bool mrow, bool mcol
   emit_line(e, "  }");
 }
 
-/* the rows' maxima through pa_R, P = exp(S - m') into s and pa_P, the sums and the output rescaled */
+/* v (an lvalue) = op over the eight holders of this invocation's row (lanes tx = 0..7 of one
+ * subgroup), by shuffles */
+static void row_shuffle(emitter *e, enum op op, const char *v) {
+  char lane[128], tmp[512];
+  for (int o = 1; o < 8; o *= 2) {
+    char mask[4];
+    snprintf(mask, sizeof mask, "%d", o);
+    snprintf(lane, sizeof lane, G(e)->shfl_xor, v, mask);
+    emit_float_op(e, op, v, lane, tmp, sizeof tmp);
+    emit_line(e, "%s = %s;", v, tmp);
+  }
+}
+
+/* the rows' maxima (through shuffles, or pa_R and a barrier), P = exp(S - m') into s and pa_P,
+ * the sums and the output rescaled */
 static void online_softmax(emitter *e, const att_layout *a) {
   const int nk = a->nk;
+  const bool shfl = G(e)->shfl_xor != NULL;
   char ninf[64], zero[64], tmp[512], tmp2[512];
   emit_float(e->d, -INFINITY, ninf, sizeof ninf);
   emit_float(e->d, 0.0, zero, sizeof zero);
   unrolled(e, "r", 4);
   emit_line(e, "{");
-  emit_line(e, "  float mt = s[r * %d];", nk);
+  e->indent++;
+  emit_line(e, "float mt = s[r * %d];", nk);
   snprintf(tmp2, sizeof tmp2, "s[r * %d + c]", nk);
   emit_float_op(e, OP_maximum, "mt", tmp2, tmp, sizeof tmp);
-  emit_line(e, "  %sfor (int c = 1; c < %d; c++) mt = %s;", G(e)->unroll, nk, tmp);
-  emit_line(e, "  pa_R[(ty * 4 + r) * 8 + tx] = mt;");
-  emit_line(e, "}");
-  emit_line(e, "%s", G(e)->barrier);
-  unrolled(e, "r", 4);
-  emit_line(e, "{");
-  e->indent++;
+  emit_line(e, "%sfor (int c = 1; c < %d; c++) mt = %s;", G(e)->unroll, nk, tmp);
+  if (shfl) row_shuffle(e, OP_maximum, "mt");
+  else emit_line(e, "pa_R[(ty * 4 + r) * 8 + tx] = mt;");
+  if (!shfl) {
+    e->indent--;
+    emit_line(e, "}");
+    emit_line(e, "%s", G(e)->barrier);
+    unrolled(e, "r", 4);
+    emit_line(e, "{");
+    e->indent++;
+  }
   emit_line(e, "float mn = m[r];");
-  emit_float_op(e, OP_maximum, "mn", "pa_R[(ty * 4 + r) * 8 + h]", tmp, sizeof tmp);
-  emit_line(e, "%sfor (int h = 0; h < 8; h++) mn = %s;", G(e)->unroll, tmp);
+  if (shfl) {
+    emit_float_op(e, OP_maximum, "mn", "mt", tmp, sizeof tmp);
+    emit_line(e, "mn = %s;", tmp);
+  } else {
+    emit_float_op(e, OP_maximum, "mn", "pa_R[(ty * 4 + r) * 8 + h]", tmp, sizeof tmp);
+    emit_line(e, "%sfor (int h = 0; h < 8; h++) mn = %s;", G(e)->unroll, tmp);
+  }
   emit_float_op(e, OP_sub, "m[r]", "mn", tmp2, sizeof tmp2);
   emit_float_op(e, OP_exp, tmp2, NULL, tmp, sizeof tmp);
   emit_line(e, "const float al = m[r] == %s ? %s : %s;", ninf, zero, tmp);
@@ -322,16 +348,24 @@ void emit_attention(emitter *e) {
   e->indent--;
   emit_line(e, "}");
   /* each row's sum, of its eight holders' */
-  emit_line(e, "%s", G(e)->barrier);
-  unrolled(e, "r", 4);
-  emit_line(e, "  pa_R[(ty * 4 + r) * 8 + tx] = l[r];");
-  emit_line(e, "%s", G(e)->barrier);
+  const bool shfl = G(e)->shfl_xor != NULL;
+  if (!shfl) {
+    emit_line(e, "%s", G(e)->barrier);
+    unrolled(e, "r", 4);
+    emit_line(e, "  pa_R[(ty * 4 + r) * 8 + tx] = l[r];");
+    emit_line(e, "%s", G(e)->barrier);
+  }
   unrolled(e, "r", 4);
   emit_line(e, "{");
   e->indent++;
   emit_line(e, "const %s i = q0 + ty * 4 + r;", it);
-  emit_line(e, "float ls = %s;", zero);
-  emit_line(e, "%sfor (int h = 0; h < 8; h++) ls += pa_R[(ty * 4 + r) * 8 + h];", G(e)->unroll);
+  if (shfl) {
+    emit_line(e, "float ls = l[r];");
+    row_shuffle(e, OP_add, "ls");
+  } else {
+    emit_line(e, "float ls = %s;", zero);
+    emit_line(e, "%sfor (int h = 0; h < 8; h++) ls += pa_R[(ty * 4 + r) * 8 + h];", G(e)->unroll);
+  }
   emit_line(e, "const float rl = %s / ls;", one);
   unrolled(e, "u", 4 * a.nu);
   emit_line(e, "{");

@@ -25,6 +25,10 @@ typedef struct gpu_spelling {
    * into a float array from an lvalue (second %s), as one vector load; the SIMT matmul then gives
    * each thread runs of 4 rows and columns (gpu_kernels.c); NULL: one float at a time */
   const char *panel_ld4;
+  /* optional: an expression, the float (first %s) of the lane whose index in the subgroup is this
+   * lane's xor a constant (second %s, below 8), all lanes taking part; the attention kernel then
+   * reduces a row over its eight neighbouring holders without shared memory; NULL: none */
+  const char *shfl_xor;
   /* For a dialect whose statements are not C's (WGSL), in the row kernels: a private float
    * array (1: its name, 2: its length; NULL: "float %1$s[%2$s];"); braces around the body of
    * every if; and nan_minmax: max and min reductions take each element through the prelude's

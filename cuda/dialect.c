@@ -128,6 +128,7 @@ const dialect cuda_dialect = {
         .vload = "pc_ldv<PC_VEC>(%s + %s, &%s[%s]);",
         .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
         .panel_ld4 = "pc_ldv<4>(&%s, &%s);",
+        .shfl_xor = "__shfl_xor_sync(0xffffffffu, %s, %s)",
     },
     .kernel = kernel,
     .module_end = module_end,
