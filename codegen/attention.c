@@ -34,6 +34,7 @@
 typedef struct {
   int bq, bk, threads, nk, nu; /* keys per invocation (bk / 8), 32-column runs of the output */
   int64_t d, dv, dp, dvp, pp;  /* the head sizes; the pitches of the rows of q and k, v, P */
+  int64_t nrk, nrv;            /* the registers of a key step's keys and values per invocation */
 } att_layout;
 
 static att_layout layout_of(const kir_module *m, const kir_kernel *k) {
@@ -42,9 +43,9 @@ static att_layout layout_of(const kir_module *m, const kir_kernel *k) {
                   .bk = k->sched.tile_n > 0 ? k->sched.tile_n : KIR_ATTENTION_MIN_BK,
                   .d = qs->d[qs->rank - 1].c,
                   .dv = k->dom.d[k->dom.rank - 1].c};
-  const int64_t d4 = (a.d + 3) / 4;
   a.threads = 2 * a.bq, a.nk = a.bk / 8, a.nu = (int)((a.dv + 31) / 32);
-  a.dp = 4 * (d4 % 2 ? d4 : d4 + 1), a.dvp = 32 * (int64_t)a.nu, a.pp = a.bk + 4;
+  kir_attention_pitches(a.d, a.dv, a.bk, &a.dp, &a.dvp, &a.pp);
+  a.nrk = (a.bk * a.dp + a.threads - 1) / a.threads, a.nrv = (a.bk * a.dvp + a.threads - 1) / a.threads;
   return a;
 }
 
@@ -136,10 +137,11 @@ static void prefetch(emitter *e, const att_layout *a, int kb, int vb, const char
   const char *it = e->d->index_type;
   char ld[1200], off[256], zero[64];
   emit_float(e->d, 0.0, zero, sizeof zero);
-  const struct { int buf; const char *reg, *base; int64_t pitch, width; } kv[2] = {{kb, "rk", "ko", a->dp, a->d}, {vb, "rv", "vo", a->dvp, a->dv}};
+  const struct { int buf; const char *reg, *base; int64_t pitch, width, per; } kv[2] = {{kb, "rk", "ko", a->dp, a->d, a->nrk},
+                                                                                     {vb, "rv", "vo", a->dvp, a->dv, a->nrv}};
   for (int t = 0; t < 2; t++) {
-    const int64_t n = a->bk * kv[t].pitch, per = (n + a->threads - 1) / a->threads;
-    unrolled(e, "u", per);
+    const int64_t n = a->bk * kv[t].pitch;
+    unrolled(e, "u", kv[t].per);
     emit_line(e, "{");
     emit_line(e, "  const %s x = lid + %d * u, c = x / %lld, d = x %% %lld, j = %s + c;", it, a->threads, (long long)kv[t].pitch,
               (long long)kv[t].pitch, j);
@@ -317,8 +319,7 @@ void emit_attention(emitter *e) {
   emit_load(e, qb, off, ld, sizeof ld);
   emit_line(e, "  pa_Q[x] = i < SQ && d < %lld ? %s * %s : %s;", (long long)a.d, ld, scale, zero);
   emit_line(e, "}");
-  emit_line(e, "float o[%d], m[4], l[4], rk[%lld], rv[%lld];", 16 * a.nu, (long long)((a.bk * a.dp + T - 1) / T),
-            (long long)((a.bk * a.dvp + T - 1) / T));
+  emit_line(e, "float o[%d], m[4], l[4], rk[%lld], rv[%lld];", 16 * a.nu, (long long)a.nrk, (long long)a.nrv);
   unrolled(e, "x", 16 * a.nu);
   emit_line(e, "  o[x] = %s;", zero);
   unrolled(e, "r", 4);
@@ -329,9 +330,9 @@ void emit_attention(emitter *e) {
   emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, a.bk);
   e->indent++;
   emit_line(e, "%s", G(e)->barrier); /* the last step's readers of pa_K, pa_V, pa_P and pa_R are done */
-  unrolled(e, "u", (a.bk * a.dp + T - 1) / T);
+  unrolled(e, "u", a.nrk);
   emit_line(e, "  if (lid + %d * u < %lld) pa_K[lid + %d * u] = rk[u];", T, (long long)(a.bk * a.dp), T);
-  unrolled(e, "u", (a.bk * a.dvp + T - 1) / T);
+  unrolled(e, "u", a.nrv);
   emit_line(e, "  if (lid + %d * u < %lld) pa_V[lid + %d * u] = rv[u];", T, (long long)(a.bk * a.dvp), T);
   emit_line(e, "%s", G(e)->barrier);
   emit_line(e, "if (j0 + %d < JE) {", a.bk); /* the next step's loads in flight through this one */

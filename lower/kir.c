@@ -70,9 +70,15 @@ static int64_t buf_bytes(const kir_module *m, int b, const int64_t *sym) {
   return shape_count(&m->buf[b].sh, sym) * (int64_t)portc_dtype_size(m->buf[b].dt);
 }
 
+void kir_attention_pitches(int64_t D, int64_t Dv, int bk, int64_t *dp, int64_t *dvp, int64_t *pp) {
+  const int64_t d4 = (D + 3) / 4;
+  *dp = 4 * (d4 % 2 ? d4 : d4 + 1), *dvp = 32 * ((Dv + 31) / 32), *pp = bk + 4;
+}
+
 int64_t kir_attention_shared(int64_t D, int64_t Dv, int bq, int bk) {
-  const int64_t d4 = (D + 3) / 4, dp = 4 * (d4 % 2 ? d4 : d4 + 1), dvp = 32 * ((Dv + 31) / 32);
-  return 4 * (bq * dp + bk * dp + bk * dvp + bq * (bk + 4) + 8 * bq);
+  int64_t dp, dvp, pp;
+  kir_attention_pitches(D, Dv, bk, &dp, &dvp, &pp);
+  return 4 * (bq * dp + bk * dp + bk * dvp + bq * pp + 8 * bq);
 }
 
 bool kir_attention_fits(const portc_graph *g, int i) {

@@ -165,6 +165,9 @@ typedef struct kir_module {
 #define KIR_ATTENTION_MAX_SHARED 32768
 enum { KIR_ATTENTION_MIN_BQ = 32, KIR_ATTENTION_MIN_BK = 16 };
 int64_t kir_attention_shared(int64_t D, int64_t Dv, int bq, int bk);
+/* the kernel's row pitches in floats: of q and k (an odd count of 4-float words), of v (whole
+ * 32-column runs), of the scores P */
+void kir_attention_pitches(int64_t D, int64_t Dv, int bk, int64_t *dp, int64_t *dvp, int64_t *pp);
 bool kir_attention_fits(const portc_graph *g, int i);
 /* A conv2d node (either layout) a channels-last tensor-core kernel computes: groups 1, f16 or
  * bf16, input and output channels multiples of 8 (16-byte runs; an NCHW node's input channels

@@ -95,11 +95,11 @@ portc_status matmul_rows(portc_graph **gp, bool *changed) { return rebuild_repla
  * computes it into memory of its own (a copy as fast as the memory, about 6 us there), which the
  * matmul reads as a matrix. */
 
-/* the permute behind matmul i's left operand (through reshapes) whose kept last axis the
- * operand's reduction merges with axes that do not lie next to it; -1 otherwise */
-static int merging_permute(const portc_graph *g, int i) {
+/* whether a permute behind matmul i's left operand (through reshapes) keeps its last axis last,
+ * and the operand's reduction merges it with axes that do not lie next to it */
+static bool merges_apart(const portc_graph *g, int i) {
   const node *mm = &g->nodes[i];
-  if (mm->op != OP_matmul || g->nodes[mm->in[1]].sh.rank != 2) return -1;
+  if (mm->op != OP_matmul || g->nodes[mm->in[1]].sh.rank != 2) return false;
   const shape *as = &g->nodes[mm->in[0]].sh;
   const dim K = as->d[as->rank - 1];
   int v = mm->in[0];
@@ -107,23 +107,23 @@ static int merging_permute(const portc_graph *g, int i) {
   const node *p = &g->nodes[v];
   const attr *perm = attr_get(p, "perm");
   const int r = p->sh.rank;
-  if (p->op != OP_permute || K.sym >= 0 || !perm || perm->n != r || perm->v[r - 1] != r - 1) return -1;
+  if (p->op != OP_permute || K.sym >= 0 || !perm || perm->n != r || perm->v[r - 1] != r - 1) return false;
   int64_t merged = 1;
   int d = r - 1;
   for (; d >= 0 && merged < K.c; d--) {
-    if (p->sh.d[d].sym >= 0) return -1;
+    if (p->sh.d[d].sym >= 0) return false;
     merged *= p->sh.d[d].c;
   }
-  if (merged != K.c || d == r - 2) return -1; /* no merge of whole axes, or the last axis alone */
+  if (merged != K.c || d == r - 2) return false; /* no merge of whole axes, or the last axis alone */
   for (int j = d + 1; j < r - 1; j++)
-    if (perm->v[j] + 1 != perm->v[j + 1]) return v; /* merged axes that lie apart */
-  return -1;
+    if (perm->v[j] + 1 != perm->v[j + 1]) return true; /* merged axes that lie apart */
+  return false;
 }
 
 portc_status matmul_merged_rows(portc_graph *g, bool *changed) {
   *changed = false;
   for (int i = 0; i < g->n; i++) {
-    node *rows = merging_permute(g, i) >= 0 ? &g->nodes[g->nodes[i].in[0]] : NULL; /* the operand, after the reshapes */
+    node *rows = merges_apart(g, i) ? &g->nodes[g->nodes[i].in[0]] : NULL; /* the operand, after the reshapes */
     if (rows && !rows->copied) rows->copied = true, *changed = true;
   }
   return PORTC_OK;
