@@ -6,7 +6,8 @@
 # cache, so the second build's conformance run reuses the kernels the first one compiled. Then the
 # concurrency tests under ThreadSanitizer, and last a short libFuzzer run of the ONNX importer, the
 # .ptg parser, the .npy and .npz readers and the graph builder (scripts/fuzz.sh).
-# PORTC_LONG_TESTS=1 adds the long runs: torchvision's model zoo on cpu and vulkan (onnx_zoo).
+# PORTC_LONG_TESTS=1 adds the long runs: torchvision's model zoo on cpu and vulkan (onnx_zoo), and
+# the WebGPU target's conformance suite eager as well as fused (verify_webgpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh

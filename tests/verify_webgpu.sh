@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# verify_webgpu.sh: the conformance suite on the WebGPU target (fused and eager), on Mesa 25's
+# verify_webgpu.sh: the conformance suite on the WebGPU target (fused; eager too with PORTC_LONG_TESTS=1), on Mesa 25's
 # lavapipe (scripts/deps.sh unpacks it; Dawn refuses Debian 12's), or on the Vulkan driver that
 # $VK_DRIVER_FILES names (chromium's SwiftShader: another compiler of the same WGSL, with no
 # shader-f16, which the target does not need) with $WEBGPU_ADAPTER, a regex, naming the adapter
@@ -8,12 +8,15 @@
 # it, matmuls, convolutions and attention included (`portc explain` names no region and lists
 # matmul or conv2d kernels); and that a tensor over the adapter's binding size (lavapipe: 128 MiB)
 # is an error that names the limit (where the adapter binds 128 MiB).
+# The eager half (every node its own kernel) runs with PORTC_LONG_TESTS=1: fused and eager together
+# took 20 minutes on two cores, and the suite's single-op cases already run each kernel alone.
 # Fails when the target is unavailable or any case fails.
 # Usage: verify_webgpu.sh PORTC_BINARY EXAMPLES_DIR [FILTER]   (FILTER: verify's --filter)
 set -u
 portc=$1
 examples=$2
 filter=(${3:+--filter "$3"})
+[ "${PORTC_LONG_TESTS:-0}" = 1 ] || filter+=(--no-eager)
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/lib/portc-webgpu/mesa25/lvp_icd.json}
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 devices=$("$portc" devices)
