@@ -32,6 +32,7 @@ contains "vulkan    available" "vulkan listed"
 contains "vulkan:0 (default)" "devices describes vulkan:0"
 contains "16-bit storage" "devices lists features"
 contains "f32 to f16 by the device" "devices says who rounds f16 stores"
+contains "cooperative matrix 2 (NV): no" "devices says lavapipe has no workgroup-scope cooperative matrices"
 PORTC_VULKAN_DISABLE=f16convert expect 0 "devices without the device's f16 conversion" -- "$portc" devices
 contains "f32 to f16 by the device (nearest even, denormals kept) no (portc rounds in software)" "software f16 rounding named"
 PORTC_VULKAN_KERNELS=bogus expect 0 "devices with an unknown kernel of portc's own named" -- "$portc" devices

@@ -185,6 +185,51 @@ static bool coop_matrix_khr(VkPhysicalDevice pd) {
   return found;
 }
 
+/* a component type of a cooperative matrix (VkComponentTypeKHR) as `portc devices` names it */
+static const char *component_name(int32_t t, char *buf, size_t len) {
+  static const char *const names[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+  if (t >= 0 && t < (int32_t)(sizeof names / sizeof *names)) return names[t];
+  if (t == 1000141000) return "bf16";
+  snprintf(buf, len, "type %d", (int)t);
+  return buf;
+}
+
+/* VK_NV_cooperative_matrix2, which portc's kernels do not use yet: whether the device offers
+ * workgroup-scope matrices (the driver stages them through shared memory, as Hopper's wgmma wants)
+ * and at which sizes, for the next cooperative-matrix kernel */
+static void describe_coop2(FILE *out, VkPhysicalDevice pd) {
+  if (!has_device_ext(pd, PC_NV_COOPERATIVE_MATRIX2_NAME)) {
+    fprintf(out, "      cooperative matrix 2 (NV): no\n");
+    return;
+  }
+  pc_coop2_features_nv f = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f};
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  pc_coop2_properties_nv p = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
+  vkGetPhysicalDeviceProperties2(pd, &p2);
+  fprintf(out,
+          "      cooperative matrix 2 (NV): workgroup scope %s (work groups up to %u, %u bytes of shared memory reserved), flexible "
+          "sizes %s (up to %u), reductions %s, conversions %s, per-element operations %s, tensor addressing %s, block loads %s\n",
+          f.workgroupScope ? "yes" : "no", p.workgroupScopeMaxWorkgroupSize, p.workgroupScopeReservedSharedMemory,
+          f.flexibleDimensions ? "yes" : "no", p.flexibleDimensionsMaxDimension, f.reductions ? "yes" : "no", f.conversions ? "yes" : "no",
+          f.perElementOperations ? "yes" : "no", f.tensorAddressing ? "yes" : "no", f.blockLoads ? "yes" : "no");
+  pc_coop_flexible_fn get = (pc_coop_flexible_fn)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  uint32_t n = 0;
+  if (!get || get(pd, &n, NULL) != VK_SUCCESS || !n) return;
+  pc_coop_flexible_nv *s = calloc(n, sizeof *s);
+  for (uint32_t i = 0; s && i < n; i++) s[i].sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+  if (s && get(pd, &n, s) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n; i++) {
+      char a[16], b[16], c[16], r[16];
+      fprintf(out, "        %s x %s + %s -> %s%s, %s scope, %u invocations: sizes in steps of %ux%ux%u\n", component_name(s[i].AType, a, sizeof a),
+              component_name(s[i].BType, b, sizeof b), component_name(s[i].CType, c, sizeof c), component_name(s[i].ResultType, r, sizeof r),
+              s[i].saturatingAccumulation ? " (saturating)" : "", s[i].scope == PC_SCOPE_WORKGROUP_KHR ? "workgroup" : "subgroup",
+              s[i].workgroupInvocations, s[i].MGranularity, s[i].NGranularity, s[i].KGranularity);
+    }
+  free(s);
+}
+
 /* whether a pipeline may require subgroups of 32 where the device's default differs (AMD's
  * wave64 by default, say): VK_EXT_subgroup_size_control with 32 in range for compute */
 static bool subgroups_of_32_on_request(VkPhysicalDevice pd) {
@@ -586,6 +631,7 @@ void vk_describe(FILE *out) {
             !di.f.coop_matrix ? "no" : di.f.coop_khr ? (di.f.coop_size32 ? "yes (KHR, f16 16x16x16, subgroups of 32 on request)" : "yes (KHR, f16 16x16x16)")
                                                    : "yes (NV, f16 16x16x16)");
     fprintf(out, "      f32 to f16 by the device (nearest even, denormals kept) %s\n", di.f.f16_convert ? "yes" : "no (portc rounds in software)");
+    describe_coop2(out, phys[i]);
     if (di.f.units) fprintf(out, "      %u multiprocessors (split-K's rule for convolutions)\n", di.f.units);
     else fprintf(out, "      multiprocessors not reported (convolutions split their reduction only where a tune table says)\n");
   }

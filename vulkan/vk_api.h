@@ -115,4 +115,34 @@ typedef struct pc_coop_properties_khr {
 } pc_coop_properties_khr;
 typedef VkResult (*pc_coop_properties_fn)(VkPhysicalDevice, uint32_t *, pc_coop_properties_khr *);
 
+/* VK_NV_cooperative_matrix2 (workgroup-scope matrices, staged through shared memory by the driver;
+ * flexible sizes), likewise newer than those headers: `portc devices` reports what a device offers */
+#define PC_NV_COOPERATIVE_MATRIX2_NAME "VK_NV_cooperative_matrix2"
+enum {
+  PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV = 1000593000,
+  PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV = 1000593001,
+  PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_PROPERTIES_NV = 1000593002
+};
+enum { PC_SCOPE_WORKGROUP_KHR = 2 };
+typedef struct pc_coop2_features_nv {
+  VkStructureType sType;
+  void *pNext;
+  VkBool32 workgroupScope, flexibleDimensions, reductions, conversions, perElementOperations, tensorAddressing, blockLoads;
+} pc_coop2_features_nv;
+typedef struct pc_coop2_properties_nv {
+  VkStructureType sType;
+  void *pNext;
+  uint32_t workgroupScopeMaxWorkgroupSize, flexibleDimensionsMaxDimension, workgroupScopeReservedSharedMemory;
+} pc_coop2_properties_nv;
+typedef struct pc_coop_flexible_nv {
+  VkStructureType sType;
+  void *pNext;
+  uint32_t MGranularity, NGranularity, KGranularity;
+  int32_t AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+  VkBool32 saturatingAccumulation;
+  int32_t scope; /* VkScopeKHR */
+  uint32_t workgroupInvocations;
+} pc_coop_flexible_nv;
+typedef VkResult (*pc_coop_flexible_fn)(VkPhysicalDevice, uint32_t *, pc_coop_flexible_nv *);
+
 #endif
