@@ -121,6 +121,11 @@ for t in $need; do
   fi
 done
 
+# what the Vulkan driver offers of VK_NV_cooperative_matrix2 (workgroup-scope matrices: the way a
+# Vulkan shader could reach Hopper's wgmma), in the short table
+coop2=$(grep -m1 -A4 'cooperative matrix 2' "$out/devices.txt" | grep -E 'cooperative matrix 2| x .* -> ' | tr -s ' ' | paste -sd ';' -)
+[ -n "$coop2" ] && summary+=("vulkan device:$coop2")
+
 # the fused median, min and max of the last `portc bench --json $out/copygap.json`
 copy_ms() {
   python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print("median %.3f min %.3f max %.3f ms" % (f["median_s"]*1e3, f["min_s"]*1e3, f["max_s"]*1e3))' \
