@@ -132,7 +132,9 @@ static void load4(emitter *e, const char *src, const char *si, const char *dst, 
 }
 
 /* registers rk, rv = the key and value elements of the step at keys j (an expression) that this
- * invocation stores (rows padded, zero past the keys and the head sizes) */
+ * invocation stores (rows padded, zero past the keys and the head sizes): as loaded, of the
+ * buffer's storage type, where the dialect has raw_registers (converted when stored to shared
+ * memory, so that the loads stay in flight through the step's arithmetic), else as floats */
 static void prefetch(emitter *e, const att_layout *a, int kb, int vb, const char *j) {
   const char *it = e->d->index_type;
   char ld[1200], off[256], zero[64];
@@ -146,8 +148,14 @@ static void prefetch(emitter *e, const att_layout *a, int kb, int vb, const char
     emit_line(e, "  const %s x = lid + %d * u, c = x / %lld, d = x %% %lld, j = %s + c;", it, a->threads, (long long)kv[t].pitch,
               (long long)kv[t].pitch, j);
     snprintf(off, sizeof off, "%s + j * %lld + d", kv[t].base, (long long)kv[t].width);
-    emit_load(e, kv[t].buf, off, ld, sizeof ld);
-    emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : %s;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, zero);
+    if (G(e)->raw_registers) {
+      const char *st = dialect_spelling(e->d, DT_STORAGE, e->m->buf[kv[t].buf].dt);
+      snprintf(ld, sizeof ld, "%s[%s]", emit_buf(e, kv[t].buf), off);
+      emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : (%s)0.0f;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, st);
+    } else {
+      emit_load(e, kv[t].buf, off, ld, sizeof ld);
+      emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : %s;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, zero);
+    }
     emit_line(e, "}");
   }
 }
@@ -319,7 +327,10 @@ void emit_attention(emitter *e) {
   emit_load(e, qb, off, ld, sizeof ld);
   emit_line(e, "  pa_Q[x] = i < SQ && d < %lld ? %s * %s : %s;", (long long)a.d, ld, scale, zero);
   emit_line(e, "}");
-  emit_line(e, "float o[%d], m[4], l[4], rk[%lld], rv[%lld];", 16 * a.nu, (long long)a.nrk, (long long)a.nrv);
+  emit_line(e, "float o[%d], m[4], l[4];", 16 * a.nu);
+  const bool raw = G(e)->raw_registers;
+  emit_line(e, "%s rk[%lld];", raw ? dialect_spelling(e->d, DT_STORAGE, e->m->buf[kb].dt) : "float", (long long)a.nrk);
+  emit_line(e, "%s rv[%lld];", raw ? dialect_spelling(e->d, DT_STORAGE, e->m->buf[vb].dt) : "float", (long long)a.nrv);
   unrolled(e, "x", 16 * a.nu);
   emit_line(e, "  o[x] = %s;", zero);
   unrolled(e, "r", 4);
@@ -330,10 +341,15 @@ void emit_attention(emitter *e) {
   emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, a.bk);
   e->indent++;
   emit_line(e, "%s", G(e)->barrier); /* the last step's readers of pa_K, pa_V, pa_P and pa_R are done */
+  char kval[128] = "rk[u]", vval[128] = "rv[u]";
+  if (raw) { /* the registers read as the buffers would be, converted to float */
+    snprintf(kval, sizeof kval, dialect_spelling(e->d, DT_LOAD, e->m->buf[kb].dt), "rk", "u");
+    snprintf(vval, sizeof vval, dialect_spelling(e->d, DT_LOAD, e->m->buf[vb].dt), "rv", "u");
+  }
   unrolled(e, "u", a.nrk);
-  emit_line(e, "  if (lid + %d * u < %lld) pa_K[lid + %d * u] = rk[u];", T, (long long)(a.bk * a.dp), T);
+  emit_line(e, "  if (lid + %d * u < %lld) pa_K[lid + %d * u] = %s;", T, (long long)(a.bk * a.dp), T, kval);
   unrolled(e, "u", a.nrv);
-  emit_line(e, "  if (lid + %d * u < %lld) pa_V[lid + %d * u] = rv[u];", T, (long long)(a.bk * a.dvp), T);
+  emit_line(e, "  if (lid + %d * u < %lld) pa_V[lid + %d * u] = %s;", T, (long long)(a.bk * a.dvp), T, vval);
   emit_line(e, "%s", G(e)->barrier);
   emit_line(e, "if (j0 + %d < JE) {", a.bk); /* the next step's loads in flight through this one */
   e->indent++;

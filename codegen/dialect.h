@@ -29,6 +29,11 @@ typedef struct gpu_spelling {
    * lane's xor a constant (second %s, below 8), all lanes taking part; the attention kernel then
    * reduces a row over its eight neighbouring holders without shared memory; NULL: none */
   const char *shfl_xor;
+  /* a buffer's element can wait in a register of its storage type (`b[i]`, as loaded) and be
+   * converted to float later through the dialect's load spelling: the attention kernel's next keys
+   * and values then stay in flight while it computes, where converting them at once would wait on
+   * each load (CUDA, HIP); false: registers of floats, converted as loaded */
+  bool raw_registers;
   /* For a dialect whose statements are not C's (WGSL), in the row kernels: a private float
    * array (1: its name, 2: its length; NULL: "float %1$s[%2$s];"); braces around the body of
    * every if; and nan_minmax: max and min reductions take each element through the prelude's

@@ -129,6 +129,7 @@ const dialect cuda_dialect = {
         .vstore = "pc_stv<PC_VEC>(%s + %s, %s);",
         .panel_ld4 = "pc_ldv<4>(&%s, &%s);",
         .shfl_xor = "__shfl_xor_sync(0xffffffffu, %s, %s)",
+        .raw_registers = true,
     },
     .kernel = kernel,
     .module_end = module_end,

@@ -71,7 +71,8 @@ const dialect hip_dialect = {
     },
     .bad_index = "atomicOr(pc_bad, 1u);",
     .checked_idiv = "pc_idivc(%0, %1, pc_bad)",
-    .gpu = &(const gpu_spelling){GPU_SPELLING_CUDA_STYLE, .panel_ld4 = "pc_ld4(&%s, &%s);", .shfl_xor = "__shfl_xor(%s, %s, PC_WAVE)"},
+    .gpu = &(const gpu_spelling){GPU_SPELLING_CUDA_STYLE, .panel_ld4 = "pc_ld4(&%s, &%s);", .shfl_xor = "__shfl_xor(%s, %s, PC_WAVE)",
+                                 .raw_registers = true},
     .kernel = kernel,
     .module_end = module_end,
 };

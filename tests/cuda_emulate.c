@@ -108,6 +108,9 @@ static const emu_case cases[] = {
     {"SIMT attention, bf16, few queries (32-row tiles), heads of 100 (rows of 25 words, unpadded) and 8",
      "graph att\ninput q: bf16[2, 9, 100]\ninput k: bf16[2, 45, 100]\ninput v: bf16[2, 45, 8]\ny = attention(q, k, v, causal=true)\noutput y\n",
      0, "pa_K[3200]", 1e-2, 1},
+    {"SIMT attention, f16, the next keys and values waiting in registers as loaded (converted when stored to shared memory)",
+     "graph att\ninput q: f16[2, 3, 50, 32]\ninput k: f16[2, 3, 77, 32]\ninput v: f16[2, 3, 77, 48]\ny = attention(q, k, v, causal=true)\noutput y\n",
+     0, "__half rk[", 4e-3, 1},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
