@@ -148,14 +148,13 @@ static void prefetch(emitter *e, const att_layout *a, int kb, int vb, const char
     emit_line(e, "  const %s x = lid + %d * u, c = x / %lld, d = x %% %lld, j = %s + c;", it, a->threads, (long long)kv[t].pitch,
               (long long)kv[t].pitch, j);
     snprintf(off, sizeof off, "%s + j * %lld + d", kv[t].base, (long long)kv[t].width);
-    if (G(e)->raw_registers) {
-      const char *st = dialect_spelling(e->d, DT_STORAGE, e->m->buf[kv[t].buf].dt);
+    if (G(e)->raw_registers) { /* the element as stored, and a zero of its type */
       snprintf(ld, sizeof ld, "%s[%s]", emit_buf(e, kv[t].buf), off);
-      emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : (%s)0.0f;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, st);
+      snprintf(zero, sizeof zero, "(%s)0.0f", dialect_spelling(e->d, DT_STORAGE, e->m->buf[kv[t].buf].dt));
     } else {
       emit_load(e, kv[t].buf, off, ld, sizeof ld);
-      emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : %s;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, zero);
     }
+    emit_line(e, "  %s[u] = x < %lld && d < %lld && j < SK ? %s : %s;", kv[t].reg, (long long)n, (long long)kv[t].width, ld, zero);
     emit_line(e, "}");
   }
 }

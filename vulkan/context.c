@@ -189,7 +189,7 @@ static bool coop_matrix_khr(VkPhysicalDevice pd) {
 static const char *component_name(int32_t t, char *buf, size_t len) {
   static const char *const names[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
   if (t >= 0 && t < (int32_t)(sizeof names / sizeof *names)) return names[t];
-  if (t == 1000141000) return "bf16";
+  if (t == PC_COMPONENT_BFLOAT16_KHR) return "bf16";
   snprintf(buf, len, "type %d", (int)t);
   return buf;
 }
