@@ -63,12 +63,16 @@ enum {
   CU_WG_BK = 64,
   CU_WG_STAGES = 4,
   CU_WG_THREADS = 384,
+  CU_WT_BK = 32,      /* its f32 form (three TF32 products): k-steps of 32, two stages of A and B's two */
+  CU_WT_STAGES = 2,   /* parts (transposed, split by the kN_split kernel before it) */
   CU_FA_BQ = 64,      /* attention on tensor cores (dialect_flash.c): 64 queries per block of 4 warps, */
   CU_FA_BK = 64,      /* keys in tiles of 64, head sizes of up to 128 */
   CU_FA_THREADS = 128,
   CU_FA_MAX_HEAD = 128,
   /* the stages' operands, their two barriers each, and 1024 bytes to align the swizzled stages */
   CU_WG_SHARED = CU_WG_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_WG_BN) * 2 + CU_WG_STAGES * 16 + 1024,
+  CU_WT_SHARED = CU_WT_STAGES * (CU_WG_BM + 2 * CU_WG_BN) * CU_WT_BK * 4 + CU_WT_STAGES * 16 + 1024,
+  CU_WT_SPLIT_TILE = 32, /* kN_split: 32x32 tiles of B through shared memory, blocks of 32 x 8 threads */
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
   CU_STATIC_SHARED = 48 << 10, /* a block's static shared memory (the SIMT attention's tiles) */
   CU_MAX_SPLIT = 64,  /* the most slices of a convolution's reduction (split-K) */
@@ -81,16 +85,18 @@ void cu_schedule(kir_module *m, int i, int device);
 /* the tensor-core kernels of portc's own (CU_OWN_*): cu_schedule_as gives a kernel one of them
  * where it qualifies and the set allows (compile_all schedules through it for devices it does not
  * have) */
-enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2, CU_OWN_CONV = 4 };
+enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2, CU_OWN_CONV = 4, CU_OWN_TF32X3 = 8 };
 /* those taken where PORTC_CUDA_KERNELS is not set: the ones that have passed the conformance
  * suite, compute-sanitizer and a timing on a GPU (bench/gpu/NOTES.md) */
 #define CU_OWN_DEFAULT (CU_OWN_WGMMA | CU_OWN_FLASH | CU_OWN_CONV)
-/* the CU_OWN_* bits of a comma-separated list of their names (wgmma, flash, conv), as
+/* the CU_OWN_* bits of a comma-separated list of their names (wgmma, flash, conv, tf32x3), as
  * PORTC_CUDA_KERNELS gives it (none: no name); unknown names are ignored here and refused by
  * cu_own_kernels_known, which says which one it is (a device opens only where all are known) */
 unsigned cu_own_kernels(const char *list);
 bool cu_own_kernels_known(const char *list, char *why, size_t len);
 void cu_schedule_as(kir_module *m, int i, int device, unsigned own);
+/* kernel k (of m) is Hopper's matmul in its f32 form: three TF32 products (dialect_wgmma.c) */
+bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k);
 /* the dtypes whose convolutions run channels-last (target.h): f16 and bf16 where the tensor-core
  * convolution is taken (own: CU_OWN_*), since its channels-last form copies 16-byte runs */
 unsigned cu_channels_last_as(unsigned own);

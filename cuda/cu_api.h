@@ -94,6 +94,7 @@ typedef struct __attribute__((aligned(64))) {
 } cu_tmap;
 enum {
   CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
   CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
   CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
   CU_TENSOR_MAP_SWIZZLE_128B = 3,

@@ -6,7 +6,8 @@
  * (codegen/gpu_kernels.c) with CUDA's spellings; block sizes, variants and tiles are the
  * kernel's schedule (schedule.c), which the runtime reads too. Tensor-core matmuls (f16/bf16
  * operands as they lie) are dialect_mma.c's, and on Hopper dialect_wgmma.c's, whose kernels also
- * take the tensor maps of their operands (pc_ta, pc_tb) after the symbols. A matmul that cuBLASLt
+ * take the tensor maps of their operands (pc_ta, pc_tb; the f32 form pc_tc too) after the symbols, the
+ * f32 form also `kN_split`, which writes B's two parts for it. A matmul that cuBLASLt
  * can compute also gets `kN_epi`, which applies the epilogue to cuBLASLt's f32 result, unless
  * cuBLASLt can do it all (a store, or a bias added). A split-K convolution writes partial sums to the scratch buffer
  * (its first parameter, pc_acc), and its `kN_epi` adds them and applies the epilogue.
@@ -37,6 +38,7 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   if (kernel_has_status(e->m, index)) sb_printf(&p, "unsigned *pc_bad, ");
   sb_printf(&p, "const pc_syms S");
   if (!suffix[0] && e->k->sched.variant == KS_WGMMA) sb_printf(&p, ", const __grid_constant__ pc_tmap pc_ta, const __grid_constant__ pc_tmap pc_tb");
+  if (!suffix[0] && cu_wgmma_tf32(e->m, e->k)) sb_printf(&p, ", const __grid_constant__ pc_tmap pc_tc");
   char *ps = emit_take(e, &p);
   int threads = suffix[0] ? CU_PW_THREADS : gpu_group_threads(e->k);
   int min_blocks = suffix[0] ? 0 : e->k->sched.min_groups;
@@ -93,6 +95,7 @@ static void kernel(emitter *e, int index) {
   }
   gpu_loop_end(e);
   if (k->sched.library == 2) blaslt_epilogue(e, index);
+  if (cu_wgmma_tf32(e->m, k)) cu_emit_tf32_split(e, index);
   if (split) split_epilogue(e, index);
   sb_printf(&e->out, "\n");
 }

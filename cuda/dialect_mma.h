@@ -14,6 +14,8 @@ void cu_emit_mma(emitter *e);
 bool cu_conv_direct(const kir_module *m, int i);
 /* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
 void cu_emit_wgmma(emitter *e);
+/* the f32 form's second function, kN_split(b, out, K, N): B's two TF32 parts, transposed */
+void cu_emit_tf32_split(emitter *e, int index);
 /* the body of an attention kernel whose schedule is KS_MMA (dialect_flash.c: mma.sync, sm_80) */
 void cu_emit_flash(emitter *e);
 

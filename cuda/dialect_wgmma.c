@@ -16,6 +16,18 @@
  * coalesced, as in the other matmul kernels. The tensor maps of A and B are the kernel's last two
  * parameters; the runtime encodes them at each launch (runtime.c).
  *
+ * The f32 form (PORTC_CUDA_KERNELS=...,tf32x3) computes each product a b as three TF32 products
+ * with f32 sums, a_hi b_hi + a_hi b_lo + a_lo b_hi, where x = x_hi + x_lo splits an f32 value
+ * into two TF32 ones (pc_tf32_split); the dropped a_lo b_lo is below f32's rounding. wgmma reads
+ * TF32 operands K-major only, so B's two parts are first written transposed, [N x K] each, to the
+ * module's scratch buffer by a kernel of their own (kN_split, before every launch); A's parts
+ * are made in registers, from A's panel as the TMA copied it, and given to wgmma from there.
+ * A stage is then A's 128x32 panel and B's two 256x32 ones (80 KB), so two stages fit:
+ *
+ *   kN_split:  B[K x N]  ->  scratch: B_hi^T [N x K], B_lo^T [N x K]
+ *   kN:        per k-step of 32: TMA A, B_hi^T, B_lo^T -> consumers split A's rows in registers,
+ *              12 wgmma.m64n256k8 (4 k-steps of 8, three products each)
+ *
  * Written from the PTX ISA's descriptions (the shared-memory matrix layouts of wgmma, the
  * tensor-copy and mbarrier instructions); compiled by compile_all for sm_90a, run in
  * tests/cuda_emulate, and on an H200 through the conformance suite, memcheck and racecheck (taken
@@ -48,6 +60,26 @@ static void emit_mma_lambda(emitter *e) {
             r ? r : "", ACC, ACC + 1);
   emit_line(e, "               : %s", o ? o : "");
   emit_line(e, "               : \"l\"(a), \"l\"(b));");
+  emit_line(e, "};");
+  free(r);
+  free(o);
+}
+
+/* the f32 form's wgmma: d[64x256] += a[64x8] b[8x256], a TF32 fragment in registers (a0..a3:
+ * row g, k t; row g + 8, k t; row g, k t + 4; row g + 8, k t + 4 of the warp's 16 rows, g the
+ * lane / 4, t the lane % 4), b K-major in shared memory */
+static void emit_tf32_mma_lambda(emitter *e) {
+  strbuf regs = {0}, ops = {0};
+  for (int i = 0; i < ACC; i++) {
+    sb_printf(&regs, "%s%%%d", i ? ", " : "", i);
+    sb_printf(&ops, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+  }
+  char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
+  emit_line(e, "auto mma = [&](const unsigned *a, uint64_t b) {");
+  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", CU_WG_BN,
+            r ? r : "", ACC, ACC + 1, ACC + 2, ACC + 3, ACC + 4);
+  emit_line(e, "               : %s", o ? o : "");
+  emit_line(e, "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));");
   emit_line(e, "};");
   free(r);
   free(o);
@@ -104,9 +136,76 @@ static void consumer(emitter *e) {
   emit_line(e, "pin();");
 }
 
+/* the f32 form's producer: stage s of k-step kt is A's box at (kt * 32, m0) and the 256x32 boxes
+ * of B's two parts at (kt * 32, n0) */
+static void producer_tf32(emitter *e) {
+  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = CU_WG_BN * CU_WT_BK;
+  emit_line(e, "if (wg == 0) {");
+  e->indent++;
+  emit_line(e, "pc_regs_dec<40>();");
+  emit_line(e, "if (tid == 0)");
+  emit_line(e, "  for (int kt = 0; kt < KT; kt++) {");
+  emit_line(e, "    const int s = kt %% %d;", CU_WT_STAGES);
+  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", CU_WT_STAGES,
+            CU_WT_STAGES);
+  emit_line(e, "    pc_mbar_expect(&full[s], %d);", (A_STAGE + 2 * B_STAGE) * 4);
+  emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, CU_WT_BK);
+  emit_line(e, "    pc_tma_load(Bh + s * %d, &pc_tb, &full[s], kt * %d, n0);", B_STAGE, CU_WT_BK);
+  emit_line(e, "    pc_tma_load(Bl + s * %d, &pc_tc, &full[s], kt * %d, n0);", B_STAGE, CU_WT_BK);
+  emit_line(e, "  }");
+  e->indent--;
+  emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
+}
+
+/* the f32 form's consumer: per stage, its 16 elements of A's fragments for the 4 k-steps, read
+ * from the swizzled panel (row r's 16-byte chunk j at chunk j ^ (r % 8); rows of 32 floats) and
+ * split; then per k-step the three products, the small ones first. The stage's MMAs are waited
+ * for before the next stage's fragments are made: the fragments' registers are the MMAs'
+ * operands until then (pinned), and the other consumer's MMAs keep the tensor cores busy. */
+static void consumer_tf32(emitter *e) {
+  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = CU_WG_BN * CU_WT_BK, FR = CU_WT_BK / 8 * 4;
+  emit_line(e, "pc_regs_inc<232>();");
+  emit_line(e, "float d[%d];", ACC);
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
+  emit_tf32_mma_lambda(e);
+  emit_line(e, "unsigned hi[%d], lo[%d]; /* a k-step's fragment at 4 kk: a0..a3 */", FR, FR);
+  emit_line(e, "auto pin = [&]() {");
+  emit_line(e, "  _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\");", ACC);
+  emit_line(e, "  _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+r\"(hi[i]), \"+r\"(lo[i])::\"memory\");", FR);
+  emit_line(e, "};");
+  emit_line(e, "const int c = wg - 1;");
+  emit_line(e, "const int r0 = c * 64 + (tid >> 5) * 16 + (tid & 31) / 4, t = tid & 3; /* rows r0 and r0 + 8, the same %% 8 */");
+  emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
+  e->indent++;
+  emit_line(e, "const int s = kt %% %d;", CU_WT_STAGES);
+  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", CU_WT_STAGES);
+  emit_line(e, "const float *const a = As + s * %d;", A_STAGE);
+  emit_line(e, "_Pragma(\"unroll\") for (int f = 0; f < %d; f++) {", FR);
+  emit_line(e, "  const int r = r0 + (f & 1) * 8, chunk = (f / 4 * 2 + (f >> 1 & 1)) ^ (r0 & 7);");
+  emit_line(e, "  pc_tf32_split(a[r * %d + chunk * 4 + t], hi[f], lo[f]);", CU_WT_BK);
+  emit_line(e, "}");
+  emit_line(e, "pin();");
+  emit_line(e, "pc_wg_fence();");
+  emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++) {", CU_WT_BK / 8);
+  emit_line(e, "  const uint64_t bh = pc_wg_desc(Bh + s * %d + kk * 8, 16, 1024), bl = pc_wg_desc(Bl + s * %d + kk * 8, 16, 1024);", B_STAGE,
+            B_STAGE);
+  emit_line(e, "  mma(lo + kk * 4, bh);");
+  emit_line(e, "  mma(hi + kk * 4, bl);");
+  emit_line(e, "  mma(hi + kk * 4, bh);");
+  emit_line(e, "}");
+  emit_line(e, "pc_wg_commit();");
+  emit_line(e, "pc_wg_wait<0>();");
+  emit_line(e, "pin();");
+  emit_line(e, "if (tid == 0) pc_mbar_arrive(&empty[s]);");
+  e->indent--;
+  emit_line(e, "}");
+}
+
 void cu_emit_wgmma(emitter *e) {
   const kir_kernel *k = e->k;
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
+  const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
+  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = f32 ? CU_WT_STAGES : CU_WG_STAGES;
   const int CS = CU_WG_BN + 8; /* the sums' padded row in shared memory, in floats */
   char N[32], K[32];
   gpu_emit_gemm_rows(e);
@@ -115,21 +214,28 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "extern __shared__ __align__(128) unsigned char pc_smem_raw[];");
   emit_line(e, "unsigned char *const base = pc_smem_raw + ((1024 - (pc_saddr(pc_smem_raw) & 1023)) & 1023); /* the swizzle's period */");
   emit_line(e, "typedef %s T;", T);
-  emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", CU_WG_STAGES * CU_WG_BM * CU_WG_BK);
-  emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", CU_WG_STAGES * CU_WG_BK * CU_WG_BN, CU_WG_STAGES);
+  if (f32) {
+    emit_line(e, "T *const As = (T *)base, *const Bh = As + %d, *const Bl = Bh + %d;", stages * CU_WG_BM * bk, stages * CU_WG_BN * bk);
+    emit_line(e, "uint64_t *const full = (uint64_t *)(Bl + %d), *const empty = full + %d;", stages * CU_WG_BN * bk, stages);
+  } else {
+    emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", stages * CU_WG_BM * bk);
+    emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", stages * bk * CU_WG_BN, stages);
+  }
   emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
   emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, CU_WG_BN);
-  emit_line(e, "const int KT = (K + %d) / %d;", CU_WG_BK - 1, CU_WG_BK);
+  emit_line(e, "const int KT = (K + %d) / %d;", bk - 1, bk);
   emit_line(e, "if (threadIdx.x == 0) {");
-  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], 2);", CU_WG_STAGES);
+  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], 2);", stages);
   emit_line(e, "  pc_mbar_init_fence();");
   emit_line(e, "}");
   emit_line(e, "__syncthreads();");
-  producer(e);
+  if (f32) producer_tf32(e);
+  else producer(e);
   e->indent++;
-  consumer(e);
+  if (f32) consumer_tf32(e);
+  else consumer(e);
   /* accumulator i: row 16 w + lane/4 (+8 for i % 4 >= 2), column 8 (i / 4) + 2 (lane % 4) + i % 2 */
   emit_line(e, "float *const Cs = (float *)base;");
   emit_line(e, "pc_consumers_sync(); /* both consumers are past their last stage */");
@@ -157,4 +263,31 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "#else");
   emit_line(e, "#error \"Hopper's matmul compiles for sm_90a alone (cu_compile_arch)\"");
   emit_line(e, "#endif");
+}
+
+/* `kN_split(b, out, K, N)`: B [K x N] (f32, row-major) as its two TF32 parts, transposed: out
+ * holds B_hi^T [N x K], then B_lo^T [N x K]. 32x32 tiles through shared memory, so that both the
+ * reads (along n) and the writes (along k) are coalesced; blocks of 32 x 8 threads. */
+void cu_emit_tf32_split(emitter *e, int index) {
+  const int T = CU_WT_SPLIT_TILE;
+  emit_line(e, "PC_KERNEL void __launch_bounds__(%d) k%d_split(const float *__restrict__ b, float *__restrict__ out, const int K, const int N) {",
+            T * 8, index);
+  e->indent++;
+  emit_line(e, "__shared__ float tile[%d][%d];", T, T + 1);
+  emit_line(e, "const int n0 = blockIdx.x * %d, k0 = blockIdx.y * %d;", T, T);
+  emit_line(e, "for (int r = threadIdx.y; r < %d; r += 8) {", T);
+  emit_line(e, "  const int k = k0 + r, n = n0 + threadIdx.x;");
+  emit_line(e, "  tile[r][threadIdx.x] = k < K && n < N ? b[(size_t)k * N + n] : 0.0f;");
+  emit_line(e, "}");
+  emit_line(e, "__syncthreads();");
+  emit_line(e, "for (int r = threadIdx.y; r < %d; r += 8) {", T);
+  emit_line(e, "  const int n = n0 + r, k = k0 + threadIdx.x;");
+  emit_line(e, "  if (n >= N || k >= K) continue;");
+  emit_line(e, "  unsigned hi, lo;");
+  emit_line(e, "  pc_tf32_split(tile[threadIdx.x][r], hi, lo);");
+  emit_line(e, "  out[(size_t)n * K + k] = __uint_as_float(hi);");
+  emit_line(e, "  out[((size_t)N + n) * K + k] = __uint_as_float(lo);");
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
 }

@@ -30,7 +30,7 @@
 typedef enum { RUN_UNKNOWN, RUN_OWN, RUN_BLASLT } matmul_choice;
 
 typedef struct cu_kernel {
-  CUfunction f, epi;
+  CUfunction f, epi, split; /* split: Hopper's f32 matmul's kN_split */
   matmul_choice choice;
   int64_t mnk[3];      /* the shape the choice was made for */
   double own_ms, blas_ms;
@@ -56,7 +56,7 @@ typedef struct cu_module {
   CUgraph graph;
   CUgraphExec exec;
   CUdeviceptr status;
-  CUdeviceptr scratch; /* cuBLASLt's f32 products before their epilogue; split-K partial sums */
+  CUdeviceptr scratch; /* cuBLASLt's f32 products before their epilogue; split-K partial sums; B's TF32 parts */
   size_t scratch_bytes;
   CUdeviceptr blas_ws; /* cuBLASLt's workspace for this module's stream */
   CUdeviceptr cold;    /* written over between timings: twice the L2 (cu_flush_cache) */
@@ -148,6 +148,10 @@ static portc_status get_functions(cu_module *m) {
       snprintf(name, sizeof name, "k%d_epi", i);
       if ((r = CU.cuModuleGetFunction(&k->epi, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
     }
+    if (cu_wgmma_tf32(m->km, &m->km->k[i])) {
+      snprintf(name, sizeof name, "k%d_split", i);
+      if ((r = CU.cuModuleGetFunction(&k->split, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
+    }
     if (sc->shared_bytes > m->c->smem_optin)
       return err_set(PORTC_ERR_DEVICE, "cuda: kernel %d needs %d bytes of shared memory; %s offers %d", i, sc->shared_bytes, m->c->name,
                      m->c->smem_optin);
@@ -167,27 +171,49 @@ static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int b
   return 0;
 }
 
-/* the tensor maps of Hopper's matmul (dialect_wgmma.c) for launch l, whose product is not empty:
- * A as [rows x K] in boxes of BK x BM, B as [K x N] in boxes of 64 x BK, both swizzled in 128-byte
- * rows, zeros past the edges (with K = 0, which no k-step reads, K = 8: the driver takes no empty
- * extent) */
-static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tmap maps[2]) {
+/* the tensor maps of Hopper's matmul (dialect_wgmma.c) for launch l, whose product is not empty,
+ * all swizzled in 128-byte rows, zeros past the edges (with K = 0, which no k-step reads, K = 8, or
+ * 4 in f32, whose K is a multiple of 4: the driver takes no empty extent):
+ *  - f16/bf16: A as [rows x K] in boxes of BK x BM, B as [K x N] in boxes of 64 x BK;
+ *  - f32: A as [rows x K] in boxes of 32 x BM; B's two parts, [N x K] each in the scratch buffer
+ *    (kN_split wrote them), in boxes of 32 x BN */
+static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tmap maps[3]) {
   const kir_kernel *kk = &m->km->k[i];
   if (!CU.cuTensorMapEncodeTiled)
     return err_set(PORTC_ERR_DEVICE, "cuda: the driver lacks cuTensorMapEncodeTiled, which Hopper's matmul needs (CUDA 12.0 or newer)");
   const int64_t *S = l->S;
-  int dt = m->km->buf[kk->in_buf[0]].dt == PORTC_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const portc_dtype t = m->km->buf[kk->in_buf[0]].dt;
+  const bool f32 = t == PORTC_F32;
+  int dt = f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : t == PORTC_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   int64_t e[3] = {gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S)};
-  uint64_t rows = (uint64_t)e[0], n = (uint64_t)e[1], k = e[2] > 8 ? (uint64_t)e[2] : 8;
-  const uint64_t dims[2][2] = {{k, rows}, {n, k}}, strides[2][1] = {{k * 2}, {n * 2}};
-  const unsigned box[2][2] = {{CU_WG_BK, CU_WG_BM}, {64, CU_WG_BK}}, ones[2] = {1, 1};
-  for (int o = 0; o < 2; o++) {
-    CUresult r = CU.cuTensorMapEncodeTiled(&maps[o], dt, 2, (void *)(uintptr_t)buf_ptr(m, i, l, kk->in_buf[o]), dims[o], strides[o], box[o],
-                                           ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+  const int64_t least = f32 ? 4 : 8;
+  uint64_t rows = (uint64_t)e[0], n = (uint64_t)e[1], k = (uint64_t)(e[2] > least ? e[2] : least), es = f32 ? 4 : 2;
+  CUdeviceptr base[3] = {buf_ptr(m, i, l, kk->in_buf[0]), f32 ? m->scratch : buf_ptr(m, i, l, kk->in_buf[1]), m->scratch + n * k * 4};
+  const uint64_t dims[3][2] = {{k, rows}, {f32 ? k : n, f32 ? n : k}, {k, n}}, strides[3][1] = {{k * es}, {(f32 ? k : n) * es}, {k * 4}};
+  const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, CU_WG_BM}, {f32 ? CU_WT_BK : 64, f32 ? CU_WG_BN : CU_WG_BK}, {CU_WT_BK, CU_WG_BN}},
+                 ones[2] = {1, 1};
+  static const char *const what[3] = {"cuTensorMapEncodeTiled (the matmul's A)", "cuTensorMapEncodeTiled (the matmul's B)",
+                                      "cuTensorMapEncodeTiled (the low part of the matmul's B)"};
+  for (int o = 0; o < (f32 ? 3 : 2); o++) {
+    CUresult r = CU.cuTensorMapEncodeTiled(&maps[o], dt, 2, (void *)(uintptr_t)base[o], dims[o], strides[o], box[o], ones,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r) return cu_fail(r, o ? "cuTensorMapEncodeTiled (the matmul's B)" : "cuTensorMapEncodeTiled (the matmul's A)");
+    if (r) return cu_fail(r, what[o]);
   }
   return PORTC_OK;
+}
+
+/* Hopper's f32 matmul's first launch: kN_split writes B's two TF32 parts, transposed, to the
+ * scratch buffer (choose() sized it), in 32x32 tiles */
+static portc_status launch_split(cu_module *m, int i, const gpu_launch *l) {
+  const kir_kernel *kk = &m->km->k[i];
+  CUdeviceptr b = buf_ptr(m, i, l, kk->in_buf[1]), out = m->scratch;
+  int K = (int)dim_value(kk->mnk[2], l->S), N = (int)dim_value(kk->mnk[1], l->S);
+  if (K == 0) return PORTC_OK; /* no k-step reads B */
+  void *params[] = {&b, &out, &K, &N};
+  const unsigned T = CU_WT_SPLIT_TILE;
+  CUresult r = CU.cuLaunchKernel(m->k[i].split, ((unsigned)N + T - 1) / T, ((unsigned)K + T - 1) / T, 1, T, 8, 1, 0, m->stream, params, NULL);
+  return r ? cu_fail(r, "cuLaunchKernel (the split of the matmul's B)") : PORTC_OK;
 }
 
 /* kernel i's function f, or with epi its epilogue kernel kN_epi; the scratch buffer comes first
@@ -197,9 +223,9 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   const gpu_args *a = &m->q.args[i];
   const kir_kernel *kk = &m->km->k[i];
   CUdeviceptr args[GPU_MAX_ARGS + 2];
-  void *params[GPU_MAX_ARGS + 5];
+  void *params[GPU_MAX_ARGS + 6];
   struct { int v[GPU_MAX_SYMS]; } syms = {{0}};
-  cu_tmap maps[2];
+  cu_tmap maps[3];
   int n = 0;
   if (epi || gpu_conv_split(kk) > 1) args[n] = m->scratch, params[n] = &args[n], n++;
   for (int j = 0; j < a->nbind; j++) args[n] = ptr(&l->b[j]), params[n] = &args[n], n++;
@@ -209,8 +235,10 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   if (!epi && kk->sched.variant == KS_WGMMA) {
     if (gpu_gemm_rows(m->km, i, l->S) == 0 || dim_value(kk->mnk[1], l->S) == 0) return PORTC_OK; /* an empty product */
     portc_status st = tensor_maps(m, i, l, maps);
+    if (!st && cu_wgmma_tf32(m->km, kk)) st = launch_split(m, i, l);
     if (st) return st;
     params[n++] = &maps[0], params[n++] = &maps[1];
+    if (cu_wgmma_tf32(m->km, kk)) params[n++] = &maps[2];
   }
   unsigned g[3], b[3] = {(unsigned)kk->sched.threads[0], (unsigned)kk->sched.threads[1], (unsigned)kk->sched.threads[2]};
   gpu_grid(m->km, i, l->S, &m->lim, g);
@@ -269,7 +297,7 @@ static portc_status ensure_scratch(cu_module *m, size_t bytes) {
   if (bytes <= m->scratch_bytes) return PORTC_OK;
   if (m->scratch) CU.cuMemFree_v2(m->scratch), m->scratch = 0, m->scratch_bytes = 0;
   CUresult r = CU.cuMemAlloc_v2(&m->scratch, bytes);
-  if (r) return cu_fail(r, "cuMemAlloc (the scratch of cuBLASLt's products and split-K partial sums)");
+  if (r) return cu_fail(r, "cuMemAlloc (the scratch of cuBLASLt's products, split-K partial sums and the f32 matmul's split B)");
   m->scratch_bytes = bytes;
   return PORTC_OK;
 }
@@ -295,6 +323,10 @@ static portc_status choose(cu_module *m, int i) {
     return ensure_scratch(m, (size_t)(split * mn[0] * mn[1]) * 4);
   }
   int64_t mnk[3] = {gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S)};
+  if (cu_wgmma_tf32(m->km, kk)) { /* B's two parts, written by kN_split */
+    portc_status st = ensure_scratch(m, (size_t)(2 * mnk[1] * (mnk[2] > 4 ? mnk[2] : 4)) * 4);
+    if (st) return st;
+  }
   if (!kk->sched.library) {
     k->choice = RUN_OWN;
     return PORTC_OK;
@@ -602,7 +634,8 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
   }
   char own[160];
   snprintf(own, sizeof own,
-           s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"
+           cu_wgmma_tf32(m->km, &m->km->k[i]) ? "portc's Hopper tensor-core kernel in f32 (three TF32 products a term, wgmma m64n256k8, %dx%d tiles)"
+           : s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"
            : s->variant == KS_MMA ? "portc's tensor-core kernel (mma.sync m16n8k16, %dx%d tiles)"
                                   : "portc's SIMT kernel (%dx%d tiles)",
            s->tile_m, s->tile_n);

@@ -74,6 +74,18 @@ static bool mma_eligible(const kir_module *m, int i) {
   return static_multiple(k->mnk[1], 8) && static_multiple(k->mnk[2], 8);
 }
 
+/* matmul i can run on Hopper's kernel in f32 as three TF32 products: f32 operands as they lie,
+ * A's rows whole 16-byte chunks (the TMA's row stride) */
+static bool tf32x3_eligible(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (!matmul_gemm_view(m, i)) return false;
+  return m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && static_multiple(k->mnk[2], 4);
+}
+
+bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k) {
+  return k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA && m->buf[k->in_buf[0]].dt == PORTC_F32;
+}
+
 /* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
  * weights, static sizes but the batch, a reduction (C x KH x KW) of whole 16-byte rows of weights,
  * images and padding small enough for the gather's table (32-bit offsets in an image, 16-bit ones
@@ -143,6 +155,11 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
     s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WG_BK, s->stages = CU_WG_STAGES;
     s->threads[0] = CU_WG_THREADS;
     s->shared_bytes = CU_WG_SHARED;
+  } else if (tf32x3_eligible(m, i) && (own & CU_OWN_TF32X3)) {
+    s->variant = KS_WGMMA, s->fold_batch = true;
+    s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WT_BK, s->stages = CU_WT_STAGES;
+    s->threads[0] = CU_WG_THREADS;
+    s->shared_bytes = CU_WT_SHARED;
   } else if (mma_eligible(m, i)) {
     mma_tiles(s);
     s->fold_batch = true;
@@ -175,7 +192,7 @@ static int device_cc(int device) {
   return c ? c->cc_major * 10 + c->cc_minor : 0;
 }
 
-static const kernel_name own_names[] = {{"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}};
+static const kernel_name own_names[] = {{"wgmma", CU_OWN_WGMMA}, {"flash", CU_OWN_FLASH}, {"conv", CU_OWN_CONV}, {"tf32x3", CU_OWN_TF32X3}};
 enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
 
 unsigned cu_own_kernels(const char *list) { return kernel_list_bits(list, own_names, OWN_NAMES); }
@@ -191,10 +208,10 @@ static unsigned own_taken(void) {
   return list ? cu_own_kernels(list) : CU_OWN_DEFAULT;
 }
 
-/* Hopper's matmul only on compute capability 9.0 */
+/* Hopper's matmul (both forms) only on compute capability 9.0 */
 void cu_schedule(kir_module *m, int i, int device) {
   unsigned own = own_taken();
-  if (own & CU_OWN_WGMMA && device_cc(device) != 90) own &= ~(unsigned)CU_OWN_WGMMA;
+  if (own & (CU_OWN_WGMMA | CU_OWN_TF32X3) && device_cc(device) != 90) own &= ~(unsigned)(CU_OWN_WGMMA | CU_OWN_TF32X3);
   cu_schedule_as(m, i, device, own);
 }
 
@@ -270,11 +287,14 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
       return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
     return true;
-  case KS_WGMMA:
+  case KS_WGMMA: {
     if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
-    if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != CU_WG_BK || s->stages != CU_WG_STAGES || s->threads[0] != CU_WG_THREADS)
-      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, CU_WG_BK, CU_WG_STAGES), false;
+    bool f32 = m->buf[m->k[i].in_buf[0]].dt == PORTC_F32;
+    int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = f32 ? CU_WT_STAGES : CU_WG_STAGES;
+    if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != bk || s->stages != stages || s->threads[0] != CU_WG_THREADS)
+      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, bk, stages), false;
     return true;
+  }
   case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
   case KS_PLAIN: break;
   }

@@ -15,7 +15,7 @@
  *
  * usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]
  *        compile_all cuda|hip --source G.ptg [--eager] [--sm_90a]   prints a graph's source in that dialect
- *                                                 (--sm_90a: CUDA scheduled for Hopper)
+ *                                                 (--sm_90a: CUDA scheduled for Hopper, f32 matmuls too)
  *        compile_all cuda|hip --object G.ptg ARCH OUT [hiprtc]   writes its compiled object to OUT
  *                                                 (HIP: by hipcc, or by hiprtc as the target does)
  */
@@ -64,7 +64,7 @@ static void schedule_all(kir_module *km, unsigned own) {
 static bool uses(const kir_module *km, unsigned own) {
   for (int i = 0; i < km->nk; i++) {
     const kir_schedule *s = &km->k[i].sched;
-    if (own == CU_OWN_WGMMA && s->variant == KS_WGMMA) return true;
+    if (own & (CU_OWN_WGMMA | CU_OWN_TF32X3) && s->variant == KS_WGMMA) return true;
     if (own == CU_OWN_FLASH && s->variant == KS_MMA && gpu_is_attention(km, i)) return true;
     if (own == CU_OWN_CONV && s->variant == KS_MMA && km->k[i].kind == KK_CONV) return true;
   }
@@ -149,7 +149,8 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     unsigned own;
     const char *suffix;
     bool hopper;
-  } extra[] = {{CU_OWN_FLASH, " (tensor-core attention)", false}, {CU_OWN_CONV, " (tensor-core convolution)", false}, {CU_OWN_WGMMA, " (sm_90a)", true}};
+  } extra[] = {{CU_OWN_FLASH, " (tensor-core attention)", false}, {CU_OWN_CONV, " (tensor-core convolution)", false}, {CU_OWN_WGMMA, " (sm_90a)", true},
+              {CU_OWN_TF32X3, " (sm_90a, f32 as three TF32 products)", true}};
   for (size_t x = 0; x < sizeof extra / sizeof *extra && !hip && !entry; x++) {
     if ((extra[x].hopper && !sm90a) || uses(km, extra[x].own)) continue;
     schedule_all(km, extra[x].own);
@@ -273,7 +274,7 @@ static int print_source(const char *path, bool eager, bool hopper) {
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
-  schedule_all(km, !hip && hopper ? CU_OWN_WGMMA : 0);
+  schedule_all(km, !hip && hopper ? CU_OWN_WGMMA | CU_OWN_TF32X3 : 0);
   char *src = emit_module(D, km);
   fputs(src ? src : "", stdout);
   free(src);
@@ -290,7 +291,7 @@ static int write_object(const char *path, const char *arch, const char *out, boo
     fprintf(stderr, "%s: %s\n", path, portc_last_error());
     return 1;
   }
-  schedule_all(km, !hip && is_hopper_arch(arch) ? CU_OWN_WGMMA : 0);
+  schedule_all(km, !hip && is_hopper_arch(arch) ? CU_OWN_WGMMA | CU_OWN_TF32X3 : 0);
   char *src = emit_module(D, km);
   void *obj = NULL;
   size_t bytes = 0;

@@ -88,6 +88,24 @@ struct __half2 {
 struct __nv_bfloat162 {
   __nv_bfloat16 x, y;
 };
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+inline float __uint_as_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+/* as the prelude's: x as two TF32 values, for Hopper's f32 matmul */
+inline unsigned pc_tf32_round(unsigned u) { return (u + 0x1000u) & 0xffffe000u; }
+inline void pc_tf32_split(float x, unsigned &hi, unsigned &lo) {
+  const unsigned u = __float_as_uint(x);
+  hi = pc_tf32_round(u);
+  if ((hi & 0x7f800000u) == 0x7f800000u) hi = u & 0xffffe000u;
+  lo = __uint_as_float(hi) == x ? 0u : pc_tf32_round(__float_as_uint(x - __uint_as_float(hi)));
+}
 inline float __half2float(__half h) { return (float)h.v; }
 inline __half __float2half_rn(float f) { return __half(f); }
 inline float __bfloat162float(__nv_bfloat16 b) {
@@ -361,13 +379,14 @@ template <class V> inline V __shfl_xor_sync(unsigned, V v, int o) {
 
 /* ---- Hopper (sm_90a): mbarriers, the TMA's 2-D box copies, wgmma ---- */
 #define __CUDA_ARCH_FEAT_SM90_ALL 1
-/* the emulation's tensor map: base, extents (innermost first), row stride in bytes, box */
+/* the emulation's tensor map: base, extents (innermost first), row stride in bytes, box, and
+ * the element's bytes */
 struct __align__(64) pc_tmap {
   unsigned long long v[16];
 };
-inline pc_tmap pc_emu_tmap(const void *base, uint64_t d0, uint64_t d1, uint64_t stride, unsigned b0, unsigned b1) {
+inline pc_tmap pc_emu_tmap(const void *base, uint64_t d0, uint64_t d1, uint64_t stride, unsigned b0, unsigned b1, unsigned es) {
   pc_tmap m = {};
-  m.v[0] = (uintptr_t)base, m.v[1] = d0, m.v[2] = d1, m.v[3] = stride, m.v[4] = b0, m.v[5] = b1;
+  m.v[0] = (uintptr_t)base, m.v[1] = d0, m.v[2] = d1, m.v[3] = stride, m.v[4] = b0, m.v[5] = b1, m.v[6] = es;
   return m;
 }
 /* shared addresses count from the 1024-aligned base, so that the 128-byte swizzle, a function of
@@ -403,20 +422,21 @@ inline void pc_mbar_arrive(uint64_t *b) {
 inline void pc_mbar_wait(uint64_t *b, unsigned parity) {
   while ((pc_emu_mbar_of(b).phase & 1) == (parity & 1)) pc_emu_yield();
 }
-/* the box of `map` at (c0, c1) into dst, rows of 128 bytes swizzled (16-byte chunk c of row r at
- * chunk c ^ (r % 8)), zeros past the extents; its bytes complete on bar at once */
+/* the box of `map` at (c0, c1) into dst, rows swizzled in 128-byte periods (16-byte chunk c of
+ * the 128 bytes at r at chunk c ^ (r % 8)), zeros past the extents; its bytes complete on bar at once */
 inline void pc_tma_load(void *dst, const pc_tmap *map, uint64_t *bar, int c0, int c1) {
   const unsigned char *base = (const unsigned char *)(uintptr_t)map->v[0];
   const long d0 = (long)map->v[1], d1 = (long)map->v[2], stride = (long)map->v[3], b0 = (long)map->v[4], b1 = (long)map->v[5];
+  const long es = (long)map->v[6];
   const unsigned at = pc_saddr(dst);
   for (long r = 0; r < b1; r++)
     for (long e = 0; e < b0; e++) {
-      uint16_t v = 0;
-      if (c1 + r < d1 && c0 + e < d0) memcpy(&v, base + (c1 + r) * stride + (c0 + e) * 2, 2);
-      memcpy(pc_emu_shared_base + pc_emu_swizzle(at + (unsigned)(r * b0 * 2 + e * 2)), &v, 2);
+      unsigned char v[4] = {0};
+      if (c1 + r < d1 && c0 + e < d0) memcpy(v, base + (c1 + r) * stride + (c0 + e) * es, (size_t)es);
+      memcpy(pc_emu_shared_base + pc_emu_swizzle(at + (unsigned)((r * b0 + e) * es)), v, (size_t)es);
     }
   pc_emu_mbar &m = pc_emu_mbar_of(bar);
-  m.tx -= b0 * b1 * 2;
+  m.tx -= b0 * b1 * es;
   pc_emu_mbar_check(m);
 }
 template <int R> inline void pc_regs_inc() {}
@@ -456,6 +476,33 @@ template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, 
     float sum = d[i];
     for (unsigned k = 0; k < 16; k++)
       sum += A[i / 2 % 2][k] * pc_emu_f(pc_emu_desc_at(db, n % 8 + n / 8 % 8 * 8 + n / 64 * lbo_b + k % 8 * 64 + k / 8 * sbo_b), T());
+    d[i] = sum;
+  }
+}
+
+/* wgmma.mma_async.m64n256k8.f32.tf32.tf32: A in registers (lanes 4g..4g+3 of warp w hold rows
+ * 16 w + g and + 8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)), B K-major in the
+ * 128-byte swizzle, ((8, n), (4, k)) : ((128 bytes, SBO), (4 bytes)) over (n, k); the tensor
+ * cores read the top 19 bits of each operand */
+inline float pc_emu_tf32(unsigned u) { return __uint_as_float(u & 0xffffe000u); }
+inline void pc_emu_wgmma(float *d, const unsigned *a, uint64_t db, float) {
+  pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
+  const int l = pc_emu_lane(), g = l / 4;
+  memcpy(s.a[l], a, 16);
+  pc_emu_warp_meet();
+  float A[2][8];
+  for (int t = 0; t < 4; t++)
+    for (int h = 0; h < 2; h++) A[h][t] = pc_emu_tf32(s.a[4 * g + t][h]), A[h][t + 4] = pc_emu_tf32(s.a[4 * g + t][2 + h]);
+  pc_emu_warp_meet();
+  const unsigned start = (unsigned)(db & 0x3FFF) * 16, sbo = (unsigned)(db >> 32 & 0x3FFF) * 16;
+  for (int i = 0; i < 128; i++) {
+    const unsigned n = (unsigned)(8 * (i / 4) + 2 * (l % 4) + i % 2);
+    float sum = d[i];
+    for (unsigned k = 0; k < 8; k++) {
+      unsigned b;
+      memcpy(&b, pc_emu_shared_base + pc_emu_swizzle(start + n % 8 * 128 + n / 8 * sbo + k * 4), 4);
+      sum += A[i / 2 % 2][k] * pc_emu_tf32(b);
+    }
     d[i] = sum;
   }
 }

@@ -55,6 +55,11 @@ static const emu_case cases[] = {
      CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
     {"Hopper's matmul, bf16, more k-steps than stages",
      "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2, 1},
+    {"Hopper's matmul in f32 (three TF32 products: B split by kN_split, A in registers), bias, partial tiles",
+     "graph mm\ninput a: f32[200, 136]\ninput b: f32[136, 264]\ninput c: f32[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n",
+     CU_OWN_TF32X3, "tf32.tf32", 1e-6, 1},
+    {"Hopper's matmul in f32, batches folded into rows, more k-steps than stages, GELU",
+     "graph mm\ninput a: f32[2, 65, 520]\ninput b: f32[520, 72]\nh = matmul(a, b)\ny = gelu(h)\noutput y\n", CU_OWN_TF32X3, "tf32.tf32", 1e-6, 1},
     {"attention's heads merged for the output projection, f16: copied into a matrix by a kernel of its own, then Hopper's matmul with a bias",
      "graph mm\ninput a: f16[2, 4, 72, 32]\ninput w: f16[128, 64]\ninput b: f16[64]\nt = permute(a, perm=[0, 2, 1, 3])\n"
      "m = reshape(t, shape=[2, 72, 128])\nh = matmul(m, w)\ny = add(h, b)\noutput y\n",
@@ -204,17 +209,28 @@ static bool write_program(const kir_module *km, const char *path) {
       gpu_conv_mn(km, i, S, mn);
       fprintf(f, "  std::vector<float> acc%d((size_t)%lld);\n", i, (long long)(split * mn[0] * mn[1]));
     }
+    if (cu_wgmma_tf32(km, &km->k[i])) { /* kN_split first: B's two parts, transposed, as runtime.c launches it */
+      const long long n = km->k[i].mnk[1].c, kk = km->k[i].mnk[2].c, T = CU_WT_SPLIT_TILE;
+      fprintf(f, "  std::vector<float> split%d((size_t)%lld);\n", i, 2 * n * kk);
+      fprintf(f, "  if (!pc_emu_launch(pc_dim3{%lld, %lld, 1}, pc_dim3{%lld, 8, 1}, 0, [&] { k%d_split(pc_emu_arg{b[%d]}, split%d.data(), %lld, %lld); }))\n"
+              "    return 1;\n",
+              (n + T - 1) / T, (kk + T - 1) / T, T, i, km->k[i].in_buf[1], i, kk, n);
+    }
     fprintf(f, "  if (!pc_emu_launch(pc_dim3{%u, %u, %u}, pc_dim3{%d, %d, %d}, %d, [&] { k%d(", g[0], g[1], g[2], s->threads[0],
             s->threads[1] ? s->threads[1] : 1, s->threads[2] ? s->threads[2] : 1, s->shared_bytes, i);
     if (split > 1) fprintf(f, "acc%d.data(), ", i);
     for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
     fprintf(f, "%sS", kernel_has_status(km, i) ? "&bad, " : "");
-    if (s->variant == KS_WGMMA) { /* the tensor maps, as runtime.c encodes them */
-      const kir_kernel *k = &km->k[i];
-      long long rows = gpu_gemm_rows(km, i, S), n = k->mnk[1].c, kk = k->mnk[2].c;
-      fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d), pc_emu_tmap(b[%d], %lld, %lld, %lld, 64, %d)", k->in_buf[0], kk, rows, kk * 2,
+    const kir_kernel *k = &km->k[i];
+    long long rows = gpu_gemm_rows(km, i, S), n = k->mnk[1].c, kk = k->mnk[2].c;
+    if (cu_wgmma_tf32(km, k)) /* the tensor maps, as runtime.c encodes them: A; B's two parts, which kN_split wrote */
+      fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d, 4), pc_emu_tmap(split%d.data(), %lld, %lld, %lld, %d, %d, 4), "
+              "pc_emu_tmap(split%d.data() + %lld, %lld, %lld, %lld, %d, %d, 4)",
+              k->in_buf[0], kk, rows, kk * 4, CU_WT_BK, CU_WG_BM, i, kk, n, kk * 4, CU_WT_BK, CU_WG_BN, i, n * kk, kk, n, kk * 4, CU_WT_BK,
+              CU_WG_BN);
+    else if (s->variant == KS_WGMMA) /* A and B */
+      fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d, 2), pc_emu_tmap(b[%d], %lld, %lld, %lld, 64, %d, 2)", k->in_buf[0], kk, rows, kk * 2,
               CU_WG_BK, CU_WG_BM, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
-    }
     fprintf(f, "); }))\n    return 1;\n");
     if (split > 1) { /* then kN_epi adds the slices: a grid-stride loop, as runtime.c launches it */
       fprintf(f, "  if (!pc_emu_launch(pc_dim3{4, 1, 1}, pc_dim3{%d, 1, 1}, 0, [&] { k%d_epi(acc%d.data(), ", CU_PW_THREADS, i, i);
