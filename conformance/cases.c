@@ -235,6 +235,10 @@ static void contraction_cases(conf_cases *cs) {
   text(add(cs, "ops", "matmul/f32-batched-views"),
        "input x: f32[2, 36, 3, 8]\ninput kx: f32[2, 36, 3, 8]\ninput vx: f32[2, 36, 3, 8]\nq = permute(x, perm=[0, 2, 1, 3])\n"
        "kt = permute(kx, perm=[0, 2, 3, 1])\nv = permute(vx, perm=[0, 2, 1, 3])\ns = matmul(q, kt)\nz = matmul(s, v)\noutput s\noutput z\n");
+  /* Hopper's f32 matmul (three TF32 products, PORTC_CUDA_KERNELS=...,tf32x3): partial 128x256
+   * tiles, more k-steps of 32 than its two stages and a partial last one, a bias and GELU */
+  text(add(cs, "ops", "matmul/f32-k-steps-bias-gelu"),
+       "input a: f32[2, 100, 228]\ninput b: f32[228, 300]\ninput bias: f32[300]\nh = matmul(a, b)\nz = add(h, bias)\ny = gelu(z)\noutput y\n");
   text(add(cs, "ops", "matmul/bf16-partial-tiles"), "input a: bf16[130, 24]\ninput b: bf16[24, 72]\ny = matmul(a, b)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-batched-rows-relu"),
        "input a: f16[3, 50, 16]\ninput b: f16[16, 48]\nh = matmul(a, b)\ny = relu(h)\noutput y\n");

@@ -11,6 +11,11 @@
 #             kernels forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul
 #             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
 #             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
+#   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
+#             kernels forced): explain, the matmul-bearing cases and the models fused and eager,
+#             memcheck and racecheck on the f32 matmul cases, each command under a time limit, then
+#             matmul_4096_f32 and the f32 transformer example timed with it, with cuBLASLt forced, and
+#             as the runtime chooses (each shape timed at load)
 #   smoke     the three opt-in tensor-core kernels (wgmma, flash, conv) each on its own conformance
 #             cases (fused, two minutes each at most: a hang costs that, not a visit), then the f16
 #             matmul 8192, attention and the f16 transformer timed with and without them: the
@@ -195,6 +200,32 @@ for step in $steps; do
         PORTC_CUDA_KERNELS=$wg PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager --iters 30 --warmup 3 \
           >"$out/bench_wgmma_${g}_$name.txt" 2>&1
         line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_wgmma_${g}_$name.txt")"
+      done
+      summary+=("$line")
+    done
+    ;;
+  tf32x3)
+    t3=(env PORTC_CUDA_KERNELS=wgmma,flash,conv,tf32x3 PORTC_CUDA_MATMUL=own timeout 300)
+    "${t3[@]}" "$portc" explain bench/gpu/matmul_4096_f32.ptg -t cuda >"$out/explain_tf32x3.txt" 2>&1
+    summary+=("explain with tf32x3 (rc $?): $(grep -c 'three TF32' "$out/explain_tf32x3.txt") kernels on Hopper's f32 matmul")
+    "${t3[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' >"$out/verify_tf32x3.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_tf32x3.txt" | head -10
+    summary+=("verify cuda, f32 on Hopper's matmul (rc $rc): $(tail -1 "$out/verify_tf32x3.txt")")
+    for tool in memcheck racecheck; do
+      "${t3[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/f32|^fusion/matmul' \
+        --quiet >"$out/${tool}_tf32x3.txt" 2>&1
+      summary+=("$tool, f32 on Hopper's matmul (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_tf32x3.txt" | tail -1)")
+    done
+    for g in bench/gpu/matmul_4096_f32.ptg transformer; do
+      args=("$g")
+      [ "$g" = transformer ] && args=("${transformer[@]}")
+      line="$(basename "$g" .ptg) f32, ms:"
+      for how in "wgmma,flash,conv,tf32x3 own tf32x3" "wgmma,flash,conv cublaslt cuBLASLt" "wgmma,flash,conv,tf32x3 auto chosen"; do
+        read -r kernels matmul name <<<"$how"
+        env PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 \
+          >"$out/bench_tf32x3_$(basename "$g" .ptg)_$name.txt" 2>&1
+        line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_tf32x3_$(basename "$g" .ptg)_$name.txt")"
       done
       summary+=("$line")
     done
