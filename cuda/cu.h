@@ -63,15 +63,14 @@ enum {
   CU_WG_BK = 64,
   CU_WG_STAGES = 4,
   CU_WG_THREADS = 384,
-  CU_WT_BK = 32,      /* its f32 form (three TF32 products): k-steps of 32, two stages of A and B's two */
-  CU_WT_STAGES = 2,   /* parts (transposed, split by the kN_split kernel before it) */
+  CU_WT_BK = 32,      /* its f32 form (three TF32 products): k-steps of 32 through stages of A and B's two
+                       * parts (transposed, split by the kN_split kernel before it); tiles schedule.c's */
   CU_FA_BQ = 64,      /* attention on tensor cores (dialect_flash.c): 64 queries per block of 4 warps, */
   CU_FA_BK = 64,      /* keys in tiles of 64, head sizes of up to 128 */
   CU_FA_THREADS = 128,
   CU_FA_MAX_HEAD = 128,
   /* the stages' operands, their two barriers each, and 1024 bytes to align the swizzled stages */
   CU_WG_SHARED = CU_WG_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_WG_BN) * 2 + CU_WG_STAGES * 16 + 1024,
-  CU_WT_SHARED = CU_WT_STAGES * (CU_WG_BM + 2 * CU_WG_BN) * CU_WT_BK * 4 + CU_WT_STAGES * 16 + 1024,
   CU_WT_SPLIT_TILE = 32, /* kN_split: 32x32 tiles of B through shared memory, blocks of 32 x 8 threads */
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
   CU_STATIC_SHARED = 48 << 10, /* a block's static shared memory (the SIMT attention's tiles) */

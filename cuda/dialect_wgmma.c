@@ -42,7 +42,11 @@
 #include "cu.h"
 #include "dialect_mma.h"
 
-enum { ACC = CU_WG_BN / 2 }; /* f32 sums per consumer thread: 64 x 256 over 128 threads */
+/* the schedule's tile: BN columns (256 for f16/bf16; 256, 192 or 128 in f32) and its stages; ACC
+ * f32 sums per consumer thread (64 x BN over 128 threads) */
+#define BN (e->k->sched.tile_n)
+#define STAGES (e->k->sched.stages)
+#define ACC (BN / 2)
 
 /* the consumer's wgmma, a lambda of the kernel's own (its 128 sums are 128 operands):
  * d[64x256] += a[64x16] b[16x256], a K-major, b N-major (imm-trans-b 1), both in shared memory */
@@ -56,7 +60,7 @@ static void emit_mma_lambda(emitter *e) {
   }
   char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
   emit_line(e, "auto mma = [&](uint64_t a, uint64_t b) {");
-  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", CU_WG_BN, t, t,
+  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", BN, t, t,
             r ? r : "", ACC, ACC + 1);
   emit_line(e, "               : %s", o ? o : "");
   emit_line(e, "               : \"l\"(a), \"l\"(b));");
@@ -76,7 +80,7 @@ static void emit_tf32_mma_lambda(emitter *e) {
   }
   char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
   emit_line(e, "auto mma = [&](const unsigned *a, uint64_t b) {");
-  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", CU_WG_BN,
+  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", BN,
             r ? r : "", ACC, ACC + 1, ACC + 2, ACC + 3, ACC + 4);
   emit_line(e, "               : %s", o ? o : "");
   emit_line(e, "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));");
@@ -87,19 +91,19 @@ static void emit_tf32_mma_lambda(emitter *e) {
 
 /* the producer: stage s of k-step kt is A's box at (kt * BK, m0) and B's four 64-column boxes */
 static void producer(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * CU_WG_BN, B_BOX = CU_WG_BK * 64;
+  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * BN, B_BOX = CU_WG_BK * 64;
   emit_line(e, "if (wg == 0) {");
   e->indent++;
   emit_line(e, "pc_regs_dec<40>();");
   emit_line(e, "if (tid == 0)");
   emit_line(e, "  for (int kt = 0; kt < KT; kt++) {");
-  emit_line(e, "    const int s = kt %% %d;", CU_WG_STAGES);
-  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", CU_WG_STAGES,
-            CU_WG_STAGES);
+  emit_line(e, "    const int s = kt %% %d;", STAGES);
+  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", STAGES,
+            STAGES);
   emit_line(e, "    pc_mbar_expect(&full[s], %d);", (A_STAGE + B_STAGE) * 2);
   emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, CU_WG_BK);
   emit_line(e, "    _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
-            CU_WG_BN / 64, B_STAGE, B_BOX, CU_WG_BK);
+            BN / 64, B_STAGE, B_BOX, CU_WG_BK);
   emit_line(e, "  }");
   e->indent--;
   emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
@@ -109,7 +113,7 @@ static void producer(emitter *e) {
  * bytes apart; a k-step of 16 is 32 bytes along the swizzled row) times the B panel (four boxes
  * of 64 columns, BK rows of 128 bytes each, 8192 bytes apart; a k-step of 16 is 16 rows) */
 static void consumer(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * CU_WG_BN, B_BOX = CU_WG_BK * 64;
+  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * BN, B_BOX = CU_WG_BK * 64;
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
@@ -120,8 +124,8 @@ static void consumer(emitter *e) {
   emit_line(e, "const int c = wg - 1;");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
-  emit_line(e, "const int s = kt %% %d;", CU_WG_STAGES);
-  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", CU_WG_STAGES);
+  emit_line(e, "const int s = kt %% %d;", STAGES);
+  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", STAGES);
   emit_line(e, "pin();");
   emit_line(e, "pc_wg_fence();");
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++)", CU_WG_BK / 16);
@@ -129,7 +133,7 @@ static void consumer(emitter *e) {
   emit_line(e, "pc_wg_commit();");
   emit_line(e, "pc_wg_wait<1>(); /* the previous step's MMAs are done: its stage is free */");
   emit_line(e, "pin();");
-  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(kt + %d) %% %d]);", CU_WG_STAGES - 1, CU_WG_STAGES);
+  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(kt + %d) %% %d]);", STAGES - 1, STAGES);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "pc_wg_wait<0>();");
@@ -139,15 +143,15 @@ static void consumer(emitter *e) {
 /* the f32 form's producer: stage s of k-step kt is A's box at (kt * 32, m0) and the 256x32 boxes
  * of B's two parts at (kt * 32, n0) */
 static void producer_tf32(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = CU_WG_BN * CU_WT_BK;
+  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = BN * CU_WT_BK;
   emit_line(e, "if (wg == 0) {");
   e->indent++;
   emit_line(e, "pc_regs_dec<40>();");
   emit_line(e, "if (tid == 0)");
   emit_line(e, "  for (int kt = 0; kt < KT; kt++) {");
-  emit_line(e, "    const int s = kt %% %d;", CU_WT_STAGES);
-  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", CU_WT_STAGES,
-            CU_WT_STAGES);
+  emit_line(e, "    const int s = kt %% %d;", STAGES);
+  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", STAGES,
+            STAGES);
   emit_line(e, "    pc_mbar_expect(&full[s], %d);", (A_STAGE + 2 * B_STAGE) * 4);
   emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, CU_WT_BK);
   emit_line(e, "    pc_tma_load(Bh + s * %d, &pc_tb, &full[s], kt * %d, n0);", B_STAGE, CU_WT_BK);
@@ -163,7 +167,7 @@ static void producer_tf32(emitter *e) {
  * for before the next stage's fragments are made: the fragments' registers are the MMAs'
  * operands until then (pinned), and the other consumer's MMAs keep the tensor cores busy. */
 static void consumer_tf32(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = CU_WG_BN * CU_WT_BK, FR = CU_WT_BK / 8 * 4;
+  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = BN * CU_WT_BK, FR = CU_WT_BK / 8 * 4;
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
@@ -177,8 +181,8 @@ static void consumer_tf32(emitter *e) {
   emit_line(e, "const int r0 = c * 64 + (tid >> 5) * 16 + (tid & 31) / 4, t = tid & 3; /* rows r0 and r0 + 8, the same %% 8 */");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
-  emit_line(e, "const int s = kt %% %d;", CU_WT_STAGES);
-  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", CU_WT_STAGES);
+  emit_line(e, "const int s = kt %% %d;", STAGES);
+  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", STAGES);
   emit_line(e, "const float *const a = As + s * %d;", A_STAGE);
   emit_line(e, "_Pragma(\"unroll\") for (int f = 0; f < %d; f++) {", FR);
   emit_line(e, "  const int r = r0 + (f & 1) * 8, chunk = (f / 4 * 2 + (f >> 1 & 1)) ^ (r0 & 7);");
@@ -205,8 +209,8 @@ void cu_emit_wgmma(emitter *e) {
   const kir_kernel *k = e->k;
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
   const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
-  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = f32 ? CU_WT_STAGES : CU_WG_STAGES;
-  const int CS = CU_WG_BN + 8; /* the sums' padded row in shared memory, in floats */
+  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES;
+  const int CS = BN + 8; /* the sums' padded row in shared memory, in floats */
   char N[32], K[32];
   gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
@@ -215,16 +219,16 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "unsigned char *const base = pc_smem_raw + ((1024 - (pc_saddr(pc_smem_raw) & 1023)) & 1023); /* the swizzle's period */");
   emit_line(e, "typedef %s T;", T);
   if (f32) {
-    emit_line(e, "T *const As = (T *)base, *const Bh = As + %d, *const Bl = Bh + %d;", stages * CU_WG_BM * bk, stages * CU_WG_BN * bk);
-    emit_line(e, "uint64_t *const full = (uint64_t *)(Bl + %d), *const empty = full + %d;", stages * CU_WG_BN * bk, stages);
+    emit_line(e, "T *const As = (T *)base, *const Bh = As + %d, *const Bl = Bh + %d;", stages * CU_WG_BM * bk, stages * BN * bk);
+    emit_line(e, "uint64_t *const full = (uint64_t *)(Bl + %d), *const empty = full + %d;", stages * BN * bk, stages);
   } else {
     emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", stages * CU_WG_BM * bk);
-    emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", stages * bk * CU_WG_BN, stages);
+    emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", stages * bk * BN, stages);
   }
   emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
-  emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, CU_WG_BN);
+  emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, BN);
   emit_line(e, "const int KT = (K + %d) / %d;", bk - 1, bk);
   emit_line(e, "if (threadIdx.x == 0) {");
   emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], 2);", stages);
@@ -247,14 +251,16 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "  }");
   emit_line(e, "}");
   emit_line(e, "pc_consumers_sync();");
-  emit_line(e, "const int n = n0 + threadIdx.x - 128;");
+  /* the 256 consumer threads store 256 / BN rows a pass (BN = 192: one, 64 threads idle) */
+  const int RP = 256 / BN;
+  emit_line(e, "const int j = threadIdx.x - 128, n = n0 + j %% %d;", BN);
   /* unrolled: with two warps per scheduler, a row at a time would leave the epilogue's loads and
    * its activation's arithmetic waiting on each other */
-  emit_line(e, "_Pragma(\"unroll 8\") for (int r = 0; r < %d; r++) {", CU_WG_BM);
+  emit_line(e, "_Pragma(\"unroll 8\") for (int r = j / %d; r < %d && j < %d; r += %d) {", BN, CU_WG_BM, RP * BN, RP);
   e->indent++;
   emit_line(e, "const int m = m0 + r;");
   emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const float acc0 = Cs[r * %d + threadIdx.x - 128];", CS);
+  emit_line(e, "const float acc0 = Cs[r * %d + j %% %d];", CS, BN);
   gpu_gemm_store(e);
   e->indent--;
   emit_line(e, "}");

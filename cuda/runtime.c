@@ -176,7 +176,7 @@ static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int b
  * 4 in f32, whose K is a multiple of 4: the driver takes no empty extent):
  *  - f16/bf16: A as [rows x K] in boxes of BK x BM, B as [K x N] in boxes of 64 x BK;
  *  - f32: A as [rows x K] in boxes of 32 x BM; B's two parts, [N x K] each in the scratch buffer
- *    (kN_split wrote them), in boxes of 32 x BN */
+ *    (kN_split wrote them), in boxes of 32 x BN (the schedule's tile_n) */
 static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tmap maps[3]) {
   const kir_kernel *kk = &m->km->k[i];
   if (!CU.cuTensorMapEncodeTiled)
@@ -190,8 +190,8 @@ static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tma
   uint64_t rows = (uint64_t)e[0], n = (uint64_t)e[1], k = (uint64_t)(e[2] > least ? e[2] : least), es = f32 ? 4 : 2;
   CUdeviceptr base[3] = {buf_ptr(m, i, l, kk->in_buf[0]), f32 ? m->scratch : buf_ptr(m, i, l, kk->in_buf[1]), m->scratch + n * k * 4};
   const uint64_t dims[3][2] = {{k, rows}, {f32 ? k : n, f32 ? n : k}, {k, n}}, strides[3][1] = {{k * es}, {(f32 ? k : n) * es}, {k * 4}};
-  const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, CU_WG_BM}, {f32 ? CU_WT_BK : 64, f32 ? CU_WG_BN : CU_WG_BK}, {CU_WT_BK, CU_WG_BN}},
-                 ones[2] = {1, 1};
+  const unsigned bn = (unsigned)kk->sched.tile_n;
+  const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, CU_WG_BM}, {f32 ? CU_WT_BK : 64, f32 ? bn : CU_WG_BK}, {CU_WT_BK, bn}}, ones[2] = {1, 1};
   static const char *const what[3] = {"cuTensorMapEncodeTiled (the matmul's A)", "cuTensorMapEncodeTiled (the matmul's B)",
                                       "cuTensorMapEncodeTiled (the low part of the matmul's B)"};
   for (int o = 0; o < (f32 ? 3 : 2); o++) {

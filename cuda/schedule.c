@@ -82,6 +82,11 @@ static bool tf32x3_eligible(const kir_module *m, int i) {
   return m->buf[k->in_buf[0]].dt == PORTC_F32 && m->buf[k->in_buf[1]].dt == PORTC_F32 && static_multiple(k->mnk[2], 4);
 }
 
+/* Hopper's f32 matmul: the stages that fit beside a tile of bn columns (stages of A's 128 rows and
+ * B's two parts, 32 floats of k each), and their shared memory with the barriers and alignment */
+static int wt_stages(int bn) { return bn >= 256 ? 2 : bn >= 192 ? 3 : 4; }
+static int wt_shared(int bn) { return wt_stages(bn) * ((CU_WG_BM + 2 * bn) * CU_WT_BK * 4 + 16) + 1024; }
+
 bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k) {
   return k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA && m->buf[k->in_buf[0]].dt == PORTC_F32;
 }
@@ -157,9 +162,9 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
     s->shared_bytes = CU_WG_SHARED;
   } else if (tf32x3_eligible(m, i) && (own & CU_OWN_TF32X3)) {
     s->variant = KS_WGMMA, s->fold_batch = true;
-    s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WT_BK, s->stages = CU_WT_STAGES;
+    s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WT_BK, s->stages = wt_stages(CU_WG_BN);
     s->threads[0] = CU_WG_THREADS;
-    s->shared_bytes = CU_WT_SHARED;
+    s->shared_bytes = wt_shared(CU_WG_BN);
   } else if (mma_eligible(m, i)) {
     mma_tiles(s);
     s->fold_batch = true;
@@ -289,10 +294,16 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     return true;
   case KS_WGMMA: {
     if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
-    bool f32 = m->buf[m->k[i].in_buf[0]].dt == PORTC_F32;
-    int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = f32 ? CU_WT_STAGES : CU_WG_STAGES;
-    if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != bk || s->stages != stages || s->threads[0] != CU_WG_THREADS)
-      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, bk, stages), false;
+    if (cu_wgmma_tf32(m, &m->k[i])) { /* the f32 form: 128x256 in 2 stages, 128x192 in 3 or 128x128 in 4 */
+      bool known = s->tile_n == 256 || s->tile_n == 192 || s->tile_n == 128;
+      if (s->tile_m != CU_WG_BM || !known || s->tile_k != CU_WT_BK || s->stages != wt_stages(s->tile_n) || s->threads[0] != CU_WG_THREADS)
+        return snprintf(why, len, "Hopper's f32 matmul's tile is 128x256, 128x192 or 128x128 (k-steps of %d) in 2, 3 or 4 stages", CU_WT_BK),
+               false;
+      m->k[i].sched.shared_bytes = wt_shared(s->tile_n); /* what follows from the tile */
+      return true;
+    }
+    if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != CU_WG_BK || s->stages != CU_WG_STAGES || s->threads[0] != CU_WG_THREADS)
+      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, CU_WG_BK, CU_WG_STAGES), false;
     return true;
   }
   case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
@@ -324,6 +335,10 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
       if (splits[j] != now && (splits[j] == 1 || (sized && K / splits[j] >= 2 * CU_MMA_BK)))
         out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v.split_k = splits[j]};
   }
+  if (s->variant == KS_WGMMA && cu_wgmma_tf32(m, k)) /* the f32 form's narrower tiles, in more stages */
+    for (int bn = 256; bn >= 128 && n < max; bn -= 64)
+      if (bn != s->tile_n)
+        out[n++] = (tune_knobs){.mask = tune_knob_bit("tile") | tune_knob_bit("stages"), .v.tile_m = CU_WG_BM, .v.tile_n = bn, .v.stages = wt_stages(bn)};
   tune_run_candidates(m, i, out, max, &n);
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};
   for (int a = 1; a <= 3 && s->library && n < max; a++) /* cuBLASLt's next choices (its first is the default's) */

@@ -461,9 +461,9 @@ inline uint16_t pc_emu_desc_at(uint64_t desc, unsigned off) {
  * canonical layouts have them (T = 8 elements of 16 bits):
  *   A, K-major: ((8, m), (T, 2k)) : ((8T, SBO), (1, T)) over (row, k)
  *   B, MN-major: ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO)) over (n, k)
- * Each thread computes its own 128 sums: row 16 (warp % 4) + lane / 4 (+8), column 8 (i / 4) +
- * 2 (lane % 4) + i % 2, the sums of the calling warpgroup */
-template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, T) {
+ * Each thread computes its own nacc sums (N / 2): row 16 (warp % 4) + lane / 4 (+8), column
+ * 8 (i / 4) + 2 (lane % 4) + i % 2, the sums of the calling warpgroup */
+template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, T, int nacc) {
   const unsigned sbo_a = (unsigned)(da >> 32 & 0x3FFF) * 8, lbo_b = (unsigned)(db >> 16 & 0x3FFF) * 8, sbo_b = (unsigned)(db >> 32 & 0x3FFF) * 8;
   const int w = pc_emu_warpid() % 4, l = pc_emu_lane();
   float A[2][16];
@@ -471,7 +471,7 @@ template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, 
     const unsigned r = (unsigned)(16 * w + l / 4 + 8 * h);
     for (unsigned k = 0; k < 16; k++) A[h][k] = pc_emu_f(pc_emu_desc_at(da, r % 8 * 64 + r / 8 * sbo_a + k % 8 + k / 8 * 8), T());
   }
-  for (int i = 0; i < 128; i++) {
+  for (int i = 0; i < nacc; i++) {
     const unsigned n = (unsigned)(8 * (i / 4) + 2 * (l % 4) + i % 2);
     float sum = d[i];
     for (unsigned k = 0; k < 16; k++)
@@ -480,12 +480,12 @@ template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, 
   }
 }
 
-/* wgmma.mma_async.m64n256k8.f32.tf32.tf32: A in registers (lanes 4g..4g+3 of warp w hold rows
+/* wgmma.mma_async.m64nNk8.f32.tf32.tf32 (nacc = N / 2 sums a thread): A in registers (lanes 4g..4g+3 of warp w hold rows
  * 16 w + g and + 8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)), B K-major in the
  * 128-byte swizzle, ((8, n), (4, k)) : ((128 bytes, SBO), (4 bytes)) over (n, k); the tensor
  * cores read the top 19 bits of each operand */
 inline float pc_emu_tf32(unsigned u) { return __uint_as_float(u & 0xffffe000u); }
-inline void pc_emu_wgmma(float *d, const unsigned *a, uint64_t db, float) {
+inline void pc_emu_wgmma(float *d, const unsigned *a, uint64_t db, float, int nacc) {
   pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
   const int l = pc_emu_lane(), g = l / 4;
   memcpy(s.a[l], a, 16);
@@ -495,7 +495,7 @@ inline void pc_emu_wgmma(float *d, const unsigned *a, uint64_t db, float) {
     for (int h = 0; h < 2; h++) A[h][t] = pc_emu_tf32(s.a[4 * g + t][h]), A[h][t + 4] = pc_emu_tf32(s.a[4 * g + t][2 + h]);
   pc_emu_warp_meet();
   const unsigned start = (unsigned)(db & 0x3FFF) * 16, sbo = (unsigned)(db >> 32 & 0x3FFF) * 16;
-  for (int i = 0; i < 128; i++) {
+  for (int i = 0; i < nacc; i++) {
     const unsigned n = (unsigned)(8 * (i / 4) + 2 * (l % 4) + i % 2);
     float sum = d[i];
     for (unsigned k = 0; k < 8; k++) {

@@ -39,93 +39,99 @@ typedef struct emu_case {
   const char *marks;  /* text the source must hold: the kernel under test is there */
   double tol;         /* on the output's relative error, ||y - ref|| / ||ref|| */
   int split;          /* > 1: the convolutions' reduction in this many slices (split-K), as a GPU's schedule may choose */
+  int tile_n;         /* > 0: Hopper's f32 matmul with tiles of this many columns, as a tune entry may choose */
 } emu_case;
 
 static const emu_case cases[] = {
     {"mma.sync matmul, f16, bias (ran on the H100 and H200)",
      "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n", 0,
-     "pc_mma(acc", 2e-3, 1},
+     "pc_mma(acc", 2e-3, 1, 0},
     {"mma.sync matmul, bf16 (ran on the H100 and H200)",
-     "graph mm\ninput a: bf16[130, 72]\ninput b: bf16[72, 136]\ny = matmul(a, b)\noutput y\n", 0, "pc_mma(acc", 1.5e-2, 1},
+     "graph mm\ninput a: bf16[130, 72]\ninput b: bf16[72, 136]\ny = matmul(a, b)\noutput y\n", 0, "pc_mma(acc", 1.5e-2, 1, 0},
     {"Hopper's matmul (TMA, mbarriers, wgmma), f16, bias, partial tiles",
      "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n",
-     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
+     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1, 0},
     {"Hopper's matmul, f16, bias and GELU (erf), partial tiles",
      "graph mm\ninput a: f16[136, 72]\ninput b: f16[72, 264]\ninput c: f16[264]\nh = matmul(a, b)\nz = add(h, c)\ny = gelu(z)\noutput y\n",
-     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
+     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1, 0},
     {"Hopper's matmul, bf16, more k-steps than stages",
-     "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2, 1},
+     "graph mm\ninput a: bf16[130, 520]\ninput b: bf16[520, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "wgmma.mma_async", 1.5e-2, 1, 0},
     {"Hopper's matmul in f32 (three TF32 products: B split by kN_split, A in registers), bias, partial tiles",
      "graph mm\ninput a: f32[200, 136]\ninput b: f32[136, 264]\ninput c: f32[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n",
-     CU_OWN_TF32X3, "tf32.tf32", 1e-6, 1},
+     CU_OWN_TF32X3, "tf32.tf32", 1e-6, 1, 0},
     {"Hopper's matmul in f32, batches folded into rows, more k-steps than stages, GELU",
-     "graph mm\ninput a: f32[2, 65, 520]\ninput b: f32[520, 72]\nh = matmul(a, b)\ny = gelu(h)\noutput y\n", CU_OWN_TF32X3, "tf32.tf32", 1e-6, 1},
+     "graph mm\ninput a: f32[2, 65, 520]\ninput b: f32[520, 72]\nh = matmul(a, b)\ny = gelu(h)\noutput y\n", CU_OWN_TF32X3, "tf32.tf32", 1e-6, 1, 0},
+    {"Hopper's matmul in f32, 128x192 tiles in 3 stages (a tune entry's), partial tiles, bias",
+     "graph mm\ninput a: f32[200, 136]\ninput b: f32[136, 264]\ninput c: f32[264]\nh = matmul(a, b)\ny = add(h, c)\noutput y\n",
+     CU_OWN_TF32X3, "m64n192k8.f32.tf32", 1e-6, 1, 192},
+    {"Hopper's matmul in f32, 128x128 tiles in 4 stages, more k-steps than stages",
+     "graph mm\ninput a: f32[130, 520]\ninput b: f32[520, 136]\ny = matmul(a, b)\noutput y\n", CU_OWN_TF32X3, "m64n128k8.f32.tf32", 1e-6, 1, 128},
     {"attention's heads merged for the output projection, f16: copied into a matrix by a kernel of its own, then Hopper's matmul with a bias",
      "graph mm\ninput a: f16[2, 4, 72, 32]\ninput w: f16[128, 64]\ninput b: f16[64]\nt = permute(a, perm=[0, 2, 1, 3])\n"
      "m = reshape(t, shape=[2, 72, 128])\nh = matmul(m, w)\ny = add(h, b)\noutput y\n",
-     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1},
+     CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1, 0},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
-     CU_OWN_CONV | EMU_NCHW, "const T *const xb", 2e-3, 1},
+     CU_OWN_CONV | EMU_NCHW, "const T *const xb", 2e-3, 1, 0},
     {"tensor-core convolution, bf16, dilation",
      "graph c\ninput x: bf16[3, 24, 9, 10]\ninput w: bf16[20, 24, 3, 3]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1])\noutput y\n",
-     CU_OWN_CONV | EMU_NCHW, "const T *const xb", 1.5e-2, 1},
+     CU_OWN_CONV | EMU_NCHW, "const T *const xb", 1.5e-2, 1, 0},
     {"tensor-core convolution, f16, 1x1 over 128 pixels and more",
-     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV | EMU_NCHW, "const T *const xb", 2e-3, 1},
+     "graph c\ninput x: f16[2, 32, 11, 9]\ninput w: f16[40, 32, 1, 1]\ny = conv2d(x, w)\noutput y\n", CU_OWN_CONV | EMU_NCHW, "const T *const xb", 2e-3, 1, 0},
     {"tensor-core convolution, f16, 1x1 over images of 96 pixels copied as they lie (16 bytes at a time), 3 images a tile, relu",
      "graph c\ninput x: f16[3, 72, 8, 12]\ninput w: f16[136, 72, 1, 1]\nc = conv2d(x, w)\ny = relu(c)\noutput y\n", CU_OWN_CONV | EMU_NCHW,
-     "gn % (H * W)", 2e-3, 1},
+     "gn % (H * W)", 2e-3, 1, 0},
     {"tensor-core convolution, f16, split-K in 3 slices of 4 k-steps (the last one partial), bias and residual",
      "graph c\ninput x: f16[2, 80, 7, 7]\ninput w: f16[40, 80, 3, 3]\ninput b: f16[40]\ninput r: f16[2, 40, 7, 7]\n"
      "c = conv2d(x, w, b, padding=[1, 1])\ny = add(c, r)\noutput y\n",
-     CU_OWN_CONV | EMU_NCHW, "pc_acc[(int(blockIdx.z)", 2e-3, 3},
+     CU_OWN_CONV | EMU_NCHW, "pc_acc[(int(blockIdx.z)", 2e-3, 3, 0},
     {"channels-last tensor-core convolution from an NCHW graph, f16, stride 2, padding, bias and relu (the input and the weights "
      "transposed by kernels before it, the output after it)",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
-     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1},
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
     {"channels-last convolutions, f16: two in a row with relu between (NHWC from one to the next), a residual add, split-K in 3",
      "graph c\ninput x: f16[2, 16, 9, 7]\ninput w: f16[24, 16, 3, 3]\ninput v: f16[16, 24, 3, 3]\ninput b: f16[16]\n"
      "c = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, b, padding=[1, 1])\ns = add(d, x)\nt = relu(s)\n"
      "y = mul(t, t)\noutput y\n",
-     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 3},
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 3, 0},
     {"channels-last convolutions under autocast f16: a block's f32 output and its f16 cast for the next convolution stored by one epilogue",
      "graph c\ninput x: f32[2, 16, 9, 7]\ninput w: f32[16, 16, 3, 3]\ninput v: f32[16, 16, 1, 1]\n"
      "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nautocast off\ns = add(c, x)\ny = relu(s)\n"
      "autocast f16\nd = conv2d(y, v)\nautocast off\nz = add(d, y)\noutput z\n",
-     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1},
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
     {"channels-last convolution of an RGB image, f16: its 3 channels padded to 8 (a 7x7 window, stride 2)",
      "graph c\ninput x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\ny = relu(c)\noutput y\n",
-     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1},
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
     {"channels-last convolution as written, bf16, dilation, 160 output channels, a 2x2 window",
      "graph c\ninput x: bf16[3, 9, 10, 24]\ninput w: bf16[2, 2, 24, 160]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1], channels_last=true)\n"
      "output y\n",
-     CU_OWN_CONV, "channels last: this thread's rows", 1.5e-2, 1},
+     CU_OWN_CONV, "channels last: this thread's rows", 1.5e-2, 1, 0},
     {"SIMT attention, f32, 64 query rows over 32 keys a step (heads of 64), bias and causal mask",
      "graph att\ninput q: f32[2, 2, 70, 64]\ninput k: f32[2, 2, 131, 64]\ninput v: f32[2, 2, 131, 64]\ninput m: f32[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
-     0, "pa_Q[4352]", 1e-5, 1},
+     0, "pa_Q[4352]", 1e-5, 1, 0},
     {"SIMT attention, f32, heads of 24 and 40 (padded rows, a second 32-column run), keys shared by the batch, a per-key mask",
      "graph att\ninput q: f32[3, 37, 24]\ninput k: f32[1, 301, 24]\ninput v: f32[1, 301, 40]\ninput m: f32[1, 301]\n"
      "y = attention(q, k, v, m)\noutput y\n",
-     0, "pa_V[2048]", 1e-5, 1},
+     0, "pa_V[2048]", 1e-5, 1, 0},
     {"SIMT attention, bf16, few queries (32-row tiles), heads of 100 (rows of 25 words, unpadded) and 8",
      "graph att\ninput q: bf16[2, 9, 100]\ninput k: bf16[2, 45, 100]\ninput v: bf16[2, 45, 8]\ny = attention(q, k, v, causal=true)\noutput y\n",
-     0, "pa_K[3200]", 1e-2, 1},
+     0, "pa_K[3200]", 1e-2, 1, 0},
     {"SIMT attention, f16, the next keys and values waiting in registers as loaded (converted when stored to shared memory)",
      "graph att\ninput q: f16[2, 3, 50, 32]\ninput k: f16[2, 3, 77, 32]\ninput v: f16[2, 3, 77, 48]\ny = attention(q, k, v, causal=true)\noutput y\n",
-     0, "__half rk[", 4e-3, 1},
+     0, "__half rk[", 4e-3, 1, 0},
     {"tensor-core attention, f16, bias and causal mask",
      "graph att\ninput q: f16[2, 2, 70, 64]\ninput k: f16[2, 2, 131, 64]\ninput v: f16[2, 2, 131, 32]\ninput m: f16[70, 131]\n"
      "y = attention(q, k, v, m, causal=true, scale=0.2)\noutput y\n",
-     CU_OWN_FLASH, "pc_fa_smem", 4e-3, 1},
+     CU_OWN_FLASH, "pc_fa_smem", 4e-3, 1, 0},
     {"tensor-core attention, bf16, keys shared by the batch",
      "graph att\ninput q: bf16[3, 65, 64]\ninput k: bf16[1, 200, 64]\ninput v: bf16[1, 200, 64]\ny = attention(q, k, v)\noutput y\n",
-     CU_OWN_FLASH, "pc_fa_smem", 2e-2, 1},
+     CU_OWN_FLASH, "pc_fa_smem", 2e-2, 1, 0},
     {"tensor-core attention, f16, heads of 32 and 16, more keys than queries",
      "graph att\ninput q: f16[3, 5, 32]\ninput k: f16[3, 40, 32]\ninput v: f16[3, 40, 16]\ny = attention(q, k, v, causal=true)\noutput y\n",
-     CU_OWN_FLASH, "pc_fa_smem", 4e-3, 1},
+     CU_OWN_FLASH, "pc_fa_smem", 4e-3, 1, 0},
 };
 
 static const char *shim_dir;
@@ -172,7 +178,7 @@ static char *host_source(const kir_module *km) {
     if (r && (!q || r < q)) {
       const char *end = strstr(r, "\"l\"(b));");
       if (!end) break;
-      sb_printf(&b, "%.*spc_emu_wgmma(d, a, b, T());", (int)(r - p), p);
+      sb_printf(&b, "%.*spc_emu_wgmma(d, a, b, T(), (int)(sizeof d / sizeof *d));", (int)(r - p), p);
       p = end + strlen("\"l\"(b));");
       continue;
     }
@@ -226,8 +232,8 @@ static bool write_program(const kir_module *km, const char *path) {
     if (cu_wgmma_tf32(km, k)) /* the tensor maps, as runtime.c encodes them: A; B's two parts, which kN_split wrote */
       fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d, 4), pc_emu_tmap(split%d.data(), %lld, %lld, %lld, %d, %d, 4), "
               "pc_emu_tmap(split%d.data() + %lld, %lld, %lld, %lld, %d, %d, 4)",
-              k->in_buf[0], kk, rows, kk * 4, CU_WT_BK, CU_WG_BM, i, kk, n, kk * 4, CU_WT_BK, CU_WG_BN, i, n * kk, kk, n, kk * 4, CU_WT_BK,
-              CU_WG_BN);
+              k->in_buf[0], kk, rows, kk * 4, CU_WT_BK, CU_WG_BM, i, kk, n, kk * 4, CU_WT_BK, s->tile_n, i, n * kk, kk, n, kk * 4, CU_WT_BK,
+              s->tile_n);
     else if (s->variant == KS_WGMMA) /* A and B */
       fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d, 2), pc_emu_tmap(b[%d], %lld, %lld, %lld, 64, %d, 2)", k->in_buf[0], kk, rows, kk * 2,
               CU_WG_BK, CU_WG_BM, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
@@ -258,6 +264,11 @@ static int run_case(const emu_case *c, int index) {
   for (int i = 0; i < km->nk; i++) {
     km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, own);
     if (c->split > 1 && km->k[i].kind == KK_CONV) km->k[i].sched.split_k = c->split;
+    char why[256];
+    if (c->tile_n && cu_wgmma_tf32(km, &km->k[i])) {
+      km->k[i].sched.tile_n = c->tile_n, km->k[i].sched.stages = c->tile_n == 256 ? 2 : c->tile_n == 192 ? 3 : 4;
+      if (!cu_schedule_check(km, i, -1, why, sizeof why)) return fprintf(stderr, "%s: %s\n", c->name, why), 1;
+    }
   }
   for (int i = 0; i < km->nk; i++) km->k[i].sched.library = 0; /* portc's own kernels, never cuBLASLt */
   char *src = emit_module(&cuda_dialect, km);
