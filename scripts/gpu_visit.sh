@@ -14,8 +14,9 @@
 #   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
 #             kernels forced): explain, the matmul-bearing cases and the models fused and eager,
 #             memcheck and racecheck on the f32 matmul cases, each command under a time limit, then
-#             matmul_4096_f32 and the f32 transformer example timed with it, with cuBLASLt forced, and
-#             as the runtime chooses (each shape timed at load)
+#             matmul_4096_f32 and the f32 transformer example timed with it (its 128x256 tiles, and
+#             128x192 and 128x128 forced by a site tune table), with cuBLASLt forced, and as the
+#             runtime chooses (each shape timed at load)
 #   smoke     the three opt-in tensor-core kernels (wgmma, flash, conv) each on its own conformance
 #             cases (fused, two minutes each at most: a hang costs that, not a visit), then the f16
 #             matmul 8192, attention and the f16 transformer timed with and without them: the
@@ -217,14 +218,21 @@ for step in $steps; do
         --quiet >"$out/${tool}_tf32x3.txt" 2>&1
       summary+=("$tool, f32 on Hopper's matmul (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_tf32x3.txt" | tail -1)")
     done
+    for bn in 192 128; do # the narrower tiles in more stages, forced by a site tune table
+      echo "api=cuda kind=matmul dtype=f32 tile=128x$bn stages=$((bn == 192 ? 3 : 4)) prov=heuristic source=\"f32 matmuls on 128x$bn tiles\"" \
+        >"$out/tf32x3_table_$bn.txt"
+    done
     for g in bench/gpu/matmul_4096_f32.ptg transformer; do
       args=("$g")
       [ "$g" = transformer ] && args=("${transformer[@]}")
       line="$(basename "$g" .ptg) f32, ms:"
-      for how in "wgmma,flash,conv,tf32x3 own tf32x3" "wgmma,flash,conv cublaslt cuBLASLt" "wgmma,flash,conv,tf32x3 auto chosen"; do
-        read -r kernels matmul name <<<"$how"
-        env PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=$matmul timeout 300 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 \
-          >"$out/bench_tf32x3_$(basename "$g" .ptg)_$name.txt" 2>&1
+      t3k=wgmma,flash,conv,tf32x3
+      for how in "$t3k own - tf32x3" "$t3k own 192 tf32x3-192" "$t3k own 128 tf32x3-128" "wgmma,flash,conv cublaslt - cuBLASLt" "$t3k auto - chosen"; do
+        read -r kernels matmul bn name <<<"$how"
+        table=/dev/null
+        [ "$bn" != - ] && table=$out/tf32x3_table_$bn.txt
+        env PORTC_CUDA_KERNELS=$kernels PORTC_CUDA_MATMUL=$matmul PORTC_TUNE_PATH=$table timeout 300 \
+          "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 >"$out/bench_tf32x3_$(basename "$g" .ptg)_$name.txt" 2>&1
         line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_tf32x3_$(basename "$g" .ptg)_$name.txt")"
       done
       summary+=("$line")
