@@ -35,11 +35,17 @@ typedef struct cu_kernel {
   int64_t mnk[3];      /* the shape the choice was made for */
   double own_ms, blas_ms;
   char why[440];       /* why the choice is what it is */
+  /* Hopper's f32 matmul whose B is a parameter or a constant: B's TF32 parts kept between runs,
+   * written again only when B's buffer (split_of) was written since (its stamp) */
+  CUdeviceptr split_buf, split_of;
+  size_t split_bytes;
+  uint64_t split_stamp;
 } cu_kernel;
 
 typedef struct cu_mem {
   CUdeviceptr p;
   int64_t bytes;
+  uint64_t stamp; /* the last copy to it (dev_write), from a counter of the process: 0 never */
 } cu_mem;
 
 typedef struct cu_module {
@@ -62,6 +68,7 @@ typedef struct cu_module {
   CUdeviceptr cold;    /* written over between timings: twice the L2 (cu_flush_cache) */
   size_t cold_bytes;
   unsigned cold_runs;
+  bool capturing; /* a CUDA graph records the launches: every kernel launches, none is skipped */
 } cu_module;
 
 static bool available(char *why, size_t len) { return cu_available(why, len); }
@@ -87,6 +94,8 @@ void cu_unload(void *handle) {
   if (m->cold) CU.cuMemFree_v2(m->cold);
   if (m->blas_ws) CU.cuMemFree_v2(m->blas_ws);
   if (m->mod) CU.cuModuleUnload(m->mod);
+  for (int i = 0; m->k && i < m->nk; i++)
+    if (m->k[i].split_buf) CU.cuMemFree_v2(m->k[i].split_buf);
   free(m->k);
   gpu_queue_free(&m->q);
   free(m);
@@ -177,7 +186,7 @@ static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int b
  *  - f16/bf16: A as [rows x K] in boxes of BK x BM, B as [K x N] in boxes of 64 x BK;
  *  - f32: A as [rows x K] in boxes of 32 x BM; B's two parts, [N x K] each in the scratch buffer
  *    (kN_split wrote them), in boxes of 32 x BN (the schedule's tile_n) */
-static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tmap maps[3]) {
+static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, CUdeviceptr split, cu_tmap maps[3]) {
   const kir_kernel *kk = &m->km->k[i];
   if (!CU.cuTensorMapEncodeTiled)
     return err_set(PORTC_ERR_DEVICE, "cuda: the driver lacks cuTensorMapEncodeTiled, which Hopper's matmul needs (CUDA 12.0 or newer)");
@@ -188,7 +197,7 @@ static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tma
   int64_t e[3] = {gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S)};
   const int64_t least = f32 ? 4 : 8;
   uint64_t rows = (uint64_t)e[0], n = (uint64_t)e[1], k = (uint64_t)(e[2] > least ? e[2] : least), es = f32 ? 4 : 2;
-  CUdeviceptr base[3] = {buf_ptr(m, i, l, kk->in_buf[0]), f32 ? m->scratch : buf_ptr(m, i, l, kk->in_buf[1]), m->scratch + n * k * 4};
+  CUdeviceptr base[3] = {buf_ptr(m, i, l, kk->in_buf[0]), f32 ? split : buf_ptr(m, i, l, kk->in_buf[1]), split + n * k * 4};
   const uint64_t dims[3][2] = {{k, rows}, {f32 ? k : n, f32 ? n : k}, {k, n}}, strides[3][1] = {{k * es}, {(f32 ? k : n) * es}, {k * 4}};
   const unsigned bn = (unsigned)kk->sched.tile_n;
   const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, CU_WG_BM}, {f32 ? CU_WT_BK : 64, f32 ? bn : CU_WG_BK}, {CU_WT_BK, bn}}, ones[2] = {1, 1};
@@ -203,16 +212,46 @@ static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, cu_tma
   return PORTC_OK;
 }
 
-/* Hopper's f32 matmul's first launch: kN_split writes B's two TF32 parts, transposed, to the
- * scratch buffer (choose() sized it), in 32x32 tiles */
-static portc_status launch_split(cu_module *m, int i, const gpu_launch *l) {
+/* the buffer object behind buffer `buf` in kernel i's launch l */
+static const cu_mem *buf_mem(const cu_module *m, int i, const gpu_launch *l, int buf) {
+  const gpu_args *a = &m->q.args[i];
+  for (int j = 0; j < a->nbind; j++)
+    if (a->bind[j] == buf) return l->b[j].obj;
+  return NULL;
+}
+
+/* Hopper's f32 matmul's first launch: kN_split writes B's two TF32 parts, transposed, in 32x32
+ * tiles, to *split: the scratch buffer (choose() sized it), or where B is a parameter or a
+ * constant, the kernel's own buffer, where they stay until B's buffer is copied to again (its
+ * stamp) and the launch is skipped till then (not while a CUDA graph records: its replays must
+ * split what they find) */
+static portc_status launch_split(cu_module *m, int i, const gpu_launch *l, CUdeviceptr *split) {
   const kir_kernel *kk = &m->km->k[i];
-  CUdeviceptr b = buf_ptr(m, i, l, kk->in_buf[1]), out = m->scratch;
+  cu_kernel *k = &m->k[i];
+  CUdeviceptr b = buf_ptr(m, i, l, kk->in_buf[1]);
   int K = (int)dim_value(kk->mnk[2], l->S), N = (int)dim_value(kk->mnk[1], l->S);
+  const cu_mem *bm = buf_mem(m, i, l, kk->in_buf[1]);
+  const buf_role role = m->km->buf[kk->in_buf[1]].role;
+  const size_t bytes = (size_t)2 * (size_t)N * (size_t)(K > 4 ? K : 4) * 4;
+  *split = m->scratch;
   if (K == 0) return PORTC_OK; /* no k-step reads B */
+  /* not where the graph updates its parameters (training): an update's buffer becomes the next
+   * run's parameter without a copy */
+  if ((role == BUF_PARAM || role == BUF_CONST) && !m->km->g->nupd && bm && bm->stamp && !m->capturing) {
+    if (k->split_buf && k->split_of == b && k->split_stamp == bm->stamp && k->split_bytes == bytes) return *split = k->split_buf, PORTC_OK;
+    if (k->split_bytes != bytes) {
+      if (k->split_buf) CU.cuMemFree_v2(k->split_buf);
+      k->split_buf = 0, k->split_bytes = 0;
+      if (CU.cuMemAlloc_v2(&k->split_buf, bytes) == CUDA_SUCCESS) k->split_bytes = bytes;
+      else k->split_buf = 0; /* no room to keep them: split into the scratch every run */
+    }
+    if (k->split_buf) *split = k->split_buf, k->split_of = b, k->split_stamp = bm->stamp;
+  }
+  CUdeviceptr out = *split;
   void *params[] = {&b, &out, &K, &N};
   const unsigned T = CU_WT_SPLIT_TILE;
-  CUresult r = CU.cuLaunchKernel(m->k[i].split, ((unsigned)N + T - 1) / T, ((unsigned)K + T - 1) / T, 1, T, 8, 1, 0, m->stream, params, NULL);
+  CUresult r = CU.cuLaunchKernel(k->split, ((unsigned)N + T - 1) / T, ((unsigned)K + T - 1) / T, 1, T, 8, 1, 0, m->stream, params, NULL);
+  if (r) k->split_of = 0; /* nothing kept */
   return r ? cu_fail(r, "cuLaunchKernel (the split of the matmul's B)") : PORTC_OK;
 }
 
@@ -234,8 +273,9 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   params[n++] = &syms;
   if (!epi && kk->sched.variant == KS_WGMMA) {
     if (gpu_gemm_rows(m->km, i, l->S) == 0 || dim_value(kk->mnk[1], l->S) == 0) return PORTC_OK; /* an empty product */
-    portc_status st = tensor_maps(m, i, l, maps);
-    if (!st && cu_wgmma_tf32(m->km, kk)) st = launch_split(m, i, l);
+    CUdeviceptr split = 0;
+    portc_status st = cu_wgmma_tf32(m->km, kk) ? launch_split(m, i, l, &split) : PORTC_OK;
+    if (!st) st = tensor_maps(m, i, l, split, maps);
     if (st) return st;
     params[n++] = &maps[0], params[n++] = &maps[1];
     if (cu_wgmma_tf32(m->km, kk)) params[n++] = &maps[2];
@@ -377,12 +417,14 @@ static portc_status record_begin(void *rt) {
   cu_module *m = rt;
   drop_graph(m);
   CUresult r = CU.cuStreamBeginCapture_v2(m->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  m->capturing = r == CUDA_SUCCESS;
   return r ? cu_fail(r, "cuStreamBeginCapture") : PORTC_OK;
 }
 
 static portc_status record_end(void *rt, portc_status st) {
   cu_module *m = rt;
   CUresult r = CU.cuStreamEndCapture(m->stream, &m->graph);
+  m->capturing = false;
   if (!st && r) st = cu_fail(r, "cuStreamEndCapture");
   if (!st && (r = CU.cuGraphInstantiateWithFlags(&m->exec, m->graph, 0))) st = cu_fail(r, "cuGraphInstantiate");
   if (st) drop_graph(m);
@@ -583,6 +625,8 @@ static portc_status dev_write(void *handle, void *obj, int64_t offset, const voi
   cu_module *m = handle;
   cu_mem *b = obj;
   CU.cuCtxSetCurrent(m->c->ctx);
+  static _Atomic uint64_t writes;
+  b->stamp = ++writes;
   CUresult r = CU.cuMemcpyHtoDAsync_v2(b->p + (CUdeviceptr)offset, src, (size_t)bytes, m->stream);
   if (!r) r = CU.cuStreamSynchronize(m->stream);
   return r ? cu_fail(r, "copying to the device") : PORTC_OK;

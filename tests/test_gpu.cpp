@@ -471,6 +471,48 @@ TEST_P(Cuda, MatmulBothPathsMatchTheCpu) {
   }
 }
 
+// Hopper's f32 matmul (PORTC_CUDA_KERNELS=...,tf32x3) splits its B into TF32 parts before it runs;
+// where B is a parameter the parts are kept and split again only when the parameter is set anew,
+// in the default mode and when a CUDA graph replays the run.
+TEST_P(Cuda, HoppersF32MatmulSplitsAParameterAgainOnlyWhenItChanges) {
+  Graph g = parse("input x: f32[96, 64]\nparam w: f32[64, 136] = normal(std=0.5, seed=1)\ny = matmul(x, w)\noutput y\n");
+  setenv("PORTC_CUDA_KERNELS", "tf32x3", 1);
+  setenv("PORTC_CUDA_MATMUL", "own", 1);
+  for (portc_mode mode : {PORTC_MODE_DEFAULT, PORTC_MODE_REDUCE_OVERHEAD}) {
+    portc_bindings *b = portc_bindings_new(g.get());
+    portc_bindings_set_seed(b, 3);
+    portc_module *m = compile_on(target, g.get(), b, mode), *cpu = compile_on("cpu", g.get(), b);
+    ASSERT_TRUE(m && cpu);
+    char *text = portc_module_explain(m, b);
+    ASSERT_NE(text, nullptr);
+    bool hopper = std::string(text).find("three TF32 products") != std::string::npos;
+    free(text);
+    if (!hopper) {
+      portc_module_free(m), portc_module_free(cpu), portc_bindings_free(b);
+      unsetenv("PORTC_CUDA_KERNELS"), unsetenv("PORTC_CUDA_MATMUL");
+      GTEST_SKIP() << "the device is not Hopper (compute capability 9.0)";
+    }
+    auto check = [&](const char *when) {
+      SCOPED_TRACE(std::string(when) + ", mode " + std::to_string(mode));
+      portc_tensor *got = nullptr, *want = nullptr;
+      ASSERT_EQ(portc_module_run(m, b, &got), PORTC_OK) << portc_last_error();
+      ASSERT_EQ(portc_module_run(cpu, b, &want), PORTC_OK) << portc_last_error();
+      expect_near(values(got), values(want), 2e-5);
+      portc_tensor_free(got), portc_tensor_free(want);
+    };
+    check("the first run splits w");
+    check("the second keeps its parts");
+    set_reflected(b, "w", 0.25);
+    check("a new w: split again");
+    check("then kept again");
+    portc_module_free(m);
+    portc_module_free(cpu);
+    portc_bindings_free(b);
+  }
+  unsetenv("PORTC_CUDA_KERNELS");
+  unsetenv("PORTC_CUDA_MATMUL");
+}
+
 // The threading contract (portc.h): a module and a bindings object may be shared between threads;
 // calls on one object run one after the other. Four threads run one module, half of them through
 // one shared bindings object, and every result is the single-threaded one.
