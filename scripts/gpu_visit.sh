@@ -12,7 +12,8 @@
 #             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
 #             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
 #   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
-#             kernels forced): explain, the matmul-bearing cases and the models fused and eager,
+#             kernels forced): explain, the Cuda unit tests (where build/bin/portc_tests is
+#             carried), the matmul-bearing cases and the models fused and eager,
 #             memcheck and racecheck on the f32 matmul cases, each command under a time limit, then
 #             matmul_4096_f32 and the f32 transformer example timed with it (its 128x256 tiles, and
 #             128x192 and 128x128 forced by a site tune table), with cuBLASLt forced, and as the
@@ -209,6 +210,10 @@ for step in $steps; do
     t3=(env PORTC_CUDA_KERNELS=wgmma,flash,conv,tf32x3 PORTC_CUDA_MATMUL=own timeout 300)
     "${t3[@]}" "$portc" explain bench/gpu/matmul_4096_f32.ptg -t cuda >"$out/explain_tf32x3.txt" 2>&1
     summary+=("explain with tf32x3 (rc $?): $(grep -c 'three TF32' "$out/explain_tf32x3.txt") kernels on Hopper's f32 matmul")
+    if [ -x build/bin/portc_tests ]; then # the parts of a parameter kept between runs
+      timeout 300 build/bin/portc_tests --gtest_filter='Target/Cuda.*' >"$out/tests_tf32x3.txt" 2>&1
+      summary+=("portc_tests Cuda suite (rc $?): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests_tf32x3.txt" | tr '\n' ' ')")
+    fi
     "${t3[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' >"$out/verify_tf32x3.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_tf32x3.txt" | head -10
