@@ -87,7 +87,7 @@ void cu_schedule(kir_module *m, int i, int device);
 enum { CU_OWN_WGMMA = 1, CU_OWN_FLASH = 2, CU_OWN_CONV = 4, CU_OWN_TF32X3 = 8 };
 /* those taken where PORTC_CUDA_KERNELS is not set: the ones that have passed the conformance
  * suite, compute-sanitizer and a timing on a GPU (bench/gpu/NOTES.md) */
-#define CU_OWN_DEFAULT (CU_OWN_WGMMA | CU_OWN_FLASH | CU_OWN_CONV)
+#define CU_OWN_DEFAULT (CU_OWN_WGMMA | CU_OWN_FLASH | CU_OWN_CONV | CU_OWN_TF32X3)
 /* the CU_OWN_* bits of a comma-separated list of their names (wgmma, flash, conv, tf32x3), as
  * PORTC_CUDA_KERNELS gives it (none: no name); unknown names are ignored here and refused by
  * cu_own_kernels_known, which says which one it is (a device opens only where all are known) */

@@ -87,6 +87,19 @@ static bool tf32x3_eligible(const kir_module *m, int i) {
 static int wt_stages(int bn) { return bn >= 256 ? 2 : bn >= 192 ? 3 : 4; }
 static int wt_shared(int bn) { return wt_stages(bn) * ((CU_WG_BM + 2 * bn) * CU_WT_BK * 4 + 16) + 1024; }
 
+/* the f32 form's tile columns by the rule the H100 measured: 128x256 tiles (two stages) where they
+ * make three waves of blocks or more (4096^3: 1.105 ms against 1.170 with 128x128), else 128x128
+ * (four stages), which kept the f32 transformer layer's 4096-row matmuls fed (0.427 ms against
+ * 0.528); sms 0 (no device): 128x256 */
+static int wt_tile_n(const kir_module *m, int i, int sms) {
+  const kir_kernel *k = &m->k[i];
+  const int64_t big = INT64_C(1) << 20; /* a symbolic extent: assume a large one */
+  int64_t rows = 1, n = k->mnk[1].sym >= 0 ? big : k->mnk[1].c;
+  for (int d = 0; d + 1 < k->dom.rank; d++) rows *= k->dom.d[d].sym >= 0 ? big : k->dom.d[d].c;
+  int64_t tiles = (rows + CU_WG_BM - 1) / CU_WG_BM * ((n + 255) / 256);
+  return tiles >= 3 * (int64_t)sms ? 256 : 128;
+}
+
 bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k) {
   return k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA && m->buf[k->in_buf[0]].dt == PORTC_F32;
 }
@@ -151,7 +164,7 @@ static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias)
   return true;
 }
 
-static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
+static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own, int sms) {
   const kir_kernel *k = &m->k[i];
   bool direct;
   int bias;
@@ -162,9 +175,9 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own) {
     s->shared_bytes = CU_WG_SHARED;
   } else if (tf32x3_eligible(m, i) && (own & CU_OWN_TF32X3)) {
     s->variant = KS_WGMMA, s->fold_batch = true;
-    s->tile_m = CU_WG_BM, s->tile_n = CU_WG_BN, s->tile_k = CU_WT_BK, s->stages = wt_stages(CU_WG_BN);
+    s->tile_m = CU_WG_BM, s->tile_n = wt_tile_n(m, i, sms), s->tile_k = CU_WT_BK, s->stages = wt_stages(s->tile_n);
     s->threads[0] = CU_WG_THREADS;
-    s->shared_bytes = wt_shared(CU_WG_BN);
+    s->shared_bytes = wt_shared(s->tile_n);
   } else if (mma_eligible(m, i)) {
     mma_tiles(s);
     s->fold_batch = true;
@@ -239,7 +252,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
     s->vector = gpu_row_vector(m, i);
     break;
   }
-  case KK_MATMUL: matmul(m, i, s, own); break;
+  case KK_MATMUL: matmul(m, i, s, own, device_sms(device)); break;
   case KK_CONV:
     /* 64x64 tiles, 32x32 for 32 output channels or fewer: what the tuner chose over 128x128 on
      * every one of the 48 convolution shapes of ResNet-18/50 and SqueezeNet on the H100 (the

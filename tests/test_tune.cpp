@@ -594,7 +594,59 @@ TEST(TuneTables, CudasTensorCoreConvolutionTakesHalfPrecisionReductionsOfEights)
   EXPECT_TRUE(cu_own_kernels_known("none", why, sizeof why));
   EXPECT_EQ(cu_own_kernels("none"), 0u);
   EXPECT_FALSE(cu_own_kernels_known("flash,wgmm", why, sizeof why));
-  EXPECT_STREQ(why, "PORTC_CUDA_KERNELS lists 'wgmm', which is not wgmma, flash, conv or none");
+  EXPECT_STREQ(why, "PORTC_CUDA_KERNELS lists 'wgmm', which is not wgmma, flash, conv, tf32x3 or none");
+}
+
+// Hopper's f32 matmul (three TF32 products): f32 operands with a reduction of whole 16-byte rows
+// only; 128x256 tiles in 2 stages by the rule without a device, and a tune entry may take 128x192
+// in 3 or 128x128 in 4 (the tuner's candidates), whose shared memory schedule_check sizes.
+TEST(TuneTables, CudasF32MatmulOnHopperTakesThreeTileShapes) {
+  int device;
+  const target *tg = target_find("cuda", &device);
+  ASSERT_NE(tg, nullptr);
+  const struct { const char *graph; bool takes; } cases[] = {
+      {"input a: f32[2, 100, 228]\ninput b: f32[228, 300]\ny = matmul(a, b)\n", true},
+      {"input a: f32[100, 230]\ninput b: f32[230, 300]\ny = matmul(a, b)\n", false},
+      {"input a: f16[100, 64]\ninput b: f16[64, 300]\ny = matmul(a, b)\n", false},
+  };
+  for (const auto &c : cases) {
+    Graph g = parse(std::string("graph m\n") + c.graph + "output y\n");
+    ASSERT_TRUE(g);
+    kir_module *km = target_schedules(g, "cuda");
+    ASSERT_NE(km, nullptr) << portc_last_error();
+    ASSERT_EQ(km->nk, 1);
+    km->k[0].sched = {};
+    cu_schedule_as(km, 0, -1, cu_own_kernels("tf32x3"));
+    kir_schedule &s = km->k[0].sched;
+    char why[256] = "";
+    EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
+    EXPECT_EQ(s.variant == KS_WGMMA && cu_wgmma_tf32(km, &km->k[0]), c.takes) << c.graph;
+    if (!c.takes) {
+      kir_module_free(km);
+      continue;
+    }
+    EXPECT_EQ(s.tile_n, 256);
+    EXPECT_EQ(s.stages, 2);
+    const int full = s.shared_bytes;
+    tune_knobs cand[16];
+    const tune_device d = {};
+    int n = tg->tune_space(km, 0, &d, cand, 16), seen = 0;
+    for (int j = 0; j < n; j++) {
+      if (!(cand[j].mask & tune_knob_bit("stages"))) continue;
+      kir_schedule rules = s;
+      tune_knobs_apply(&cand[j], &s);
+      EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
+      EXPECT_EQ(s.stages, s.tile_n == 192 ? 3 : 4);
+      EXPECT_LT(s.shared_bytes, 228 * 1024) << "fits the SM's shared memory";
+      EXPECT_NE(s.shared_bytes, full);
+      seen += s.tile_n == 192 || s.tile_n == 128;
+      s = rules;
+    }
+    EXPECT_EQ(seen, 2) << "128x192 and 128x128 among the candidates";
+    s.tile_n = 192, s.stages = 2;
+    EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why)) << "192 columns need 3 stages";
+    kir_module_free(km);
+  }
 }
 
 // Vulkan's cooperative-matrix matmul (scheduled as on a device that has them): the rule's 128x128
