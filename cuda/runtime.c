@@ -677,12 +677,15 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
     return;
   }
   char own[160];
-  snprintf(own, sizeof own,
-           cu_wgmma_tf32(m->km, &m->km->k[i]) ? "portc's Hopper tensor-core kernel in f32 (three TF32 products a term, wgmma m64n256k8, %dx%d tiles)"
-           : s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"
-           : s->variant == KS_MMA ? "portc's tensor-core kernel (mma.sync m16n8k16, %dx%d tiles)"
-                                  : "portc's SIMT kernel (%dx%d tiles)",
-           s->tile_m, s->tile_n);
+  if (cu_wgmma_tf32(m->km, &m->km->k[i]))
+    snprintf(own, sizeof own, "portc's Hopper tensor-core kernel in f32 (three TF32 products a term, wgmma m64n%dk8, %dx%d tiles)", s->tile_n,
+             s->tile_m, s->tile_n);
+  else
+    snprintf(own, sizeof own,
+             s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"
+             : s->variant == KS_MMA ? "portc's tensor-core kernel (mma.sync m16n8k16, %dx%d tiles)"
+                                    : "portc's SIMT kernel (%dx%d tiles)",
+             s->tile_m, s->tile_n);
   if (!s->library) snprintf(buf, len, "%s", own);
   else if (k->choice == RUN_UNKNOWN)
     snprintf(buf, len, "cuBLASLt%s or %s, whichever is faster, timed at the first run of each shape", blaslt_how(s), own);
