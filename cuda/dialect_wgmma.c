@@ -48,9 +48,13 @@
 #define STAGES (e->k->sched.stages)
 #define ACC (BN / 2)
 
-/* the consumer's wgmma, a lambda of the kernel's own (its 128 sums are 128 operands):
- * d[64x256] += a[64x16] b[16x256], a K-major, b N-major (imm-trans-b 1), both in shared memory */
-static void emit_mma_lambda(emitter *e) {
+/* the consumer's wgmma, a lambda of the kernel's own (its ACC sums are as many operands):
+ *  - f16/bf16: d[64xBN] += a[64x16] b[16xBN], a K-major, b N-major (imm-trans-b 1), both in
+ *    shared memory;
+ *  - f32: d[64xBN] += a[64x8] b[8xBN], a a TF32 fragment in registers (a0..a3: row g, k t; row
+ *    g + 8, k t; row g, k t + 4; row g + 8, k t + 4 of the warp's 16 rows, g the lane / 4, t the
+ *    lane % 4), b K-major in shared memory */
+static void emit_mma_lambda(emitter *e, bool f32) {
   const kir_kernel *k = e->k;
   const char *t = e->m->buf[k->in_buf[0]].dt == PORTC_BF16 ? "bf16" : "f16";
   strbuf regs = {0}, ops = {0};
@@ -59,39 +63,26 @@ static void emit_mma_lambda(emitter *e) {
     sb_printf(&ops, "%s\"+f\"(d[%d])", i ? ", " : "", i);
   }
   char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
-  emit_line(e, "auto mma = [&](uint64_t a, uint64_t b) {");
-  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", BN, t, t,
-            r ? r : "", ACC, ACC + 1);
-  emit_line(e, "               : %s", o ? o : "");
-  emit_line(e, "               : \"l\"(a), \"l\"(b));");
-  emit_line(e, "};");
-  free(r);
-  free(o);
-}
-
-/* the f32 form's wgmma: d[64x256] += a[64x8] b[8x256], a TF32 fragment in registers (a0..a3:
- * row g, k t; row g + 8, k t; row g, k t + 4; row g + 8, k t + 4 of the warp's 16 rows, g the
- * lane / 4, t the lane % 4), b K-major in shared memory */
-static void emit_tf32_mma_lambda(emitter *e) {
-  strbuf regs = {0}, ops = {0};
-  for (int i = 0; i < ACC; i++) {
-    sb_printf(&regs, "%s%%%d", i ? ", " : "", i);
-    sb_printf(&ops, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+  if (f32) {
+    emit_line(e, "auto mma = [&](const unsigned *a, uint64_t b) {");
+    emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", BN,
+              r ? r : "", ACC, ACC + 1, ACC + 2, ACC + 3, ACC + 4);
+  } else {
+    emit_line(e, "auto mma = [&](uint64_t a, uint64_t b) {");
+    emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", BN, t, t,
+              r ? r : "", ACC, ACC + 1);
   }
-  char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
-  emit_line(e, "auto mma = [&](const unsigned *a, uint64_t b) {");
-  emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", BN,
-            r ? r : "", ACC, ACC + 1, ACC + 2, ACC + 3, ACC + 4);
   emit_line(e, "               : %s", o ? o : "");
-  emit_line(e, "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));");
+  emit_line(e, f32 ? "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));" : "               : \"l\"(a), \"l\"(b));");
   emit_line(e, "};");
   free(r);
   free(o);
 }
 
-/* the producer: stage s of k-step kt is A's box at (kt * BK, m0) and B's four 64-column boxes */
-static void producer(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * BN, B_BOX = CU_WG_BK * 64;
+/* the producer: stage s of k-step kt is A's box at (kt * BK, m0) and B's: f16/bf16, its 64-column
+ * boxes at (n0 + 64 j, kt * BK); f32, the BNx32 boxes of its two parts at (kt * 32, n0) */
+static void producer(emitter *e, bool f32) {
+  const int bk = f32 ? CU_WT_BK : CU_WG_BK, A_STAGE = CU_WG_BM * bk, B_STAGE = bk * BN, B_BOX = bk * 64;
   emit_line(e, "if (wg == 0) {");
   e->indent++;
   emit_line(e, "pc_regs_dec<40>();");
@@ -100,10 +91,15 @@ static void producer(emitter *e) {
   emit_line(e, "    const int s = kt %% %d;", STAGES);
   emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", STAGES,
             STAGES);
-  emit_line(e, "    pc_mbar_expect(&full[s], %d);", (A_STAGE + B_STAGE) * 2);
-  emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, CU_WG_BK);
-  emit_line(e, "    _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
-            BN / 64, B_STAGE, B_BOX, CU_WG_BK);
+  emit_line(e, "    pc_mbar_expect(&full[s], %d);", f32 ? (A_STAGE + 2 * B_STAGE) * 4 : (A_STAGE + B_STAGE) * 2);
+  emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, bk);
+  if (f32) {
+    emit_line(e, "    pc_tma_load(Bh + s * %d, &pc_tb, &full[s], kt * %d, n0);", B_STAGE, bk);
+    emit_line(e, "    pc_tma_load(Bl + s * %d, &pc_tc, &full[s], kt * %d, n0);", B_STAGE, bk);
+  } else {
+    emit_line(e, "    _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
+              BN / 64, B_STAGE, B_BOX, bk);
+  }
   emit_line(e, "  }");
   e->indent--;
   emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
@@ -117,7 +113,7 @@ static void consumer(emitter *e) {
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
-  emit_mma_lambda(e);
+  emit_mma_lambda(e, false);
   /* the sums stay in their registers across the asynchronous MMAs: nothing may move them between
    * the fence before the MMAs and the wait after them */
   emit_line(e, "auto pin = [&]() { _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\"); };", ACC);
@@ -140,27 +136,6 @@ static void consumer(emitter *e) {
   emit_line(e, "pin();");
 }
 
-/* the f32 form's producer: stage s of k-step kt is A's box at (kt * 32, m0) and the 256x32 boxes
- * of B's two parts at (kt * 32, n0) */
-static void producer_tf32(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WT_BK, B_STAGE = BN * CU_WT_BK;
-  emit_line(e, "if (wg == 0) {");
-  e->indent++;
-  emit_line(e, "pc_regs_dec<40>();");
-  emit_line(e, "if (tid == 0)");
-  emit_line(e, "  for (int kt = 0; kt < KT; kt++) {");
-  emit_line(e, "    const int s = kt %% %d;", STAGES);
-  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", STAGES,
-            STAGES);
-  emit_line(e, "    pc_mbar_expect(&full[s], %d);", (A_STAGE + 2 * B_STAGE) * 4);
-  emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, CU_WT_BK);
-  emit_line(e, "    pc_tma_load(Bh + s * %d, &pc_tb, &full[s], kt * %d, n0);", B_STAGE, CU_WT_BK);
-  emit_line(e, "    pc_tma_load(Bl + s * %d, &pc_tc, &full[s], kt * %d, n0);", B_STAGE, CU_WT_BK);
-  emit_line(e, "  }");
-  e->indent--;
-  emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
-}
-
 /* the f32 form's consumer: per stage, its 16 elements of A's fragments for the 4 k-steps, read
  * from the swizzled panel (row r's 16-byte chunk j at chunk j ^ (r % 8); rows of 32 floats) and
  * split; then per k-step the three products, the small ones first. The stage's MMAs are waited
@@ -171,7 +146,7 @@ static void consumer_tf32(emitter *e) {
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
-  emit_tf32_mma_lambda(e);
+  emit_mma_lambda(e, true);
   emit_line(e, "unsigned hi[%d], lo[%d]; /* a k-step's fragment at 4 kk: a0..a3 */", FR, FR);
   emit_line(e, "auto pin = [&]() {");
   emit_line(e, "  _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\");", ACC);
@@ -235,8 +210,7 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "  pc_mbar_init_fence();");
   emit_line(e, "}");
   emit_line(e, "__syncthreads();");
-  if (f32) producer_tf32(e);
-  else producer(e);
+  producer(e, f32);
   e->indent++;
   if (f32) consumer_tf32(e);
   else consumer(e);
