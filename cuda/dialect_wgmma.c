@@ -16,22 +16,24 @@
  * coalesced, as in the other matmul kernels. The tensor maps of A and B are the kernel's last two
  * parameters; the runtime encodes them at each launch (runtime.c).
  *
- * The f32 form (PORTC_CUDA_KERNELS=...,tf32x3) computes each product a b as three TF32 products
+ * The f32 form (tf32x3 in PORTC_CUDA_KERNELS) computes each product a b as three TF32 products
  * with f32 sums, a_hi b_hi + a_hi b_lo + a_lo b_hi, where x = x_hi + x_lo splits an f32 value
  * into two TF32 ones (pc_tf32_split); the dropped a_lo b_lo is below f32's rounding. wgmma reads
- * TF32 operands K-major only, so B's two parts are first written transposed, [N x K] each, to the
- * module's scratch buffer by a kernel of their own (kN_split, before every launch); A's parts
- * are made in registers, from A's panel as the TMA copied it, and given to wgmma from there.
- * A stage is then A's 128x32 panel and B's two 256x32 ones (80 KB), so two stages fit:
+ * TF32 operands K-major only, so B's two parts are first written transposed, [N x K] each, by a
+ * kernel of their own (kN_split, into the module's scratch, or kept where B is a parameter:
+ * runtime.c); A's parts are made in registers, from A's panel as the TMA copied it, and given to
+ * wgmma from there. A stage is A's 128x32 panel and B's two BNx32 ones: with 128x256 tiles (80 KB)
+ * two stages fit, with 128x192 three, with 128x128 four (the schedule's choice):
  *
- *   kN_split:  B[K x N]  ->  scratch: B_hi^T [N x K], B_lo^T [N x K]
+ *   kN_split:  B[K x N]  ->  B_hi^T [N x K], B_lo^T [N x K]
  *   kN:        per k-step of 32: TMA A, B_hi^T, B_lo^T -> consumers split A's rows in registers,
- *              12 wgmma.m64n256k8 (4 k-steps of 8, three products each)
+ *              12 wgmma.m64nBNk8 (4 k-steps of 8, three products each)
  *
  * Written from the PTX ISA's descriptions (the shared-memory matrix layouts of wgmma, the
  * tensor-copy and mbarrier instructions); compiled by compile_all for sm_90a, run in
- * tests/cuda_emulate, and on an H200 through the conformance suite, memcheck and racecheck (taken
- * by default on compute capability 9.0; PORTC_CUDA_KERNELS, schedule.c). Not yet
+ * tests/cuda_emulate, and on an H200 (f16/bf16) and an H100 (f32) through the conformance suite,
+ * memcheck and racecheck (taken by default on compute capability 9.0; PORTC_CUDA_KERNELS,
+ * schedule.c). Not yet
  * here: a persistent tile scheduler (its epilogue would need shared memory of its own), clusters
  * with TMA multicast.
  */
