@@ -172,13 +172,23 @@ static portc_status get_functions(cu_module *m) {
 
 static CUdeviceptr ptr(const dev_buf *b) { return ((const cu_mem *)b->obj)->p + (CUdeviceptr)b->offset; }
 
-/* the device address of buffer `buf` in kernel i's launch l */
-static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int buf) {
+/* buffer `buf`'s place in kernel i's launches (-1: not one of its buffers) */
+static int bind_slot(const cu_module *m, int i, int buf) {
   const gpu_args *a = &m->q.args[i];
   for (int j = 0; j < a->nbind; j++)
-    if (a->bind[j] == buf) return ptr(&l->b[j]);
-  return 0;
+    if (a->bind[j] == buf) return j;
+  return -1;
 }
+
+/* the device address of buffer `buf` in kernel i's launch l */
+static CUdeviceptr buf_ptr(const cu_module *m, int i, const gpu_launch *l, int buf) {
+  int j = bind_slot(m, i, buf);
+  return j < 0 ? 0 : ptr(&l->b[j]);
+}
+
+/* the bytes of B's two TF32 parts for Hopper's f32 matmul of n columns and a reduction of k (at
+ * least 4: the extent its tensor maps take for an empty one) */
+static size_t tf32_split_bytes(int64_t n, int64_t k) { return (size_t)(2 * n * (k > 4 ? k : 4) * 4); }
 
 /* the tensor maps of Hopper's matmul (dialect_wgmma.c) for launch l, whose product is not empty,
  * all swizzled in 128-byte rows, zeros past the edges (with K = 0, which no k-step reads, K = 8, or
@@ -212,14 +222,6 @@ static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, CUdevi
   return PORTC_OK;
 }
 
-/* the buffer object behind buffer `buf` in kernel i's launch l */
-static const cu_mem *buf_mem(const cu_module *m, int i, const gpu_launch *l, int buf) {
-  const gpu_args *a = &m->q.args[i];
-  for (int j = 0; j < a->nbind; j++)
-    if (a->bind[j] == buf) return l->b[j].obj;
-  return NULL;
-}
-
 /* Hopper's f32 matmul's first launch: kN_split writes B's two TF32 parts, transposed, in 32x32
  * tiles, to *split: the scratch buffer (choose() sized it), or where B is a parameter or a
  * constant, the kernel's own buffer, where they stay until B's buffer is copied to again (its
@@ -230,9 +232,10 @@ static portc_status launch_split(cu_module *m, int i, const gpu_launch *l, CUdev
   cu_kernel *k = &m->k[i];
   CUdeviceptr b = buf_ptr(m, i, l, kk->in_buf[1]);
   int K = (int)dim_value(kk->mnk[2], l->S), N = (int)dim_value(kk->mnk[1], l->S);
-  const cu_mem *bm = buf_mem(m, i, l, kk->in_buf[1]);
+  const int slot = bind_slot(m, i, kk->in_buf[1]);
+  const cu_mem *bm = slot < 0 ? NULL : l->b[slot].obj;
   const buf_role role = m->km->buf[kk->in_buf[1]].role;
-  const size_t bytes = (size_t)2 * (size_t)N * (size_t)(K > 4 ? K : 4) * 4;
+  const size_t bytes = tf32_split_bytes(N, K);
   *split = m->scratch;
   if (K == 0) return PORTC_OK; /* no k-step reads B */
   /* not where the graph updates its parameters (training): an update's buffer becomes the next
@@ -364,7 +367,7 @@ static portc_status choose(cu_module *m, int i) {
   }
   int64_t mnk[3] = {gpu_gemm_rows(m->km, i, S), dim_value(kk->mnk[1], S), dim_value(kk->mnk[2], S)};
   if (cu_wgmma_tf32(m->km, kk)) { /* B's two parts, written by kN_split */
-    portc_status st = ensure_scratch(m, (size_t)(2 * mnk[1] * (mnk[2] > 4 ? mnk[2] : 4)) * 4);
+    portc_status st = ensure_scratch(m, tf32_split_bytes(mnk[1], mnk[2]));
     if (st) return st;
   }
   if (!kk->sched.library) {

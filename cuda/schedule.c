@@ -17,13 +17,15 @@
 #include "cu.h"
 #include "dialect_mma.h"
 
+/* an extent for the tile rules: a symbolic one is assumed large */
+static int64_t extent_or_big(dim d) { return d.sym >= 0 ? INT64_C(1) << 20 : d.c; }
+
 static int mm_tile(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  const int64_t big = INT64_C(1) << 20; /* a symbolic extent: assume a large one */
   int64_t ext[3];
-  for (int d = 0; d < 3; d++) ext[d] = k->mnk[d].sym >= 0 ? big : k->mnk[d].c;
+  for (int d = 0; d < 3; d++) ext[d] = extent_or_big(k->mnk[d]);
   int64_t tiles = ((ext[0] + 127) / 128) * ((ext[1] + 127) / 128);
-  for (int d = 0; d + 2 < k->dom.rank; d++) tiles *= k->dom.d[d].sym >= 0 ? big : k->dom.d[d].c;
+  for (int d = 0; d + 2 < k->dom.rank; d++) tiles *= extent_or_big(k->dom.d[d]);
   bool room = ext[0] >= 128 && ext[1] >= 128 && tiles >= 256; /* two blocks for each of 128 SMs */
   return room && dtype_is_float(m->buf[k->in_buf[0]].dt) ? 128 : 64;
 }
@@ -93,9 +95,8 @@ static int wt_shared(int bn) { return wt_stages(bn) * ((CU_WG_BM + 2 * bn) * CU_
  * 0.528); sms 0 (no device): 128x256 */
 static int wt_tile_n(const kir_module *m, int i, int sms) {
   const kir_kernel *k = &m->k[i];
-  const int64_t big = INT64_C(1) << 20; /* a symbolic extent: assume a large one */
-  int64_t rows = 1, n = k->mnk[1].sym >= 0 ? big : k->mnk[1].c;
-  for (int d = 0; d + 1 < k->dom.rank; d++) rows *= k->dom.d[d].sym >= 0 ? big : k->dom.d[d].c;
+  int64_t rows = 1, n = extent_or_big(k->mnk[1]);
+  for (int d = 0; d + 1 < k->dom.rank; d++) rows *= extent_or_big(k->dom.d[d]);
   int64_t tiles = (rows + CU_WG_BM - 1) / CU_WG_BM * ((n + 255) / 256);
   return tiles >= 3 * (int64_t)sms ? 256 : 128;
 }
