@@ -182,6 +182,21 @@ static void consumer_tf32(emitter *e) {
   emit_line(e, "}");
 }
 
+/* the epilogue's loop over the tile's rows, each thread at column j: the kernel's stores of the
+ * sums in Cs (rows CS floats apart), with bounds checks at the matrix's edges where `edge` */
+static void epilogue_rows(emitter *e, int rows_a_pass, int CS, bool edge) {
+  e->indent++;
+  emit_line(e, "_Pragma(\"unroll 8\") for (int i = 0; i < %d; i++) {", CU_WG_BM / rows_a_pass);
+  e->indent++;
+  emit_line(e, "const int r = i * %d + j / %d, m = m0 + r;", rows_a_pass, BN);
+  if (edge) emit_line(e, "if (m >= M || n >= N) continue;");
+  emit_line(e, "const float acc0 = Cs[r * %d + j %% %d];", CS, BN);
+  gpu_gemm_store(e);
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+}
+
 void cu_emit_wgmma(emitter *e) {
   const kir_kernel *k = e->k;
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
@@ -227,18 +242,16 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "  }");
   emit_line(e, "}");
   emit_line(e, "pc_consumers_sync();");
-  /* the 256 consumer threads store 256 / BN rows a pass (BN = 192: one, 64 threads idle) */
+  /* the 256 consumer threads store 256 / BN rows a pass (BN = 192: one, 64 threads idle). A tile
+   * inside the matrix takes a loop without bounds checks: unrolled and free of branches, its rows'
+   * loads and activations interleave (with two warps per scheduler, a row at a time waits on
+   * each load), and a load that depends on the column alone (a bias) is made once */
   const int RP = 256 / BN;
   emit_line(e, "const int j = threadIdx.x - 128, n = n0 + j %% %d;", BN);
-  /* unrolled: with two warps per scheduler, a row at a time would leave the epilogue's loads and
-   * its activation's arithmetic waiting on each other */
-  emit_line(e, "_Pragma(\"unroll 8\") for (int r = j / %d; r < %d && j < %d; r += %d) {", BN, CU_WG_BM, RP * BN, RP);
-  e->indent++;
-  emit_line(e, "const int m = m0 + r;");
-  emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const float acc0 = Cs[r * %d + j %% %d];", CS, BN);
-  gpu_gemm_store(e);
-  e->indent--;
+  emit_line(e, "if (j < %d && m0 + %d <= M && n0 + %d <= N) {", RP * BN, CU_WG_BM, BN);
+  epilogue_rows(e, RP, CS, false);
+  emit_line(e, "} else if (j < %d) {", RP * BN);
+  epilogue_rows(e, RP, CS, true);
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");

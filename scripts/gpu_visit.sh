@@ -3,8 +3,10 @@
 # and build/lib/libportc.so), the steps named on the command line, on the targets in $TARGETS
 # (default: "cuda vulkan"):
 #   tests     the GPU unit tests (build/bin/portc_tests, Gpu and Cuda suites)
-#   verify    `portc verify` (fused and eager) on each target, the table and the JSON; $VERIFY_FILTER
-#             (a regex of case names) limits it
+#   verify    `portc verify` (fused and eager) on each target, the targets at once, the table and
+#             the JSON; $VERIFY_FILTER (a regex of case names) limits it, $VERIFY_LIMIT (seconds) bounds it
+#   profile   Nsight Compute on portc's own matmul in $PROFILE_GRAPH (default the f16
+#             matmul+bias+GELU): its details page and its SASS with the stall samples
 #   matmul    the CUDA suite's matmul-bearing cases again, once with cuBLASLt forced and once with
 #             portc's own kernels forced (PORTC_CUDA_MATMUL), so both paths are checked
 #   wgmma     Hopper's matmul (cuda/dialect_wgmma.c, opted into by PORTC_CUDA_KERNELS=wgmma, own
@@ -51,7 +53,8 @@
 #   sanitize  the CUDA suite (fused) under compute-sanitizer memcheck
 #   racecheck compute-sanitizer racecheck on row and tensor-core matmul cases (it is slow)
 #   bench     `portc bench` on every graph of bench/gpu/ and the transformer example (f32, and under
-#             --autocast f16), per target
+#             --autocast f16), per target; $BENCH_ONLY (substrings of graph names, comma-separated)
+#             limits the graphs (copy_64M, the torch table's bandwidth, always runs)
 #   attention the attention kernel against its decomposition (PORTC_ATTENTION=decomposed: matmul,
 #             softmax, matmul) on bench/gpu/attention_*.ptg and the transformer example, per target
 #   replay    the transformer example at a small size, default mode against reduce-overhead
@@ -115,6 +118,10 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 transformer=(examples/transformer.ptg --set B=16 --set S=512)
 
 "$portc" devices >"$out/devices.txt" 2>&1
+# where the Vulkan target does not open, the loader says why
+if ! grep -Eq '^vulkan +available' "$out/devices.txt"; then
+  VK_LOADER_DEBUG=error,warn,driver "$portc" devices 2>&1 | grep -iE 'error|warn|driver|icd|fail' | head -30 >>"$out/devices.txt"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >>"$out/devices.txt" 2>&1
 cat "$out/devices.txt"
 # a target the visit needs that this machine lacks ends it at once (one H100 machine had no working
@@ -148,13 +155,34 @@ for step in $steps; do
     summary+=("tests (rc $?): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.txt" | tr '\n' ' ')")
     ;;
   verify)
+    # the targets at once (they share the GPU; each case's check does not depend on time), each
+    # under $VERIFY_LIMIT seconds (default 3000; rc 124 where it ran out)
+    pids=()
     for t in $targets; do
-      "$portc" verify -t "$t" --examples examples ${VERIFY_FILTER:+--filter "$VERIFY_FILTER"} --json "$out/verify_$t.json" \
-        >"$out/verify_$t.txt" 2>&1
+      timeout "${VERIFY_LIMIT:-3000}" "$portc" verify -t "$t" --examples examples ${VERIFY_FILTER:+--filter "$VERIFY_FILTER"} \
+        --json "$out/verify_$t.json" >"$out/verify_$t.txt" 2>&1 &
+      pids+=($!)
+    done
+    i=0
+    for t in $targets; do
+      wait "${pids[$i]}"
       rc=$?
+      i=$((i + 1))
       grep -E '^FAIL' "$out/verify_$t.txt" | head -20
       summary+=("verify $t (rc $rc, $(($(date +%s) - start)) s):" "$(tail -7 "$out/verify_$t.txt")")
     done
+    ;;
+  profile)
+    # Nsight Compute on the first launch of portc's own matmul in $PROFILE_GRAPH (default
+    # matmul_bias_gelu_8192_f16): the details page (stall reasons, pipes) and the SASS with its samples
+    g=${PROFILE_GRAPH:-bench/gpu/matmul_bias_gelu_8192_f16.ptg}
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    PORTC_CUDA_MATMUL=own timeout 300 "$ncu" --set full --import-source no -k 'regex:^k[0-9]+$' -c 1 -f -o "$out/profile" \
+      "$portc" bench "$g" -t cuda --no-eager --iters 1 --warmup 0 >"$out/profile.txt" 2>&1
+    rc=$?
+    "$ncu" --import "$out/profile.ncu-rep" --page details >"$out/profile_details.txt" 2>&1
+    "$ncu" --import "$out/profile.ncu-rep" --page source --print-source sass --csv >"$out/profile_sass.csv" 2>&1
+    summary+=("profile $(basename "$g") (rc $rc): $(grep -E 'Duration|Compute \(SM\) Throughput|Issue Slots Busy|Registers Per' "$out/profile_details.txt" | tr -s ' ' | paste -sd ';' -)")
     ;;
   matmul)
     for how in cublaslt own; do
@@ -400,6 +428,7 @@ for step in $steps; do
       mkdir -p "$out/$t"
       for g in bench/gpu/*.ptg; do
         name=$(basename "$g" .ptg)
+        [ -n "${BENCH_ONLY:-}" ] && [ "$name" != copy_64M ] && ! grep -qE "${BENCH_ONLY//,/|}" <<<"$name" && continue
         flags=()
         [[ $name == matmul* ]] && flags+=(--no-eager)
         "$portc" bench "$g" -t "$t" --iters 30 --warmup 3 --json "$out/$t/$name.json" "${flags[@]}" >>"$out/bench_$t.txt" 2>&1 ||
@@ -578,7 +607,7 @@ for step in $steps; do
     python3 bench/regional.py "$portc" $targets >"$out/regional.txt" 2>&1
     summary+=("$(cat "$out/regional.txt")")
     ;;
-  *) echo "unknown step $step (tests, verify, matmul, split, sanitize, racecheck, bench, replay, torch, models, onnx, tune, artifact, ab)"; exit 2 ;;
+  *) echo "unknown step $step (tests, verify, profile, matmul, split, sanitize, racecheck, bench, replay, torch, models, onnx, tune, artifact, ab)"; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
