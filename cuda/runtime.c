@@ -721,6 +721,6 @@ const target cuda_target = {
     .gpu = &cu_gpu,
     .kernel_note = kernel_note,
     .attention_kernel = TARGET_ATTENTION_FLOATS,
-    .copy_merged_rows = true,
+    .copy_merged_rows = 1u << PORTC_F32 | 1u << PORTC_F16 | 1u << PORTC_BF16,
     .channels_last_convs = cu_channels_last,
 };

@@ -120,10 +120,11 @@ static bool merges_apart(const portc_graph *g, int i) {
   return false;
 }
 
-portc_status matmul_merged_rows(portc_graph *g, bool *changed) {
+portc_status matmul_merged_rows(portc_graph *g, unsigned dtypes, bool *changed) {
   *changed = false;
   for (int i = 0; i < g->n; i++) {
-    node *rows = merges_apart(g, i) ? &g->nodes[g->nodes[i].in[0]] : NULL; /* the operand, after the reshapes */
+    const bool taken = dtypes >> g->nodes[i].dt & 1u;
+    node *rows = taken && merges_apart(g, i) ? &g->nodes[g->nodes[i].in[0]] : NULL; /* the operand, after the reshapes */
     if (rows && !rows->copied) rows->copied = true, *changed = true;
   }
   return PORTC_OK;

@@ -47,7 +47,7 @@ portc_status fold_batch_sum(portc_graph **g, bool *changed);
 portc_status matmul_rows(portc_graph **g, bool *changed);
 /* ... and where a permute merges axes lying apart into its reduction (heads merged after
  * attention), marks the operand `copied`: fusion computes it into a matrix the matmul reads */
-portc_status matmul_merged_rows(portc_graph *g, bool *changed);
+portc_status matmul_merged_rows(portc_graph *g, unsigned dtypes, bool *changed);
 /* widenings of 16-bit floats to f32 moved past ops that only select or move values, and
  * cancelled where narrowed again (cast_sink.c) */
 portc_status cast_sink(portc_graph **g, bool *changed);

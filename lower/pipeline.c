@@ -60,7 +60,7 @@ portc_status lower_graph(const portc_graph *src, const lower_options *o, kir_mod
   RUN(split_reduce, &g);
   RUN(fold_batch_sum, &g);
   RUN(matmul_rows, &g); /* a weight matmul of permuted rows reads them as they lie */
-  if (!o->eager && o->copy_merged_rows) RUN(matmul_merged_rows, g); /* ... or copied into a matrix where heads merge */
+  if (!o->eager && o->copy_merged_rows) RUN(matmul_merged_rows, g, o->copy_merged_rows); /* ... or copied into a matrix where heads merge */
   RUN(opt_fold, g);
   RUN(opt_cse, g);
   RUN(opt_dce, g);

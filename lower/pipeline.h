@@ -16,7 +16,7 @@ typedef struct lower_options {
   unsigned attention;       /* dtypes (bit 1 << portc_dtype) whose attention is one kernel (target.h) */
   unsigned channels_last;   /* dtypes whose convolutions run channels-last where they fit (target.h) */
   int max_loads;            /* the most buffers a fused expression reads (0: fusion's own bound; target.h) */
-  bool copy_merged_rows;    /* a weight matmul's rows whose reduction merges axes lying apart are copied first (target.h) */
+  unsigned copy_merged_rows; /* dtypes whose weight matmul's rows, where the reduction merges axes lying apart, are copied first (target.h) */
 } lower_options;
 
 portc_status lower_graph(const portc_graph *g, const lower_options *o, kir_module **out);

@@ -99,11 +99,12 @@ typedef struct target {
    * decomposition. Read by the lowering (lower_options.attention). */
   unsigned attention_kernel;
 #define TARGET_ATTENTION_FLOATS (1u << PORTC_F32 | 1u << PORTC_F16 | 1u << PORTC_BF16)
-  /* a weight matmul whose rows reach it through a permute that merges axes lying apart into its
-   * reduction (attention's heads merged for the output projection) reads them copied into a
-   * matrix first: for a target whose fast matmuls (a vendor library's) take matrices only.
-   * Read by the lowering (lower_options.copy_merged_rows, lower/matmul_rows.c). */
-  bool copy_merged_rows;
+  /* the dtypes (bit 1 << portc_dtype) whose weight matmuls, where their rows reach them through a
+   * permute that merges axes lying apart into the reduction (attention's heads merged for the
+   * output projection), read those rows copied into a matrix first: for a target whose fast
+   * matmuls (a vendor library's, cooperative matrices) take matrices only. 0: none. Read by the
+   * lowering (lower_options.copy_merged_rows, lower/matmul_rows.c). */
+  unsigned copy_merged_rows;
   /* optional: the dtypes (bit 1 << portc_dtype) whose convolutions run channels-last (NHWC) on
    * the device where kir_channels_last_fits: the lowering makes them so in fused compiles, and
    * the target's schedule must take every such convolution (NULL or 0: none; a channels-last

@@ -644,4 +644,5 @@ const target vulkan_target = {
      * 8x8x1024x64 f16 1.49x as fast as matmul, softmax, matmul, but f32 0.83x (scripts/gpu_visit.sh
      * attention); PORTC_ATTENTION=kernel takes it for f32 too */
     .attention_kernel = 1u << PORTC_F16 | 1u << PORTC_BF16,
+    .copy_merged_rows = 1u << PORTC_F16, /* the cooperative-matrix matmul reads matrices as they lie */
 };
