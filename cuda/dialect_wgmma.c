@@ -13,7 +13,8 @@
  *    step's are issued; a stage is given back once the MMAs that read it are done.
  * The sums then go through shared memory (the stages' space, free once both consumers are past
  * their last stage), so that the epilogue runs as a loop over the tile's rows whose stores are
- * coalesced, as in the other matmul kernels. The tensor maps of A and B are the kernel's last two
+ * coalesced, as in the other matmul kernels (without bounds checks where the tile lies inside the
+ * matrix: epilogue_rows). The tensor maps of A and B are the kernel's last two
  * parameters; the runtime encodes them at each launch (runtime.c).
  *
  * The f32 form (tf32x3 in PORTC_CUDA_KERNELS) computes each product a b as three TF32 products
