@@ -792,9 +792,58 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
   EXPECT_EQ(vk_own_kernels("coopconv"), (unsigned)VK_OWN_COOPCONV);
   EXPECT_EQ(vk_own_kernels("none"), 0u);
   EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)VK_OWN_DEFAULT);
-  EXPECT_TRUE(vk_own_kernels_known("coopconv,none", why, sizeof why));
+  EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)VK_OWN_COOPATTENTION) << "attention on cooperative matrices by default, convolutions not";
+  EXPECT_TRUE(vk_own_kernels_known("coopconv,coopattention,none", why, sizeof why));
   EXPECT_FALSE(vk_own_kernels_known("coopconv,flash", why, sizeof why));
-  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv or none");
+  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention or none");
+}
+
+// Vulkan's f16 attention on cooperative matrices (vulkan/attention.c): taken where the heads are
+// multiples of 16 that the device's shared memory holds (64 in 48 KiB: 45056 bytes), in 64x64
+// tiles of 128 invocations, with Q, K and V read in 16-byte words; other tiles, heads of 24, f32,
+// and heads of 96 on 48 KiB (61440 bytes) are refused (those stay on the SIMT kernel)
+TEST(TuneTables, VulkansF16AttentionRunsOnCooperativeMatricesWhereItsHeadsFit) {
+  const char *shapes[][2] = {{"f16[2, 4, 100, 64]", "taken"}, {"f16[2, 4, 100, 24]", "heads of 24"}, {"f32[2, 4, 100, 64]", "f32"},
+                             {"f16[2, 4, 100, 96]", "heads of 96"}};
+  for (const auto &sh : shapes) {
+    const std::string text = std::string("graph a\ninput q: ") + sh[0] + "\ninput k: " + sh[0] + "\ninput v: " + sh[0] +
+                             "\ny = attention(q, k, v, causal=true)\noutput y\n";
+    Graph g = parse(text.c_str());
+    ASSERT_TRUE(g) << text;
+    lower_options lo = {};
+    lo.attention = TARGET_ATTENTION_FLOATS;
+    kir_module *km = target_schedules(g, "vulkan", lo);
+    ASSERT_NE(km, nullptr) << portc_last_error();
+    ASSERT_EQ(km->nk, 1);
+    ASSERT_TRUE(gpu_is_attention(km, 0));
+    char why[256] = "";
+    const bool taken = vk_attention_coop_fits(km, 0, 48 * 1024, why, sizeof why);
+    EXPECT_EQ(taken, strcmp(sh[1], "taken") == 0) << sh[1] << ": " << why;
+    EXPECT_EQ(vk_coop_schedule(km, 0), taken) << sh[1];
+    if (taken) {
+      kir_schedule &s = km->k[0].sched;
+      EXPECT_EQ(s.variant, KS_MMA);
+      EXPECT_EQ(s.tile_m, 64);
+      EXPECT_EQ(s.threads[0], 128);
+      char *src = emit_module(&vulkan_dialect, km);
+      ASSERT_NE(src, nullptr);
+      const std::string glsl(src);
+      free(src);
+      EXPECT_NE(glsl.find("coopMatLoadNV(kf, pa_K"), std::string::npos) << "K^T's fragments from the key tile";
+      EXPECT_NE(glsl.find("j > i"), std::string::npos) << "the causal mask";
+      EXPECT_NE(glsl.find("b2v[uint("), std::string::npos) << "V read in 16-byte words";
+      s.threads[0] = 256;
+      EXPECT_FALSE(vk_attention_coop_check(km, 0, 48 * 1024, why, sizeof why));
+      EXPECT_NE(strstr(why, "128 invocations over 64x64 tiles"), nullptr) << why;
+      s.threads[0] = 128;
+      EXPECT_TRUE(vk_attention_coop_check(km, 0, 48 * 1024, why, sizeof why)) << why;
+      EXPECT_FALSE(vk_attention_coop_check(km, 0, 32 * 1024, why, sizeof why));
+      EXPECT_NE(strstr(why, "45056 bytes of shared memory"), nullptr) << why;
+    } else if (strcmp(sh[1], "heads of 96") == 0) {
+      EXPECT_NE(strstr(why, "bytes of shared memory, the device allows 49152"), nullptr) << why;
+    }
+    kir_module_free(km);
+  }
 }
 
 // Vulkan's rules from the H200's tuning: a row kernel of short rows takes one invocation per

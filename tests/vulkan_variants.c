@@ -14,6 +14,8 @@
  * rewritten SPIR-V is checked by khr_rewrite_wrong, and in every shape the tuner may give them.
  *
  * usage: vulkan_variants EXAMPLES_DIR
+ *        vulkan_variants --source G.ptg   prints the graph's shaders as scheduled here (fused), the
+ *                                         cooperative-matrix kernels where they qualify
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
 #include "../conformance/conformance.h"
 #include "../lower/pipeline.h"
 #include "../targets/regional.h"
@@ -28,7 +31,8 @@
 
 typedef struct unit {
   char *src, needs[128], name[160];
-  bool coop_conv; /* a convolution on cooperative matrices */
+  bool coop_conv;      /* a convolution on cooperative matrices */
+  bool coop_attention; /* attention on cooperative matrices (vulkan/attention.c) */
 } unit;
 
 static unit *units;
@@ -69,18 +73,24 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
     snprintf(u->needs, sizeof u->needs, "%s", pc[i].needs);
     snprintf(u->name, sizeof u->name, "%s%s.kernel%d%s", name, eager ? " (eager)" : "", i, variant);
     u->coop_conv = km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_MMA;
+    u->coop_attention = gpu_is_attention(km, i) && km->k[i].sched.variant == KS_MMA;
   }
   if (pc) kernel_pieces_free(pc, km->nk);
   free(src);
+}
+
+/* the lowering as on a device with cooperative matrices: the target's attention_kernel, and f16
+ * convolutions channels-last (vk_channels_last) */
+static lower_options device_lowering(bool eager) {
+  return (lower_options){.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16, .channels_last = 1u << PORTC_F16,
+                         .copy_merged_rows = 1u << PORTC_F16};
 }
 
 /* The module as scheduled (schedule_all), and where it has cooperative-matrix kernels, once more
  * for each other shape the tuner may give them on a device with 48 KiB of shared memory (tile,
  * subgroups, k-step: vk_tune_space), applied to all of them */
 static void add_module(const portc_graph *g, bool eager, const char *name) {
-  /* the target's attention_kernel, and f16 convolutions channels-last, as on a device with
-   * cooperative matrices (vk_channels_last) */
-  lower_options lo = {.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16, .channels_last = 1u << PORTC_F16};
+  const lower_options lo = device_lowering(eager);
   kir_module *km = NULL;
   if (lower_graph(g, &lo, &km)) {
     fprintf(stderr, "%s: does not lower: %s\n", name, portc_last_error());
@@ -174,9 +184,29 @@ static portc_status compile_one(void *ctx, int i) {
   return PORTC_OK;
 }
 
+/* `--source G.ptg`: the graph's fused module as schedule_all leaves it, in GLSL */
+static int print_source(const char *path) {
+  portc_graph *g = NULL;
+  kir_module *km = NULL;
+  const lower_options lo = device_lowering(false);
+  if (portc_graph_load(path, &g) || lower_graph(g, &lo, &km)) {
+    fprintf(stderr, "%s: %s\n", path, portc_last_error());
+    portc_graph_free(g);
+    return 1;
+  }
+  schedule_all(km);
+  char *src = emit_module(&vulkan_dialect, km);
+  if (src) fputs(src, stdout);
+  free(src);
+  kir_module_free(km);
+  portc_graph_free(g);
+  return src ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2]);
   if (argc != 2) {
-    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR\n");
+    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR | --source G.ptg\n");
     return 2;
   }
   conf_cases cs = {0};
@@ -203,23 +233,25 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, coop_shapes = 0, coop_convs = 0, f16_stores = 0;
+  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0;
   for (int i = 0; i < nunits; i++) {
     coop += needs(&units[i], "coopmat");
     coop_convs += units[i].coop_conv;
+    coop_attentions += units[i].coop_attention;
     coop_shapes += needs(&units[i], "coopmat") && strchr(units[i].name, '[');
     f16_stores += needs(&units[i], "storage16");
   }
   run_parallel(nunits, compile_one, NULL); /* each failure is printed and counted by compile_one */
   int ok = nunits - compile_failures;
   failures += compile_failures;
-  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d convolutions; %d with "
-         "16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_convs, f16_stores, ok);
-  if (!coop || !coop_shapes || !coop_convs || !f16_stores) {
+  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d convolutions, %d "
+         "attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_convs, coop_attentions, f16_stores, ok);
+  if (!coop || !coop_shapes || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"
                                                     : !coop_convs       ? "cooperative-matrix convolution"
+                                                    : !coop_attentions  ? "cooperative-matrix attention"
                                                                         : "f16-storing");
     failures++;
   }

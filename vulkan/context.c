@@ -335,7 +335,8 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_size32 = di->f.coop_matrix && di->f.subgroup_size != 32 && subgroups_of_32_on_request(pd);
   /* four subgroups of 32 per tile */
   di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
-  di->f.coop_conv = vk_own_kernels(getenv("PORTC_VULKAN_KERNELS")) & VK_OWN_COOPCONV;
+  const unsigned own = vk_own_kernels(getenv("PORTC_VULKAN_KERNELS"));
+  di->f.coop_conv = own & VK_OWN_COOPCONV, di->f.coop_attention = own & VK_OWN_COOPATTENTION;
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
@@ -345,7 +346,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       if (strstr(off, list[i].name)) *list[i].flag = false;
   }
   di->f.coop_khr = di->f.coop_khr && di->f.coop_matrix, di->f.coop_size32 = di->f.coop_size32 && di->f.coop_matrix;
-  di->f.coop_conv = di->f.coop_conv && di->f.coop_matrix;
+  di->f.coop_conv = di->f.coop_conv && di->f.coop_matrix, di->f.coop_attention = di->f.coop_attention && di->f.coop_matrix;
   /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
    * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
@@ -573,7 +574,7 @@ bool vk_available(char *why, size_t len) {
   return r;
 }
 
-static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}};
+static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}};
 
 enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
 

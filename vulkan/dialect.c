@@ -105,7 +105,7 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     bool written = kernel_writes(e->k, b);
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
-    bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1]);
+    bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1] || (e->k->kind == KK_OPAQUE && b == e->k->in_buf[2])); /* attention's v too */
     bool sums = words && b == e->k->store[0].buf && vk_words_store_words(e->m, e->k); /* stored in 16-byte words */
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
     bool vec = vk_vector_kernel(e->k) && dtype_is_float(t);
@@ -163,6 +163,11 @@ static void kernel(emitter *e, int index) {
   bool mm = k->kind == KK_MATMUL;
   if (vk_matmul_own(k)) { /* the target's own matmuls and convolutions (matmul.c) */
     vk_matmul(e, index);
+    sb_printf(&e->out, "\n");
+    return;
+  }
+  if (gpu_is_attention(e->m, index) && k->sched.variant == KS_MMA) { /* attention on cooperative matrices (attention.c) */
+    vk_attention_coop(e, index);
     sb_printf(&e->out, "\n");
     return;
   }

@@ -28,6 +28,7 @@ static const char glsl_prelude[] =
     "#endif\n"
     "#if PC_COOPMAT /* f16 matmul on cooperative matrices, where the device has them */\n"
     "#extension GL_NV_cooperative_matrix : require\n"
+    "#extension GL_KHR_shader_subgroup_shuffle : enable /* the attention's row halves */\n"
     "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
     "#extension GL_EXT_shader_16bit_storage : require\n"
     "#endif\n"

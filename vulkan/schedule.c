@@ -164,6 +164,7 @@ static int row_threads(const kir_kernel *k, int wg, int subgroup) {
 }
 
 bool vk_coop_schedule(kir_module *m, int i) {
+  if (gpu_is_attention(m, i)) return vk_attention_coop_schedule(m, i, 48 * 1024); /* NVIDIA's shared memory */
   if (!coop_eligible(m, i)) return false;
   kir_schedule *s = &m->k[i].sched;
   s->variant = KS_MMA, s->fold_batch = m->k[i].kind == KK_MATMUL, s->split_k = 1, s->vector = 0;
@@ -208,7 +209,8 @@ void vk_schedule(kir_module *m, int i, int device) {
     if (c && c->f.coop_matrix && vk_coop_schedule(m, i) && k->kind == KK_CONV)
       s->split_k = gpu_conv_split_fill(m, i, s->tile_m, 2 * (int)c->f.units, 4 * VK_COOP_K, VK_MAX_SPLIT);
   }
-  if (gpu_is_attention(m, i)) gpu_attention_schedule(m, i, attention_shared(c), s);
+  if (gpu_is_attention(m, i) && !(c && c->f.coop_attention && vk_attention_coop_schedule(m, i, shared_max(c))))
+    gpu_attention_schedule(m, i, attention_shared(c), s);
   if (k->kind == KK_CONV) s->run = gpu_conv_run_rule(m, i);
   if (k->kind == KK_ROW || k->kind == KK_POINTWISE || k->kind == KK_OPAQUE) s->vector = vector_rule(m, i);
   if (k->kind == KK_ROW) s->threads[0] = row_threads(k, s->threads[0], c && c->f.subgroup_size ? (int)c->f.subgroup_size : 32);
@@ -232,6 +234,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
   if (s->variant == KS_MMA && s->split_k > 1 && (m->k[i].kind != KK_CONV || s->split_k > VK_MAX_SPLIT))
     return snprintf(why, len, "split_k=%d: of cooperative-matrix kernels, convolutions split, into at most %d slices", s->split_k, VK_MAX_SPLIT),
            false;
+  if (s->variant == KS_MMA && gpu_is_attention(m, i)) return vk_attention_coop_check(m, i, shared_max(c), why, len);
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, attention_shared(c), why, len)) return false;
   const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;

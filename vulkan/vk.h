@@ -28,6 +28,9 @@ typedef struct vk_features {
   /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix, where
    * PORTC_VULKAN_KERNELS takes it: vk_own_kernels; else NCHW on the SIMT kernel) */
   bool coop_conv;
+  /* f16 attention on cooperative matrices (attention.c; with coop_matrix, where
+   * PORTC_VULKAN_KERNELS takes it, as by default) */
+  bool coop_attention;
   bool exec_stats; /* the driver's statistics of each pipeline (PORTC_LOG=shader_stats) */
   uint32_t subgroup_size;
   uint32_t units; /* multiprocessors or compute units where a vendor extension says (else 0) */
@@ -109,9 +112,10 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
 bool vk_coop_schedule(kir_module *m, int i);
 /* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
  * (comma-separated; "none"), else by default: coopconv, f16 convolutions channels-last on the
- * cooperative-matrix kernel (matmul.c), opt-in until timed against the SIMT kernel on a GPU. A
+ * cooperative-matrix kernel (matmul.c), opt-in until timed against the SIMT kernel on a GPU;
+ * coopattention, f16 attention on cooperative matrices (attention.c), taken by default. A
  * list naming another kernel is an error that names it (vk_own_kernels_known). */
-enum { VK_OWN_COOPCONV = 1u << 0, VK_OWN_DEFAULT = 0 };
+enum { VK_OWN_COOPCONV = 1u << 0, VK_OWN_COOPATTENTION = 1u << 1, VK_OWN_DEFAULT = VK_OWN_COOPATTENTION };
 unsigned vk_own_kernels(const char *list);
 bool vk_own_kernels_known(const char *list, char *why, size_t len);
 /* the dtypes whose convolutions the device computes channels-last (the target's hook) */
@@ -129,6 +133,13 @@ bool vk_words_store_words(const kir_module *m, const kir_kernel *k);
  * in 16-byte words, which also serves convolutions), and that kernel's shader */
 bool vk_matmul_own(const kir_kernel *k);
 void vk_matmul(emitter *e, int index);
+/* attention.c, attention on cooperative matrices: whether attention kernel i qualifies within the
+ * device's shared memory (false with why), its schedule where it does (variant mma), the check of
+ * a schedule of that variant, and its shader */
+bool vk_attention_coop_fits(const kir_module *m, int i, size_t shared_max, char *why, size_t len);
+bool vk_attention_coop_schedule(kir_module *m, int i, size_t shared_max);
+bool vk_attention_coop_check(const kir_module *m, int i, size_t shared_max, char *why, size_t len);
+void vk_attention_coop(emitter *e, int index);
 /* Split-K: the slices of kernel k's reduction (1: whole), a convolution's (gpu_conv_split) or
  * the f32 word matmul's of one GEMM; the M x N of its partial sums (a slice's: f32 in the
  * module's scratch buffer, pc_acc[slice][M][N]); and its shader: phase0 (the slices' partial
