@@ -135,14 +135,18 @@ static void driver_version(const VkPhysicalDeviceProperties *p, char *out, size_
 }
 
 /* VK_NV_cooperative_matrix with 16x16x16 f16 x f16 + f32 on subgroups of 32, and the features its
- * shaders use (shaderFloat16, vulkanMemoryModel); Debian's glslang knows the NV extension only */
-static bool coop_matrix_nv(VkPhysicalDevice pd) {
+ * shaders use (shaderFloat16, vulkanMemoryModel); Debian's glslang knows the NV extension only.
+ * *device_scope: whether the memory model also takes device scope, which the status flag's
+ * atomicOr uses (the validation layer reports it where the device enables the model without it) */
+static bool coop_matrix_nv(VkPhysicalDevice pd, bool *device_scope) {
+  *device_scope = false;
   if (!has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .pNext = &cm};
   VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &mm};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f16};
   vkGetPhysicalDeviceFeatures2(pd, &f2);
+  *device_scope = mm.vulkanMemoryModelDeviceScope;
   if (!cm.cooperativeMatrix || !mm.vulkanMemoryModel || !f16.shaderFloat16) return false;
   PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
       (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
@@ -267,6 +271,7 @@ typedef struct device_info {
   char driver[2 * VK_MAX_DRIVER_NAME_SIZE + 2]; /* "NVIDIA 580.159.04", "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)" */
   VkPhysicalDeviceMemoryProperties mem;
   vk_features f;
+  bool memory_model_device_scope; /* with NV's cooperative matrices: coop_matrix_nv */
   int qfam;
   uint32_t ts_bits;
 } device_info;
@@ -306,7 +311,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
       .int64 = f2.features.shaderInt64,
       .subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT),
-      .coop_matrix = coop_matrix_nv(pd), /* or KHR's, below */
+      .coop_matrix = coop_matrix_nv(pd, &di->memory_model_device_scope), /* or KHR's, below */
       .denorm_preserve = float_controls && fc.shaderDenormPreserveFloat32,
       .f16_convert = rte16 && keep16 && h.shaderFloat16,
       .rte32 = ri == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE, /* NVIDIA's softmax f32 took 12% longer with it */
@@ -468,7 +473,8 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
                                                     .cooperativeMatrix = VK_TRUE};
   VkPhysicalDeviceVulkanMemoryModelFeatures mm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
-                                                  .vulkanMemoryModel = VK_TRUE};
+                                                  .vulkanMemoryModel = VK_TRUE,
+                                                  .vulkanMemoryModelDeviceScope = di->memory_model_device_scope};
   pc_coop_features_khr kcm = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FEATURES_KHR, .cooperativeMatrix = VK_TRUE};
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT ssc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT,
                                                         .subgroupSizeControl = VK_TRUE};
