@@ -103,6 +103,24 @@ void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t 
   }
 }
 
+void gpu_attention_offsets(emitter *e, const char *type, bool *mrow, bool *mcol) {
+  const kir_kernel *k = e->k;
+  const int orank = k->dom.rank - 2, mb = k->nin > 3 ? k->in_buf[3] : -1;
+  static const char *const names[4] = {"qo", "ko", "vo", "mo"};
+  char off[1024];
+  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
+  for (int j = 0; j < (mb >= 0 ? 4 : 3); j++) {
+    gpu_attention_batch_offset(e, k->in_buf[j], orank, off, sizeof off);
+    emit_line(e, "const %s %s = %s;", type, names[j], off);
+  }
+  *mrow = *mcol = false;
+  if (mb >= 0) {
+    const shape *ms = &e->m->buf[mb].sh;
+    *mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
+    *mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
+  }
+}
+
 /* `for` over a constant count, unrolled so that the arrays it indexes stay in registers */
 static void unrolled(emitter *e, const char *var, int64_t count) {
   emit_line(e, "%sfor (int %s = 0; %s < %lld; %s++)", G(e)->unroll, var, var, (long long)count, var);
@@ -287,7 +305,7 @@ void emit_attention(emitter *e) {
   const node *n = &e->m->g->nodes[k->node];
   const att_layout a = layout_of(e->m, k);
   const int qb = k->in_buf[0], kb = k->in_buf[1], vb = k->in_buf[2], mb = k->nin > 3 ? k->in_buf[3] : -1, ob = k->store[0].buf;
-  const shape *ks = &e->m->buf[kb].sh, *ms = mb >= 0 ? &e->m->buf[mb].sh : NULL;
+  const shape *ks = &e->m->buf[kb].sh;
   const int orank = k->dom.rank - 2, T = a.threads;
   const bool causal = attr_i(n, "causal");
   const char *it = e->d->index_type;
@@ -305,20 +323,8 @@ void emit_attention(emitter *e) {
   emit_line(e, "for (%s tile = %s; tile < (%s) * QT; tile += %s) {", it, G(e)->group[0], nb, G(e)->ngroups[0]);
   e->indent++;
   emit_line(e, "const %s bt = tile / QT, q0 = (tile %% QT) * %d;", it, a.bq);
-  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
-  gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
-  emit_line(e, "const %s qo = %s;", it, off);
-  gpu_attention_batch_offset(e, kb, orank, off, sizeof off);
-  emit_line(e, "const %s ko = %s;", it, off);
-  gpu_attention_batch_offset(e, vb, orank, off, sizeof off);
-  emit_line(e, "const %s vo = %s;", it, off);
-  bool mrow = false, mcol = false; /* does the mask vary along the queries, the keys */
-  if (ms) {
-    mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
-    mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
-    gpu_attention_batch_offset(e, mb, orank, off, sizeof off);
-    emit_line(e, "const %s mo = %s;", it, off);
-  }
+  bool mrow, mcol; /* does the mask vary along the queries, the keys */
+  gpu_attention_offsets(e, it, &mrow, &mcol);
   /* the scaled query tile (the last tile's readers passed two barriers since), the rows' state */
   emit_line(e, "for (int x = lid; x < %lld; x += %d) {", (long long)(a.bq * a.dp), T);
   emit_line(e, "  const %s r = x / %lld, d = x %% %lld, i = q0 + r;", it, (long long)a.dp, (long long)a.dp);

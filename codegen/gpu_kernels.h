@@ -48,6 +48,10 @@ void gpu_declare_attention(emitter *e, const char *qualifier);
  * first `orank` dims */
 extern const char *const gpu_attention_batchnames[8];
 void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t len);
+/* the current batch's indices (from `bt`, the batch's index) and the offsets of its matrices in
+ * q, k, v and the mask (qo, ko, vo, mo), declared of type `type`; *mrow and *mcol: whether the
+ * mask varies along the queries and along the keys (both false without a mask) */
+void gpu_attention_offsets(emitter *e, const char *type, bool *mrow, bool *mcol);
 
 /* the vector width of concat kernel i (4 f32 elements, 8 of 16 bits) where every input's slab of
  * the output is a run of whole vectors (its extent along the axis times the extents after it)

@@ -63,7 +63,7 @@ void cu_emit_flash(emitter *e) {
   const kir_kernel *k = e->k;
   const node *n = &e->m->g->nodes[k->node];
   const int qb = k->in_buf[0], kb = k->in_buf[1], vb = k->in_buf[2], mb = k->nin > 3 ? k->in_buf[3] : -1, ob = k->store[0].buf;
-  const shape *qs = &e->m->buf[qb].sh, *ks = &e->m->buf[kb].sh, *ms = mb >= 0 ? &e->m->buf[mb].sh : NULL;
+  const shape *qs = &e->m->buf[qb].sh, *ks = &e->m->buf[kb].sh;
   const int orank = k->dom.rank - 2;
   const int64_t D = qs->d[qs->rank - 1].c, DV = k->dom.d[k->dom.rank - 1].c;
   const int KD = (int)(D / 16), NV = (int)(DV / 8); /* k-steps of S = Q K^T; 8-column tiles of O */
@@ -89,20 +89,8 @@ void cu_emit_flash(emitter *e) {
   if (causal) /* a tile's work grows with its queries: the longest first, so that the short ones fill the last wave */
     emit_line(e, "const int q0 = (QT - 1 - (int)(tile %% QT)) * %d;", CU_FA_BQ);
   else emit_line(e, "const int q0 = (int)(tile %% QT) * %d;", CU_FA_BQ);
-  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
-  gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
-  emit_line(e, "const int64_t qo = %s;", off);
-  gpu_attention_batch_offset(e, kb, orank, off, sizeof off);
-  emit_line(e, "const int64_t ko = %s;", off);
-  gpu_attention_batch_offset(e, vb, orank, off, sizeof off);
-  emit_line(e, "const int64_t vo = %s;", off);
-  bool mrow = false, mcol = false; /* does the mask vary along the queries, the keys */
-  if (ms) {
-    mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
-    mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
-    gpu_attention_batch_offset(e, mb, orank, off, sizeof off);
-    emit_line(e, "const int64_t mo = %s;", off);
-  }
+  bool mrow, mcol; /* does the mask vary along the queries, the keys */
+  gpu_attention_offsets(e, "int64_t", &mrow, &mcol);
   emit_line(e, "__syncthreads(); /* the last tile's readers of shared memory are done */");
   if (causal) emit_line(e, "const int JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", CU_FA_BQ, CU_FA_BQ);
   else emit_line(e, "const int JE = SK;");

@@ -110,11 +110,11 @@ static void body(emitter *e) {
   const node *n = &e->m->g->nodes[k->node];
   const att_shape a = shape_of(e->m, k);
   const int qb = k->in_buf[0], kb = k->in_buf[1], vb = k->in_buf[2], mb = k->nin > 3 ? k->in_buf[3] : -1, ob = k->store[0].buf;
-  const shape *ks = &e->m->buf[kb].sh, *ms = mb >= 0 ? &e->m->buf[mb].sh : NULL;
+  const shape *ks = &e->m->buf[kb].sh;
   const int orank = k->dom.rank - 2, KD = (int)(a.d / 16), NV = (int)(a.dv / 16), HV = (int)(a.dv / 2);
   const bool causal = attr_i(n, "causal");
   const attr *sc = attr_get(n, "scale");
-  char sq[64], sk[64], nb[256], off[1024], ld[1200], scale[64], Q[16], K[16], V[16];
+  char sq[64], sk[64], nb[256], ld[1200], scale[64], Q[16], K[16], V[16];
   emit_dim(e, k->dom.d[orank], sq, sizeof sq);
   emit_dim(e, ks->d[ks->rank - 2], sk, sizeof sk);
   emit_count(e, &k->dom, 0, orank, nb, sizeof nb);
@@ -133,20 +133,8 @@ static void body(emitter *e) {
   if (causal) /* a tile's work grows with its queries: the longest first, so that the short ones fill the last wave */
     emit_line(e, "const int q0 = (QT - 1 - tile %% QT) * %d;", BQ);
   else emit_line(e, "const int q0 = tile %% QT * %d;", BQ);
-  if (orank) emit_unravel(e, &k->dom, 0, orank, "bt", gpu_attention_batchnames);
-  gpu_attention_batch_offset(e, qb, orank, off, sizeof off);
-  emit_line(e, "const int qo = %s;", off);
-  gpu_attention_batch_offset(e, kb, orank, off, sizeof off);
-  emit_line(e, "const int ko = %s;", off);
-  gpu_attention_batch_offset(e, vb, orank, off, sizeof off);
-  emit_line(e, "const int vo = %s;", off);
-  bool mrow = false, mcol = false; /* does the mask vary along the queries, the keys */
-  if (ms) {
-    mrow = !(ms->d[ms->rank - 2].sym < 0 && ms->d[ms->rank - 2].c == 1);
-    mcol = !(ms->d[ms->rank - 1].sym < 0 && ms->d[ms->rank - 1].c == 1);
-    gpu_attention_batch_offset(e, mb, orank, off, sizeof off);
-    emit_line(e, "const int mo = %s;", off);
-  }
+  bool mrow, mcol; /* does the mask vary along the queries, the keys */
+  gpu_attention_offsets(e, "int", &mrow, &mcol);
   if (causal) emit_line(e, "const int JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", BQ, BQ);
   else emit_line(e, "const int JE = SK;");
   /* the query tile through pa_K into the subgroups' fragments */
