@@ -63,6 +63,9 @@ enum {
   CU_WG_BK = 64,
   CU_WG_STAGES = 4,
   CU_WG_THREADS = 384,
+  CU_PP_BN = 128,     /* its ping-pong form (dialect_pingpong.c): 128x128x64 tiles in 6 stages, each */
+  CU_PP_STAGES = 6,   /* consumer warpgroup a tile of its own, a block per SM looping over the tiles */
+  CU_PP_EPILOGUE_LD = 40, /* a consumer warp's epilogue: 16 rows of 32 f32 sums, rows 40 floats apart */
   CU_WT_BK = 32,      /* its f32 form (three TF32 products): k-steps of 32 through stages of A and B's two
                        * parts (transposed, split by the kN_split kernel before it); tiles schedule.c's */
   CU_FA_BQ = 64,      /* attention on tensor cores (dialect_flash.c): 64 queries per block of 4 warps, */
@@ -71,6 +74,9 @@ enum {
   CU_FA_MAX_HEAD = 128,
   /* the stages' operands, their two barriers each, and 1024 bytes to align the swizzled stages */
   CU_WG_SHARED = CU_WG_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_WG_BN) * 2 + CU_WG_STAGES * 16 + 1024,
+  /* the ping-pong form's: its stages, their barriers and the two turns, the 8 consumer warps' epilogue
+   * rows, the alignment */
+  CU_PP_SHARED = CU_PP_STAGES * (CU_WG_BM * CU_WG_BK + CU_WG_BK * CU_PP_BN) * 2 + CU_PP_STAGES * 16 + 16 + 8 * 16 * CU_PP_EPILOGUE_LD * 4 + 1024,
   CU_WT_SPLIT_TILE = 32, /* kN_split: 32x32 tiles of B through shared memory, blocks of 32 x 8 threads */
   CU_CONV_TILE = 64,  /* convolution as an implicit GEMM: 64x64 tiles of 4x4 per thread (schedule.c) */
   CU_STATIC_SHARED = 48 << 10, /* a block's static shared memory (the SIMT attention's tiles) */
@@ -96,6 +102,11 @@ bool cu_own_kernels_known(const char *list, char *why, size_t len);
 void cu_schedule_as(kir_module *m, int i, int device, unsigned own);
 /* kernel k (of m) is Hopper's matmul in its f32 form: three TF32 products (dialect_wgmma.c) */
 bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k);
+/* kernel k is Hopper's matmul in its ping-pong form (f16/bf16, CU_PP_BN columns a tile: a block per
+ * SM whose consumers take turns, dialect_pingpong.c); and the grid it launches, g[0] blocks:
+ * one per multiprocessor (of sms), or one per tile where there are fewer tiles */
+bool cu_wgmma_pingpong(const kir_module *m, const kir_kernel *k);
+void cu_pingpong_grid(unsigned g[3], int sms);
 /* the dtypes whose convolutions run channels-last (target.h): f16 and bf16 where the tensor-core
  * convolution is taken (own: CU_OWN_*), since its channels-last form copies 16-byte runs */
 unsigned cu_channels_last_as(unsigned own);

@@ -1,6 +1,6 @@
 /*
  * dialect_mma.h: the CUDA dialect's tensor-core kernels (dialect_mma.c, dialect_wgmma.c,
- * dialect_flash.c).
+ * dialect_pingpong.c, dialect_flash.c).
  */
 #ifndef PORTC_CUDA_DIALECT_MMA_H
 #define PORTC_CUDA_DIALECT_MMA_H
@@ -14,6 +14,11 @@ void cu_emit_mma(emitter *e);
 bool cu_conv_direct(const kir_module *m, int i);
 /* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
 void cu_emit_wgmma(emitter *e);
+/* its ping-pong form's body (dialect_pingpong.c), where cu_wgmma_pingpong */
+void cu_emit_wgmma_pingpong(emitter *e);
+/* the consumers' wgmma of Hopper's matmul as the lambda mma(a, b), bn columns (f32: TF32 A
+ * fragments in registers); with sums_arg its sums are its first argument, mma(d, a, b) */
+void cu_wgmma_lambda(emitter *e, int bn, bool f32, bool sums_arg);
 /* the f32 form's second function, kN_split(b, out, K, N): B's two TF32 parts, transposed */
 void cu_emit_tf32_split(emitter *e, int index);
 /* the body of an attention kernel whose schedule is KS_MMA (dialect_flash.c: mma.sync, sm_80) */

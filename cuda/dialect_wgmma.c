@@ -34,9 +34,8 @@
  * tensor-copy and mbarrier instructions); compiled by compile_all for sm_90a, run in
  * tests/cuda_emulate, and on an H200 (f16/bf16) and an H100 (f32) through the conformance suite,
  * memcheck and racecheck (taken by default on compute capability 9.0; PORTC_CUDA_KERNELS,
- * schedule.c). Not yet
- * here: a persistent tile scheduler (its epilogue would need shared memory of its own), clusters
- * with TMA multicast.
+ * schedule.c). The f16/bf16 form with 128x128 tiles is the ping-pong one of dialect_pingpong.c
+ * (persistent, a consumer a tile). Not yet here: clusters with TMA multicast.
  */
 #include <stdlib.h>
 
@@ -51,29 +50,32 @@
 #define STAGES (e->k->sched.stages)
 #define ACC (BN / 2)
 
-/* the consumer's wgmma, a lambda of the kernel's own (its ACC sums are as many operands):
+/* the consumer's wgmma, a lambda of the kernel's own (its bn / 2 sums are as many operands; the
+ * kernel's array d, or with sums_arg the lambda's first argument, float (&d)[bn / 2]):
  *  - f16/bf16: d[64xBN] += a[64x16] b[16xBN], a K-major, b N-major (imm-trans-b 1), both in
  *    shared memory;
  *  - f32: d[64xBN] += a[64x8] b[8xBN], a a TF32 fragment in registers (a0..a3: row g, k t; row
  *    g + 8, k t; row g, k t + 4; row g + 8, k t + 4 of the warp's 16 rows, g the lane / 4, t the
  *    lane % 4), b K-major in shared memory */
-static void emit_mma_lambda(emitter *e, bool f32) {
+void cu_wgmma_lambda(emitter *e, int bn, bool f32, bool sums_arg) {
   const kir_kernel *k = e->k;
   const char *t = e->m->buf[k->in_buf[0]].dt == PORTC_BF16 ? "bf16" : "f16";
+  const int acc = bn / 2;
   strbuf regs = {0}, ops = {0};
-  for (int i = 0; i < ACC; i++) {
+  for (int i = 0; i < acc; i++) {
     sb_printf(&regs, "%s%%%d", i ? ", " : "", i);
     sb_printf(&ops, "%s\"+f\"(d[%d])", i ? ", " : "", i);
   }
-  char *r = emit_take(e, &regs), *o = emit_take(e, &ops);
+  char *r = emit_take(e, &regs), *o = emit_take(e, &ops), sums[32] = "";
+  if (sums_arg) snprintf(sums, sizeof sums, "float (&d)[%d], ", acc);
   if (f32) {
-    emit_line(e, "auto mma = [&](const unsigned *a, uint64_t b) {");
-    emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", BN,
-              r ? r : "", ACC, ACC + 1, ACC + 2, ACC + 3, ACC + 4);
+    emit_line(e, "auto mma = [&](%sconst unsigned *a, uint64_t b) {", sums);
+    emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1;\\n\"", bn,
+              r ? r : "", acc, acc + 1, acc + 2, acc + 3, acc + 4);
   } else {
-    emit_line(e, "auto mma = [&](uint64_t a, uint64_t b) {");
-    emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", BN, t, t,
-              r ? r : "", ACC, ACC + 1);
+    emit_line(e, "auto mma = [&](%suint64_t a, uint64_t b) {", sums);
+    emit_line(e, "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, 1, 1, 1, 0, 1;\\n\"", bn, t, t,
+              r ? r : "", acc, acc + 1);
   }
   emit_line(e, "               : %s", o ? o : "");
   emit_line(e, f32 ? "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));" : "               : \"l\"(a), \"l\"(b));");
@@ -116,7 +118,7 @@ static void consumer(emitter *e) {
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
-  emit_mma_lambda(e, false);
+  cu_wgmma_lambda(e, BN, false, false);
   /* the sums stay in their registers across the asynchronous MMAs: nothing may move them between
    * the fence before the MMAs and the wait after them */
   emit_line(e, "auto pin = [&]() { _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\"); };", ACC);
@@ -149,7 +151,7 @@ static void consumer_tf32(emitter *e) {
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
-  emit_mma_lambda(e, true);
+  cu_wgmma_lambda(e, BN, true, false);
   emit_line(e, "unsigned hi[%d], lo[%d]; /* a k-step's fragment at 4 kk: a0..a3 */", FR, FR);
   emit_line(e, "auto pin = [&]() {");
   emit_line(e, "  _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\");", ACC);
@@ -200,6 +202,10 @@ static void epilogue_rows(emitter *e, int rows_a_pass, int CS, bool edge) {
 
 void cu_emit_wgmma(emitter *e) {
   const kir_kernel *k = e->k;
+  if (cu_wgmma_pingpong(e->m, k)) {
+    cu_emit_wgmma_pingpong(e);
+    return;
+  }
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
   const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
   const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES;

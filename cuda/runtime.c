@@ -285,6 +285,7 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   }
   unsigned g[3], b[3] = {(unsigned)kk->sched.threads[0], (unsigned)kk->sched.threads[1], (unsigned)kk->sched.threads[2]};
   gpu_grid(m->km, i, l->S, &m->lim, g);
+  if (!epi && cu_wgmma_pingpong(m->km, kk)) cu_pingpong_grid(g, m->c->sms); /* persistent: its blocks loop over the tiles */
   int shared = kk->sched.shared_bytes;
   if (epi) { /* a grid-stride loop over M x N */
     int64_t mn[2] = {gpu_gemm_rows(m->km, i, l->S), dim_value(kk->mnk[1], l->S)};
@@ -683,6 +684,9 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
   if (cu_wgmma_tf32(m->km, &m->km->k[i]))
     snprintf(own, sizeof own, "portc's Hopper tensor-core kernel in f32 (three TF32 products a term, wgmma m64n%dk8, %dx%d tiles)", s->tile_n,
              s->tile_m, s->tile_n);
+  else if (cu_wgmma_pingpong(m->km, &m->km->k[i]))
+    snprintf(own, sizeof own, "portc's Hopper tensor-core kernel, ping-pong (TMA and wgmma m64n128k16, %dx%d tiles, a block an SM)", s->tile_m,
+             s->tile_n);
   else
     snprintf(own, sizeof own,
              s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"

@@ -105,6 +105,15 @@ bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k) {
   return k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA && m->buf[k->in_buf[0]].dt == PORTC_F32;
 }
 
+bool cu_wgmma_pingpong(const kir_module *m, const kir_kernel *k) {
+  return k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA && !cu_wgmma_tf32(m, k) && k->sched.tile_n == CU_PP_BN;
+}
+
+void cu_pingpong_grid(unsigned g[3], int sms) {
+  uint64_t tiles = (uint64_t)g[0] * g[1] * g[2];
+  g[0] = (unsigned)(tiles < (uint64_t)sms ? tiles : (uint64_t)sms), g[1] = g[2] = 1;
+}
+
 /* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
  * weights, static sizes but the batch, a reduction (C x KH x KW) of whole 16-byte rows of weights,
  * images and padding small enough for the gather's table (32-bit offsets in an image, 16-bit ones
@@ -316,8 +325,13 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
       m->k[i].sched.shared_bytes = wt_shared(s->tile_n); /* what follows from the tile */
       return true;
     }
-    if (s->tile_m != CU_WG_BM || s->tile_n != CU_WG_BN || s->tile_k != CU_WG_BK || s->stages != CU_WG_STAGES || s->threads[0] != CU_WG_THREADS)
-      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages", CU_WG_BM, CU_WG_BN, CU_WG_BK, CU_WG_STAGES), false;
+    /* f16/bf16: both consumers on one 128x256 tile in 4 stages, or the ping-pong form's 128x128 tiles in 6 */
+    const bool coop = s->tile_n == CU_WG_BN && s->stages == CU_WG_STAGES, pingpong = s->tile_n == CU_PP_BN && s->stages == CU_PP_STAGES;
+    if (s->tile_m != CU_WG_BM || !(coop || pingpong) || s->tile_k != CU_WG_BK || s->threads[0] != CU_WG_THREADS)
+      return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages, or %dx%dx%d in %d (ping-pong)", CU_WG_BM, CU_WG_BN,
+                      CU_WG_BK, CU_WG_STAGES, CU_WG_BM, CU_PP_BN, CU_WG_BK, CU_PP_STAGES),
+             false;
+    m->k[i].sched.shared_bytes = pingpong ? CU_PP_SHARED : CU_WG_SHARED; /* what follows from the tile */
     return true;
   }
   case KS_TILED: return gpu_tiles_fit(&m->k[i], CU_MAX_SPLIT, why, len);
@@ -353,6 +367,11 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
     for (int bn = 256; bn >= 128 && n < max; bn -= 64)
       if (bn != s->tile_n)
         out[n++] = (tune_knobs){.mask = tune_knob_bit("tile") | tune_knob_bit("stages"), .v.tile_m = CU_WG_BM, .v.tile_n = bn, .v.stages = wt_stages(bn)};
+  if (s->variant == KS_WGMMA && !cu_wgmma_tf32(m, k) && n < max) { /* f16/bf16: the other of its two forms */
+    const bool pp = s->tile_n == CU_PP_BN;
+    out[n++] = (tune_knobs){.mask = tune_knob_bit("tile") | tune_knob_bit("stages"), .v.tile_m = CU_WG_BM, .v.tile_n = pp ? CU_WG_BN : CU_PP_BN,
+                            .v.stages = pp ? CU_WG_STAGES : CU_PP_STAGES};
+  }
   tune_run_candidates(m, i, out, max, &n);
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};
   for (int a = 1; a <= 3 && s->library && n < max; a++) /* cuBLASLt's next choices (its first is the default's) */

@@ -149,7 +149,7 @@ pc_dim3 pc_emu_block, pc_emu_grid, pc_emu_bdim;
 std::function<void()> pc_emu_body;
 std::vector<unsigned char> pc_emu_shared; /* the block's dynamic shared memory, from a 1024-byte boundary */
 unsigned char *pc_emu_shared_base;
-int pc_emu_arrived[66]; /* per barrier: [0] the block's, [1 + w] warp w's, [65] the named barrier 1 */
+int pc_emu_arrived[74]; /* per barrier: [0] the block's, [1 + w] warp w's, [65] the named barrier 1, [66 + g] warpgroup g's */
 long pc_emu_progress;   /* counts what can release a waiting thread: barriers met, mbarrier phases */
 /* an mbarrier (Hopper): arrivals still expected in this phase, the bytes still expected, the phase */
 struct pc_emu_mbar {
@@ -190,6 +190,7 @@ inline int pc_emu_lane() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y 
 inline int pc_emu_warpid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5; }
 inline void __syncthreads() { pc_emu_meet(-1, (int)pc_emu_t.size()); }
 inline void pc_emu_warp_meet() { pc_emu_meet(pc_emu_warpid(), 32); }
+inline void __syncwarp(unsigned = 0xffffffffu) { pc_emu_warp_meet(); }
 
 /* a thread that spins (an mbarrier wait) lets the others run */
 inline void pc_emu_yield() {
@@ -444,7 +445,10 @@ template <int R> inline void pc_regs_dec() {}
 inline void pc_consumers_sync() { pc_emu_meet(64, 256); }
 inline void pc_wg_fence() {}
 inline void pc_wg_commit() {}
-template <int N> inline void pc_wg_wait() {}
+/* the MMAs are the warpgroup's: its threads compute theirs when each gets there, so a wait for
+ * them is a meeting of the warpgroup (a thread that then gives their stage back gives it back
+ * for all four warps) */
+template <int N> inline void pc_wg_wait() { pc_emu_meet(65 + pc_emu_warpid() / 4, 128); }
 inline uint64_t pc_wg_desc(const void *p, unsigned lead, unsigned stride) {
   return (uint64_t)((pc_saddr(p) & 0x3FFFF) >> 4) | (uint64_t)((lead & 0x3FFFF) >> 4) << 16 | (uint64_t)((stride & 0x3FFFF) >> 4) << 32 |
          1ull << 62;

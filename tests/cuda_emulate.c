@@ -39,7 +39,8 @@ typedef struct emu_case {
   const char *marks;  /* text the source must hold: the kernel under test is there */
   double tol;         /* on the output's relative error, ||y - ref|| / ||ref|| */
   int split;          /* > 1: the convolutions' reduction in this many slices (split-K), as a GPU's schedule may choose */
-  int tile_n;         /* > 0: Hopper's f32 matmul with tiles of this many columns, as a tune entry may choose */
+  int tile_n;         /* > 0: Hopper's matmul with tiles of this many columns, as a tune entry may choose (f16/bf16:
+                       * 128 is the ping-pong form) */
 } emu_case;
 
 static const emu_case cases[] = {
@@ -70,6 +71,12 @@ static const emu_case cases[] = {
      "graph mm\ninput a: f16[2, 4, 72, 32]\ninput w: f16[128, 64]\ninput b: f16[64]\nt = permute(a, perm=[0, 2, 1, 3])\n"
      "m = reshape(t, shape=[2, 72, 128])\nh = matmul(m, w)\ny = add(h, b)\noutput y\n",
      CU_OWN_WGMMA, "wgmma.mma_async", 2e-3, 1, 0},
+    {"Hopper's matmul, ping-pong (two blocks looping over 9 tiles, a consumer a tile), f16, bias and GELU, partial tiles, more k-steps than stages",
+     "graph mm\ninput a: f16[300, 520]\ninput b: f16[520, 264]\ninput c: f16[264]\nh = matmul(a, b)\nz = add(h, c)\ny = gelu(z)\noutput y\n",
+     CU_OWN_WGMMA, "m64n128k16.f32.f16", 2e-3, 1, CU_PP_BN},
+    {"Hopper's matmul, ping-pong, bf16, batches folded into rows, fewer tiles than blocks' consumers",
+     "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "m64n128k16.f32.bf16", 1.5e-2, 1,
+     CU_PP_BN},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
@@ -209,6 +216,7 @@ static bool write_program(const kir_module *km, const char *path) {
     int nb = kernel_buffers(km, i, bufs, GPU_MAX_ARGS);
     unsigned g[3];
     gpu_grid(km, i, S, &lim, g);
+    if (cu_wgmma_pingpong(km, &km->k[i])) cu_pingpong_grid(g, 2); /* two SMs: each block loops over tiles */
     const int split = gpu_conv_split(&km->k[i]);
     if (split > 1) { /* the slices' partial sums, as runtime.c's scratch buffer holds them */
       int64_t mn[2];
@@ -265,8 +273,10 @@ static int run_case(const emu_case *c, int index) {
     km->k[i].sched = (kir_schedule){0}, cu_schedule_as(km, i, -1, own);
     if (c->split > 1 && km->k[i].kind == KK_CONV) km->k[i].sched.split_k = c->split;
     char why[256];
-    if (c->tile_n && cu_wgmma_tf32(km, &km->k[i])) {
-      km->k[i].sched.tile_n = c->tile_n, km->k[i].sched.stages = c->tile_n == 256 ? 2 : c->tile_n == 192 ? 3 : 4;
+    if (c->tile_n && km->k[i].sched.variant == KS_WGMMA) {
+      const bool f32 = cu_wgmma_tf32(km, &km->k[i]);
+      km->k[i].sched.tile_n = c->tile_n;
+      km->k[i].sched.stages = f32 ? (c->tile_n == 256 ? 2 : c->tile_n == 192 ? 3 : 4) : c->tile_n == CU_PP_BN ? CU_PP_STAGES : CU_WG_STAGES;
       if (!cu_schedule_check(km, i, -1, why, sizeof why)) return fprintf(stderr, "%s: %s\n", c->name, why), 1;
     }
   }
