@@ -13,6 +13,11 @@
 #             kernels forced): explain, the matmul-bearing cases, memcheck and racecheck on the matmul
 #             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
 #             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
+#   pingpong  Hopper's f16/bf16 matmul in its ping-pong form (cuda/dialect_pingpong.c, forced by a
+#             site tune table of 128x128 tiles, own kernels forced): explain; the f16 matmul graphs of
+#             bench/gpu/ and the f16 transformer timed with it, with the 128x256 form, with cuBLASLt and
+#             as the runtime chooses; then the matmul-bearing cases, memcheck and racecheck on the
+#             f16/bf16 matmul cases, each command under a time limit
 #   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
 #             kernels forced): explain, the Cuda unit tests (where build/bin/portc_tests is
 #             carried), the matmul-bearing cases and the models fused and eager,
@@ -232,6 +237,36 @@ for step in $steps; do
         line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_wgmma_${g}_$name.txt")"
       done
       summary+=("$line")
+    done
+    ;;
+  pingpong)
+    for dt in f16 bf16; do
+      echo "api=cuda kind=matmul dtype=$dt tile=128x128 stages=6 prov=heuristic source=\"the ping-pong form\""
+    done >"$out/pingpong_table.txt"
+    pp=(env PORTC_TUNE_PATH="$out/pingpong_table.txt" PORTC_CUDA_MATMUL=own timeout 300)
+    "${pp[@]}" "$portc" explain bench/gpu/matmul_bias_gelu_8192_f16.ptg -t cuda >"$out/explain_pingpong.txt" 2>&1
+    summary+=("explain with the ping-pong table (rc $?): $(grep -c 'ping-pong' "$out/explain_pingpong.txt") kernels in the ping-pong form")
+    for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer; do
+      args=("bench/gpu/$g.ptg")
+      [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
+      line="$g, ms:"
+      for how in "$out/pingpong_table.txt own ping-pong" "/dev/null own 128x256" "/dev/null cublaslt cuBLASLt" "$out/pingpong_table.txt auto chosen"; do
+        read -r table matmul name <<<"$how"
+        PORTC_TUNE_PATH=$table PORTC_CUDA_MATMUL=$matmul timeout 120 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 \
+          >"$out/bench_pingpong_${g}_$name.txt" 2>&1
+        line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_pingpong_${g}_$name.txt")"
+      done
+      summary+=("$line")
+    done
+    "${pp[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' \
+      >"$out/verify_pingpong.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_pingpong.txt" | head -10
+    summary+=("verify cuda, the ping-pong form (rc $rc): $(tail -1 "$out/verify_pingpong.txt")")
+    for tool in memcheck racecheck; do
+      "${pp[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
+        --quiet >"$out/${tool}_pingpong.txt" 2>&1
+      summary+=("$tool, the ping-pong form (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_pingpong.txt" | tail -1)")
     done
     ;;
   tf32x3)
