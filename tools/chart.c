@@ -2,7 +2,8 @@
  * chart.c: `portc bench --chart FILE.svg`: one point per kernel per series (fused, eager, the
  * untuned rules) in two panels a browser shows without anything else: on the left a roofline,
  * GFLOP/s against arithmetic intensity (FLOPs per byte, both axes logarithmic) under the
- * device's measured bandwidth and FLOP rate; on the right every kernel's GB/s against the bytes
+ * device's measured bandwidth and FLOP rate (and, dashed, a 16-bit matmul's where the graph
+ * computes in f16 or bf16: tensor cores run those far faster than f32); on the right every kernel's GB/s against the bytes
  * it moves, under the measured bandwidth (kernels that compute nothing appear only there).
  */
 #include <math.h>
@@ -69,19 +70,23 @@ bool chart_write(const chart *c, const char *path) {
     double in = p->flops / p->bytes, gf = p->flops / p->seconds / 1e9;
     imin = fmin(imin, in), imax = fmax(imax, in), gmin = fmin(gmin, gf), gmax = fmax(gmax, gf);
   }
-  gmax = fmax(gmax, c->peak_gflops);
+  gmax = fmax(gmax, fmax(c->peak_gflops, c->peak_half_gflops));
   axis xi = log_axis(fmin(imin, 0.1), fmax(imax, 100)), yg = log_axis(fmin(gmin, 1), gmax * 1.5);
   axis xb = log_axis(bmin, bmax), yb = {0, bwmax > 0 ? bwmax * 1.1 : 1, false};
   fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n", W, H);
   fprintf(f, "<text x='%d' y='24' font-size='15' text-anchor='middle'>%s</text>\n", W / 2, c->title);
-  fprintf(f, "<text x='%d' y='42' font-size='11' text-anchor='middle'>peaks measured by portc on this device: %.1f GB/s, %.1f GFLOP/s (%s)</text>\n",
-          W / 2, c->peak_gbps, c->peak_gflops, c->peak_how ? c->peak_how : "");
+  char half[96] = "";
+  if (c->peak_half_gflops > 0) snprintf(half, sizeof half, " (%s matmuls: %.1f, the dashed roof)", c->half_name, c->peak_half_gflops);
+  fprintf(f, "<text x='%d' y='42' font-size='11' text-anchor='middle'>peaks measured by portc on this device: %.1f GB/s, %.1f GFLOP/s%s (%s)</text>\n",
+          W / 2, c->peak_gbps, c->peak_gflops, half, c->peak_how ? c->peak_how : "");
   frame(f, LEFT1, &xi, &yg, "FLOPs per byte", "GFLOP/s");
   frame(f, LEFT2, &xb, &yb, "bytes moved by the kernel", "GB/s");
-  if (c->peak_gbps > 0 && c->peak_gflops > 0) { /* the roofline: min(peak bandwidth x intensity, peak FLOP rate) */
-    fprintf(f, "<polyline fill='none' stroke='#000' stroke-width='1.5' points='");
+  for (int r = 0; r < 2 && c->peak_gbps > 0; r++) { /* the rooflines: min(peak bandwidth x intensity, peak FLOP rate) */
+    const double top = r ? c->peak_half_gflops : c->peak_gflops;
+    if (top <= 0) continue;
+    fprintf(f, "<polyline fill='none' stroke='#000' stroke-width='1.5'%s points='", r ? " stroke-dasharray='6 4'" : "");
     for (int s = 0; s <= 100; s++) {
-      double in = pow(10, xi.lo + (xi.hi - xi.lo) * s / 100.0), roof = fmin(c->peak_gbps * in, c->peak_gflops);
+      double in = pow(10, xi.lo + (xi.hi - xi.lo) * s / 100.0), roof = fmin(c->peak_gbps * in, top);
       fprintf(f, "%.1f,%.1f ", LEFT1 + place(&xi, in, PW), TOP + PH - place(&yg, roof, PH));
     }
     fprintf(f, "'/>\n");

@@ -73,6 +73,8 @@ typedef struct chart_point {
 typedef struct chart {
   const char *title;
   double peak_gbps, peak_gflops; /* measured (0: unknown) */
+  double peak_half_gflops;       /* a 16-bit matmul's, drawn as a second roof where measured (0: not) */
+  const char *half_name;         /* its dtype: "f16" or "bf16" */
   const char *peak_how;
   const chart_point *p;
   int n;

@@ -271,7 +271,7 @@ static double peak_rate(const char *text, const char *target, double warm_s, boo
  * (on the H200 a 64 MiB one reached 2.1 TB/s, bench/gpu/copy_64M.ptg's 256 MiB 4.2), else of
  * 64 MiB (lavapipe binds 128 MiB; the CPU takes 64 MiB too), and a 2048 f32 matmul, each warmed
  * up for warm_s seconds as the graph was */
-static void measure_peaks(const char *target, double warm_s, double *gbps, double *gflops) {
+static void measure_peaks(const char *target, double warm_s, portc_dtype half, double *gbps, double *gflops, double *half_gflops) {
   *gbps = 0;
   if (strncmp(target, "cpu", 3)) {
     probing = true;
@@ -280,6 +280,24 @@ static void measure_peaks(const char *target, double warm_s, double *gbps, doubl
   }
   if (*gbps <= 0) *gbps = peak_rate("graph peak_copy\ninput x: f32[16777216]\ny = relu(x)\noutput y\n", target, warm_s, true);
   *gflops = peak_rate("graph peak_matmul\ninput a: f32[2048, 2048]\ninput b: f32[2048, 2048]\ny = matmul(a, b)\noutput y\n", target, warm_s, false);
+  *half_gflops = 0;
+  if (half != PORTC_F32 && strncmp(target, "cpu", 3)) { /* 4096: 2048 leaves the H100's tensor cores half idle */
+    char text[160];
+    const char *t = portc_dtype_name(half);
+    snprintf(text, sizeof text, "graph peak_matmul\ninput a: %s[4096, 4096]\ninput b: %s[4096, 4096]\ny = matmul(a, b)\noutput y\n", t, t);
+    *half_gflops = peak_rate(text, target, warm_s, false);
+  }
+}
+
+/* the 16-bit float dtype graph g computes in (autocast's, else its first f16 or bf16 node's), or
+ * PORTC_F32 where it has none */
+static portc_dtype half_dtype(const portc_graph *g, portc_dtype autocast) {
+  if (autocast == PORTC_F16 || autocast == PORTC_BF16) return autocast;
+  for (portc_node n = 0; n < portc_graph_node_count(g); n++) {
+    portc_dtype t = portc_node_dtype(g, n);
+    if (t == PORTC_F16 || t == PORTC_BF16) return t;
+  }
+  return PORTC_F32;
 }
 
 /* per target: what was measured */
@@ -287,7 +305,8 @@ typedef struct result {
   char target[64], key[512];
   measure fused, eager, rules;
   bool has_eager, has_rules;
-  double peak_gbps, peak_gflops;
+  double peak_gbps, peak_gflops, peak_half_gflops;
+  portc_dtype half; /* the dtype of peak_half_gflops */
 } result;
 
 static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, const result *r, int iters) {
@@ -324,6 +343,7 @@ static void json_result(FILE *f, const portc_graph *g, const graph_args *ga, con
     fprintf(f, ", \"tuned_speedup\": %.6g", r->rules.med / r->fused.med);
   }
   if (r->peak_gbps > 0) fprintf(f, ", \"peak_gbps\": %.6g, \"peak_gflops\": %.6g", r->peak_gbps, r->peak_gflops);
+  if (r->peak_half_gflops > 0) fprintf(f, ", \"peak_gflops_%s\": %.6g", portc_dtype_name(r->half), r->peak_half_gflops);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   fprintf(f, ", \"peak_rss_bytes\": %ld}", ru.ru_maxrss * 1024L);
@@ -343,7 +363,9 @@ static bool write_chart(const portc_graph *g, const result *r, const char *path)
   char title[512];
   snprintf(title, sizeof title, "%s on %s: each kernel alone (fused, eager, and the rules without tune tables)", portc_graph_name(g),
            r->fused.info.device);
-  chart c = {title, r->peak_gbps, r->peak_gflops, "a copy of 256 MiB (64 MiB where the device binds less, and on the CPU) and a 2048 f32 matmul, fastest of 3 after the warm-up", p, n};
+  chart c = {title, r->peak_gbps, r->peak_gflops, r->peak_half_gflops, portc_dtype_name(r->half),
+             "a copy of 256 MiB (64 MiB where the device binds less, and on the CPU), a 2048 f32 matmul and a 4096 16-bit one, fastest of 3 after the warm-up",
+             p, n};
   bool ok = chart_write(&c, path);
   free(p);
   return ok;
@@ -430,7 +452,8 @@ int cmd_bench(int argc, char **argv) {
     portc_compile_options cr = co;
     cr.rules_only = true;
     if (!rc && r->fused.info.tuned_kernels > 0 && !co.rules_only) rc = measure_one(g, b, cr, warmup, ws, iters, profile, 0, &r->rules), r->has_rules = !rc;
-    if (!rc && svg) measure_peaks(r->target, ws, &r->peak_gbps, &r->peak_gflops);
+    r->half = half_dtype(g, ga.autocast);
+    if (!rc && svg) measure_peaks(r->target, ws, r->half, &r->peak_gbps, &r->peak_gflops, &r->peak_half_gflops);
     if (rc) break;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -456,7 +479,9 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "portc bench: cannot write %s\n", path);
         rc = EXIT_FAIL;
       } else {
-        printf("chart: %s (peaks measured here: %.1f GB/s, %.1f GFLOP/s)\n", path, r->peak_gbps, r->peak_gflops);
+        printf("chart: %s (peaks measured here: %.1f GB/s, %.1f GFLOP/s", path, r->peak_gbps, r->peak_gflops);
+        if (r->peak_half_gflops > 0) printf(", %.1f GFLOP/s in %s matmuls", r->peak_half_gflops, portc_dtype_name(r->half));
+        printf(")\n");
       }
     }
     if (tracef) {
