@@ -103,6 +103,16 @@ void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t 
   }
 }
 
+void gpu_attention_key_end(emitter *e, const char *type, int bq, bool causal) {
+  if (causal) emit_line(e, "const %s JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", type, bq, bq);
+  else emit_line(e, "const %s JE = SK;", type);
+}
+
+void gpu_attention_first_query(emitter *e, const char *tile, int bq, bool causal) {
+  if (causal) emit_line(e, "const int q0 = (QT - 1 - %s) * %d;", tile, bq);
+  else emit_line(e, "const int q0 = %s * %d;", tile, bq);
+}
+
 void gpu_attention_offsets(emitter *e, const char *type, bool *mrow, bool *mcol) {
   const kir_kernel *k = e->k;
   const int orank = k->dom.rank - 2, mb = k->nin > 3 ? k->in_buf[3] : -1;
@@ -340,8 +350,7 @@ void emit_attention(emitter *e) {
   emit_line(e, "  o[x] = %s;", zero);
   unrolled(e, "r", 4);
   emit_line(e, "{ m[r] = %s; l[r] = %s; }", ninf, zero);
-  if (causal) emit_line(e, "const %s JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", it, a.bq, a.bq);
-  else emit_line(e, "const %s JE = SK;", it);
+  gpu_attention_key_end(e, it, a.bq, causal);
   prefetch(e, &a, kb, vb, "0");
   emit_line(e, "for (%s j0 = 0; j0 < JE; j0 += %d) {", it, a.bk);
   e->indent++;

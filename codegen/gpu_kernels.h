@@ -52,6 +52,13 @@ void gpu_attention_batch_offset(emitter *e, int b, int orank, char *out, size_t 
  * q, k, v and the mask (qo, ko, vo, mo), declared of type `type`; *mrow and *mcol: whether the
  * mask varies along the queries and along the keys (both false without a mask) */
 void gpu_attention_offsets(emitter *e, const char *type, bool *mrow, bool *mcol);
+/* JE, of type `type`: the end of the keys that query tile q0 (bq queries) reads; with a causal
+ * mask none past the tile's last query, else SK */
+void gpu_attention_key_end(emitter *e, const char *type, int bq, bool causal);
+/* q0, an int: the first query of work item `tile` (of tiles, QT a batch), bq queries a tile; with a
+ * causal mask the longest tiles first (a tile's work grows with its queries), so that the short
+ * ones fill the last wave */
+void gpu_attention_first_query(emitter *e, const char *tile, int bq, bool causal);
 
 /* the vector width of concat kernel i (4 f32 elements, 8 of 16 bits) where every input's slab of
  * the output is a run of whole vectors (its extent along the axis times the extents after it)

@@ -86,14 +86,11 @@ void cu_emit_flash(emitter *e) {
   emit_line(e, "for (int64_t tile = blockIdx.x; tile < (int64_t)(%s) * QT; tile += gridDim.x) {", nb);
   e->indent++;
   emit_line(e, "const int64_t bt = tile / QT;");
-  if (causal) /* a tile's work grows with its queries: the longest first, so that the short ones fill the last wave */
-    emit_line(e, "const int q0 = (QT - 1 - (int)(tile %% QT)) * %d;", CU_FA_BQ);
-  else emit_line(e, "const int q0 = (int)(tile %% QT) * %d;", CU_FA_BQ);
+  gpu_attention_first_query(e, "(int)(tile % QT)", CU_FA_BQ, causal);
   bool mrow, mcol; /* does the mask vary along the queries, the keys */
   gpu_attention_offsets(e, "int64_t", &mrow, &mcol);
   emit_line(e, "__syncthreads(); /* the last tile's readers of shared memory are done */");
-  if (causal) emit_line(e, "const int JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", CU_FA_BQ, CU_FA_BQ);
-  else emit_line(e, "const int JE = SK;");
+  gpu_attention_key_end(e, "int", CU_FA_BQ, causal);
   load_tile(e, "Qs", "Q", "qo", "q0", "SQ", CU_FA_BQ, D);
   load_tile(e, "KVs", "K", "ko", "0", "SK", CU_FA_BK, D);
   snprintf(off, sizeof off, "KVs + %lld", KS);

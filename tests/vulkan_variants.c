@@ -27,6 +27,7 @@
 #include "../conformance/conformance.h"
 #include "../lower/pipeline.h"
 #include "../targets/regional.h"
+#include "../targets/target.h"
 #include "../vulkan/vk.h"
 
 typedef struct unit {
@@ -79,15 +80,17 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
   free(src);
 }
 
-/* the lowering as on a device with cooperative matrices: the target's attention_kernel, and f16
- * convolutions channels-last (vk_channels_last) */
+/* the lowering as on a device with cooperative matrices: the target's attention_kernel and
+ * copy_merged_rows, and f16 convolutions channels-last (vk_channels_last's answer there) */
 static lower_options device_lowering(bool eager) {
-  return (lower_options){.eager = eager, .attention = 1u << PORTC_F16 | 1u << PORTC_BF16, .channels_last = 1u << PORTC_F16,
-                         .copy_merged_rows = 1u << PORTC_F16};
+  int device;
+  const target *T = target_find("vulkan", &device);
+  return (lower_options){.eager = eager, .attention = T->attention_kernel, .channels_last = 1u << PORTC_F16,
+                         .copy_merged_rows = T->copy_merged_rows};
 }
 
 /* The module as scheduled (schedule_all), and where it has cooperative-matrix kernels, once more
- * for each other shape the tuner may give them on a device with 48 KiB of shared memory (tile,
+ * for each other shape the tuner may give them on a device with VK_COOP_SHARED bytes of shared memory (tile,
  * subgroups, k-step: vk_tune_space), applied to all of them */
 static void add_module(const portc_graph *g, bool eager, const char *name) {
   const lower_options lo = device_lowering(eager);
@@ -102,7 +105,7 @@ static void add_module(const portc_graph *g, bool eager, const char *name) {
   int coop = -1;
   for (int i = 0; i < km->nk && coop < 0; i++)
     if (km->k[i].sched.variant == KS_MMA) coop = i;
-  const tune_device nvidia = {.api = "vulkan", .units = 132, .subgroup = 32, .shared_bytes = 48 * 1024};
+  const tune_device nvidia = {.api = "vulkan", .units = 132, .subgroup = 32, .shared_bytes = VK_COOP_SHARED};
   tune_knobs shapes[32];
   const int n = coop < 0 ? 0 : vk_tune_space(km, coop, &nvidia, shapes, 32);
   const unsigned shape_knobs = tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k");

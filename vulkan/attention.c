@@ -130,13 +130,10 @@ static void body(emitter *e) {
   emit_line(e, "for (int tile = int(gl_WorkGroupID.x); tile < (%s) * QT; tile += int(gl_NumWorkGroups.x)) {", nb);
   e->indent++;
   emit_line(e, "const int bt = tile / QT;");
-  if (causal) /* a tile's work grows with its queries: the longest first, so that the short ones fill the last wave */
-    emit_line(e, "const int q0 = (QT - 1 - tile %% QT) * %d;", BQ);
-  else emit_line(e, "const int q0 = tile %% QT * %d;", BQ);
+  gpu_attention_first_query(e, "tile % QT", BQ, causal);
   bool mrow, mcol; /* does the mask vary along the queries, the keys */
   gpu_attention_offsets(e, "int", &mrow, &mcol);
-  if (causal) emit_line(e, "const int JE = q0 + %d < SK ? q0 + %d : SK; /* no key past the tile's last query */", BQ, BQ);
-  else emit_line(e, "const int JE = SK;");
+  gpu_attention_key_end(e, "int", BQ, causal);
   /* the query tile through pa_K into the subgroups' fragments */
   emit_line(e, "barrier(); /* the last tile's readers of pa_K are done */");
   load_rows(e, "pa_K", Q, "qo", "q0", "SQ", BQ, a.d, a.kp);

@@ -164,7 +164,7 @@ static int row_threads(const kir_kernel *k, int wg, int subgroup) {
 }
 
 bool vk_coop_schedule(kir_module *m, int i) {
-  if (gpu_is_attention(m, i)) return vk_attention_coop_schedule(m, i, 48 * 1024); /* NVIDIA's shared memory */
+  if (gpu_is_attention(m, i)) return vk_attention_coop_schedule(m, i, VK_COOP_SHARED);
   if (!coop_eligible(m, i)) return false;
   kir_schedule *s = &m->k[i].sched;
   s->variant = KS_MMA, s->fold_batch = m->k[i].kind == KK_MATMUL, s->split_k = 1, s->vector = 0;

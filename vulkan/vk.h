@@ -106,9 +106,12 @@ const char *vk_compiler_id(void);
 /* limits, and the tiles of the rules (schedule.c): the SIMT matmul's, the cooperative-matrix
  * matmul's and its threads (four subgroups of 32) */
 enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128, VK_COOP_K = 32, VK_MAX_SPLIT = 64,
-       VK_MIN_SHARED = 16384 /* the shared memory every Vulkan device has, assumed where none is known */ };
-/* the cooperative-matrix schedule for matmul kernel i where it qualifies (whatever the device:
- * the runtime's hook calls it only on devices with cooperative matrices); false where not */
+       VK_MIN_SHARED = 16384, /* the shared memory every Vulkan device has, assumed where none is known */
+       VK_COOP_SHARED = 48 << 10 /* what vk_coop_schedule takes a device to have: NVIDIA's 48 KiB */ };
+/* the cooperative-matrix schedule for matmul kernel i where it qualifies, and for attention kernel
+ * i within VK_COOP_SHARED bytes (whatever the device: the runtime's hook calls it only on devices
+ * with cooperative matrices, and schedules attention for the device's own shared memory); false
+ * where not */
 bool vk_coop_schedule(kir_module *m, int i);
 /* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
  * (comma-separated; "none"), else by default: coopconv, f16 convolutions channels-last on the
