@@ -384,8 +384,9 @@ TEST(TuneTables, VulkansMatmulsShortOfWorkGroupsSplitOrTakeSmallTiles) {
 }
 
 // CUDA's Hopper matmul (scheduled as for an sm_90a device): f16 and bf16 GEMMs of any row count
-// take it, with its fixed 128x256 tile of three warpgroups, the whole SM's shared memory and the
-// operands' tensor maps as parameters, and make the module compile for sm_90a; f32 matmuls and
+// take it, with its 128x256 tile of three warpgroups, the whole SM's shared memory and the
+// operands' tensor maps as parameters, and make the module compile for sm_90a; the tuner's other
+// candidate is its ping-pong form (128x128 tiles in 6 stages, a block per SM); f32 matmuls and
 // other devices keep their kernels
 TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
   int device;
@@ -431,10 +432,43 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     EXPECT_NE(cu.find("const __grid_constant__ pc_tmap pc_ta, const __grid_constant__ pc_tmap pc_tb"), std::string::npos);
     EXPECT_NE(cu.find(std::string("wgmma.mma_async.sync.aligned.m64n256k16.f32.") + t + "." + t), std::string::npos) << t;
     EXPECT_NE(cu.find("pc_tma_load(Bs"), std::string::npos);
-    // a tile the kernel was not written for is refused, naming the tile it has
+    // a tile the kernel was not written for is refused, naming the tiles it has
     km->k[0].sched.tile_n = 128;
     EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why));
     EXPECT_NE(strstr(why, "128x256x64"), nullptr) << why;
+    EXPECT_NE(strstr(why, "ping-pong"), nullptr) << why;
+    // the tuner's other candidate: the ping-pong form, 128x128 tiles in 6 stages, its own
+    // shared memory, a block per SM (or per tile, where there are fewer)
+    km->k[0].sched.tile_n = 256;
+    tune_knobs cand[16];
+    const tune_device d = {};
+    const int n = tg->tune_space(km, 0, &d, cand, 16);
+    int offered = 0;
+    for (int j = 0; j < n; j++)
+      if (cand[j].mask & tune_knob_bit("stages")) {
+        tune_knobs_apply(&cand[j], &km->k[0].sched);
+        offered++;
+      }
+    ASSERT_EQ(offered, 1) << t;
+    EXPECT_EQ(s.tile_n, CU_PP_BN);
+    EXPECT_EQ(s.stages, CU_PP_STAGES);
+    EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
+    EXPECT_TRUE(cu_wgmma_pingpong(km, &km->k[0]));
+    EXPECT_EQ(s.shared_bytes, CU_PP_SHARED);
+    EXPECT_LE(s.shared_bytes, 227 * 1024) << "more than an H100's block may take";
+    src = emit_module(&cuda_dialect, km);
+    ASSERT_NE(src, nullptr);
+    std::string pp(src);
+    free(src);
+    EXPECT_NE(pp.find(std::string("wgmma.mma_async.sync.aligned.m64n128k16.f32.") + t + "." + t), std::string::npos) << t;
+    EXPECT_NE(pp.find("pc_mbar_wait(&turn[c]"), std::string::npos) << "the consumers take turns";
+    unsigned grid[3] = {3, 2, 1};
+    cu_pingpong_grid(grid, 132);
+    EXPECT_EQ(grid[0], 6u) << "fewer tiles than SMs: a block per tile";
+    EXPECT_EQ(grid[1] * grid[2], 1u);
+    unsigned big[3] = {64, 64, 1};
+    cu_pingpong_grid(big, 132);
+    EXPECT_EQ(big[0], 132u) << "a block per SM";
     kir_module_free(km);
   }
 }
