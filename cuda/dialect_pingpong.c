@@ -56,28 +56,26 @@ static void producer(emitter *e) {
   emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
 }
 
-/* a consumer's mainloop over its tile's KT k-steps, from ring position p0: per stage four
- * k-steps of 16, each the two halves of A's panel (64 rows of 128 bytes, 8-row groups 1024
- * bytes apart) times B's panel (two boxes of 64 columns, 8192 bytes apart) */
+/* a consumer's MMAs of stage s: four k-steps of 16, each the two halves of A's panel (64 rows of
+ * 128 bytes, 8-row groups 1024 bytes apart) times B's panel (two boxes of 64 columns, 8192 bytes
+ * apart) */
+static void tile_mmas(emitter *e) {
+  emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++) {", BK / 16);
+  emit_line(e, "  const uint64_t b = pc_wg_desc(Bs + s * %d + kk * %d, %d, 1024);", B_STAGE, 16 * 64, B_BOX * 2);
+  emit_line(e, "  mma(acc[0], pc_wg_desc(As + s * %d + kk * 16, 16, 1024), b);", A_STAGE);
+  emit_line(e, "  mma(acc[1], pc_wg_desc(As + s * %d + %d + kk * 16, 16, 1024), b);", A_STAGE, 64 * BK);
+  emit_line(e, "}");
+}
+
+/* a consumer's mainloop over its tile's KT k-steps, from ring position p0 */
 static void mainloop(emitter *e) {
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) acc[0][i] = acc[1][i] = 0.0f;", SUMS);
   emit_line(e, "if (lt > 0) pc_mbar_wait(&turn[c], (lt - 1) / 2 & 1); /* the other consumer has passed its last stage */");
   emit_line(e, "const int p0 = lt * KT;");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
-  emit_line(e, "const int p = p0 + kt, s = p %% %d;", STAGES);
-  emit_line(e, "pc_mbar_wait(&full[s], (p / %d) & 1);", STAGES);
-  emit_line(e, "pin();");
-  emit_line(e, "pc_wg_fence();");
-  emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++) {", BK / 16);
-  emit_line(e, "  const uint64_t b = pc_wg_desc(Bs + s * %d + kk * %d, %d, 1024);", B_STAGE, 16 * 64, B_BOX * 2);
-  emit_line(e, "  mma(acc[0], pc_wg_desc(As + s * %d + kk * 16, 16, 1024), b);", A_STAGE);
-  emit_line(e, "  mma(acc[1], pc_wg_desc(As + s * %d + %d + kk * 16, 16, 1024), b);", A_STAGE, 64 * BK);
-  emit_line(e, "}");
-  emit_line(e, "pc_wg_commit();");
-  emit_line(e, "pc_wg_wait<1>(); /* the previous step's MMAs are done: its stage is free */");
-  emit_line(e, "pin();");
-  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(p - 1) %% %d]);", STAGES);
+  emit_line(e, "const int p = p0 + kt;");
+  cu_wgmma_kstep(e, "p", STAGES, tile_mmas);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "if (tid == 0) pc_mbar_arrive(&turn[1 - c]); /* the other's turn */");

@@ -110,11 +110,29 @@ static void producer(emitter *e, bool f32) {
   emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
 }
 
+void cu_wgmma_kstep(emitter *e, const char *pos, int stages, void (*mmas)(emitter *e)) {
+  emit_line(e, "const int s = %s %% %d;", pos, stages);
+  emit_line(e, "pc_mbar_wait(&full[s], (%s / %d) & 1);", pos, stages);
+  emit_line(e, "pin();");
+  emit_line(e, "pc_wg_fence();");
+  mmas(e);
+  emit_line(e, "pc_wg_commit();");
+  emit_line(e, "pc_wg_wait<1>(); /* the previous step's MMAs are done: its stage is free */");
+  emit_line(e, "pin();");
+  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(%s - 1) %% %d]);", pos, stages);
+}
+
+/* a consumer's MMAs of stage s: its 64 rows of A's panel (c) times B's, four k-steps of 16 */
+static void consumer_mmas(emitter *e) {
+  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * BN, B_BOX = CU_WG_BK * 64;
+  emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++)", CU_WG_BK / 16);
+  emit_line(e, "  mma(pc_wg_desc(As + s * %d + c * %d + kk * 16, 16, 1024), pc_wg_desc(Bs + s * %d + kk * %d, %d, 1024));", A_STAGE, 64 * CU_WG_BK, B_STAGE, 16 * 64, B_BOX * 2);
+}
+
 /* a consumer: its 64 rows of each stage's A panel (64 rows of 128 bytes, 8-row groups 1024
  * bytes apart; a k-step of 16 is 32 bytes along the swizzled row) times the B panel (four boxes
  * of 64 columns, BK rows of 128 bytes each, 8192 bytes apart; a k-step of 16 is 16 rows) */
 static void consumer(emitter *e) {
-  const int A_STAGE = CU_WG_BM * CU_WG_BK, B_STAGE = CU_WG_BK * BN, B_BOX = CU_WG_BK * 64;
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
@@ -125,16 +143,7 @@ static void consumer(emitter *e) {
   emit_line(e, "const int c = wg - 1;");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
-  emit_line(e, "const int s = kt %% %d;", STAGES);
-  emit_line(e, "pc_mbar_wait(&full[s], (kt / %d) & 1);", STAGES);
-  emit_line(e, "pin();");
-  emit_line(e, "pc_wg_fence();");
-  emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk++)", CU_WG_BK / 16);
-  emit_line(e, "  mma(pc_wg_desc(As + s * %d + c * %d + kk * 16, 16, 1024), pc_wg_desc(Bs + s * %d + kk * %d, %d, 1024));", A_STAGE, 64 * CU_WG_BK, B_STAGE, 16 * 64, B_BOX * 2);
-  emit_line(e, "pc_wg_commit();");
-  emit_line(e, "pc_wg_wait<1>(); /* the previous step's MMAs are done: its stage is free */");
-  emit_line(e, "pin();");
-  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(kt + %d) %% %d]);", STAGES - 1, STAGES);
+  cu_wgmma_kstep(e, "kt", STAGES, consumer_mmas);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "pc_wg_wait<0>();");
