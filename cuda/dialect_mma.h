@@ -14,6 +14,10 @@ void cu_emit_mma(emitter *e);
 bool cu_conv_direct(const kir_module *m, int i);
 /* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
 void cu_emit_wgmma(emitter *e);
+/* the start both forms of Hopper's matmul share: M, N and K, the sm_90a guard, `base` (the dynamic
+ * shared memory aligned to the swizzle's 1024 bytes) and the operands' type T; and the guard's end */
+void cu_wgmma_begin(emitter *e);
+void cu_wgmma_end(emitter *e);
 /* its ping-pong form's body (dialect_pingpong.c), where cu_wgmma_pingpong */
 void cu_emit_wgmma_pingpong(emitter *e);
 /* the consumers' wgmma of Hopper's matmul as the lambda mma(a, b), bn columns (f32: TF32 A

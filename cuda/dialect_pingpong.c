@@ -26,7 +26,6 @@
  * each loops over several tiles.
  */
 #include "../codegen/gpu_kernels.h"
-#include "../ir/dtype.h"
 #include "cu.h"
 #include "dialect_mma.h"
 
@@ -124,15 +123,7 @@ static void epilogue(emitter *e) {
 }
 
 void cu_emit_wgmma_pingpong(emitter *e) {
-  const kir_kernel *k = e->k;
-  const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
-  char N[32], K[32];
-  gpu_emit_gemm_rows(e);
-  emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
-  emit_line(e, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)");
-  emit_line(e, "extern __shared__ __align__(128) unsigned char pc_smem_raw[];");
-  emit_line(e, "unsigned char *const base = pc_smem_raw + ((1024 - (pc_saddr(pc_smem_raw) & 1023)) & 1023); /* the swizzle's period */");
-  emit_line(e, "typedef %s T;", T);
+  cu_wgmma_begin(e);
   emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", STAGES * A_STAGE);
   emit_line(e, "float *const Es = (float *)(Bs + %d); /* the 8 consumer warps' epilogue rows */", STAGES * B_STAGE);
   emit_line(e, "uint64_t *const full = (uint64_t *)(Es + %d), *const empty = full + %d, *const turn = empty + %d;", 8 * 16 * LD, STAGES, STAGES);
@@ -171,7 +162,5 @@ void cu_emit_wgmma_pingpong(emitter *e) {
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "#else");
-  emit_line(e, "#error \"Hopper's matmul compiles for sm_90a alone (cu_compile_arch)\"");
-  emit_line(e, "#endif");
+  cu_wgmma_end(e);
 }

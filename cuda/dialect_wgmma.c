@@ -209,23 +209,33 @@ static void epilogue_rows(emitter *e, int rows_a_pass, int CS, bool edge) {
   e->indent--;
 }
 
-void cu_emit_wgmma(emitter *e) {
+void cu_wgmma_begin(emitter *e) {
   const kir_kernel *k = e->k;
-  if (cu_wgmma_pingpong(e->m, k)) {
-    cu_emit_wgmma_pingpong(e);
-    return;
-  }
-  const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt);
-  const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
-  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES;
-  const int CS = BN + 8; /* the sums' padded row in shared memory, in floats */
   char N[32], K[32];
   gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s, K = %s;", emit_dim(e, k->mnk[1], N, sizeof N), emit_dim(e, k->mnk[2], K, sizeof K));
   emit_line(e, "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)");
   emit_line(e, "extern __shared__ __align__(128) unsigned char pc_smem_raw[];");
   emit_line(e, "unsigned char *const base = pc_smem_raw + ((1024 - (pc_saddr(pc_smem_raw) & 1023)) & 1023); /* the swizzle's period */");
-  emit_line(e, "typedef %s T;", T);
+  emit_line(e, "typedef %s T;", dialect_spelling(e->d, DT_STORAGE, e->m->buf[k->in_buf[0]].dt));
+}
+
+void cu_wgmma_end(emitter *e) {
+  emit_line(e, "#else");
+  emit_line(e, "#error \"Hopper's matmul compiles for sm_90a alone (cu_compile_arch)\"");
+  emit_line(e, "#endif");
+}
+
+void cu_emit_wgmma(emitter *e) {
+  const kir_kernel *k = e->k;
+  if (cu_wgmma_pingpong(e->m, k)) {
+    cu_emit_wgmma_pingpong(e);
+    return;
+  }
+  const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
+  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES;
+  const int CS = BN + 8; /* the sums' padded row in shared memory, in floats */
+  cu_wgmma_begin(e);
   if (f32) {
     emit_line(e, "T *const As = (T *)base, *const Bh = As + %d, *const Bl = Bh + %d;", stages * CU_WG_BM * bk, stages * BN * bk);
     emit_line(e, "uint64_t *const full = (uint64_t *)(Bl + %d), *const empty = full + %d;", stages * BN * bk, stages);
@@ -271,9 +281,7 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
-  emit_line(e, "#else");
-  emit_line(e, "#error \"Hopper's matmul compiles for sm_90a alone (cu_compile_arch)\"");
-  emit_line(e, "#endif");
+  cu_wgmma_end(e);
 }
 
 /* `kN_split(b, out, K, N)`: B [K x N] (f32, row-major) as its two TF32 parts, transposed: out
