@@ -800,6 +800,8 @@ bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   if (s->run > 1 && !gpu_conv_takes_runs(k))
     return snprintf(why, len, "run=%d: only the direct convolution of a known output width takes runs", s->run), false;
   if (s->run > GPU_MAX_RUN) return snprintf(why, len, "run=%d: at most %d", s->run, GPU_MAX_RUN), false;
+  if (s->cluster > 1 && (k->kind != KK_MATMUL || s->variant != KS_WGMMA))
+    return snprintf(why, len, "cluster=%d: only Hopper's matmul runs in clusters", s->cluster), false;
   if (s->split_k <= 1) return true;
   if (k->kind != KK_CONV || (s->variant != KS_TILED && s->variant != KS_MMA) || max_split <= 1)
     return snprintf(why, len, "split_k=%d: only the tiled or tensor-core convolution of a target that has split-K splits", s->split_k), false;

@@ -103,10 +103,19 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own);
 /* kernel k (of m) is Hopper's matmul in its f32 form: three TF32 products (dialect_wgmma.c) */
 bool cu_wgmma_tf32(const kir_module *m, const kir_kernel *k);
 /* kernel k is Hopper's matmul in its ping-pong form (f16/bf16, CU_PP_BN columns a tile: a block per
- * SM whose consumers take turns, dialect_pingpong.c); and the grid it launches, g[0] blocks:
- * one per multiprocessor (of sms), or one per tile where there are fewer tiles */
+ * SM whose consumers take turns, dialect_pingpong.c) */
 bool cu_wgmma_pingpong(const kir_module *m, const kir_kernel *k);
-void cu_pingpong_grid(unsigned g[3], int sms);
+/* ...and its grid, g[0] blocks, from gpu_grid's tiles (g[0] columns by g[1] rows): a block per
+ * multiprocessor (of sms), or per tile where there are fewer tiles; in clusters (the schedule's
+ * cluster), whose blocks take neighbouring column tiles, a multiple of the cluster */
+void cu_pingpong_grid(unsigned g[3], int sms, int cluster);
+/* Hopper's f16/bf16 matmul's forms: both consumers on one 128x256 tile (the rules' choice), the
+ * ping-pong form, and the ping-pong form in clusters of two blocks on neighbouring column tiles,
+ * each loading half of the A panel they share into both; set in s (tile, stages, cluster), and
+ * read from it */
+enum { CU_FORM_COOP, CU_FORM_PINGPONG, CU_FORM_PINGPONG_PAIR, CU_FORMS };
+void cu_wgmma_form(kir_schedule *s, int form);
+int cu_wgmma_form_of(const kir_schedule *s);
 /* the dtypes whose convolutions run channels-last (target.h): f16 and bf16 where the tensor-core
  * convolution is taken (own: CU_OWN_*), since its channels-last form copies 16-byte runs */
 unsigned cu_channels_last_as(unsigned own);

@@ -44,7 +44,9 @@ static void signature(emitter *e, int index, const char *suffix, const char *fir
   int min_blocks = suffix[0] ? 0 : e->k->sched.min_groups;
   char bounds[32] = "";
   if (min_blocks) snprintf(bounds, sizeof bounds, ", %d", min_blocks);
-  emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s) k%d%s(%s) {", threads, bounds, index, suffix, ps ? ps : "");
+  char cluster[48] = ""; /* launched in clusters of that many blocks along x */
+  if (!suffix[0] && e->k->sched.cluster > 1) snprintf(cluster, sizeof cluster, " __cluster_dims__(%d, 1, 1)", e->k->sched.cluster);
+  emit_line(e, "PC_KERNEL void __launch_bounds__(%d%s)%s k%d%s(%s) {", threads, bounds, cluster, index, suffix, ps ? ps : "");
   free(ps);
 }
 

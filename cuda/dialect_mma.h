@@ -25,8 +25,9 @@ void cu_emit_wgmma_pingpong(emitter *e);
 void cu_wgmma_lambda(emitter *e, int bn, bool f32, bool sums_arg);
 /* one k-step of a consumer of Hopper's matmul at ring position `pos` (an expression of the loop's
  * kt; stage pos % stages, round pos / stages): the wait for its stage, the MMAs `mmas` emits, and
- * the previous position's stage given back once its MMAs are done (from the second k-step) */
-void cu_wgmma_kstep(emitter *e, const char *pos, int stages, void (*mmas)(emitter *e));
+ * the previous position's stage given back once its MMAs are done (from the second k-step), by
+ * the function `release` of its "empty" barrier */
+void cu_wgmma_kstep(emitter *e, const char *pos, int stages, const char *release, void (*mmas)(emitter *e));
 /* the f32 form's second function, kN_split(b, out, K, N): B's two TF32 parts, transposed */
 void cu_emit_tf32_split(emitter *e, int index);
 /* the body of an attention kernel whose schedule is KS_MMA (dialect_flash.c: mma.sync, sm_80) */

@@ -24,6 +24,17 @@
  * Tiles go in groups of 8 row-tiles, as the cooperative form's blocks do, so that blocks running
  * at once share A's and B's panels in L2. Run in tests/cuda_emulate with few blocks, so that
  * each loops over several tiles.
+ *
+ * In clusters of two (the schedule's cluster = 2), a 128x128 tile reads as few bytes a FLOP from
+ * L2 as the cooperative form's 128x256 one: the cluster's blocks take the two column tiles of one
+ * 128x256 "unit" (n0 and n0 + 128), whose A panel is the same, and each block's producer loads
+ * half of its rows (rank r: rows 64 r to 64 r + 63) into both blocks' stages at once (TMA
+ * multicast), its bytes completing on both blocks' "full" barriers. A stage may then be loaded
+ * again only when both blocks' consumers are done with it, so its "empty" barrier counts two
+ * arrivals, each consumer arriving on both blocks' barrier. The blocks wait for each other once
+ * the barriers are made (a cluster barrier), and again before they exit, so that neither block's
+ * barriers go while the other may still arrive on them. Where the columns end in one tile of a
+ * unit, its second block computes zeros it does not store.
  */
 #include "../codegen/gpu_kernels.h"
 #include "cu.h"
@@ -33,20 +44,26 @@ enum { BN = CU_PP_BN, BK = CU_WG_BK, STAGES = CU_PP_STAGES, A_STAGE = CU_WG_BM *
        LD = CU_PP_EPILOGUE_LD, SUMS = BN / 2 };
 
 /* the producer: position p's stage s, once its last use is given back, gets A's box at
- * (kt BK, m0) and B's 64-column boxes at (n0 + 64 j, kt BK) */
-static void producer(emitter *e) {
+ * (kt BK, m0) (in clusters: this block's half of it, into both blocks) and B's 64-column boxes at
+ * (n0 + 64 j, kt BK) */
+static void producer(emitter *e, int cl) {
   emit_line(e, "if (wg == 0) {");
   e->indent++;
   emit_line(e, "pc_regs_dec<40>();");
   emit_line(e, "if (tid == 0)");
-  emit_line(e, "  for (int tile = blockIdx.x, p = 0; tile < tiles; tile += gridDim.x) {");
+  emit_line(e, "  for (int tile = %s, p = 0; tile < tiles; tile += %s) {", cl > 1 ? "cluster" : "blockIdx.x", cl > 1 ? "clusters" : "gridDim.x");
   emit_line(e, "    int m0, n0;");
   emit_line(e, "    place(tile, m0, n0);");
   emit_line(e, "    for (int kt = 0; kt < KT; kt++, p++) {");
   emit_line(e, "      const int s = p %% %d;", STAGES);
-  emit_line(e, "      if (p >= %d) pc_mbar_wait(&empty[s], (p / %d - 1) & 1); /* its consumer is done with its last use */", STAGES, STAGES);
+  emit_line(e, "      if (p >= %d) pc_mbar_wait(&empty[s], (p / %d - 1) & 1); /* %s done with its last use */", STAGES, STAGES,
+            cl > 1 ? "both blocks' consumers are" : "its consumer is");
   emit_line(e, "      pc_mbar_expect(&full[s], %d);", (A_STAGE + B_STAGE) * 2);
-  emit_line(e, "      pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, BK);
+  if (cl > 1)
+    emit_line(e, "      pc_tma_load_mc(As + s * %d + rank * %d, &pc_ta, &full[s], kt * %d, m0 + rank * %d, %d);", A_STAGE, A_STAGE / cl, BK,
+              CU_WG_BM / cl, (1 << cl) - 1);
+  else
+    emit_line(e, "      pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, BK);
   emit_line(e, "      _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
             BN / 64, B_STAGE, B_BOX, BK);
   emit_line(e, "    }");
@@ -66,21 +83,22 @@ static void tile_mmas(emitter *e) {
   emit_line(e, "}");
 }
 
-/* a consumer's mainloop over its tile's KT k-steps, from ring position p0 */
-static void mainloop(emitter *e) {
+/* a consumer's mainloop over its tile's KT k-steps, from ring position p0; `release` gives a
+ * stage back */
+static void mainloop(emitter *e, const char *release) {
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) acc[0][i] = acc[1][i] = 0.0f;", SUMS);
   emit_line(e, "if (lt > 0) pc_mbar_wait(&turn[c], (lt - 1) / 2 & 1); /* the other consumer has passed its last stage */");
   emit_line(e, "const int p0 = lt * KT;");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
   emit_line(e, "const int p = p0 + kt;");
-  cu_wgmma_kstep(e, "p", STAGES, tile_mmas);
+  cu_wgmma_kstep(e, "p", STAGES, release, tile_mmas);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "if (tid == 0) pc_mbar_arrive(&turn[1 - c]); /* the other's turn */");
   emit_line(e, "pc_wg_wait<0>();");
   emit_line(e, "pin();");
-  emit_line(e, "if (KT > 0 && tid == 0) pc_mbar_arrive(&empty[(p0 + KT - 1) %% %d]); /* the last stage too */", STAGES);
+  emit_line(e, "if (KT > 0 && tid == 0) %s(&empty[(p0 + KT - 1) %% %d]); /* the last stage too */", release, STAGES);
 }
 
 /* the stores of a warp's 16 rows of the half h, 32 columns from column q * 32, from its rows in E:
@@ -123,24 +141,35 @@ static void epilogue(emitter *e) {
 }
 
 void cu_emit_wgmma_pingpong(emitter *e) {
+  const int cl = e->k->sched.cluster > 1 ? e->k->sched.cluster : 1;
+  char release[48] = "pc_mbar_arrive";
+  if (cl > 1) snprintf(release, sizeof release, "pc_mbar_arrive_cluster<%d>", cl);
   cu_wgmma_begin(e);
   emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", STAGES * A_STAGE);
   emit_line(e, "float *const Es = (float *)(Bs + %d); /* the 8 consumer warps' epilogue rows */", STAGES * B_STAGE);
   emit_line(e, "uint64_t *const full = (uint64_t *)(Es + %d), *const empty = full + %d, *const turn = empty + %d;", 8 * 16 * LD, STAGES, STAGES);
   emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
-  emit_line(e, "const int TM = (M + %d) / %d, TN = (N + %d) / %d, tiles = TM * TN, KT = (K + %d) / %d;", CU_WG_BM - 1, CU_WG_BM, BN - 1, BN,
-            BK - 1, BK);
+  if (cl > 1) { /* a tile is a cluster's unit of cl column tiles, the block's the rank-th of them */
+    emit_line(e, "const int rank = blockIdx.x %% %d, cluster = blockIdx.x / %d, clusters = gridDim.x / %d;", cl, cl, cl);
+    emit_line(e, "const int TM = (M + %d) / %d, TN = (N + %d) / %d, tiles = TM * TN, KT = (K + %d) / %d;", CU_WG_BM - 1, CU_WG_BM, cl * BN - 1,
+              cl * BN, BK - 1, BK);
+  } else {
+    emit_line(e, "const int TM = (M + %d) / %d, TN = (N + %d) / %d, tiles = TM * TN, KT = (K + %d) / %d;", CU_WG_BM - 1, CU_WG_BM, BN - 1, BN,
+              BK - 1, BK);
+  }
   emit_line(e, "auto place = [&](int tile, int &m0, int &n0) { /* groups of 8 row-tiles, column by column */");
   emit_line(e, "  const int width = 8 * TN, first = tile / width * 8, gsz = min(TM - first, 8);");
-  emit_line(e, "  m0 = (first + tile %% width %% gsz) * %d, n0 = tile %% width / gsz * %d;", CU_WG_BM, BN);
+  if (cl > 1) emit_line(e, "  m0 = (first + tile %% width %% gsz) * %d, n0 = tile %% width / gsz * %d + rank * %d;", CU_WG_BM, cl * BN, BN);
+  else emit_line(e, "  m0 = (first + tile %% width %% gsz) * %d, n0 = tile %% width / gsz * %d;", CU_WG_BM, BN);
   emit_line(e, "};");
   emit_line(e, "if (threadIdx.x == 0) {");
-  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], 1);", STAGES);
+  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], %d);", STAGES, cl);
   emit_line(e, "  pc_mbar_init(&turn[0], 1), pc_mbar_init(&turn[1], 1);");
   emit_line(e, "  pc_mbar_init_fence();");
   emit_line(e, "}");
-  emit_line(e, "__syncthreads();");
-  producer(e);
+  if (cl > 1) emit_line(e, "pc_cluster_sync(); /* the cluster's barriers are made before either block's copies and arrivals */");
+  else emit_line(e, "__syncthreads();");
+  producer(e, cl);
   e->indent++;
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "const int c = wg - 1, warp = tid >> 5, lane = tid & 31;");
@@ -152,15 +181,17 @@ void cu_emit_wgmma_pingpong(emitter *e) {
   emit_line(e, "auto pin1 = [&](float (&d)[%d]) { _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\"); };",
             SUMS, SUMS);
   emit_line(e, "auto pin = [&]() { pin1(acc[0]), pin1(acc[1]); };");
-  emit_line(e, "for (int tile = blockIdx.x + c * gridDim.x, lt = c; tile < tiles; tile += 2 * gridDim.x, lt += 2) {");
+  if (cl > 1) emit_line(e, "for (int tile = cluster + c * clusters, lt = c; tile < tiles; tile += 2 * clusters, lt += 2) {");
+  else emit_line(e, "for (int tile = blockIdx.x + c * gridDim.x, lt = c; tile < tiles; tile += 2 * gridDim.x, lt += 2) {");
   e->indent++;
   emit_line(e, "int m0, n0;");
   emit_line(e, "place(tile, m0, n0);");
-  mainloop(e);
+  mainloop(e, release);
   epilogue(e);
   e->indent--;
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
+  if (cl > 1) emit_line(e, "pc_cluster_sync(); /* the other block arrives on this one's barriers no more */");
   cu_wgmma_end(e);
 }

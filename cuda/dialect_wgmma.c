@@ -110,7 +110,7 @@ static void producer(emitter *e, bool f32) {
   emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
 }
 
-void cu_wgmma_kstep(emitter *e, const char *pos, int stages, void (*mmas)(emitter *e)) {
+void cu_wgmma_kstep(emitter *e, const char *pos, int stages, const char *release, void (*mmas)(emitter *e)) {
   emit_line(e, "const int s = %s %% %d;", pos, stages);
   emit_line(e, "pc_mbar_wait(&full[s], (%s / %d) & 1);", pos, stages);
   emit_line(e, "pin();");
@@ -119,7 +119,7 @@ void cu_wgmma_kstep(emitter *e, const char *pos, int stages, void (*mmas)(emitte
   emit_line(e, "pc_wg_commit();");
   emit_line(e, "pc_wg_wait<1>(); /* the previous step's MMAs are done: its stage is free */");
   emit_line(e, "pin();");
-  emit_line(e, "if (kt > 0 && tid == 0) pc_mbar_arrive(&empty[(%s - 1) %% %d]);", pos, stages);
+  emit_line(e, "if (kt > 0 && tid == 0) %s(&empty[(%s - 1) %% %d]);", release, pos, stages);
 }
 
 /* a consumer's MMAs of stage s: its 64 rows of A's panel (c) times B's, four k-steps of 16 */
@@ -143,7 +143,7 @@ static void consumer(emitter *e) {
   emit_line(e, "const int c = wg - 1;");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
-  cu_wgmma_kstep(e, "kt", STAGES, consumer_mmas);
+  cu_wgmma_kstep(e, "kt", STAGES, "pc_mbar_arrive", consumer_mmas);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "pc_wg_wait<0>();");

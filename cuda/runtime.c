@@ -193,7 +193,8 @@ static size_t tf32_split_bytes(int64_t n, int64_t k) { return (size_t)(2 * n * (
 /* the tensor maps of Hopper's matmul (dialect_wgmma.c) for launch l, whose product is not empty,
  * all swizzled in 128-byte rows, zeros past the edges (with K = 0, which no k-step reads, K = 8, or
  * 4 in f32, whose K is a multiple of 4: the driver takes no empty extent):
- *  - f16/bf16: A as [rows x K] in boxes of BK x BM, B as [K x N] in boxes of 64 x BK;
+ *  - f16/bf16: A as [rows x K] in boxes of BK x BM (BM / 2 rows in clusters of 2), B as [K x N]
+ *    in boxes of 64 x BK;
  *  - f32: A as [rows x K] in boxes of 32 x BM; B's two parts, [N x K] each in the scratch buffer
  *    (kN_split wrote them), in boxes of 32 x BN (the schedule's tile_n) */
 static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, CUdeviceptr split, cu_tmap maps[3]) {
@@ -210,7 +211,8 @@ static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, CUdevi
   CUdeviceptr base[3] = {buf_ptr(m, i, l, kk->in_buf[0]), f32 ? split : buf_ptr(m, i, l, kk->in_buf[1]), split + n * k * 4};
   const uint64_t dims[3][2] = {{k, rows}, {f32 ? k : n, f32 ? n : k}, {k, n}}, strides[3][1] = {{k * es}, {(f32 ? k : n) * es}, {k * 4}};
   const unsigned bn = (unsigned)kk->sched.tile_n;
-  const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, CU_WG_BM}, {f32 ? CU_WT_BK : 64, f32 ? bn : CU_WG_BK}, {CU_WT_BK, bn}}, ones[2] = {1, 1};
+  const unsigned a_rows = CU_WG_BM / (kk->sched.cluster > 1 ? (unsigned)kk->sched.cluster : 1); /* a cluster's blocks load a share each */
+  const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, a_rows}, {f32 ? CU_WT_BK : 64, f32 ? bn : CU_WG_BK}, {CU_WT_BK, bn}}, ones[2] = {1, 1};
   static const char *const what[3] = {"cuTensorMapEncodeTiled (the matmul's A)", "cuTensorMapEncodeTiled (the matmul's B)",
                                       "cuTensorMapEncodeTiled (the low part of the matmul's B)"};
   for (int o = 0; o < (f32 ? 3 : 2); o++) {
@@ -285,7 +287,7 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   }
   unsigned g[3], b[3] = {(unsigned)kk->sched.threads[0], (unsigned)kk->sched.threads[1], (unsigned)kk->sched.threads[2]};
   gpu_grid(m->km, i, l->S, &m->lim, g);
-  if (!epi && cu_wgmma_pingpong(m->km, kk)) cu_pingpong_grid(g, m->c->sms); /* persistent: its blocks loop over the tiles */
+  if (!epi && cu_wgmma_pingpong(m->km, kk)) cu_pingpong_grid(g, m->c->sms, kk->sched.cluster); /* persistent: its blocks loop over the tiles */
   int shared = kk->sched.shared_bytes;
   if (epi) { /* a grid-stride loop over M x N */
     int64_t mn[2] = {gpu_gemm_rows(m->km, i, l->S), dim_value(kk->mnk[1], l->S)};
@@ -710,8 +712,8 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
     snprintf(own, sizeof own, "portc's Hopper tensor-core kernel in f32 (three TF32 products a term, wgmma m64n%dk8, %dx%d tiles)", s->tile_n,
              s->tile_m, s->tile_n);
   else if (cu_wgmma_pingpong(m->km, &m->km->k[i]))
-    snprintf(own, sizeof own, "portc's Hopper tensor-core kernel, ping-pong (TMA and wgmma m64n128k16, %dx%d tiles, a block an SM)", s->tile_m,
-             s->tile_n);
+    snprintf(own, sizeof own, "portc's Hopper tensor-core kernel, ping-pong (TMA and wgmma m64n128k16, %dx%d tiles, a block an SM%s)", s->tile_m,
+             s->tile_n, s->cluster > 1 ? ", clusters of 2 sharing A's loads" : "");
   else
     snprintf(own, sizeof own,
              s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"

@@ -109,9 +109,21 @@ bool cu_wgmma_pingpong(const kir_module *m, const kir_kernel *k) {
   return k->kind == KK_MATMUL && k->sched.variant == KS_WGMMA && !cu_wgmma_tf32(m, k) && k->sched.tile_n == CU_PP_BN;
 }
 
-void cu_pingpong_grid(unsigned g[3], int sms) {
-  uint64_t tiles = (uint64_t)g[0] * g[1] * g[2];
-  g[0] = (unsigned)(tiles < (uint64_t)sms ? tiles : (uint64_t)sms), g[1] = g[2] = 1;
+void cu_pingpong_grid(unsigned g[3], int sms, int cluster) {
+  const uint64_t cl = cluster > 1 ? (uint64_t)cluster : 1, most = (uint64_t)sms / cl > 0 ? (uint64_t)sms / cl : 1;
+  const uint64_t units = (g[0] + cl - 1) / cl * g[1] * g[2]; /* a cluster's blocks take neighbouring column tiles */
+  g[0] = (unsigned)((units < most ? units : most) * cl), g[1] = g[2] = 1;
+}
+
+void cu_wgmma_form(kir_schedule *s, int form) {
+  s->tile_m = CU_WG_BM, s->tile_k = CU_WG_BK;
+  s->tile_n = form == CU_FORM_COOP ? CU_WG_BN : CU_PP_BN;
+  s->stages = form == CU_FORM_COOP ? CU_WG_STAGES : CU_PP_STAGES;
+  s->cluster = form == CU_FORM_PINGPONG_PAIR ? 2 : 1;
+}
+
+int cu_wgmma_form_of(const kir_schedule *s) {
+  return s->tile_n != CU_PP_BN ? CU_FORM_COOP : s->cluster > 1 ? CU_FORM_PINGPONG_PAIR : CU_FORM_PINGPONG;
 }
 
 /* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
@@ -331,6 +343,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
       return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages, or %dx%dx%d in %d (ping-pong)", CU_WG_BM, CU_WG_BN,
                       CU_WG_BK, CU_WG_STAGES, CU_WG_BM, CU_PP_BN, CU_WG_BK, CU_PP_STAGES),
              false;
+    if (s->cluster > 1 && !pingpong) return snprintf(why, len, "cluster=%d: only the ping-pong form runs in clusters", s->cluster), false;
     m->k[i].sched.shared_bytes = pingpong ? CU_PP_SHARED : CU_WG_SHARED; /* what follows from the tile */
     return true;
   }
@@ -367,11 +380,11 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
     for (int bn = 256; bn >= 128 && n < max; bn -= 64)
       if (bn != s->tile_n)
         out[n++] = (tune_knobs){.mask = tune_knob_bit("tile") | tune_knob_bit("stages"), .v.tile_m = CU_WG_BM, .v.tile_n = bn, .v.stages = wt_stages(bn)};
-  if (s->variant == KS_WGMMA && !cu_wgmma_tf32(m, k) && n < max) { /* f16/bf16: the other of its two forms */
-    const bool pp = s->tile_n == CU_PP_BN;
-    out[n++] = (tune_knobs){.mask = tune_knob_bit("tile") | tune_knob_bit("stages"), .v.tile_m = CU_WG_BM, .v.tile_n = pp ? CU_WG_BN : CU_PP_BN,
-                            .v.stages = pp ? CU_WG_STAGES : CU_PP_STAGES};
-  }
+  for (int f = 0; s->variant == KS_WGMMA && !cu_wgmma_tf32(m, k) && f < CU_FORMS && n < max; f++) /* f16/bf16: its other forms */
+    if (f != cu_wgmma_form_of(s)) {
+      out[n] = (tune_knobs){.mask = tune_knob_bit("tile") | tune_knob_bit("stages") | tune_knob_bit("cluster")};
+      cu_wgmma_form(&out[n++].v, f);
+    }
   tune_run_candidates(m, i, out, max, &n);
   if (s->library && n < max) out[n++] = (tune_knobs){.mask = tune_knob_bit("library"), .v.library = 0};
   for (int a = 1; a <= 3 && s->library && n < max; a++) /* cuBLASLt's next choices (its first is the default's) */

@@ -102,6 +102,8 @@ typedef struct kir_schedule {
                           * whose partial sums an epilogue kernel adds (0 or 1: one slice) */
   int shared_bytes;      /* dynamic shared memory per work group */
   int min_groups;        /* work groups per multiprocessor the kernel is compiled for (0: no bound) */
+  int cluster;           /* MATMUL (WGMMA): work groups per cluster, which share their operands'
+                          * loads (0 or 1: none) */
   /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with
    * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads */
   int library, library_bias;

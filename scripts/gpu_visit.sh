@@ -14,9 +14,10 @@
 #             cases, each command under a time limit (a wrong barrier phase hangs), then the f16
 #             matmul graphs of bench/gpu/ timed with it, with mma.sync and with cuBLASLt
 #   pingpong  Hopper's f16/bf16 matmul in its ping-pong form (cuda/dialect_pingpong.c, forced by a
-#             site tune table of 128x128 tiles, own kernels forced): explain; the f16 matmul graphs of
-#             bench/gpu/ and the f16 transformer timed with it, with the 128x256 form, with cuBLASLt and
-#             as the runtime chooses; then the matmul-bearing cases, memcheck and racecheck on the
+#             site tune table of 128x128 tiles, own kernels forced), alone and in clusters of 2:
+#             explain; the f16 matmul graphs of bench/gpu/ and the f16 transformer timed with each,
+#             with the 128x256 form, with cuBLASLt and as the runtime chooses; then, in clusters of
+#             2 (PINGPONG_CLUSTER=1: alone), the matmul-bearing cases, memcheck and racecheck on the
 #             f16/bf16 matmul cases, each command under a time limit
 #   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
 #             kernels forced): explain, the Cuda unit tests (where build/bin/portc_tests is
@@ -240,9 +241,12 @@ for step in $steps; do
     done
     ;;
   pingpong)
-    for dt in f16 bf16; do
-      echo "api=cuda kind=matmul dtype=$dt tile=128x128 stages=6 prov=heuristic source=\"the ping-pong form\""
-    done >"$out/pingpong_table.txt"
+    for cl in 1 2; do
+      for dt in f16 bf16; do
+        echo "api=cuda kind=matmul dtype=$dt tile=128x128 stages=6 cluster=$cl prov=heuristic source=\"the ping-pong form\""
+      done >"$out/pingpong_table_$cl.txt"
+    done
+    cp "$out/pingpong_table_${PINGPONG_CLUSTER:-2}.txt" "$out/pingpong_table.txt"
     pp=(env PORTC_TUNE_PATH="$out/pingpong_table.txt" PORTC_CUDA_MATMUL=own timeout 300)
     "${pp[@]}" "$portc" explain bench/gpu/matmul_bias_gelu_8192_f16.ptg -t cuda >"$out/explain_pingpong.txt" 2>&1
     summary+=("explain with the ping-pong table (rc $?): $(grep -c 'ping-pong' "$out/explain_pingpong.txt") kernels in the ping-pong form")
@@ -250,7 +254,8 @@ for step in $steps; do
       args=("bench/gpu/$g.ptg")
       [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
       line="$g, ms:"
-      for how in "$out/pingpong_table.txt own ping-pong" "/dev/null own 128x256" "/dev/null cublaslt cuBLASLt" "$out/pingpong_table.txt auto chosen"; do
+      for how in "$out/pingpong_table_1.txt own ping-pong" "$out/pingpong_table_2.txt own pairs" "/dev/null own 128x256" \
+        "/dev/null cublaslt cuBLASLt" "$out/pingpong_table.txt auto chosen"; do
         read -r table matmul name <<<"$how"
         PORTC_TUNE_PATH=$table PORTC_CUDA_MATMUL=$matmul timeout 120 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 \
           >"$out/bench_pingpong_${g}_$name.txt" 2>&1

@@ -40,6 +40,7 @@ static const struct knob {
     {"algo", KF_INT, offsetof(kir_schedule, library_algo), 0, 7, "the vendor library's algorithm: its heuristic's choice N (0: first)"},
     {"split_k", KF_INT, offsetof(kir_schedule, split_k), 1, 64, "the reduction in N slices, summed by an epilogue kernel"},
     {"run", KF_INT, offsetof(kir_schedule, run), 0, 8, "the direct convolution: consecutive outputs of a row per invocation (0 or 1: one)"},
+    {"cluster", KF_INT, offsetof(kir_schedule, cluster), 1, 2, "work groups per cluster, which share their operands' loads (CUDA on Hopper)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 

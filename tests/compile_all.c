@@ -14,9 +14,10 @@
  * Exit 77 (a skip for ctest) when the compiler is missing.
  *
  * usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]
- *        compile_all cuda|hip --source G.ptg [--eager] [--sm_90a [--other]]   prints a graph's source in that dialect
+ *        compile_all cuda|hip --source G.ptg [--eager] [--sm_90a [--other|--pairs]]   prints a graph's source in that dialect
  *                                                 (--sm_90a: CUDA scheduled for Hopper, f32 matmuls too;
- *                                                 --other: its f16 matmuls in their other form)
+ *                                                 --other: its f16 matmuls in their ping-pong form,
+ *                                                 --pairs: that form in clusters of 2)
  *        compile_all cuda|hip --object G.ptg ARCH OUT [hiprtc]   writes its compiled object to OUT
  *                                                 (HIP: by hipcc, or by hiprtc as the target does)
  */
@@ -72,18 +73,17 @@ static bool uses(const kir_module *km, unsigned own) {
   return false;
 }
 
-/* Hopper's f16/bf16 matmuls of km in their other form (128x256 tiles, or the ping-pong form's
- * 128x128), as a tune entry may choose; false where km has none */
-static bool other_wgmma_form(kir_module *km) {
+/* Hopper's f16/bf16 matmuls of km in form `form` (CU_FORM_*), as a tune entry may choose; false
+ * where km has none */
+static bool wgmma_form(kir_module *km, int form) {
   bool any = false;
   for (int i = 0; i < km->nk; i++) {
     kir_schedule *s = &km->k[i].sched;
     if (s->variant != KS_WGMMA || cu_wgmma_tf32(km, &km->k[i])) continue;
-    const bool pp = s->tile_n == CU_PP_BN;
-    s->tile_n = pp ? CU_WG_BN : CU_PP_BN, s->stages = pp ? CU_WG_STAGES : CU_PP_STAGES, any = true;
+    cu_wgmma_form(s, form), any = true;
     char why[256];
     if (!cu_schedule_check(km, i, -1, why, sizeof why)) {
-      fprintf(stderr, "kernel %d: the other form of Hopper's matmul: %s\n", i, why);
+      fprintf(stderr, "kernel %d: Hopper's matmul in form %d: %s\n", i, form, why);
       failures++;
     }
   }
@@ -176,7 +176,12 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
     char h[200];
     snprintf(h, sizeof h, "%s%s", full, extra[x].suffix);
     if (uses(km, extra[x].own)) add_unit(km, h, extra[x].hopper);
-    if (extra[x].own == CU_OWN_WGMMA && other_wgmma_form(km)) add_unit(km, strncat(h, " (the other f16 form)", sizeof h - strlen(h) - 1), true);
+    if (extra[x].own == CU_OWN_WGMMA && wgmma_form(km, CU_FORM_PINGPONG)) { /* the rules' form is the other */
+      char f[240];
+      snprintf(f, sizeof f, "%s (ping-pong)", h), add_unit(km, f, true);
+      wgmma_form(km, CU_FORM_PINGPONG_PAIR);
+      snprintf(f, sizeof f, "%s (ping-pong in clusters of 2)", h), add_unit(km, f, true);
+    }
     bool split = false; /* the tensor-core convolutions also with their reduction in 3 slices */
     for (int i = 0; i < km->nk && extra[x].own == CU_OWN_CONV; i++)
       if (km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_MMA) km->k[i].sched.split_k = 3, split = true;
@@ -285,7 +290,7 @@ static void *worker(void *arg) {
   }
 }
 
-static int print_source(const char *path, bool eager, bool hopper, bool other) {
+static int print_source(const char *path, bool eager, bool hopper, int form) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
   /* the convolutions channels-last where PORTC_CUDA_KERNELS takes the tensor-core one, as a device would */
@@ -295,7 +300,7 @@ static int print_source(const char *path, bool eager, bool hopper, bool other) {
     return 1;
   }
   schedule_all(km, !hip && hopper ? CU_OWN_WGMMA | CU_OWN_TF32X3 : 0);
-  if (!hip && hopper && other) other_wgmma_form(km);
+  if (!hip && hopper && form != CU_FORM_COOP) wgmma_form(km, form);
   char *src = emit_module(D, km);
   fputs(src ? src : "", stdout);
   free(src);
@@ -375,10 +380,14 @@ int main(int argc, char **argv) {
   if (!T) T = target_find("cuda", &unused);
   argc--, argv++;
   if (argc >= 3 && strcmp(argv[1], "--source") == 0) {
-    bool eager = false, hopper = false, other = false;
-    for (int a = 3; a < argc; a++)
-      eager = eager || strcmp(argv[a], "--eager") == 0, hopper = hopper || strcmp(argv[a], "--sm_90a") == 0, other = other || strcmp(argv[a], "--other") == 0;
-    return print_source(argv[2], eager, hopper, other);
+    bool eager = false, hopper = false;
+    int form = CU_FORM_COOP;
+    for (int a = 3; a < argc; a++) {
+      eager = eager || strcmp(argv[a], "--eager") == 0, hopper = hopper || strcmp(argv[a], "--sm_90a") == 0;
+      if (strcmp(argv[a], "--other") == 0) form = CU_FORM_PINGPONG;
+      if (strcmp(argv[a], "--pairs") == 0) form = CU_FORM_PINGPONG_PAIR;
+    }
+    return print_source(argv[2], eager, hopper, form);
   }
   if ((argc == 5 || argc == 6) && strcmp(argv[1], "--object") == 0) return write_object(argv[2], argv[3], argv[4], argc == 6);
   static const char *cuda_arches[] = {"sm_80", "sm_90", "sm_90a"}, *hip_arches[] = {"gfx90a", "gfx940", "gfx1030"};
@@ -428,11 +437,12 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, pingpong = 0, flash = 0, tconv = 0, tlast = 0, hopper = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, pingpong = 0, pairs = 0, flash = 0, tconv = 0, tlast = 0, hopper = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     wgmma += strstr(units[i].src, "wgmma.mma_async") != NULL;
     pingpong += strstr(units[i].src, "the other consumer has passed its last stage") != NULL;
+    pairs += strstr(units[i].src, "pc_tma_load_mc(As") != NULL;
     flash += strstr(units[i].src, "pc_fa_smem") != NULL;
     tconv += strstr(units[i].src, "const T *const xb") != NULL;
     tlast += strstr(units[i].src, "channels last: this thread's rows") != NULL;
@@ -443,10 +453,10 @@ int main(int argc, char **argv) {
   }
   for (int a = 0; a < narch; a++) hopper += is_hopper_arch(arches[a]);
   if (!hip)
-    printf("modules with: mma.sync %d; wgmma %d (ping-pong %d); tensor-core attention %d; tensor-core convolution %d (channels-last %d); an epilogue "
+    printf("modules with: mma.sync %d; wgmma %d (ping-pong %d, in clusters %d); tensor-core attention %d; tensor-core convolution %d (channels-last %d); an epilogue "
            "kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul with vector panel reads %d\n",
-           mma, wgmma, pingpong, flash, tconv, tlast, epi, split, vec, wide);
-  if (!hip && (!mma || !flash || !tconv || !tlast || !epi || !split || !vec || !wide || (hopper && (!wgmma || !pingpong)))) {
+           mma, wgmma, pingpong, pairs, flash, tconv, tlast, epi, split, vec, wide);
+  if (!hip && (!mma || !flash || !tconv || !tlast || !epi || !split || !vec || !wide || (hopper && (!wgmma || !pingpong || !pairs)))) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

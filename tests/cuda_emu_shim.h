@@ -1,6 +1,7 @@
 /*
  * cuda_emu_shim.h: what the CUDA dialect's kernels need to compile as host C++ and run on the
- * CPU, one block at a time, for tests/cuda_emulate.c. It stands in for cuda/prelude.h.
+ * CPU, one block at a time (or one cluster of blocks at a time), for tests/cuda_emulate.c. It
+ * stands in for cuda/prelude.h.
  *
  * A block's threads are coroutines (ucontext) of one OS thread, switched only where CUDA threads
  * wait for each other: __syncthreads, and the warp-wide instructions, which run as PTX describes
@@ -18,6 +19,14 @@
  * here too (the threads run in turn between barriers). A wait that never ends (a barrier some threads never reach) is reported
  * as a deadlock. The dialect's verified mma.sync matmul runs through it too, which checks the
  * emulation against what the hardware computed.
+ *
+ * A launch in clusters runs a cluster's blocks at once: their threads take turns in one scheduler,
+ * each block with its own dynamic shared memory (the current thread's is pc_emu_shared_base), its
+ * own barriers and warps' slots. Remote mbarrier arrivals and multicast copies reach the other
+ * blocks' memory at the same offset, as on the GPU. Block r runs in every (2r + 1)-th round of
+ * the scheduler, so the others run ahead of it, as a block may on the GPU: a block that reuses
+ * memory of another's before the other is done with it computes wrong sums here too. Static shared memory stays one instance, which
+ * no kernel launched in clusters uses.
  */
 #ifndef PORTC_TESTS_CUDA_EMU_SHIM_H
 #define PORTC_TESTS_CUDA_EMU_SHIM_H
@@ -44,6 +53,7 @@ using std::min;
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __grid_constant__
+#define __cluster_dims__(...)
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 
@@ -135,9 +145,10 @@ struct pc_emu_copy { /* a cp.async in flight: its 16 bytes land in shared memory
 };
 struct pc_emu_thread {
   ucontext_t ctx;
-  pc_dim3 idx;
+  pc_dim3 idx, block;
+  int rank;  /* its block's in the cluster */
   int state; /* 0 runnable, 1 waiting at a barrier, 2 done, 3 spinning (runnable again next round) */
-  int wait;  /* the barrier it waits at: -1 the block's, w warp w's */
+  int wait;  /* the barrier it waits at: -1 the block's, w warp w's, PC_EMU_CLUSTER the cluster's */
   std::vector<char> stack;
   std::vector<pc_emu_copy> cp_open;                /* issued, not yet committed */
   std::vector<std::vector<pc_emu_copy>> cp_groups; /* committed, oldest first */
@@ -145,11 +156,15 @@ struct pc_emu_thread {
 std::vector<pc_emu_thread> pc_emu_t;
 int pc_emu_cur, pc_emu_deadlock;
 ucontext_t pc_emu_sched;
-pc_dim3 pc_emu_block, pc_emu_grid, pc_emu_bdim;
+pc_dim3 pc_emu_grid, pc_emu_bdim;
 std::function<void()> pc_emu_body;
-std::vector<unsigned char> pc_emu_shared; /* the block's dynamic shared memory, from a 1024-byte boundary */
-unsigned char *pc_emu_shared_base;
-int pc_emu_arrived[74]; /* per barrier: [0] the block's, [1 + w] warp w's, [65] the named barrier 1, [66 + g] warpgroup g's */
+enum { PC_EMU_MAX_CLUSTER = 8, PC_EMU_CLUSTER = -2 };
+std::vector<unsigned char> pc_emu_shared[PC_EMU_MAX_CLUSTER]; /* each block's dynamic shared memory */
+unsigned char *pc_emu_bases[PC_EMU_MAX_CLUSTER];             /* ...from a 1024-byte boundary */
+unsigned char *pc_emu_shared_base;                            /* the current thread's block's */
+int pc_emu_arrived[PC_EMU_MAX_CLUSTER][74]; /* per block and barrier: [0] the block's, [1 + w] warp w's, [65] the named barrier 1,
+                                             * [66 + g] warpgroup g's */
+int pc_emu_cluster_arrived;
 long pc_emu_progress;   /* counts what can release a waiting thread: barriers met, mbarrier phases */
 /* an mbarrier (Hopper): arrivals still expected in this phase, the bytes still expected, the phase */
 struct pc_emu_mbar {
@@ -165,21 +180,23 @@ struct pc_emu_slots {
   float c[32][4];
   uint64_t v[32];
 };
-pc_emu_slots pc_emu_warp[32];
+pc_emu_slots pc_emu_warps[PC_EMU_MAX_CLUSTER][32];
 
 #define threadIdx (pc_emu_t[pc_emu_cur].idx)
-#define blockIdx pc_emu_block
+#define blockIdx (pc_emu_t[pc_emu_cur].block)
 #define gridDim pc_emu_grid
 #define blockDim pc_emu_bdim
 #define pc_emu_dynamic_shared pc_emu_shared_base
 
-/* the current thread waits until `count` threads have come to barrier `which` */
+/* the current thread waits until `count` threads of its block (of its cluster: PC_EMU_CLUSTER)
+ * have come to barrier `which` */
 inline void pc_emu_meet(int which, int count) {
-  int slot = which + 1;
-  if (++pc_emu_arrived[slot] == count) {
-    pc_emu_arrived[slot] = 0, pc_emu_progress++;
+  const int rank = pc_emu_t[pc_emu_cur].rank;
+  int &arrived = which == PC_EMU_CLUSTER ? pc_emu_cluster_arrived : pc_emu_arrived[rank][which + 1];
+  if (++arrived == count) {
+    arrived = 0, pc_emu_progress++;
     for (auto &t : pc_emu_t)
-      if (t.state == 1 && t.wait == which) t.state = 0;
+      if (t.state == 1 && t.wait == which && (which == PC_EMU_CLUSTER || t.rank == rank)) t.state = 0;
     return;
   }
   pc_emu_thread &me = pc_emu_t[pc_emu_cur];
@@ -188,7 +205,10 @@ inline void pc_emu_meet(int which, int count) {
 }
 inline int pc_emu_lane() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31; }
 inline int pc_emu_warpid() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5; }
-inline void __syncthreads() { pc_emu_meet(-1, (int)pc_emu_t.size()); }
+inline int pc_emu_block_threads() { return (int)(pc_emu_bdim.x * pc_emu_bdim.y * pc_emu_bdim.z); }
+inline void __syncthreads() { pc_emu_meet(-1, pc_emu_block_threads()); }
+/* the calling warp's slots for its collective instructions */
+inline pc_emu_slots &pc_emu_warp_slots() { return pc_emu_warps[pc_emu_t[pc_emu_cur].rank][pc_emu_warpid()]; }
 inline void pc_emu_warp_meet() { pc_emu_meet(pc_emu_warpid(), 32); }
 inline void __syncwarp(unsigned = 0xffffffffu) { pc_emu_warp_meet(); }
 
@@ -204,22 +224,31 @@ inline void pc_emu_entry() {
   pc_emu_t[pc_emu_cur].state = 2, pc_emu_progress++;
 }
 
-/* runs body as every thread of every block of the grid; false on a deadlock */
-inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function<void()> body) {
+/* runs body as every thread of every block of the grid, `cluster` blocks along x at a time (grid.x
+ * a multiple of it); false on a deadlock */
+inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function<void()> body, int cluster = 1) {
   pc_emu_grid = grid, pc_emu_bdim = block, pc_emu_body = body;
-  int n = (int)(block.x * block.y * block.z);
-  pc_emu_t.assign((size_t)n, pc_emu_thread{});
+  const int cl = cluster > 1 ? cluster : 1, n = (int)(block.x * block.y * block.z), all = n * cl;
+  if (cl > PC_EMU_MAX_CLUSTER || grid.x % (unsigned)cl) {
+    fprintf(stderr, "a grid of %u blocks along x in clusters of %d\n", grid.x, cl);
+    return false;
+  }
+  pc_emu_t.assign((size_t)all, pc_emu_thread{});
   pc_emu_mbars.clear();
-  pc_emu_shared.assign((size_t)shared + 2048, 0);
-  pc_emu_shared_base = pc_emu_shared.data() + (1024 - (uintptr_t)pc_emu_shared.data() % 1024) % 1024;
+  for (int r = 0; r < cl; r++) {
+    pc_emu_shared[r].assign((size_t)shared + 2048, 0);
+    pc_emu_bases[r] = pc_emu_shared[r].data() + (1024 - (uintptr_t)pc_emu_shared[r].data() % 1024) % 1024;
+  }
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
-      for (unsigned bx = 0; bx < grid.x; bx++) {
-        pc_emu_block = pc_dim3{bx, by, bz};
+      for (unsigned bx = 0; bx < grid.x; bx += (unsigned)cl) {
         memset(pc_emu_arrived, 0, sizeof pc_emu_arrived);
-        for (int i = 0; i < n; i++) {
+        pc_emu_cluster_arrived = 0;
+        for (int i = 0; i < all; i++) {
           pc_emu_thread &t = pc_emu_t[(size_t)i];
-          t.idx = pc_dim3{(unsigned)i % block.x, (unsigned)i / block.x % block.y, (unsigned)i / (block.x * block.y)};
+          const int rank = i / n, j = i % n;
+          t.idx = pc_dim3{(unsigned)j % block.x, (unsigned)j / block.x % block.y, (unsigned)j / (block.x * block.y)};
+          t.block = pc_dim3{bx + (unsigned)rank, by, bz}, t.rank = rank;
           t.state = 0, t.wait = 0;
           t.stack.resize(256 << 10);
           getcontext(&t.ctx);
@@ -228,17 +257,19 @@ inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function
           t.ctx.uc_link = &pc_emu_sched;
           makecontext(&t.ctx, pc_emu_entry, 0);
         }
-        for (int left = n, idle = 0;;) {
+        for (int left = all, idle = 0, round = 0;; round++) {
           bool ran = false;
           long before = pc_emu_progress;
           left = 0;
-          for (int i = 0; i < n; i++) {
+          for (int i = 0; i < all; i++) {
             pc_emu_thread &t = pc_emu_t[(size_t)i];
             if (t.state == 2) continue;
             left++;
             if (t.state == 3) t.state = 0; /* a spinning thread tries again */
             if (t.state != 0) continue;
-            pc_emu_cur = i, ran = true;
+            ran = true;
+            if (round % (2 * t.rank + 1)) continue; /* block r of a cluster runs every (2r + 1)-th round */
+            pc_emu_cur = i, pc_emu_shared_base = pc_emu_bases[t.rank];
             swapcontext(&pc_emu_sched, &t.ctx);
           }
           if (!left) break;
@@ -314,7 +345,7 @@ inline uint16_t pc_emu_at(const void *row, int i) {
   return v;
 }
 inline void pc_ldsm_x4(unsigned *r, const void *p) {
-  pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
+  pc_emu_slots &s = pc_emu_warp_slots();
   int l = pc_emu_lane();
   s.p[l] = p;
   pc_emu_warp_meet();
@@ -322,7 +353,7 @@ inline void pc_ldsm_x4(unsigned *r, const void *p) {
   pc_emu_warp_meet();
 }
 inline void pc_ldsm_x4_t(unsigned *r, const void *p) {
-  pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
+  pc_emu_slots &s = pc_emu_warp_slots();
   int l = pc_emu_lane();
   s.p[l] = p;
   pc_emu_warp_meet();
@@ -330,7 +361,7 @@ inline void pc_ldsm_x4_t(unsigned *r, const void *p) {
   pc_emu_warp_meet();
 }
 template <class T> inline void pc_mma(float *c, const unsigned *a, const unsigned *b, T) {
-  pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
+  pc_emu_slots &s = pc_emu_warp_slots();
   int l = pc_emu_lane();
   memcpy(s.a[l], a, 16), memcpy(s.b[l], b, 8);
   pc_emu_warp_meet();
@@ -368,7 +399,7 @@ inline unsigned pc_pack2(float a, float b, __nv_bfloat16) {
   return u;
 }
 template <class V> inline V __shfl_xor_sync(unsigned, V v, int o) {
-  pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
+  pc_emu_slots &s = pc_emu_warp_slots();
   int l = pc_emu_lane();
   memcpy(&s.v[l], &v, sizeof v);
   pc_emu_warp_meet();
@@ -423,23 +454,37 @@ inline void pc_mbar_arrive(uint64_t *b) {
 inline void pc_mbar_wait(uint64_t *b, unsigned parity) {
   while ((pc_emu_mbar_of(b).phase & 1) == (parity & 1)) pc_emu_yield();
 }
-/* the box of `map` at (c0, c1) into dst, rows swizzled in 128-byte periods (16-byte chunk c of
- * the 128 bytes at r at chunk c ^ (r % 8)), zeros past the extents; its bytes complete on bar at once */
-inline void pc_tma_load(void *dst, const pc_tmap *map, uint64_t *bar, int c0, int c1) {
+/* the box of `map` at (c0, c1) into dst in the shared memory of each block of the cluster in
+ * `mask` (dst's offset in each), rows swizzled in 128-byte periods (16-byte chunk c of the 128
+ * bytes at r at chunk c ^ (r % 8)), zeros past the extents; its bytes complete at once on the
+ * barrier at bar's offset in each */
+inline void pc_tma_load_mc(void *dst, const pc_tmap *map, uint64_t *bar, int c0, int c1, unsigned short mask) {
   const unsigned char *base = (const unsigned char *)(uintptr_t)map->v[0];
   const long d0 = (long)map->v[1], d1 = (long)map->v[2], stride = (long)map->v[3], b0 = (long)map->v[4], b1 = (long)map->v[5];
   const long es = (long)map->v[6];
-  const unsigned at = pc_saddr(dst);
-  for (long r = 0; r < b1; r++)
-    for (long e = 0; e < b0; e++) {
-      unsigned char v[4] = {0};
-      if (c1 + r < d1 && c0 + e < d0) memcpy(v, base + (c1 + r) * stride + (c0 + e) * es, (size_t)es);
-      memcpy(pc_emu_shared_base + pc_emu_swizzle(at + (unsigned)((r * b0 + e) * es)), v, (size_t)es);
-    }
-  pc_emu_mbar &m = pc_emu_mbar_of(bar);
-  m.tx -= b0 * b1 * es;
-  pc_emu_mbar_check(m);
+  const unsigned at = pc_saddr(dst), bar_at = pc_saddr(bar);
+  for (int r = 0; r < PC_EMU_MAX_CLUSTER; r++) {
+    if (!(mask >> r & 1)) continue;
+    for (long y = 0; y < b1; y++)
+      for (long e = 0; e < b0; e++) {
+        unsigned char v[4] = {0};
+        if (c1 + y < d1 && c0 + e < d0) memcpy(v, base + (c1 + y) * stride + (c0 + e) * es, (size_t)es);
+        memcpy(pc_emu_bases[r] + pc_emu_swizzle(at + (unsigned)((y * b0 + e) * es)), v, (size_t)es);
+      }
+    pc_emu_mbar &m = pc_emu_mbar_of(pc_emu_bases[r] + bar_at);
+    m.tx -= b0 * b1 * es;
+    pc_emu_mbar_check(m);
+  }
 }
+inline void pc_tma_load(void *dst, const pc_tmap *map, uint64_t *bar, int c0, int c1) {
+  pc_tma_load_mc(dst, map, bar, c0, c1, (unsigned short)(1u << pc_emu_t[pc_emu_cur].rank));
+}
+/* an arrival on the barrier at b's offset in each of the cluster's first CTAS blocks */
+template <int CTAS> inline void pc_mbar_arrive_cluster(uint64_t *b) {
+  const unsigned at = pc_saddr(b);
+  for (int r = 0; r < CTAS; r++) pc_mbar_arrive((uint64_t *)(void *)(pc_emu_bases[r] + at));
+}
+inline void pc_cluster_sync() { pc_emu_meet(PC_EMU_CLUSTER, (int)pc_emu_t.size()); }
 template <int R> inline void pc_regs_inc() {}
 template <int R> inline void pc_regs_dec() {}
 inline void pc_consumers_sync() { pc_emu_meet(64, 256); }
@@ -490,7 +535,7 @@ template <class T> inline void pc_emu_wgmma(float *d, uint64_t da, uint64_t db, 
  * cores read the top 19 bits of each operand */
 inline float pc_emu_tf32(unsigned u) { return __uint_as_float(u & 0xffffe000u); }
 inline void pc_emu_wgmma(float *d, const unsigned *a, uint64_t db, float, int nacc) {
-  pc_emu_slots &s = pc_emu_warp[pc_emu_warpid()];
+  pc_emu_slots &s = pc_emu_warp_slots();
   const int l = pc_emu_lane(), g = l / 4;
   memcpy(s.a[l], a, 16);
   pc_emu_warp_meet();

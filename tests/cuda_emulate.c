@@ -30,8 +30,9 @@
 #include "../targets/gpu_queue.h"
 #include "../targets/target.h"
 
-/* in a case's `own`: lowered with every convolution NCHW (the gathering kernel), not channels-last */
-enum { EMU_NCHW = 1 << 8 };
+/* in a case's `own`: lowered with every convolution NCHW (the gathering kernel), not channels-last;
+ * Hopper's ping-pong form in clusters of 2 (with tile_n CU_PP_BN) */
+enum { EMU_NCHW = 1 << 8, EMU_PAIRS = 1 << 9 };
 
 typedef struct emu_case {
   const char *name, *text;
@@ -77,6 +78,13 @@ static const emu_case cases[] = {
     {"Hopper's matmul, ping-pong, bf16, batches folded into rows, fewer tiles than blocks' consumers",
      "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 72]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA, "m64n128k16.f32.bf16", 1.5e-2, 1,
      CU_PP_BN},
+    {"Hopper's matmul, ping-pong in clusters of 2 (each block loads half of A into both): two clusters looping over 3 units of 2 column "
+     "tiles, the last unit's second tile past N, f16, bias and GELU, more k-steps than stages",
+     "graph mm\ninput a: f16[300, 520]\ninput b: f16[520, 264]\ninput c: f16[264]\nh = matmul(a, b)\nz = add(h, c)\ny = gelu(z)\noutput y\n",
+     CU_OWN_WGMMA | EMU_PAIRS, "pc_tma_load_mc(As", 2e-3, 1, CU_PP_BN},
+    {"Hopper's matmul, ping-pong in clusters of 2, bf16, batches folded into rows, a unit a cluster",
+     "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 200]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA | EMU_PAIRS,
+     "pc_mbar_arrive_cluster<2>", 1.5e-2, 1, CU_PP_BN},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
@@ -216,7 +224,8 @@ static bool write_program(const kir_module *km, const char *path) {
     int nb = kernel_buffers(km, i, bufs, GPU_MAX_ARGS);
     unsigned g[3];
     gpu_grid(km, i, S, &lim, g);
-    if (cu_wgmma_pingpong(km, &km->k[i])) cu_pingpong_grid(g, 2); /* two SMs: each block loops over tiles */
+    const int cl = s->cluster > 1 ? s->cluster : 1;
+    if (cu_wgmma_pingpong(km, &km->k[i])) cu_pingpong_grid(g, 2 * cl, cl); /* two SMs (clusters): each block loops over tiles */
     const int split = gpu_conv_split(&km->k[i]);
     if (split > 1) { /* the slices' partial sums, as runtime.c's scratch buffer holds them */
       int64_t mn[2];
@@ -242,10 +251,10 @@ static bool write_program(const kir_module *km, const char *path) {
               "pc_emu_tmap(split%d.data() + %lld, %lld, %lld, %lld, %d, %d, 4)",
               k->in_buf[0], kk, rows, kk * 4, CU_WT_BK, CU_WG_BM, i, kk, n, kk * 4, CU_WT_BK, s->tile_n, i, n * kk, kk, n, kk * 4, CU_WT_BK,
               s->tile_n);
-    else if (s->variant == KS_WGMMA) /* A and B */
+    else if (s->variant == KS_WGMMA) /* A (a share of its rows a block, in clusters) and B */
       fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d, 2), pc_emu_tmap(b[%d], %lld, %lld, %lld, 64, %d, 2)", k->in_buf[0], kk, rows, kk * 2,
-              CU_WG_BK, CU_WG_BM, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
-    fprintf(f, "); }))\n    return 1;\n");
+              CU_WG_BK, CU_WG_BM / cl, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
+    fprintf(f, "); }, %d))\n    return 1;\n", cl);
     if (split > 1) { /* then kN_epi adds the slices: a grid-stride loop, as runtime.c launches it */
       fprintf(f, "  if (!pc_emu_launch(pc_dim3{4, 1, 1}, pc_dim3{%d, 1, 1}, 0, [&] { k%d_epi(acc%d.data(), ", CU_PW_THREADS, i, i);
       for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
@@ -262,7 +271,7 @@ static int run_case(const emu_case *c, int index) {
   const target *T = target_find("cuda", &device);
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  const unsigned own = c->own & ~(unsigned)EMU_NCHW;
+  const unsigned own = c->own & ~(unsigned)(EMU_NCHW | EMU_PAIRS);
   lower_options lo = {.attention = T->attention_kernel, .channels_last = c->own & EMU_NCHW ? 0 : cu_channels_last_as(own),
                       .copy_merged_rows = T->copy_merged_rows};
   if (portc_graph_parse(c->text, c->name, &g) || lower_graph(g, &lo, &km)) {
@@ -275,8 +284,8 @@ static int run_case(const emu_case *c, int index) {
     char why[256];
     if (c->tile_n && km->k[i].sched.variant == KS_WGMMA) {
       const bool f32 = cu_wgmma_tf32(km, &km->k[i]);
-      km->k[i].sched.tile_n = c->tile_n;
-      km->k[i].sched.stages = f32 ? (c->tile_n == 256 ? 2 : c->tile_n == 192 ? 3 : 4) : c->tile_n == CU_PP_BN ? CU_PP_STAGES : CU_WG_STAGES;
+      if (f32) km->k[i].sched.tile_n = c->tile_n, km->k[i].sched.stages = c->tile_n == 256 ? 2 : c->tile_n == 192 ? 3 : 4;
+      else cu_wgmma_form(&km->k[i].sched, c->tile_n != CU_PP_BN ? CU_FORM_COOP : c->own & EMU_PAIRS ? CU_FORM_PINGPONG_PAIR : CU_FORM_PINGPONG);
       if (!cu_schedule_check(km, i, -1, why, sizeof why)) return fprintf(stderr, "%s: %s\n", c->name, why), 1;
     }
   }

@@ -437,38 +437,52 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why));
     EXPECT_NE(strstr(why, "128x256x64"), nullptr) << why;
     EXPECT_NE(strstr(why, "ping-pong"), nullptr) << why;
-    // the tuner's other candidate: the ping-pong form, 128x128 tiles in 6 stages, its own
-    // shared memory, a block per SM (or per tile, where there are fewer)
+    // the tuner's other candidates: the ping-pong form, 128x128 tiles in 6 stages, its own
+    // shared memory, a block per SM (or per tile, where there are fewer); and the same in
+    // clusters of two blocks that share their A panel's loads
     km->k[0].sched.tile_n = 256;
     tune_knobs cand[16];
     const tune_device d = {};
     const int n = tg->tune_space(km, 0, &d, cand, 16);
-    int offered = 0;
+    std::vector<tune_knobs> forms;
     for (int j = 0; j < n; j++)
-      if (cand[j].mask & tune_knob_bit("stages")) {
-        tune_knobs_apply(&cand[j], &km->k[0].sched);
-        offered++;
-      }
-    ASSERT_EQ(offered, 1) << t;
-    EXPECT_EQ(s.tile_n, CU_PP_BN);
-    EXPECT_EQ(s.stages, CU_PP_STAGES);
-    EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
-    EXPECT_TRUE(cu_wgmma_pingpong(km, &km->k[0]));
-    EXPECT_EQ(s.shared_bytes, CU_PP_SHARED);
-    EXPECT_LE(s.shared_bytes, 227 * 1024) << "more than an H100's block may take";
-    src = emit_module(&cuda_dialect, km);
-    ASSERT_NE(src, nullptr);
-    std::string pp(src);
-    free(src);
-    EXPECT_NE(pp.find(std::string("wgmma.mma_async.sync.aligned.m64n128k16.f32.") + t + "." + t), std::string::npos) << t;
-    EXPECT_NE(pp.find("pc_mbar_wait(&turn[c]"), std::string::npos) << "the consumers take turns";
+      if (cand[j].mask & tune_knob_bit("stages")) forms.push_back(cand[j]);
+    ASSERT_EQ(forms.size(), 2u) << t;
+    for (const tune_knobs &f : forms) {
+      tune_knobs_apply(&f, &km->k[0].sched);
+      EXPECT_EQ(s.tile_n, CU_PP_BN);
+      EXPECT_EQ(s.stages, CU_PP_STAGES);
+      EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
+      EXPECT_TRUE(cu_wgmma_pingpong(km, &km->k[0]));
+      EXPECT_EQ(s.shared_bytes, CU_PP_SHARED);
+      EXPECT_LE(s.shared_bytes, 227 * 1024) << "more than an H100's block may take";
+      src = emit_module(&cuda_dialect, km);
+      ASSERT_NE(src, nullptr);
+      std::string pp(src);
+      free(src);
+      EXPECT_NE(pp.find(std::string("wgmma.mma_async.sync.aligned.m64n128k16.f32.") + t + "." + t), std::string::npos) << t;
+      EXPECT_NE(pp.find("pc_mbar_wait(&turn[c]"), std::string::npos) << "the consumers take turns";
+      const bool pair = s.cluster == 2;
+      EXPECT_EQ(pp.find("__cluster_dims__(2, 1, 1)") != std::string::npos, pair);
+      EXPECT_EQ(pp.find("pc_tma_load_mc(As") != std::string::npos, pair) << "each block of a pair loads half of A into both";
+      EXPECT_EQ(pp.find("pc_mbar_arrive_cluster<2>(&empty[") != std::string::npos, pair) << "a stage is free when both blocks are done";
+    }
+    EXPECT_EQ(forms[0].v.cluster + forms[1].v.cluster, 3) << "one form of a block, one of clusters of 2";
     unsigned grid[3] = {3, 2, 1};
-    cu_pingpong_grid(grid, 132);
+    cu_pingpong_grid(grid, 132, 1);
     EXPECT_EQ(grid[0], 6u) << "fewer tiles than SMs: a block per tile";
     EXPECT_EQ(grid[1] * grid[2], 1u);
     unsigned big[3] = {64, 64, 1};
-    cu_pingpong_grid(big, 132);
+    cu_pingpong_grid(big, 132, 1);
     EXPECT_EQ(big[0], 132u) << "a block per SM";
+    unsigned pairs[3] = {3, 2, 1};
+    cu_pingpong_grid(pairs, 132, 2);
+    EXPECT_EQ(pairs[0], 8u) << "3 column tiles make 2 units of 2, each a cluster of 2 blocks";
+    unsigned odd[3] = {64, 64, 1};
+    cu_pingpong_grid(odd, 131, 2);
+    EXPECT_EQ(odd[0], 130u) << "whole clusters of 2";
+    km->k[0].sched.tile_n = 256, km->k[0].sched.stages = CU_WG_STAGES;
+    EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why)) << "only the ping-pong form runs in clusters";
     kir_module_free(km);
   }
 }
