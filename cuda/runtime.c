@@ -515,9 +515,12 @@ static void fill_varied(CUdeviceptr p, size_t bytes, portc_dtype dt) {
   for (size_t o = 0; o < PATTERN; o += es) {
     x ^= x << 13, x ^= x >> 17, x ^= x << 5;
     const float v = (float)(x >> 8) / 8388608.0f - 1.0f;
-    const uint16_t h = dt == PORTC_F16 ? f16_bits(v) : bf16_bits(v);
-    if (dt == PORTC_F32) memcpy(host + o, &v, 4);
-    else memcpy(host + o, &h, 2);
+    if (dt == PORTC_F32) {
+      memcpy(host + o, &v, 4);
+    } else {
+      const uint16_t h = dt == PORTC_F16 ? f16_bits(v) : bf16_bits(v);
+      memcpy(host + o, &h, 2);
+    }
   }
   for (size_t done = 0; done < bytes; done += PATTERN) CU.cuMemcpyHtoD_v2(p + done, host, bytes - done < PATTERN ? bytes - done : PATTERN);
   free(host);
