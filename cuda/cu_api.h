@@ -104,6 +104,15 @@ enum {
 typedef CUresult (*PFN_cuTensorMapEncodeTiled)(cu_tmap *map, int dtype, unsigned rank, void *address, const uint64_t *dims,
                                                const uint64_t *strides, const unsigned *box, const unsigned *element_strides,
                                                int interleave, int swizzle, int l2_promotion, int oob_fill);
+/* a launch's geometry, as cuOccupancyMaxActiveClusters takes it (cuda.h's CUlaunchConfig; no
+ * attributes: the kernel's cluster is compiled in) */
+typedef struct cu_launch_config {
+  unsigned grid[3], block[3], shared;
+  CUstream stream;
+  void *attrs;
+  unsigned nattrs;
+} cu_launch_config;
+typedef CUresult (*PFN_cuOccupancyMaxActiveClusters)(int *clusters, CUfunction f, const cu_launch_config *config);
 
 #define CU_DRIVER_FUNCS(X)                                                                          \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)            \
@@ -121,6 +130,7 @@ typedef struct cu_driver_api {
   CU_DRIVER_FUNCS(FIELD)
 #undef FIELD
   PFN_cuTensorMapEncodeTiled cuTensorMapEncodeTiled; /* NULL where the driver predates Hopper */
+  PFN_cuOccupancyMaxActiveClusters cuOccupancyMaxActiveClusters; /* likewise */
 } cu_driver_api;
 
 /* ---- NVRTC (libnvrtc.so) ---- */

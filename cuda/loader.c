@@ -74,6 +74,7 @@ bool cu_load_driver(cu_driver_api *api, char *why, size_t len) {
   LOAD_ALL(CU_DRIVER_FUNCS, lib, api, "the CUDA driver");
   char msg[400];
   api->cuTensorMapEncodeTiled = (PFN_cuTensorMapEncodeTiled)dl_sym(lib, "cuTensorMapEncodeTiled", msg, sizeof msg);
+  api->cuOccupancyMaxActiveClusters = (PFN_cuOccupancyMaxActiveClusters)dl_sym(lib, "cuOccupancyMaxActiveClusters", msg, sizeof msg);
   return true;
 }
 

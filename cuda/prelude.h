@@ -236,7 +236,7 @@ static const char cuda_prelude[] =
     "}\n"
     "template <int CTAS> __device__ __forceinline__ void pc_mbar_arrive_cluster(uint64_t *b) {\n"
     "  _Pragma(\"unroll\") for (unsigned r = 0; r < CTAS; r++)\n"
-    "    asm volatile(\"{\\n.reg .b32 a;\\nmapa.shared::cluster.u32 a, %0, %1;\\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [a];\\n}\\n\"\n"
+    "    asm volatile(\"{\\n.reg .b32 a;\\nmapa.shared::cluster.u32 a, %0, %1;\\nmbarrier.arrive.shared::cluster.b64 _, [a];\\n}\\n\"\n"
     "                 ::\"r\"(pc_saddr(b)), \"r\"(r) : \"memory\");\n"
     "}\n"
     "__device__ __forceinline__ void pc_cluster_sync() {\n"

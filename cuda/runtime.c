@@ -40,6 +40,7 @@ typedef struct cu_kernel {
   CUdeviceptr split_buf, split_of;
   size_t split_bytes;
   uint64_t split_stamp;
+  int clusters; /* Hopper's ping-pong matmul in clusters: how many run at once (0: not asked yet) */
 } cu_kernel;
 
 typedef struct cu_mem {
@@ -260,6 +261,22 @@ static portc_status launch_split(cu_module *m, int i, const gpu_launch *l, CUdev
   return r ? cu_fail(r, "cuLaunchKernel (the split of the matmul's B)") : PORTC_OK;
 }
 
+/* the clusters of kernel i (Hopper's ping-pong matmul in clusters of cl blocks, function f) that
+ * the device runs at once, asked once: where a GPC's multiprocessors do not divide into whole
+ * clusters, fewer than sms / cl, and a persistent grid of more would leave the last clusters'
+ * tiles to a second wave */
+static int active_clusters(cu_module *m, int i, CUfunction f, int cl) {
+  cu_kernel *k = &m->k[i];
+  const kir_schedule *s = &m->km->k[i].sched;
+  if (k->clusters) return k->clusters;
+  int n = 0;
+  const unsigned blocks = (unsigned)(m->c->sms / cl * cl);
+  cu_launch_config c = {{blocks, 1, 1}, {(unsigned)s->threads[0], 1, 1}, (unsigned)s->shared_bytes, m->stream, NULL, 0};
+  if (!CU.cuOccupancyMaxActiveClusters || CU.cuOccupancyMaxActiveClusters(&n, f, &c) != CUDA_SUCCESS || n < 1) n = m->c->sms / cl;
+  log_line("tune", "cuda: kernel %d runs in clusters of %d, %d at once", i, cl, n);
+  return k->clusters = n;
+}
+
 /* kernel i's function f, or with epi its epilogue kernel kN_epi; the scratch buffer comes first
  * to an epilogue and to a split-K convolution, and Hopper's matmul takes its operands' tensor
  * maps last */
@@ -287,7 +304,10 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   }
   unsigned g[3], b[3] = {(unsigned)kk->sched.threads[0], (unsigned)kk->sched.threads[1], (unsigned)kk->sched.threads[2]};
   gpu_grid(m->km, i, l->S, &m->lim, g);
-  if (!epi && cu_wgmma_pingpong(m->km, kk)) cu_pingpong_grid(g, m->c->sms, kk->sched.cluster); /* persistent: its blocks loop over the tiles */
+  if (!epi && cu_wgmma_pingpong(m->km, kk)) { /* persistent: its blocks loop over the tiles */
+    const int cl = kk->sched.cluster > 1 ? kk->sched.cluster : 1;
+    cu_pingpong_grid(g, cl > 1 ? active_clusters(m, i, f, cl) * cl : m->c->sms, cl);
+  }
   int shared = kk->sched.shared_bytes;
   if (epi) { /* a grid-stride loop over M x N */
     int64_t mn[2] = {gpu_gemm_rows(m->km, i, l->S), dim_value(kk->mnk[1], l->S)};
