@@ -483,6 +483,17 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     EXPECT_EQ(odd[0], 130u) << "whole clusters of 2";
     km->k[0].sched.tile_n = 256, km->k[0].sched.stages = CU_WG_STAGES;
     EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why)) << "only the ping-pong form runs in clusters";
+    // a tune entry spells the pairs with the cluster knob, 1 or 2
+    int problems = 0;
+    std::string err;
+    tune_table tt = parse_text("api=cuda kind=matmul tile=128x128 stages=6 cluster=2 prov=heuristic source=a\n"
+                               "api=cuda kind=matmul tile=128x128 stages=6 cluster=3 prov=heuristic source=b\n",
+                               &problems, &err);
+    EXPECT_EQ(problems, 1) << err;
+    EXPECT_NE(err.find("cluster"), std::string::npos) << err;
+    ASSERT_EQ(tt.n, 1) << err;
+    EXPECT_EQ(tt.e[0].knobs.v.cluster, 2);
+    tune_table_free(&tt);
     kir_module_free(km);
   }
 }
