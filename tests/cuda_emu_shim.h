@@ -25,8 +25,8 @@
  * own barriers and warps' slots. Remote mbarrier arrivals and multicast copies reach the other
  * blocks' memory at the same offset, as on the GPU. Block r runs in every (2r + 1)-th round of
  * the scheduler, so the others run ahead of it, as a block may on the GPU: a block that reuses
- * memory of another's before the other is done with it computes wrong sums here too. Static shared memory stays one instance, which
- * no kernel launched in clusters uses.
+ * memory of another's before the other is done with it computes wrong sums here too. Static
+ * shared memory stays one instance, which no kernel launched in clusters uses.
  */
 #ifndef PORTC_TESTS_CUDA_EMU_SHIM_H
 #define PORTC_TESTS_CUDA_EMU_SHIM_H
