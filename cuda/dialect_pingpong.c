@@ -51,7 +51,7 @@ static void producer(emitter *e, int cl) {
   e->indent++;
   emit_line(e, "pc_regs_dec<40>();");
   emit_line(e, "if (tid == 0)");
-  emit_line(e, "  for (int tile = %s, p = 0; tile < tiles; tile += %s) {", cl > 1 ? "cluster" : "blockIdx.x", cl > 1 ? "clusters" : "gridDim.x");
+  emit_line(e, "  for (int tile = cluster, p = 0; tile < tiles; tile += clusters) {");
   emit_line(e, "    int m0, n0;");
   emit_line(e, "    place(tile, m0, n0);");
   emit_line(e, "    for (int kt = 0; kt < KT; kt++, p++) {");
@@ -149,18 +149,13 @@ void cu_emit_wgmma_pingpong(emitter *e) {
   emit_line(e, "float *const Es = (float *)(Bs + %d); /* the 8 consumer warps' epilogue rows */", STAGES * B_STAGE);
   emit_line(e, "uint64_t *const full = (uint64_t *)(Es + %d), *const empty = full + %d, *const turn = empty + %d;", 8 * 16 * LD, STAGES, STAGES);
   emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
-  if (cl > 1) { /* a tile is a cluster's unit of cl column tiles, the block's the rank-th of them */
-    emit_line(e, "const int rank = blockIdx.x %% %d, cluster = blockIdx.x / %d, clusters = gridDim.x / %d;", cl, cl, cl);
-    emit_line(e, "const int TM = (M + %d) / %d, TN = (N + %d) / %d, tiles = TM * TN, KT = (K + %d) / %d;", CU_WG_BM - 1, CU_WG_BM, cl * BN - 1,
-              cl * BN, BK - 1, BK);
-  } else {
-    emit_line(e, "const int TM = (M + %d) / %d, TN = (N + %d) / %d, tiles = TM * TN, KT = (K + %d) / %d;", CU_WG_BM - 1, CU_WG_BM, BN - 1, BN,
-              BK - 1, BK);
-  }
+  /* a tile is a cluster's unit of cl column tiles (a block alone: cl = 1), the block's the rank-th of them */
+  emit_line(e, "const int rank = blockIdx.x %% %d, cluster = blockIdx.x / %d, clusters = gridDim.x / %d;", cl, cl, cl);
+  emit_line(e, "const int TM = (M + %d) / %d, TN = (N + %d) / %d, tiles = TM * TN, KT = (K + %d) / %d;", CU_WG_BM - 1, CU_WG_BM, cl * BN - 1,
+            cl * BN, BK - 1, BK);
   emit_line(e, "auto place = [&](int tile, int &m0, int &n0) { /* groups of 8 row-tiles, column by column */");
   emit_line(e, "  const int width = 8 * TN, first = tile / width * 8, gsz = min(TM - first, 8);");
-  if (cl > 1) emit_line(e, "  m0 = (first + tile %% width %% gsz) * %d, n0 = tile %% width / gsz * %d + rank * %d;", CU_WG_BM, cl * BN, BN);
-  else emit_line(e, "  m0 = (first + tile %% width %% gsz) * %d, n0 = tile %% width / gsz * %d;", CU_WG_BM, BN);
+  emit_line(e, "  m0 = (first + tile %% width %% gsz) * %d, n0 = tile %% width / gsz * %d + rank * %d;", CU_WG_BM, cl * BN, BN);
   emit_line(e, "};");
   emit_line(e, "if (threadIdx.x == 0) {");
   emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], %d);", STAGES, cl);
@@ -181,8 +176,7 @@ void cu_emit_wgmma_pingpong(emitter *e) {
   emit_line(e, "auto pin1 = [&](float (&d)[%d]) { _Pragma(\"unroll\") for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(d[i])::\"memory\"); };",
             SUMS, SUMS);
   emit_line(e, "auto pin = [&]() { pin1(acc[0]), pin1(acc[1]); };");
-  if (cl > 1) emit_line(e, "for (int tile = cluster + c * clusters, lt = c; tile < tiles; tile += 2 * clusters, lt += 2) {");
-  else emit_line(e, "for (int tile = blockIdx.x + c * gridDim.x, lt = c; tile < tiles; tile += 2 * gridDim.x, lt += 2) {");
+  emit_line(e, "for (int tile = cluster + c * clusters, lt = c; tile < tiles; tile += 2 * clusters, lt += 2) {");
   e->indent++;
   emit_line(e, "int m0, n0;");
   emit_line(e, "place(tile, m0, n0);");
