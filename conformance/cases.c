@@ -217,6 +217,11 @@ static void contraction_cases(conf_cases *cs) {
        "input a: f16[128, 96]\ninput b: f16[96, 256]\ninput bias: f16[256]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-whole-tiles-transposed-b"),
        "input a: f16[64, 256]\ninput b: f16[128, 256]\nbt = permute(b, perm=[1, 0])\ny = matmul(a, bt)\noutput y\n");
+  /* Vulkan's matmul on a work group's matrices (128x128 tiles, k-steps of 32) moves its last row
+   * and column tiles back inside the matrix: each stores only what the tile before it does not */
+  text(add(cs, "ops", "matmul/f16-tiles-moved-inside"), "input a: f16[200, 96]\ninput b: f16[96, 328]\ny = matmul(a, b)\noutput y\n");
+  text(add(cs, "ops", "matmul/f16-tiles-moved-inside-bias-gelu"),
+       "input a: f16[200, 96]\ninput b: f16[96, 328]\ninput bias: f16[328]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
   /* tensor-core GEMMs of the CUDA target with partial tiles: wide (1040 columns: 256-column
    * tiles), bf16, and a rank-3 left operand whose leading dims fold into the rows */
   text(add(cs, "ops", "matmul/f16-wide-partial-tiles"),

@@ -104,6 +104,8 @@ typedef struct kir_schedule {
   int min_groups;        /* work groups per multiprocessor the kernel is compiled for (0: no bound) */
   int cluster;           /* MATMUL (WGMMA): work groups per cluster, which share their operands'
                           * loads (0 or 1: none) */
+  int wg_matrices;       /* MATMUL (MMA, Vulkan): 1 on cooperative matrices of the whole work group,
+                          * staged by the driver (VK_NV_cooperative_matrix2); 0 the subgroup's */
   /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with
    * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads */
   int library, library_bias;

@@ -19,6 +19,11 @@
 #             with the 128x256 form, with cuBLASLt and as the runtime chooses; then, in clusters of
 #             2 (PINGPONG_CLUSTER=1: alone), the matmul-bearing cases, memcheck and racecheck on the
 #             f16/bf16 matmul cases, each command under a time limit
+#   coopwg    Vulkan's f16 matmul on a work group's matrices (vulkan/matmul_wg.c, taken with
+#             PORTC_VULKAN_KERNELS=coopattention,coopwg): explain, the matmul-bearing cases on vulkan,
+#             the f16 matmul+bias+GELU and MLP graphs of bench/gpu/ run against the subgroup kernel's
+#             outputs, then those, the plain f16 matmul and the transformer example timed with the
+#             subgroup kernel, the rule's shape and the others a site tune table forces
 #   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
 #             kernels forced): explain, the Cuda unit tests (where build/bin/portc_tests is
 #             carried), the matmul-bearing cases and the models fused and eager,
@@ -272,6 +277,43 @@ for step in $steps; do
       "${pp[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
         --quiet >"$out/${tool}_pingpong.txt" 2>&1
       summary+=("$tool, the ping-pong form (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_pingpong.txt" | tail -1)")
+    done
+    ;;
+  coopwg)
+    # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg)
+    wgk=coopattention,coopwg
+    for v in 128x128:32:2 128x128:64:1 128x256:32:1 128x256:64:1 256x128:32:1 256x128:64:1 256x128:64:2; do
+      IFS=: read -r tile tk st <<<"$v"
+      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st wg_matrices=1 prov=heuristic source=\"work group $v\"" \
+        >"$out/coopwg_table_${tile}_${tk}_$st.txt"
+    done
+    PORTC_VULKAN_KERNELS=$wgk PORTC_LOG=tune timeout 120 "$portc" explain bench/gpu/mlp_8192_f16.ptg -t vulkan >"$out/explain_coopwg.txt" 2>&1
+    summary+=("explain with coopwg (rc $?): $(grep -c 'whole work group' "$out/explain_coopwg.txt") kernels on a work group's matrices")
+    PORTC_VULKAN_KERNELS=$wgk timeout 600 "$portc" verify -t vulkan --examples examples --filter 'matmul|linear|model|fusion|transformer|mlp' \
+      >"$out/verify_coopwg.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_coopwg.txt" | head -10
+    summary+=("verify vulkan, coopwg (rc $rc): $(tail -1 "$out/verify_coopwg.txt")")
+    for g in matmul_bias_gelu_8192_f16 mlp_8192_f16; do # the large graphs against the subgroup kernel's outputs
+      for k in coopattention $wgk; do
+        PORTC_VULKAN_KERNELS=$k timeout 120 "$portc" run "bench/gpu/$g.ptg" -t vulkan --seed 5 --out "$out/run_${g}_${k//,/_}" >>"$out/run_coopwg.txt" 2>&1
+      done
+      summary+=("$g, work group vs subgroup, rel. difference: $(python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]).astype(n.float64); b=n.load(sys.argv[2]).astype(n.float64); print('%.2e' % (n.linalg.norm(a-b)/n.linalg.norm(a)))" \
+        "$out/run_${g}_coopattention/y.npy" "$out/run_${g}_${wgk//,/_}/y.npy" 2>&1 | tail -1)")
+    done
+    for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer; do
+      args=("bench/gpu/$g.ptg")
+      [ "$g" = transformer ] && args=("${transformer[@]}")
+      line="$g, ms:"
+      hows=("coopattention|/dev/null|subgroup" "$wgk|/dev/null|wg-128x128:32:1")
+      for f in "$out"/coopwg_table_*.txt; do n=${f##*coopwg_table_} && n=${n%.txt} && hows+=("$wgk|$f|wg-${n//_/:}"); done
+      for how in "${hows[@]}"; do
+        IFS='|' read -r k table name <<<"$how"
+        PORTC_VULKAN_KERNELS=$k PORTC_TUNE_PATH=$table timeout 120 "$portc" bench "${args[@]}" -t vulkan --no-eager --iters 30 --warmup 3 \
+          >"$out/bench_coopwg_${g}_$name.txt" 2>&1
+        line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_coopwg_${g}_$name.txt")"
+      done
+      summary+=("$line")
     done
     ;;
   tf32x3)

@@ -854,7 +854,7 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
   EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)VK_OWN_COOPATTENTION) << "attention on cooperative matrices by default, convolutions not";
   EXPECT_TRUE(vk_own_kernels_known("coopconv,coopattention,none", why, sizeof why));
   EXPECT_FALSE(vk_own_kernels_known("coopconv,flash", why, sizeof why));
-  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention or none");
+  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention, coopwg or none");
 }
 
 // Vulkan's f16 attention on cooperative matrices (vulkan/attention.c): taken where the heads are

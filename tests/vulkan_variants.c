@@ -14,8 +14,9 @@
  * rewritten SPIR-V is checked by khr_rewrite_wrong, and in every shape the tuner may give them.
  *
  * usage: vulkan_variants EXAMPLES_DIR
- *        vulkan_variants --source G.ptg   prints the graph's shaders as scheduled here (fused), the
- *                                         cooperative-matrix kernels where they qualify
+ *        vulkan_variants --source G.ptg [--wg]   prints the graph's shaders as scheduled here (fused),
+ *                                         the cooperative-matrix kernels where they qualify (--wg:
+ *                                         f16 GEMMs on a work group's matrices)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -89,6 +90,41 @@ static lower_options device_lowering(bool eager) {
                          .copy_merged_rows = T->copy_merged_rows};
 }
 
+/* the schedules of the work group's matrices tried here: the rule's, loading two k-steps at once,
+ * and a tile whose sums pass through shared memory in four parts */
+static const struct { int tile_m, tile_n, tile_k, stages; } wg_shapes[] = {{VK_WG_TILE, VK_WG_TILE, VK_WG_K, 1}, {VK_WG_TILE, VK_WG_TILE, VK_WG_K, 2},
+                                                                          {256, 128, 64, 1}};
+
+/* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
+ * runs them (the H100's steps, no shared memory kept by the driver), in each of wg_shapes that
+ * fits; returns whether kernel i was so scheduled */
+static bool schedule_workgroup(kir_module *km, int i, int shape) {
+  static const uint32_t step[3] = {VK_WG_STEP_MN, VK_WG_STEP_MN, VK_WG_STEP_K};
+  if (!vk_coop_wg_eligible(km, i)) return false;
+  kir_schedule s = km->k[i].sched;
+  vk_coop_wg_schedule(&s);
+  s.tile_m = wg_shapes[shape].tile_m, s.tile_n = wg_shapes[shape].tile_n, s.tile_k = wg_shapes[shape].tile_k, s.stages = wg_shapes[shape].stages;
+  char why[200];
+  if (!vk_coop_wg_fit(km, i, &s, step, VK_COOP_SHARED, why, sizeof why)) return false;
+  km->k[i].sched = s;
+  return true;
+}
+
+static void add_workgroup_units(kir_module *km, bool eager, const char *name) {
+  kir_schedule *rules = malloc(sizeof *rules * (size_t)(km->nk ? km->nk : 1)); /* restored after each shape */
+  for (int i = 0; rules && i < km->nk; i++) rules[i] = km->k[i].sched;
+  for (size_t v = 0; rules && v < sizeof wg_shapes / sizeof *wg_shapes; v++) {
+    bool any = false;
+    for (int i = 0; i < km->nk; i++) any = schedule_workgroup(km, i, (int)v) || any;
+    char variant[64];
+    snprintf(variant, sizeof variant, " [work group, %dx%d, k-step %d, %d stages]", wg_shapes[v].tile_m, wg_shapes[v].tile_n, wg_shapes[v].tile_k,
+             wg_shapes[v].stages);
+    if (any) add_units(km, eager, name, variant);
+    for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
+  }
+  free(rules);
+}
+
 /* The module as scheduled (schedule_all), and where it has cooperative-matrix kernels, once more
  * for each other shape the tuner may give them on a device with VK_COOP_SHARED bytes of shared memory (tile,
  * subgroups, k-step: vk_tune_space), applied to all of them */
@@ -122,6 +158,7 @@ static void add_module(const portc_graph *g, bool eager, const char *name) {
     for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
   }
   free(rules);
+  add_workgroup_units(km, eager, name);
   kir_module_free(km);
 }
 
@@ -134,10 +171,11 @@ static bool needs(const unit *u, const char *word) {
 
 /* what the KHR rewrite of a cooperative-matrix kernel must hold (spirv_coop.c): no NV
  * instruction left, the KHR capability, and matrix types of all three uses (A, B, accumulator,
- * told apart by the constant each names); NULL when it does, else what is wrong. Debian 12's
+ * told apart by the constant each names), and for the work group's matrices (wg) that scope and
+ * SPV_NV_cooperative_matrix2; NULL when it does, else what is wrong. Debian 12's
  * SPIR-V validator predates the KHR extension, so this is the check CI can make. */
-static const char *khr_rewrite_wrong(const uint32_t *w, size_t n) {
-  bool capability = false, extension = false;
+static const char *khr_rewrite_wrong(const uint32_t *w, size_t n, bool wg) {
+  bool capability = false, extension = false, wg_extension = false, wg_scope = false;
   unsigned uses = 0, loads = 0, products = 0;
   uint32_t *value = calloc(w[3], sizeof *value); /* 1 + the value of each 32-bit OpConstant */
   for (size_t i = 5; value && i < n; i += w[i] >> 16) {
@@ -146,12 +184,15 @@ static const char *khr_rewrite_wrong(const uint32_t *w, size_t n) {
     if (op == 43 && wc == 4 && w[i + 2] < w[3]) value[w[i + 2]] = w[i + 3] + 1;
     capability = capability || (op == 17 && w[i + 1] == 6022);
     extension = extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_KHR_cooperative_matrix") == 0);
+    wg_extension = wg_extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_NV_cooperative_matrix2") == 0);
     if (op == 4456 && wc == 7 && w[i + 6] < w[3] && value[w[i + 6]] >= 1 && value[w[i + 6]] <= 3) uses |= 1u << (value[w[i + 6]] - 1);
+    wg_scope = wg_scope || (op == 4456 && wc == 7 && w[i + 3] < w[3] && value[w[i + 3]] == 3); /* Workgroup, 2 */
     loads += op == 4457, products += op == 4459;
   }
   free(value);
   if (!capability || !extension) return "no CooperativeMatrixKHR capability or extension";
   if (uses != 7) return "the matrix types do not name all three uses";
+  if (wg != (wg_scope && wg_extension)) return wg ? "no workgroup-scope matrix, or no SPV_NV_cooperative_matrix2" : "a workgroup-scope matrix";
   return !loads || !products ? "no KHR loads or products" : NULL;
 }
 
@@ -171,16 +212,17 @@ static portc_status compile_one(void *ctx, int i) {
                                   .denorm_preserve = true, .f16_convert = true, .rte32 = true, .rte64 = true, .keep64 = true,
                                   .subgroup_size = 32};
   const unit *u = &units[i];
-  for (int khr = 0; khr < 1 + needs(u, "coopmat"); khr++) {
+  const bool wg = needs(u, "coopwg"); /* the work group's matrices: KHR's, with VK_NV_cooperative_matrix2 */
+  for (int khr = wg; khr < 1 + needs(u, "coopmat"); khr++) {
     vk_context every = {.f = all};
-    every.f.coop_khr = khr;
+    every.f.coop_khr = khr, every.f.coop_workgroup = wg;
     const char *defines[8];
     int nd = 0;
     uint32_t *spirv = NULL;
     size_t words = 0;
     portc_status st = vk_kernel_defines(&every, i, u->needs, defines, &nd);
     if (!st) st = vk_compile(&every, u->src, u->name, defines, &spirv, &words);
-    const char *wrong = !st && khr ? khr_rewrite_wrong(spirv, words) : NULL;
+    const char *wrong = !st && khr ? khr_rewrite_wrong(spirv, words, wg) : NULL;
     free(spirv);
     if (st || wrong) report(u, khr ? " (KHR)" : "", wrong ? wrong : portc_last_error());
   }
@@ -188,7 +230,7 @@ static portc_status compile_one(void *ctx, int i) {
 }
 
 /* `--source G.ptg`: the graph's fused module as schedule_all leaves it, in GLSL */
-static int print_source(const char *path) {
+static int print_source(const char *path, bool wg) {
   portc_graph *g = NULL;
   kir_module *km = NULL;
   const lower_options lo = device_lowering(false);
@@ -198,6 +240,7 @@ static int print_source(const char *path) {
     return 1;
   }
   schedule_all(km);
+  for (int i = 0; wg && i < km->nk; i++) schedule_workgroup(km, i, 0);
   char *src = emit_module(&vulkan_dialect, km);
   if (src) fputs(src, stdout);
   free(src);
@@ -207,9 +250,9 @@ static int print_source(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--source") == 0) return print_source(argv[2]);
+  if ((argc == 3 || (argc == 4 && strcmp(argv[3], "--wg") == 0)) && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc == 4);
   if (argc != 2) {
-    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR | --source G.ptg\n");
+    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR | --source G.ptg [--wg]\n");
     return 2;
   }
   conf_cases cs = {0};
@@ -236,9 +279,10 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0;
+  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0;
   for (int i = 0; i < nunits; i++) {
     coop += needs(&units[i], "coopmat");
+    coop_wg += needs(&units[i], "coopwg");
     coop_convs += units[i].coop_conv;
     coop_attentions += units[i].coop_attention;
     coop_shapes += needs(&units[i], "coopmat") && strchr(units[i].name, '[');
@@ -247,12 +291,13 @@ int main(int argc, char **argv) {
   run_parallel(nunits, compile_one, NULL); /* each failure is printed and counted by compile_one */
   int ok = nunits - compile_failures;
   failures += compile_failures;
-  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d convolutions, %d "
-         "attentions; %d with 16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_convs, coop_attentions, f16_stores, ok);
-  if (!coop || !coop_shapes || !coop_convs || !coop_attentions || !f16_stores) {
+  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's, %d "
+         "convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_wg, coop_convs, coop_attentions, f16_stores, ok);
+  if (!coop || !coop_shapes || !coop_wg || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"
+                                                    : !coop_wg          ? "work-group cooperative-matrix"
                                                     : !coop_convs       ? "cooperative-matrix convolution"
                                                     : !coop_attentions  ? "cooperative-matrix attention"
                                                                         : "f16-storing");

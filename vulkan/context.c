@@ -7,7 +7,7 @@
  * storage8,subgroup,timestamps,coopmat,denorm,f16convert makes portc treat a device as lacking those features,
  * which is how the tests reach the fallbacks and the errors of devices that lack them ("khrcoop":
  * the cross-vendor cooperative-matrix extension, so that NVIDIA's is used where offered; "nvcoop":
- * NVIDIA's). PORTC_VULKAN_KERNELS lists the kernels of portc's own to take (vk_own_kernels).
+ * NVIDIA's; "wgcoop": workgroup-scope matrices). PORTC_VULKAN_KERNELS lists the kernels of portc's own to take (vk_own_kernels).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -198,9 +198,37 @@ static const char *component_name(int32_t t, char *buf, size_t len) {
   return buf;
 }
 
-/* VK_NV_cooperative_matrix2, which portc's kernels do not use yet: whether the device offers
- * workgroup-scope matrices (the driver stages them through shared memory, as Hopper's wgmma wants)
- * and at which sizes, for the next cooperative-matrix kernel */
+/* VK_NV_cooperative_matrix2's workgroup scope and flexible sizes with f16 x f16 + f32 -> f32 on
+ * work groups of 256 (matmul_wg.c): the sizes' steps and the shared memory the driver keeps */
+static bool coop_matrix_wg(VkPhysicalDevice pd, uint32_t step[3], uint32_t *reserved) {
+  if (!has_device_ext(pd, PC_NV_COOPERATIVE_MATRIX2_NAME)) return false;
+  pc_coop2_features_nv f = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f};
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  pc_coop2_properties_nv p = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
+  vkGetPhysicalDeviceProperties2(pd, &p2);
+  pc_coop_flexible_fn get = (pc_coop_flexible_fn)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  uint32_t n = 0;
+  if (!f.workgroupScope || !f.flexibleDimensions || p.workgroupScopeMaxWorkgroupSize < VK_WG_THREADS || !get || get(pd, &n, NULL) != VK_SUCCESS || !n)
+    return false;
+  pc_coop_flexible_nv *s = calloc(n, sizeof *s);
+  bool found = false;
+  for (uint32_t i = 0; s && i < n; i++) s[i].sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+  if (s && get(pd, &n, s) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n && !found; i++)
+      if ((found = s[i].AType == PC_COMPONENT_FLOAT16_KHR && s[i].BType == PC_COMPONENT_FLOAT16_KHR && s[i].CType == PC_COMPONENT_FLOAT32_KHR &&
+                   s[i].ResultType == PC_COMPONENT_FLOAT32_KHR && !s[i].saturatingAccumulation && s[i].scope == PC_SCOPE_WORKGROUP_KHR &&
+                   s[i].workgroupInvocations == VK_WG_THREADS && s[i].MGranularity && s[i].NGranularity && s[i].KGranularity))
+        step[0] = s[i].MGranularity, step[1] = s[i].NGranularity, step[2] = s[i].KGranularity;
+  free(s);
+  *reserved = p.workgroupScopeReservedSharedMemory;
+  return found;
+}
+
+/* VK_NV_cooperative_matrix2 as `portc devices` tells it: whether the device offers workgroup-scope
+ * matrices (the driver stages them through shared memory, as Hopper's wgmma wants), at which
+ * sizes, and its other features, which portc's kernels do not use */
 static void describe_coop2(FILE *out, VkPhysicalDevice pd) {
   if (!has_device_ext(pd, PC_NV_COOPERATIVE_MATRIX2_NAME)) {
     fprintf(out, "      cooperative matrix 2 (NV): no\n");
@@ -342,6 +370,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
   const unsigned own = vk_own_kernels(getenv("PORTC_VULKAN_KERNELS"));
   di->f.coop_conv = own & VK_OWN_COOPCONV, di->f.coop_attention = own & VK_OWN_COOPATTENTION;
+  di->f.coop_workgroup = (own & VK_OWN_COOPWG) && coop_matrix_wg(pd, di->f.coop_wg_step, &di->f.coop_wg_reserved);
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
@@ -352,6 +381,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   }
   di->f.coop_khr = di->f.coop_khr && di->f.coop_matrix, di->f.coop_size32 = di->f.coop_size32 && di->f.coop_matrix;
   di->f.coop_conv = di->f.coop_conv && di->f.coop_matrix, di->f.coop_attention = di->f.coop_attention && di->f.coop_matrix;
+  di->f.coop_workgroup = di->f.coop_workgroup && di->f.coop_khr && !(off && strstr(off, "wgcoop"));
   /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
    * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
@@ -476,6 +506,8 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
                                                   .vulkanMemoryModel = VK_TRUE,
                                                   .vulkanMemoryModelDeviceScope = di->memory_model_device_scope};
   pc_coop_features_khr kcm = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FEATURES_KHR, .cooperativeMatrix = VK_TRUE};
+  pc_coop2_features_nv wg = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV, .workgroupScope = VK_TRUE,
+                             .flexibleDimensions = VK_TRUE};
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT ssc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT,
                                                         .subgroupSizeControl = VK_TRUE};
   VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
@@ -483,6 +515,7 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
   void *chain = &s16;
   if (c->f.coop_matrix && !c->f.coop_khr) cm.pNext = chain, mm.pNext = &cm, chain = &mm;
   if (c->f.coop_khr) kcm.pNext = chain, chain = &kcm;
+  if (c->f.coop_workgroup) wg.pNext = chain, chain = &wg;
   if (c->f.coop_size32) ssc.pNext = chain, chain = &ssc;
   if (c->f.coop_matrix || c->f.f16_convert) f16.pNext = chain, chain = &f16;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR ep = {
@@ -499,6 +532,7 @@ static bool make_device(vk_context *c, const device_info *di, char *why, size_t 
     if (has_device_ext(c->phys, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) exts[next++] = VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
   }
   if (c->f.coop_khr) exts[next++] = PC_KHR_COOPERATIVE_MATRIX_NAME;
+  if (c->f.coop_workgroup) exts[next++] = PC_NV_COOPERATIVE_MATRIX2_NAME;
   if (c->f.coop_size32) exts[next++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
   if ((c->f.coop_matrix || c->f.f16_convert) && has_device_ext(c->phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
     exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
@@ -580,7 +614,7 @@ bool vk_available(char *why, size_t len) {
   return r;
 }
 
-static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}};
+static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}, {"coopwg", VK_OWN_COOPWG}};
 
 enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
 

@@ -9,7 +9,7 @@
  *    may split its reduction (split-K: partial sums, then a second phase adds them); and f32
  *    convolutions as implicit GEMMs on the same tiles, the input window gathered;
  *  - coop (KS_MMA): f16 operands, f32 sums, on cooperative matrices (the device's NV or KHR
- *    extension).
+ *    extension) of a subgroup; those of a whole work group are matmul_wg.c's (wg_matrices).
  * Every other matmul runs the GPU dialects' shared SIMT skeleton (codegen/gpu_kernels.c).
  */
 #include <stdint.h>
@@ -610,6 +610,15 @@ bool vk_matmul_own(const kir_kernel *k) {
 
 void vk_matmul(emitter *e, int index) {
   const bool coop = e->k->sched.variant == KS_MMA, conv = e->k->kind == KK_CONV;
+  if (coop && e->k->sched.wg_matrices) { /* the work group's matrices (matmul_wg.c) */
+    vk_coop_wg_declare(e, index);
+    emit_line(e, "void main() {");
+    e->indent++;
+    vk_coop_wg(e);
+    e->indent--;
+    emit_line(e, "}");
+    return;
+  }
   if (coop) coop_declare(e, index);
   else words_declare(e, index);
   emit_line(e, "void main() {");

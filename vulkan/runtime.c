@@ -97,6 +97,7 @@ portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, con
       {"exp16", "PC_EXP16", NULL, true},
       {"coopmat", "PC_COOPMAT", "cooperative matrices (f16 16x16x16 on subgroups of 32)", c->f.coop_matrix},
       {"coopmat", "PC_COOPMAT_KHR", NULL, c->f.coop_khr}, /* through VK_KHR_cooperative_matrix */
+      {"coopwg", "PC_COOPMAT_WG", "cooperative matrices of a work group of 256 (VK_NV_cooperative_matrix2)", c->f.coop_workgroup},
   };
   for (size_t t = 0; t < sizeof table / sizeof *table; t++) {
     const char *w = strstr(line, table[t].word);

@@ -66,6 +66,15 @@ static size_t shared_max(const vk_context *c) { return c ? c->props.limits.maxCo
 /* the attention kernel's: where no device is known, what the lowering assumed when it kept the
  * node whole (KIR_ATTENTION_MAX_SHARED) */
 static size_t attention_shared(const vk_context *c) { return c ? shared_max(c) : KIR_ATTENTION_MAX_SHARED; }
+/* what the driver leaves of it beside the work group's matrices' staging */
+static size_t wg_shared(const vk_context *c) {
+  return c && c->f.coop_wg_reserved < shared_max(c) ? shared_max(c) - c->f.coop_wg_reserved : c ? 0 : VK_COOP_SHARED;
+}
+/* the steps of their sizes: the device's, else the H100's */
+static const uint32_t *wg_step(const vk_context *c) {
+  static const uint32_t nvidia[3] = {VK_WG_STEP_MN, VK_WG_STEP_MN, VK_WG_STEP_K};
+  return c && c->f.coop_workgroup ? c->f.coop_wg_step : nvidia;
+}
 
 /* A float matmul's tiles. The f32 word matmul (words_eligible) takes 128x128 tiles where the
  * output has at least 128 of them (a wave of work groups on a large GPU), else 64x64 (the rows or
@@ -208,6 +217,12 @@ void vk_schedule(kir_module *m, int i, int device) {
      * give the multiprocessors fewer than two work groups each, in slices of 4 k-steps or more */
     if (c && c->f.coop_matrix && vk_coop_schedule(m, i) && k->kind == KK_CONV)
       s->split_k = gpu_conv_split_fill(m, i, s->tile_m, 2 * (int)c->f.units, 4 * VK_COOP_K, VK_MAX_SPLIT);
+    /* an f16 GEMM on the work group's matrices where the device has them and they take it */
+    if (c && c->f.coop_workgroup && vk_coop_wg_eligible(m, i)) {
+      kir_schedule wg = *s;
+      vk_coop_wg_schedule(&wg);
+      if (vk_coop_wg_fit(m, i, &wg, c->f.coop_wg_step, wg_shared(c), why, sizeof why)) *s = wg;
+    }
   }
   if (gpu_is_attention(m, i) && !(c && c->f.coop_attention && vk_attention_coop_schedule(m, i, shared_max(c))))
     gpu_attention_schedule(m, i, attention_shared(c), s);
@@ -235,6 +250,11 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     return snprintf(why, len, "split_k=%d: of cooperative-matrix kernels, convolutions split, into at most %d slices", s->split_k, VK_MAX_SPLIT),
            false;
   if (s->variant == KS_MMA && gpu_is_attention(m, i)) return vk_attention_coop_check(m, i, shared_max(c), why, len);
+  if (s->wg_matrices && (s->variant != KS_MMA || (c && !c->f.coop_workgroup)))
+    return snprintf(why, len, "wg_matrices=1: %s", s->variant != KS_MMA ? "only the cooperative-matrix matmul (variant mma) takes it"
+                                                    : "the device offers no cooperative matrices of a work group, or PORTC_VULKAN_KERNELS leaves them out"),
+           false;
+  if (s->variant == KS_MMA && s->wg_matrices) return vk_coop_wg_fit(m, i, s, wg_step(c), wg_shared(c), why, len);
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, attention_shared(c), why, len)) return false;
   const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;
@@ -265,7 +285,24 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   static const int sizes[] = {32, 64, 128, 256, 512};
   int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0, tiles[3];
   while (from < 5 && sizes[from] < sub) from++;
-  if (s->variant == KS_MMA) { /* the cooperative-matrix shapes: tile, threads (4 or 8 subgroups), k-step */
+  if (s->variant == KS_MMA && s->wg_matrices) { /* the work group's matrices: tile, k-step, steps loaded at once; or the subgroup's */
+    static const int wg[][3] = {{128, 128, 32}, {128, 128, 64}, {128, 256, 32}, {128, 256, 64}, {256, 128, 32}, {256, 128, 64}, {64, 128, 32}, {128, 64, 32}};
+    const unsigned mask = tune_knob_bit("tile") | tune_knob_bit("tile_k") | tune_knob_bit("stages");
+    for (size_t t = 0; t < sizeof wg / sizeof *wg; t++)
+      for (int stages = 1; stages <= 2 && n < max; stages++) {
+        tune_knobs k = {.mask = mask, .v = {.tile_m = wg[t][0], .tile_n = wg[t][1], .tile_k = wg[t][2], .stages = stages}};
+        kir_schedule as = *s;
+        tune_knobs_apply(&k, &as);
+        char why[200];
+        const bool same = as.tile_m == s->tile_m && as.tile_n == s->tile_n && as.tile_k == s->tile_k && as.stages == s->stages;
+        if (!same && vk_coop_wg_fit(m, i, &as, wg_step(NULL), d->shared_bytes > 0 ? (size_t)d->shared_bytes : VK_COOP_SHARED, why, sizeof why))
+          out[n++] = k;
+      }
+    if (n < max)
+      out[n++] = (tune_knobs){.mask = tune_knob_bit("wg_matrices") | tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k"),
+                              .v = {.wg_matrices = 0, .tile_m = VK_COOP_TILE, .tile_n = VK_COOP_TILE, .threads = {VK_COOP_THREADS, 1, 1},
+                                    .tile_k = VK_COOP_K}};
+  } else if (s->variant == KS_MMA) { /* the cooperative-matrix shapes: tile, threads (4 or 8 subgroups), k-step */
     static const int mma[][4] = {{64, 64, 128, 32},    {64, 128, 128, 32},  {128, 64, 128, 32},  {128, 128, 128, 32}, {128, 128, 128, 16},
                                  {128, 128, 256, 32}, {128, 128, 256, 16}, {128, 256, 256, 16}, {256, 128, 256, 16}, {64, 64, 128, 64}};
     const unsigned mask = tune_knob_bit("tile") | tune_knob_bit("threads") | tune_knob_bit("tile_k");

@@ -25,6 +25,12 @@ typedef struct vk_features {
    * NV's where offered, else KHR's); coop_size32: the device's subgroups are 32 only when a
    * pipeline requires it (VK_EXT_subgroup_size_control), which the matmul's pipelines do */
   bool coop_khr, coop_size32;
+  /* the f16 matmul on cooperative matrices of a whole work group of 256 (VK_NV_cooperative_matrix2's
+   * workgroup scope and flexible sizes, with coop_khr; where PORTC_VULKAN_KERNELS takes it):
+   * their sizes in steps of coop_wg_step (M, N, K); the driver keeps coop_wg_reserved bytes of the
+   * work group's shared memory for staging them */
+  bool coop_workgroup;
+  uint32_t coop_wg_step[3], coop_wg_reserved;
   /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix, where
    * PORTC_VULKAN_KERNELS takes it: vk_own_kernels; else NCHW on the SIMT kernel) */
   bool coop_conv;
@@ -107,18 +113,34 @@ const char *vk_compiler_id(void);
  * matmul's and its threads (four subgroups of 32) */
 enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128, VK_COOP_K = 32, VK_MAX_SPLIT = 64,
        VK_MIN_SHARED = 16384, /* the shared memory every Vulkan device has, assumed where none is known */
-       VK_COOP_SHARED = 48 << 10 /* what vk_coop_schedule takes a device to have: NVIDIA's 48 KiB */ };
+       VK_COOP_SHARED = 48 << 10, /* what vk_coop_schedule takes a device to have: NVIDIA's 48 KiB */
+       /* the work group's matrices (matmul_wg.c): invocations, tile and k-step of the rule, the most
+        * bytes of one accumulator's sums in shared memory, the sizes' steps where no device is known */
+       VK_WG_THREADS = 256, VK_WG_TILE = 128, VK_WG_K = 32, VK_WG_EPILOGUE = 32 << 10, VK_WG_STEP_MN = 32, VK_WG_STEP_K = 16 };
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies, and for attention kernel
  * i within VK_COOP_SHARED bytes (whatever the device: the runtime's hook calls it only on devices
  * with cooperative matrices, and schedules attention for the device's own shared memory); false
  * where not */
 bool vk_coop_schedule(kir_module *m, int i);
+/* matmul_wg.c, the f16 matmul on cooperative matrices of the whole work group: whether matmul
+ * kernel i is a GEMM it takes; whether schedule s fits it on a device whose matrices' sizes go in
+ * steps of step (M, N, K) and that leaves `shared` bytes of shared memory beside the driver's (why
+ * not, where not); the rule's schedule; its declarations and body */
+bool vk_coop_wg_eligible(const kir_module *m, int i);
+bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len);
+void vk_coop_wg_schedule(kir_schedule *s);
+/* whether kernel k stores its output from those matrices (a plain f16 output), through the
+ * output's 16-byte words `bIv` (vk_declare_buffers) */
+bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k);
+void vk_coop_wg_declare(emitter *e, int index);
+void vk_coop_wg(emitter *e);
 /* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
  * (comma-separated; "none"), else by default: coopconv, f16 convolutions channels-last on the
  * cooperative-matrix kernel (matmul.c), opt-in until timed against the SIMT kernel on a GPU;
- * coopattention, f16 attention on cooperative matrices (attention.c), taken by default. A
+ * coopattention, f16 attention on cooperative matrices (attention.c), taken by default;
+ * coopwg, the f16 matmul on cooperative matrices of the whole work group (matmul_wg.c), opt-in. A
  * list naming another kernel is an error that names it (vk_own_kernels_known). */
-enum { VK_OWN_COOPCONV = 1u << 0, VK_OWN_COOPATTENTION = 1u << 1, VK_OWN_DEFAULT = VK_OWN_COOPATTENTION };
+enum { VK_OWN_COOPCONV = 1u << 0, VK_OWN_COOPATTENTION = 1u << 1, VK_OWN_COOPWG = 1u << 2, VK_OWN_DEFAULT = VK_OWN_COOPATTENTION };
 unsigned vk_own_kernels(const char *list);
 bool vk_own_kernels_known(const char *list, char *why, size_t len);
 /* the dtypes whose convolutions the device computes channels-last (the target's hook) */

@@ -1,0 +1,180 @@
+/*
+ * matmul_wg.c: the Vulkan target's f16 matmul on cooperative matrices of a whole work group
+ * (VK_NV_cooperative_matrix2's workgroup scope, flexible sizes). The subgroup kernel of matmul.c
+ * stops near half of the H100's tensor rate: a subgroup's 16x16x16 matrices are the mma.sync
+ * class of instruction. A work group's matrices let the driver stage the operands through shared
+ * memory itself and pick the instruction the GPU is fastest with (Hopper's wgmma).
+ *
+ * One 2-D GEMM (matmul_gemm_view) with static N and K, 256 invocations per BM x BN tile:
+ *  - per k-step of BK, A's BM x BK panel and B's BK x BN one are loaded straight from the storage
+ *    buffers (row-major, as they lie) and multiplied into NA accumulators of BM x BN/NA f32 sums;
+ *    with stages = 2 the next step's panels are loaded before this step's products are issued;
+ *  - loads have no bounds: a tile that would cross the matrix's last row or column is moved back
+ *    inside it (M >= BM, N >= BN), and stores only the elements no earlier tile owns; K is a
+ *    multiple of BK;
+ *  - a plain f16 output (the sums, rounded) is stored from the matrices themselves; any other
+ *    epilogue reads one accumulator at a time from shared memory, an element per invocation, as
+ *    the subgroup kernel's does (NA keeps that tile within what the driver leaves of shared memory).
+ * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
+ * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
+ * specialization constant PC_WG_K and the f16 sums' rows PC_WG_M, which is how the rewrite tells
+ * their uses (B; accumulator) from A's.
+ */
+#include <stdio.h>
+
+#include "../codegen/emit.h"
+#include "../codegen/gpu_kernels.h"
+#include "../codegen/grid.h"
+#include "vk.h"
+
+/* whether the kernel's only store is its sums as an f16 output that lies as the output does */
+static bool plain_store(const kir_module *m, const kir_kernel *k);
+
+/* the accumulators of a tile: one where the output is plain, else as few as keep one of them
+ * (BM x BN / NA f32 sums) within VK_WG_EPILOGUE bytes */
+static int accumulators(const kir_module *m, const kir_kernel *k) {
+  int na = 1;
+  while (!plain_store(m, k) && na < 8 && (size_t)k->sched.tile_m * (size_t)(k->sched.tile_n / na) * 4 > VK_WG_EPILOGUE) na *= 2;
+  return na;
+}
+
+static bool plain_store(const kir_module *m, const kir_kernel *k) {
+  if (k->nstore != 1 || m->buf[k->store[0].buf].dt != PORTC_F16) return false;
+  const kir_val *v = &k->val[k->store[0].val];
+  if (v->kind == KV_OP && v->op == OP_cast) v = &k->val[v->arg[0]];
+  return v->kind == KV_ACC && m->buf[k->store[0].buf].sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
+}
+
+bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k) {
+  return k->sched.variant == KS_MMA && k->sched.wg_matrices && plain_store(m, k);
+}
+
+bool vk_coop_wg_eligible(const kir_module *m, int i) {
+  const kir_kernel *k = &m->k[i];
+  if (k->kind != KK_MATMUL || !matmul_gemm_view(m, i) || m->buf[k->in_buf[0]].dt != PORTC_F16 || m->buf[k->in_buf[1]].dt != PORTC_F16)
+    return false;
+  for (int d = 0; d < k->dom.rank - 1; d++)
+    if (k->dom.d[d].sym >= 0) return false; /* the rows too: a tile moved back inside needs M >= BM */
+  return k->mnk[1].sym < 0 && k->mnk[2].sym < 0 && k->mnk[1].c % 8 == 0;
+}
+
+bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len) {
+  const kir_kernel *k = &m->k[i];
+  const int64_t M = gpu_gemm_rows(m, i, NULL), N = k->mnk[1].c, K = k->mnk[2].c;
+  if (!vk_coop_wg_eligible(m, i))
+    return snprintf(why, len, "wg_matrices=1 takes one f16 GEMM of static sizes whose N is a multiple of 8"), false;
+  if (s->threads[0] != VK_WG_THREADS || s->threads[1] > 1 || s->threads[2] > 1)
+    return snprintf(why, len, "threads=%d: the work group's matrices are written for %d invocations", s->threads[0], VK_WG_THREADS), false;
+  if (s->tile_m % (int)step[0] || s->tile_n % (int)step[1] || s->tile_k % (int)step[2] || s->tile_m > 256 || s->tile_n > 256 || s->tile_k > 128 ||
+      s->tile_k <= 0)
+    return snprintf(why, len, "tile %dx%d, k-step %d: the device takes work-group matrices in steps of %ux%ux%u (here at most 256x256, k 128)",
+                    s->tile_m, s->tile_n, s->tile_k, step[0], step[1], step[2]), false;
+  if (M < s->tile_m || N < s->tile_n || K % s->tile_k)
+    return snprintf(why, len, "tile %dx%d, k-step %d: the matmul's %lldx%lldx%lld needs at least a tile each way and k-steps that divide K",
+                    s->tile_m, s->tile_n, s->tile_k, (long long)M, (long long)N, (long long)K), false;
+  if (s->stages != 1 && s->stages != 2) return snprintf(why, len, "stages=%d: the work group's matrices load 1 or 2 k-steps at once", s->stages), false;
+  kir_kernel as = *k;
+  as.sched = *s;
+  const int na = accumulators(m, &as), cols = s->tile_n / na;
+  if (cols % (int)step[1]) return snprintf(why, len, "tile %dx%d: its sums in %d matrices of %d columns, not in steps of %u", s->tile_m, s->tile_n, na, cols, step[1]), false;
+  if (na > 1 && (size_t)s->tile_m * (size_t)cols * 4 > shared)
+    return snprintf(why, len, "tile %dx%d: the epilogue's %d bytes of sums exceed the %zu bytes of shared memory the driver leaves", s->tile_m, s->tile_n,
+                    s->tile_m * cols * 4, shared), false;
+  return true;
+}
+
+void vk_coop_wg_schedule(kir_schedule *s) {
+  s->variant = KS_MMA, s->wg_matrices = 1, s->fold_batch = true, s->split_k = 1, s->vector = 0;
+  s->tile_m = s->tile_n = VK_WG_TILE, s->tile_k = VK_WG_K, s->stages = 1;
+  s->threads[0] = VK_WG_THREADS, s->threads[1] = s->threads[2] = 1;
+}
+
+void vk_coop_wg_declare(emitter *e, int index) {
+  const kir_schedule *s = &e->k->sched;
+  emit_line(e, "layout(local_size_x = %d) in;", VK_WG_THREADS);
+  vk_declare_buffers(e, index, true);
+  emit_line(e, "layout(constant_id = 4) const int PC_WG_K = %d; /* B's rows: the k-step */", s->tile_k);
+  emit_line(e, "layout(constant_id = 5) const int PC_WG_M = %d; /* the sums' rows: the tile's */", s->tile_m);
+  if (!plain_store(e->m, e->k)) emit_line(e, "shared float pc_C[%d]; /* one accumulator's sums */", s->tile_m * s->tile_n / accumulators(e->m, e->k));
+}
+
+void vk_coop_wg(emitter *e) {
+  const kir_kernel *k = e->k;
+  const kir_schedule *s = &k->sched;
+  const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(e->m, k), CW = BN / NA;
+  const bool plain = plain_store(e->m, k), ahead = s->stages == 2;
+  char a[16], b[16];
+  snprintf(a, sizeof a, "%sv", emit_buf(e, k->in_buf[0]));
+  snprintf(b, sizeof b, "%sv", emit_buf(e, k->in_buf[1]));
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  /* work groups in order of their id take the tiles of 8 tile rows column by column (matmul.c) */
+  emit_line(e, "const int gx = int(gl_NumWorkGroups.x), gy = int(gl_NumWorkGroups.y), pid = int(gl_WorkGroupID.y) * gx + int(gl_WorkGroupID.x);");
+  emit_line(e, "const int first = pid / (8 * gx) * 8, rows = min(gy - first, 8), ty = first + pid %% (8 * gx) %% rows;");
+  emit_line(e, "const int n0 = pid %% (8 * gx) / rows * %d, c0 = min(n0, N - %d); /* the tile's columns, moved back inside */", BN, BN);
+  emit_line(e, "const int tid = int(gl_LocalInvocationID.x);");
+  emit_line(e, "for (int mt = ty * %d; mt < M; mt += gy * %d) {", BM, BM);
+  e->indent++;
+  emit_line(e, "const int m0 = min(mt, M - %d);", BM);
+  emit_line(e, "fcoopmatNV<32, 2, PC_WG_M, %d> c[%d];", CW, NA);
+  emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = fcoopmatNV<32, 2, PC_WG_M, %d>(0.0);", NA, CW);
+  emit_line(e, "fcoopmatNV<16, 2, %d, PC_WG_K> fa;", BM);
+  emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> fb[%d];", CW, NA);
+  /* PC_LOAD(k0): the step's panels, in 16-byte words (8 f16) */
+  emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, (uint(m0) * uint(K) + uint(k0)) >> 3, uint(K >> 3), false); \\", a);
+  emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, (uint(k0) * uint(N) + uint(c0 + %d * j)) >> 3, uint(N >> 3), false); }",
+            NA, b, CW);
+  if (ahead) {
+    emit_line(e, "fcoopmatNV<16, 2, %d, PC_WG_K> na;", BM);
+    emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> nb[%d];", CW, NA);
+    emit_line(e, "PC_LOAD(0);");
+  }
+  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", BK);
+  e->indent++;
+  if (ahead) { /* the next step's panels are in flight while this step's products are issued */
+    emit_line(e, "if (kk + %d < K) {", BK);
+    emit_line(e, "  na = fa;");
+    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) nb[j] = fb[j];", NA);
+    emit_line(e, "  PC_LOAD(kk + %d);", BK);
+    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) c[j] = coopMatMulAddNV(na, nb[j], c[j]);", NA);
+    emit_line(e, "} else {");
+    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) c[j] = coopMatMulAddNV(fa, fb[j], c[j]);", NA);
+    emit_line(e, "}");
+  } else {
+    emit_line(e, "PC_LOAD(kk);");
+    emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = coopMatMulAddNV(fa, fb[j], c[j]);", NA);
+  }
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "#undef PC_LOAD");
+  if (plain) { /* the sums rounded to f16, stored from the matrices; a moved tile writes its overlap's same values again */
+    char o[16];
+    snprintf(o, sizeof o, "%sv", emit_buf(e, k->store[0].buf));
+    emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);
+    emit_line(e, "  fcoopmatNV<16, 2, PC_WG_M, %d> h = fcoopmatNV<16, 2, PC_WG_M, %d>(c[j]);", CW, CW);
+    emit_line(e, "  coopMatStoreNV(h, %s, (uint(m0) * uint(N) + uint(c0 + %d * j)) >> 3, uint(N >> 3), false);", o, CW);
+    emit_line(e, "}");
+  } else { /* an accumulator at a time through shared memory; the elements an earlier tile owns are left to it */
+    emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);
+    e->indent++;
+    emit_line(e, "coopMatStoreNV(c[j], pc_C, 0u, %du, false);", CW);
+    emit_line(e, "barrier();");
+    emit_line(e, "for (int q = tid; q < %d; q += %d) {", BM * CW, VK_WG_THREADS);
+    e->indent++;
+    emit_line(e, "const int m = m0 + q / %d, n = c0 + %d * j + q %% %d;", CW, CW, CW);
+    emit_line(e, "if (m < mt || n < n0) continue;");
+    emit_line(e, "const float acc0 = pc_C[q];");
+    emit_scope_push(e);
+    const char *oidx[PORTC_MAX_RANK];
+    gpu_gemm_indices(e, oidx);
+    emit_store_at(e, &k->store[0], &k->dom, oidx);
+    emit_scope_pop(e);
+    e->indent--;
+    emit_line(e, "}");
+    emit_line(e, "barrier(); /* every invocation has read the sums before the next are stored */");
+    e->indent--;
+    emit_line(e, "}");
+  }
+  e->indent--;
+  emit_line(e, "}");
+}
