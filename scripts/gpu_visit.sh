@@ -305,8 +305,8 @@ for step in $steps; do
       args=("bench/gpu/$g.ptg")
       [ "$g" = transformer ] && args=("${transformer[@]}")
       line="$g, ms:"
-      hows=("coopattention|/dev/null|subgroup" "$wgk|/dev/null|wg-128x128:32:1")
-      for f in "$out"/coopwg_table_*.txt; do n=${f##*coopwg_table_} && n=${n%.txt} && hows+=("$wgk|$f|wg-${n//_/:}"); done
+      hows=("coopattention|/dev/null|subgroup" "$wgk|/dev/null|wg-rule")
+      for f in "$out"/coopwg_table_*.txt; do n=${f##*coopwg_table_} && n=${n%.txt} && hows+=("$wgk|$f|wg-${n//_/-}"); done
       for how in "${hows[@]}"; do
         IFS='|' read -r k table name <<<"$how"
         PORTC_VULKAN_KERNELS=$k PORTC_TUNE_PATH=$table timeout 120 "$portc" bench "${args[@]}" -t vulkan --no-eager --iters 30 --warmup 3 \

@@ -90,10 +90,10 @@ static lower_options device_lowering(bool eager) {
                          .copy_merged_rows = T->copy_merged_rows};
 }
 
-/* the schedules of the work group's matrices tried here: the rule's, loading two k-steps at once,
- * and a tile whose sums pass through shared memory in four parts */
-static const struct { int tile_m, tile_n, tile_k, stages; } wg_shapes[] = {{VK_WG_TILE, VK_WG_TILE, VK_WG_K, 1}, {VK_WG_TILE, VK_WG_TILE, VK_WG_K, 2},
-                                                                          {256, 128, 64, 1}};
+/* the schedules of the work group's matrices tried here (the rule's 128x256 needs N >= 256, which
+ * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, and a tile whose sums pass
+ * through shared memory in four parts */
+static const struct { int tile_m, tile_n, tile_k, stages; } wg_shapes[] = {{128, 128, 32, 1}, {128, 128, 32, 2}, {256, 128, 64, 1}};
 
 /* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
  * runs them (the H100's steps, no shared memory kept by the driver), in each of wg_shapes that

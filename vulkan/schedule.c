@@ -218,7 +218,7 @@ void vk_schedule(kir_module *m, int i, int device) {
     if (c && c->f.coop_matrix && vk_coop_schedule(m, i) && k->kind == KK_CONV)
       s->split_k = gpu_conv_split_fill(m, i, s->tile_m, 2 * (int)c->f.units, 4 * VK_COOP_K, VK_MAX_SPLIT);
     /* an f16 GEMM on the work group's matrices where the device has them and they take it */
-    if (c && c->f.coop_workgroup && vk_coop_wg_eligible(m, i)) {
+    if (c && c->f.coop_workgroup && vk_coop_wg_rule(m, i)) {
       kir_schedule wg = *s;
       vk_coop_wg_schedule(&wg);
       if (vk_coop_wg_fit(m, i, &wg, c->f.coop_wg_step, wg_shared(c), why, sizeof why)) *s = wg;
@@ -286,7 +286,7 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0, tiles[3];
   while (from < 5 && sizes[from] < sub) from++;
   if (s->variant == KS_MMA && s->wg_matrices) { /* the work group's matrices: tile, k-step, steps loaded at once; or the subgroup's */
-    static const int wg[][3] = {{128, 128, 32}, {128, 128, 64}, {128, 256, 32}, {128, 256, 64}, {256, 128, 32}, {256, 128, 64}, {64, 128, 32}, {128, 64, 32}};
+    static const int wg[][3] = {{128, 128, 32}, {128, 128, 64}, {128, 256, 32}, {128, 256, 64}, {128, 256, 64}, {256, 128, 32}, {256, 128, 64}, {64, 128, 32}, {128, 64, 32}};
     const unsigned mask = tune_knob_bit("tile") | tune_knob_bit("tile_k") | tune_knob_bit("stages");
     for (size_t t = 0; t < sizeof wg / sizeof *wg; t++)
       for (int stages = 1; stages <= 2 && n < max; stages++) {

@@ -116,7 +116,7 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
        VK_COOP_SHARED = 48 << 10, /* what vk_coop_schedule takes a device to have: NVIDIA's 48 KiB */
        /* the work group's matrices (matmul_wg.c): invocations, tile and k-step of the rule, the most
         * bytes of one accumulator's sums in shared memory, the sizes' steps where no device is known */
-       VK_WG_THREADS = 256, VK_WG_TILE = 128, VK_WG_K = 32, VK_WG_EPILOGUE = 32 << 10, VK_WG_STEP_MN = 32, VK_WG_STEP_K = 16 };
+       VK_WG_THREADS = 256, VK_WG_TILE_M = 128, VK_WG_TILE_N = 256, VK_WG_K = 64, VK_WG_EPILOGUE = 32 << 10, VK_WG_STEP_MN = 32, VK_WG_STEP_K = 16 };
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies, and for attention kernel
  * i within VK_COOP_SHARED bytes (whatever the device: the runtime's hook calls it only on devices
  * with cooperative matrices, and schedules attention for the device's own shared memory); false
@@ -129,6 +129,9 @@ bool vk_coop_schedule(kir_module *m, int i);
 bool vk_coop_wg_eligible(const kir_module *m, int i);
 bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len);
 void vk_coop_wg_schedule(kir_schedule *s);
+/* whether the rule takes them for kernel i: a GEMM they take whose output is plain (H100: with an
+ * epilogue through shared memory they ran at half the subgroup kernel's speed) */
+bool vk_coop_wg_rule(const kir_module *m, int i);
 /* whether kernel k stores its output from those matrices (a plain f16 output), through the
  * output's 16-byte words `bIv` (vk_declare_buffers) */
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k);
