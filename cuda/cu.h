@@ -110,10 +110,17 @@ bool cu_wgmma_pingpong(const kir_module *m, const kir_kernel *k);
  * cluster), whose blocks take neighbouring column tiles, a multiple of the cluster */
 void cu_pingpong_grid(unsigned g[3], int sms, int cluster);
 /* Hopper's f16/bf16 matmul's forms: both consumers on one 128x256 tile (the rules' choice), the
- * ping-pong form, and the ping-pong form in clusters of two blocks on neighbouring column tiles,
- * each loading half of the A panel they share into both; set in s (tile, stages, cluster), and
- * read from it */
-enum { CU_FORM_COOP, CU_FORM_PINGPONG, CU_FORM_PINGPONG_PAIR, CU_FORMS };
+ * ping-pong form, the ping-pong form in clusters of two blocks on neighbouring column tiles, each
+ * loading half of the A panel they share into both, and the 128x256 form in clusters of two blocks
+ * on neighbouring row tiles, each loading half of the B panel they share into both; set in s
+ * (tile, stages, cluster), and read from it */
+enum { CU_FORM_COOP, CU_FORM_PINGPONG, CU_FORM_PINGPONG_PAIR, CU_FORM_COOP_PAIR, CU_FORMS };
+/* the 128x256 form in clusters: its grid from gpu_grid's tiles (g[0] columns by g[1] rows), a
+ * cluster of 2 blocks along x per pair of row tiles */
+void cu_coop_pair_grid(unsigned g[3]);
+/* the rows of A's box that one block of Hopper's f16/bf16 matmul loads (a share, where the
+ * ping-pong form's cluster shares A) */
+int cu_wgmma_a_rows(const kir_module *m, const kir_kernel *k);
 void cu_wgmma_form(kir_schedule *s, int form);
 int cu_wgmma_form_of(const kir_schedule *s);
 /* the dtypes whose convolutions run channels-last (target.h): f16 and bf16 where the tensor-core

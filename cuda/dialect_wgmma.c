@@ -35,8 +35,20 @@
  * tests/cuda_emulate, and on an H200 (f16/bf16) and an H100 (f32) through the conformance suite,
  * memcheck and racecheck (taken by default on compute capability 9.0; PORTC_CUDA_KERNELS,
  * schedule.c). The f16/bf16 form with 128x128 tiles is the ping-pong one of dialect_pingpong.c
- * (persistent, a consumer a tile). Not yet here: clusters with TMA multicast.
+ * (persistent, a consumer a tile).
+ *
+ * In clusters of two (the f16/bf16 form with the schedule's cluster = 2), the cluster's blocks
+ * take the row tiles 2u and 2u + 1 of one "unit" u, whose B panel is the same: each block's
+ * producer loads half of B's boxes (rank r: boxes 2r and 2r + 1) into both blocks' stages at once
+ * (TMA multicast), its bytes completing on both blocks' "full" barriers, so that a block reads a
+ * third fewer bytes from L2 a k-step (cuBLASLt's own 8192^3 kernel runs so, in clusters of 2). A
+ * stage is loaded again only when the consumers of both blocks are done with it: its "empty"
+ * barrier counts four arrivals, each consumer arriving on both blocks'. A cluster barrier follows
+ * the barriers' making, and another comes before exit. The epilogue may reuse the stages' space:
+ * a block's consumers pass their last "full" wait only once every copy into its stages is done.
+ * Where the rows end in a unit's first tile, its second block computes zeros it does not store.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../ir/dtype.h"
@@ -86,21 +98,24 @@ void cu_wgmma_lambda(emitter *e, int bn, bool f32, bool sums_arg) {
 
 /* the producer: stage s of k-step kt is A's box at (kt * BK, m0) and B's: f16/bf16, its 64-column
  * boxes at (n0 + 64 j, kt * BK); f32, the BNx32 boxes of its two parts at (kt * 32, n0) */
-static void producer(emitter *e, bool f32) {
-  const int bk = f32 ? CU_WT_BK : CU_WG_BK, A_STAGE = CU_WG_BM * bk, B_STAGE = bk * BN, B_BOX = bk * 64;
+static void producer(emitter *e, bool f32, int cl) {
+  const int bk = f32 ? CU_WT_BK : CU_WG_BK, A_STAGE = CU_WG_BM * bk, B_STAGE = bk * BN, B_BOX = bk * 64, share = BN / 64 / cl;
   emit_line(e, "if (wg == 0) {");
   e->indent++;
   emit_line(e, "pc_regs_dec<40>();");
   emit_line(e, "if (tid == 0)");
   emit_line(e, "  for (int kt = 0; kt < KT; kt++) {");
   emit_line(e, "    const int s = kt %% %d;", STAGES);
-  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* both consumers are done with its last use */", STAGES,
-            STAGES);
+  emit_line(e, "    if (kt >= %d) pc_mbar_wait(&empty[s], (kt / %d - 1) & 1); /* %s are done with its last use */", STAGES, STAGES,
+            cl > 1 ? "both blocks' consumers" : "both consumers");
   emit_line(e, "    pc_mbar_expect(&full[s], %d);", f32 ? (A_STAGE + 2 * B_STAGE) * 4 : (A_STAGE + B_STAGE) * 2);
   emit_line(e, "    pc_tma_load(As + s * %d, &pc_ta, &full[s], kt * %d, m0);", A_STAGE, bk);
   if (f32) {
     emit_line(e, "    pc_tma_load(Bh + s * %d, &pc_tb, &full[s], kt * %d, n0);", B_STAGE, bk);
     emit_line(e, "    pc_tma_load(Bl + s * %d, &pc_tc, &full[s], kt * %d, n0);", B_STAGE, bk);
+  } else if (cl > 1) { /* this block's share of B's boxes, into both blocks */
+    emit_line(e, "    _Pragma(\"unroll\") for (int j = rank * %d; j < rank * %d + %d; j++)", share, share, share);
+    emit_line(e, "      pc_tma_load_mc(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d, %d);", B_STAGE, B_BOX, bk, (1 << cl) - 1);
   } else {
     emit_line(e, "    _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_tma_load(Bs + s * %d + j * %d, &pc_tb, &full[s], n0 + j * 64, kt * %d);",
               BN / 64, B_STAGE, B_BOX, bk);
@@ -132,7 +147,7 @@ static void consumer_mmas(emitter *e) {
 /* a consumer: its 64 rows of each stage's A panel (64 rows of 128 bytes, 8-row groups 1024
  * bytes apart; a k-step of 16 is 32 bytes along the swizzled row) times the B panel (four boxes
  * of 64 columns, BK rows of 128 bytes each, 8192 bytes apart; a k-step of 16 is 16 rows) */
-static void consumer(emitter *e) {
+static void consumer(emitter *e, const char *release) {
   emit_line(e, "pc_regs_inc<232>();");
   emit_line(e, "float d[%d];", ACC);
   emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) d[i] = 0.0f;", ACC);
@@ -143,7 +158,7 @@ static void consumer(emitter *e) {
   emit_line(e, "const int c = wg - 1;");
   emit_line(e, "for (int kt = 0; kt < KT; kt++) {");
   e->indent++;
-  cu_wgmma_kstep(e, "kt", STAGES, "pc_mbar_arrive", consumer_mmas);
+  cu_wgmma_kstep(e, "kt", STAGES, release, consumer_mmas);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "pc_wg_wait<0>();");
@@ -233,7 +248,9 @@ void cu_emit_wgmma(emitter *e) {
     return;
   }
   const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
-  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES;
+  const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES, cl = !f32 && k->sched.cluster > 1 ? k->sched.cluster : 1;
+  char release[48] = "pc_mbar_arrive";
+  if (cl > 1) snprintf(release, sizeof release, "pc_mbar_arrive_cluster<%d>", cl);
   const int CS = BN + 8; /* the sums' padded row in shared memory, in floats */
   cu_wgmma_begin(e);
   if (f32) {
@@ -244,19 +261,27 @@ void cu_emit_wgmma(emitter *e) {
     emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", stages * bk * BN, stages);
   }
   emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
-  emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
-  emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
-  emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, BN);
+  if (cl > 1) { /* a cluster's blocks take the row tiles 2 u and 2 u + 1 of unit u: groups of 4 units, column by column */
+    emit_line(e, "const int rank = blockIdx.x %% %d, pid = blockIdx.y * (gridDim.x / %d) + blockIdx.x / %d, width = 4 * (gridDim.x / %d);", cl, cl,
+              cl, cl);
+    emit_line(e, "const int first = pid / width * 4, gsz = min((int)gridDim.y - first, 4);");
+    emit_line(e, "const int m0 = ((first + pid %% width %% gsz) * %d + rank) * %d, n0 = pid %% width / gsz * %d;", cl, CU_WG_BM, BN);
+  } else {
+    emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
+    emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
+    emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, BN);
+  }
   emit_line(e, "const int KT = (K + %d) / %d;", bk - 1, bk);
   emit_line(e, "if (threadIdx.x == 0) {");
-  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], 2);", stages);
+  emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], %d);", stages, 2 * cl);
   emit_line(e, "  pc_mbar_init_fence();");
   emit_line(e, "}");
-  emit_line(e, "__syncthreads();");
-  producer(e, f32);
+  if (cl > 1) emit_line(e, "pc_cluster_sync(); /* the cluster's barriers are made before either block's copies and arrivals */");
+  else emit_line(e, "__syncthreads();");
+  producer(e, f32, cl);
   e->indent++;
   if (f32) consumer_tf32(e);
-  else consumer(e);
+  else consumer(e, release);
   /* accumulator i: row 16 w + lane/4 (+8 for i % 4 >= 2), column 8 (i / 4) + 2 (lane % 4) + i % 2 */
   emit_line(e, "float *const Cs = (float *)base;");
   emit_line(e, "pc_consumers_sync(); /* both consumers are past their last stage */");
@@ -281,6 +306,7 @@ void cu_emit_wgmma(emitter *e) {
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");
+  if (cl > 1) emit_line(e, "pc_cluster_sync(); /* the other block arrives on this one's barriers no more */");
   cu_wgmma_end(e);
 }
 

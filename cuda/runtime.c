@@ -194,7 +194,7 @@ static size_t tf32_split_bytes(int64_t n, int64_t k) { return (size_t)(2 * n * (
 /* the tensor maps of Hopper's matmul (dialect_wgmma.c) for launch l, whose product is not empty,
  * all swizzled in 128-byte rows, zeros past the edges (with K = 0, which no k-step reads, K = 8, or
  * 4 in f32, whose K is a multiple of 4: the driver takes no empty extent):
- *  - f16/bf16: A as [rows x K] in boxes of BK x BM (BM / 2 rows in clusters of 2), B as [K x N]
+ *  - f16/bf16: A as [rows x K] in boxes of BK x BM (BM / 2 rows in the ping-pong form's clusters of 2), B as [K x N]
  *    in boxes of 64 x BK;
  *  - f32: A as [rows x K] in boxes of 32 x BM; B's two parts, [N x K] each in the scratch buffer
  *    (kN_split wrote them), in boxes of 32 x BN (the schedule's tile_n) */
@@ -212,7 +212,7 @@ static portc_status tensor_maps(cu_module *m, int i, const gpu_launch *l, CUdevi
   CUdeviceptr base[3] = {buf_ptr(m, i, l, kk->in_buf[0]), f32 ? split : buf_ptr(m, i, l, kk->in_buf[1]), split + n * k * 4};
   const uint64_t dims[3][2] = {{k, rows}, {f32 ? k : n, f32 ? n : k}, {k, n}}, strides[3][1] = {{k * es}, {(f32 ? k : n) * es}, {k * 4}};
   const unsigned bn = (unsigned)kk->sched.tile_n;
-  const unsigned a_rows = CU_WG_BM / (kk->sched.cluster > 1 ? (unsigned)kk->sched.cluster : 1); /* a cluster's blocks load a share each */
+  const unsigned a_rows = (unsigned)cu_wgmma_a_rows(m->km, kk); /* the ping-pong form's cluster: a share of A each */
   const unsigned box[3][2] = {{f32 ? CU_WT_BK : CU_WG_BK, a_rows}, {f32 ? CU_WT_BK : 64, f32 ? bn : CU_WG_BK}, {CU_WT_BK, bn}}, ones[2] = {1, 1};
   static const char *const what[3] = {"cuTensorMapEncodeTiled (the matmul's A)", "cuTensorMapEncodeTiled (the matmul's B)",
                                       "cuTensorMapEncodeTiled (the low part of the matmul's B)"};
@@ -307,6 +307,8 @@ static portc_status launch_fn(cu_module *m, int i, const gpu_launch *l, CUfuncti
   if (!epi && cu_wgmma_pingpong(m->km, kk)) { /* persistent: its blocks loop over the tiles */
     const int cl = kk->sched.cluster > 1 ? kk->sched.cluster : 1;
     cu_pingpong_grid(g, cl > 1 ? active_clusters(m, i, f, cl) * cl : m->c->sms, cl);
+  } else if (!epi && kk->sched.variant == KS_WGMMA && kk->sched.cluster > 1) {
+    cu_coop_pair_grid(g); /* the 128x256 form in clusters: two row tiles a cluster */
   }
   int shared = kk->sched.shared_bytes;
   if (epi) { /* a grid-stride loop over M x N */
@@ -737,6 +739,9 @@ static void kernel_note(void *handle, int i, char *buf, size_t len) {
   else if (cu_wgmma_pingpong(m->km, &m->km->k[i]))
     snprintf(own, sizeof own, "portc's Hopper tensor-core kernel, ping-pong (TMA and wgmma m64n128k16, %dx%d tiles, a block an SM%s)", s->tile_m,
              s->tile_n, s->cluster > 1 ? ", clusters of 2 sharing A's loads" : "");
+  else if (s->variant == KS_WGMMA && s->cluster > 1)
+    snprintf(own, sizeof own, "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles, clusters of 2 sharing B's loads)", s->tile_m,
+             s->tile_n);
   else
     snprintf(own, sizeof own,
              s->variant == KS_WGMMA ? "portc's Hopper tensor-core kernel (TMA and wgmma m64n256k16, %dx%d tiles)"

@@ -115,15 +115,23 @@ void cu_pingpong_grid(unsigned g[3], int sms, int cluster) {
   g[0] = (unsigned)((units < most ? units : most) * cl), g[1] = g[2] = 1;
 }
 
+void cu_coop_pair_grid(unsigned g[3]) { g[0] *= 2, g[1] = (g[1] + 1) / 2; }
+
+int cu_wgmma_a_rows(const kir_module *m, const kir_kernel *k) {
+  return cu_wgmma_pingpong(m, k) && k->sched.cluster > 1 ? CU_WG_BM / k->sched.cluster : CU_WG_BM;
+}
+
 void cu_wgmma_form(kir_schedule *s, int form) {
+  const bool coop = form == CU_FORM_COOP || form == CU_FORM_COOP_PAIR;
   s->tile_m = CU_WG_BM, s->tile_k = CU_WG_BK;
-  s->tile_n = form == CU_FORM_COOP ? CU_WG_BN : CU_PP_BN;
-  s->stages = form == CU_FORM_COOP ? CU_WG_STAGES : CU_PP_STAGES;
-  s->cluster = form == CU_FORM_PINGPONG_PAIR ? 2 : 1;
+  s->tile_n = coop ? CU_WG_BN : CU_PP_BN;
+  s->stages = coop ? CU_WG_STAGES : CU_PP_STAGES;
+  s->cluster = form == CU_FORM_PINGPONG_PAIR || form == CU_FORM_COOP_PAIR ? 2 : 1;
 }
 
 int cu_wgmma_form_of(const kir_schedule *s) {
-  return s->tile_n != CU_PP_BN ? CU_FORM_COOP : s->cluster > 1 ? CU_FORM_PINGPONG_PAIR : CU_FORM_PINGPONG;
+  if (s->tile_n != CU_PP_BN) return s->cluster > 1 ? CU_FORM_COOP_PAIR : CU_FORM_COOP;
+  return s->cluster > 1 ? CU_FORM_PINGPONG_PAIR : CU_FORM_PINGPONG;
 }
 
 /* convolution i can run as its implicit GEMM on the mma.sync kernel: groups 1, f16/bf16 input and
@@ -343,7 +351,7 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
       return snprintf(why, len, "Hopper's tensor-core kernel's tile is %dx%dx%d in %d stages, or %dx%dx%d in %d (ping-pong)", CU_WG_BM, CU_WG_BN,
                       CU_WG_BK, CU_WG_STAGES, CU_WG_BM, CU_PP_BN, CU_WG_BK, CU_PP_STAGES),
              false;
-    if (s->cluster > 1 && !pingpong) return snprintf(why, len, "cluster=%d: only the ping-pong form runs in clusters", s->cluster), false;
+    if (s->cluster > 2) return snprintf(why, len, "cluster=%d: Hopper's f16/bf16 matmul runs in clusters of 2", s->cluster), false;
     m->k[i].sched.shared_bytes = pingpong ? CU_PP_SHARED : CU_WG_SHARED; /* what follows from the tile */
     return true;
   }

@@ -14,10 +14,11 @@
  * Exit 77 (a skip for ctest) when the compiler is missing.
  *
  * usage: compile_all cuda|hip|hip-on-cuda EXAMPLES_DIR [ARCH...]
- *        compile_all cuda|hip --source G.ptg [--eager] [--sm_90a [--other|--pairs]]   prints a graph's source in that dialect
- *                                                 (--sm_90a: CUDA scheduled for Hopper, f32 matmuls too;
+ *        compile_all cuda|hip --source G.ptg [--eager] [--sm_90a [--other|--pairs|--row-pairs]]   prints a graph's source in that
+ *                                                 dialect (--sm_90a: CUDA scheduled for Hopper, f32 matmuls too;
  *                                                 --other: its f16 matmuls in their ping-pong form,
- *                                                 --pairs: that form in clusters of 2)
+ *                                                 --pairs: that form in clusters of 2, --row-pairs: the
+ *                                                 128x256 form in clusters of 2)
  *        compile_all cuda|hip --object G.ptg ARCH OUT [hiprtc]   writes its compiled object to OUT
  *                                                 (HIP: by hipcc, or by hiprtc as the target does)
  */
@@ -181,6 +182,8 @@ static void add_module(const portc_graph *g, bool eager, const int64_t *symvals,
       snprintf(f, sizeof f, "%s (ping-pong)", h), add_unit(km, f, true);
       wgmma_form(km, CU_FORM_PINGPONG_PAIR);
       snprintf(f, sizeof f, "%s (ping-pong in clusters of 2)", h), add_unit(km, f, true);
+      wgmma_form(km, CU_FORM_COOP_PAIR);
+      snprintf(f, sizeof f, "%s (128x256 in clusters of 2)", h), add_unit(km, f, true);
     }
     bool split = false; /* the tensor-core convolutions also with their reduction in 3 slices */
     for (int i = 0; i < km->nk && extra[x].own == CU_OWN_CONV; i++)
@@ -386,6 +389,7 @@ int main(int argc, char **argv) {
       eager = eager || strcmp(argv[a], "--eager") == 0, hopper = hopper || strcmp(argv[a], "--sm_90a") == 0;
       if (strcmp(argv[a], "--other") == 0) form = CU_FORM_PINGPONG;
       if (strcmp(argv[a], "--pairs") == 0) form = CU_FORM_PINGPONG_PAIR;
+      if (strcmp(argv[a], "--row-pairs") == 0) form = CU_FORM_COOP_PAIR;
     }
     return print_source(argv[2], eager, hopper, form);
   }
@@ -437,12 +441,13 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants the suite must reach, or this test checks less than it says */
-  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, pingpong = 0, pairs = 0, flash = 0, tconv = 0, tlast = 0, hopper = 0;
+  int mma = 0, epi = 0, vec = 0, wide = 0, split = 0, wgmma = 0, pingpong = 0, pairs = 0, row_pairs = 0, flash = 0, tconv = 0, tlast = 0, hopper = 0;
   for (int i = 0; i < nunits; i++) {
     mma += strstr(units[i].src, "pc_mma(acc") != NULL;
     wgmma += strstr(units[i].src, "wgmma.mma_async") != NULL;
     pingpong += strstr(units[i].src, "the other consumer has passed its last stage") != NULL;
     pairs += strstr(units[i].src, "pc_tma_load_mc(As") != NULL;
+    row_pairs += strstr(units[i].src, "pc_tma_load_mc(Bs") != NULL;
     flash += strstr(units[i].src, "pc_fa_smem") != NULL;
     tconv += strstr(units[i].src, "const T *const xb") != NULL;
     tlast += strstr(units[i].src, "channels last: this thread's rows") != NULL;
@@ -453,10 +458,11 @@ int main(int argc, char **argv) {
   }
   for (int a = 0; a < narch; a++) hopper += is_hopper_arch(arches[a]);
   if (!hip)
-    printf("modules with: mma.sync %d; wgmma %d (ping-pong %d, in clusters %d); tensor-core attention %d; tensor-core convolution %d (channels-last %d); an epilogue "
-           "kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul with vector panel reads %d\n",
-           mma, wgmma, pingpong, pairs, flash, tconv, tlast, epi, split, vec, wide);
-  if (!hip && (!mma || !flash || !tconv || !tlast || !epi || !split || !vec || !wide || (hopper && (!wgmma || !pingpong || !pairs)))) {
+    printf("modules with: mma.sync %d; wgmma %d (ping-pong %d, in clusters %d; 128x256 in clusters %d); tensor-core attention %d; tensor-core "
+           "convolution %d (channels-last %d); an epilogue kernel %d; split-K convolution %d; vector row loads %d; 128-wide SIMT matmul with vector "
+           "panel reads %d\n",
+           mma, wgmma, pingpong, pairs, row_pairs, flash, tconv, tlast, epi, split, vec, wide);
+  if (!hip && (!mma || !flash || !tconv || !tlast || !epi || !split || !vec || !wide || (hopper && (!wgmma || !pingpong || !pairs || !row_pairs)))) {
     fprintf(stderr, "the suite no longer reaches every kernel variant of the CUDA dialect\n");
     failures++;
   }

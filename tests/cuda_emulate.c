@@ -31,7 +31,7 @@
 #include "../targets/target.h"
 
 /* in a case's `own`: lowered with every convolution NCHW (the gathering kernel), not channels-last;
- * Hopper's ping-pong form in clusters of 2 (with tile_n CU_PP_BN) */
+ * Hopper's ping-pong form in clusters of 2 (with tile_n CU_PP_BN), or its 128x256 form (CU_WG_BN) */
 enum { EMU_NCHW = 1 << 8, EMU_PAIRS = 1 << 9 };
 
 typedef struct emu_case {
@@ -85,6 +85,13 @@ static const emu_case cases[] = {
     {"Hopper's matmul, ping-pong in clusters of 2, bf16, batches folded into rows, a unit a cluster",
      "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 200]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA | EMU_PAIRS,
      "pc_mbar_arrive_cluster<2>", 1.5e-2, 1, CU_PP_BN},
+    {"Hopper's matmul, 128x256 tiles in clusters of 2 (each block loads half of B into both): 3 units of 2 row tiles, the last unit's "
+     "second tile past M, f16, bias and GELU, partial column tiles, more k-steps than stages",
+     "graph mm\ninput a: f16[300, 520]\ninput b: f16[520, 264]\ninput c: f16[264]\nh = matmul(a, b)\nz = add(h, c)\ny = gelu(z)\noutput y\n",
+     CU_OWN_WGMMA | EMU_PAIRS, "pc_tma_load_mc(Bs", 2e-3, 1, CU_WG_BN},
+    {"Hopper's matmul, 128x256 tiles in clusters of 2, bf16, batches folded into rows, one unit",
+     "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 200]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA | EMU_PAIRS,
+     "pc_mbar_arrive_cluster<2>", 1.5e-2, 1, CU_WG_BN},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
@@ -226,6 +233,7 @@ static bool write_program(const kir_module *km, const char *path) {
     gpu_grid(km, i, S, &lim, g);
     const int cl = s->cluster > 1 ? s->cluster : 1;
     if (cu_wgmma_pingpong(km, &km->k[i])) cu_pingpong_grid(g, 2 * cl, cl); /* two SMs (clusters): each block loops over tiles */
+    else if (s->variant == KS_WGMMA && cl > 1) cu_coop_pair_grid(g);
     const int split = gpu_conv_split(&km->k[i]);
     if (split > 1) { /* the slices' partial sums, as runtime.c's scratch buffer holds them */
       int64_t mn[2];
@@ -253,7 +261,7 @@ static bool write_program(const kir_module *km, const char *path) {
               s->tile_n);
     else if (s->variant == KS_WGMMA) /* A (a share of its rows a block, in clusters) and B */
       fprintf(f, ", pc_emu_tmap(b[%d], %lld, %lld, %lld, %d, %d, 2), pc_emu_tmap(b[%d], %lld, %lld, %lld, 64, %d, 2)", k->in_buf[0], kk, rows, kk * 2,
-              CU_WG_BK, CU_WG_BM / cl, k->in_buf[1], n, kk, n * 2, CU_WG_BK);
+              CU_WG_BK, cu_wgmma_a_rows(km, k), k->in_buf[1], n, kk, n * 2, CU_WG_BK);
     fprintf(f, "); }, %d))\n    return 1;\n", cl);
     if (split > 1) { /* then kN_epi adds the slices: a grid-stride loop, as runtime.c launches it */
       fprintf(f, "  if (!pc_emu_launch(pc_dim3{4, 1, 1}, pc_dim3{%d, 1, 1}, 0, [&] { k%d_epi(acc%d.data(), ", CU_PW_THREADS, i, i);
@@ -285,7 +293,8 @@ static int run_case(const emu_case *c, int index) {
     if (c->tile_n && km->k[i].sched.variant == KS_WGMMA) {
       const bool f32 = cu_wgmma_tf32(km, &km->k[i]);
       if (f32) km->k[i].sched.tile_n = c->tile_n, km->k[i].sched.stages = c->tile_n == 256 ? 2 : c->tile_n == 192 ? 3 : 4;
-      else cu_wgmma_form(&km->k[i].sched, c->tile_n != CU_PP_BN ? CU_FORM_COOP : c->own & EMU_PAIRS ? CU_FORM_PINGPONG_PAIR : CU_FORM_PINGPONG);
+      else if (c->tile_n != CU_PP_BN) cu_wgmma_form(&km->k[i].sched, c->own & EMU_PAIRS ? CU_FORM_COOP_PAIR : CU_FORM_COOP);
+      else cu_wgmma_form(&km->k[i].sched, c->own & EMU_PAIRS ? CU_FORM_PINGPONG_PAIR : CU_FORM_PINGPONG);
       if (!cu_schedule_check(km, i, -1, why, sizeof why)) return fprintf(stderr, "%s: %s\n", c->name, why), 1;
     }
   }

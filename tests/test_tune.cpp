@@ -444,10 +444,11 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     tune_knobs cand[16];
     const tune_device d = {};
     const int n = tg->tune_space(km, 0, &d, cand, 16);
-    std::vector<tune_knobs> forms;
+    std::vector<tune_knobs> forms, row_pairs;
     for (int j = 0; j < n; j++)
-      if (cand[j].mask & tune_knob_bit("stages")) forms.push_back(cand[j]);
+      if (cand[j].mask & tune_knob_bit("stages")) (cand[j].v.tile_n == CU_PP_BN ? forms : row_pairs).push_back(cand[j]);
     ASSERT_EQ(forms.size(), 2u) << t;
+    ASSERT_EQ(row_pairs.size(), 1u) << t << ": the 128x256 form in clusters of 2";
     for (const tune_knobs &f : forms) {
       tune_knobs_apply(&f, &km->k[0].sched);
       EXPECT_EQ(s.tile_n, CU_PP_BN);
@@ -481,8 +482,26 @@ TEST(TuneTables, HoppersMatmulTakesHalfPrecisionGemmsAndTheirTensorMaps) {
     unsigned odd[3] = {64, 64, 1};
     cu_pingpong_grid(odd, 131, 2);
     EXPECT_EQ(odd[0], 130u) << "whole clusters of 2";
-    km->k[0].sched.tile_n = 256, km->k[0].sched.stages = CU_WG_STAGES;
-    EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why)) << "only the ping-pong form runs in clusters";
+    // the 128x256 form in clusters of two blocks on neighbouring row tiles, which share B's loads
+    tune_knobs_apply(&row_pairs[0], &km->k[0].sched);
+    EXPECT_EQ(s.tile_n, CU_WG_BN);
+    EXPECT_EQ(s.cluster, 2);
+    EXPECT_TRUE(tg->schedule_check(km, 0, -1, why, sizeof why)) << why;
+    EXPECT_EQ(s.shared_bytes, CU_WG_SHARED);
+    EXPECT_EQ(cu_wgmma_a_rows(km, &km->k[0]), CU_WG_BM) << "each block loads all of its own A";
+    src = emit_module(&cuda_dialect, km);
+    ASSERT_NE(src, nullptr);
+    std::string rp(src);
+    free(src);
+    EXPECT_NE(rp.find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+    EXPECT_NE(rp.find("pc_tma_load_mc(Bs"), std::string::npos) << "each block of a pair loads half of B into both";
+    EXPECT_NE(rp.find("pc_mbar_init(&empty[s], 4)"), std::string::npos) << "a stage is free when both blocks' consumers are done";
+    unsigned rows[3] = {32, 63, 1};
+    cu_coop_pair_grid(rows);
+    EXPECT_EQ(rows[0], 64u) << "two blocks a unit, along x";
+    EXPECT_EQ(rows[1], 32u) << "63 row tiles make 32 units, the last one's second tile past M";
+    km->k[0].sched.cluster = 3;
+    EXPECT_FALSE(tg->schedule_check(km, 0, -1, why, sizeof why)) << "clusters of 2 only";
     // a tune entry spells the pairs with the cluster knob, 1 or 2
     int problems = 0;
     std::string err;
