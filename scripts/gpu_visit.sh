@@ -19,6 +19,11 @@
 #             with the 128x256 form, with cuBLASLt and as the runtime chooses; then, in clusters of
 #             2 (PINGPONG_CLUSTER=1: alone), the matmul-bearing cases, memcheck and racecheck on the
 #             f16/bf16 matmul cases, each command under a time limit
+#   rowpairs  Hopper's f16/bf16 matmul in 128x256 tiles in clusters of 2 on neighbouring row tiles,
+#             sharing B's loads (forced by a site tune table, own kernels forced): explain, the f16
+#             matmul graphs of bench/gpu/ and the f16 transformer timed twice with it, with the
+#             128x256 form alone and with cuBLASLt, then the matmul-bearing cases, memcheck and
+#             racecheck on the f16/bf16 matmul cases, each command under a time limit
 #   coopwg    Vulkan's f16 matmul on a work group's matrices (vulkan/matmul_wg.c, taken with
 #             PORTC_VULKAN_KERNELS=coopattention,coopwg): explain, the matmul-bearing cases on vulkan,
 #             the f16 matmul+bias+GELU and MLP graphs of bench/gpu/ run against the subgroup kernel's
@@ -277,6 +282,39 @@ for step in $steps; do
       "${pp[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
         --quiet >"$out/${tool}_pingpong.txt" 2>&1
       summary+=("$tool, the ping-pong form (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_pingpong.txt" | tail -1)")
+    done
+    ;;
+  rowpairs)
+    # Hopper's 128x256 matmul in clusters of 2 on neighbouring row tiles (forced by a site tune table)
+    for dt in f16 bf16; do
+      echo "api=cuda kind=matmul dtype=$dt tile=128x256 stages=4 cluster=2 prov=heuristic source=\"128x256 in clusters of 2\""
+    done >"$out/rowpairs_table.txt"
+    rp=(env PORTC_TUNE_PATH="$out/rowpairs_table.txt" PORTC_CUDA_MATMUL=own timeout 300)
+    "${rp[@]}" "$portc" explain bench/gpu/matmul_bias_gelu_8192_f16.ptg -t cuda >"$out/explain_rowpairs.txt" 2>&1
+    summary+=("explain with the row-pairs table (rc $?): $(grep -c "sharing B's loads" "$out/explain_rowpairs.txt") kernels in clusters sharing B")
+    for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer; do
+      args=("bench/gpu/$g.ptg")
+      [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
+      line="$g, ms:"
+      for round in 1 2; do
+        for how in "$out/rowpairs_table.txt own row-pairs" "/dev/null own 128x256" "/dev/null cublaslt cuBLASLt"; do
+          read -r table matmul name <<<"$how"
+          PORTC_TUNE_PATH=$table PORTC_CUDA_MATMUL=$matmul timeout 120 "$portc" bench "${args[@]}" -t cuda --no-eager --iters 30 --warmup 3 \
+            >"$out/bench_rowpairs_${g}_${name}_$round.txt" 2>&1
+          line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_rowpairs_${g}_${name}_$round.txt")"
+        done
+      done
+      summary+=("$line")
+    done
+    "${rp[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' \
+      >"$out/verify_rowpairs.txt" 2>&1
+    rc=$?
+    grep -E '^FAIL' "$out/verify_rowpairs.txt" | head -10
+    summary+=("verify cuda, 128x256 in clusters of 2 (rc $rc): $(tail -1 "$out/verify_rowpairs.txt")")
+    for tool in memcheck racecheck; do
+      "${rp[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
+        --quiet >"$out/${tool}_rowpairs.txt" 2>&1
+      summary+=("$tool, 128x256 in clusters of 2 (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_rowpairs.txt" | tail -1)")
     done
     ;;
   coopwg)
