@@ -198,29 +198,40 @@ static const char *component_name(int32_t t, char *buf, size_t len) {
   return buf;
 }
 
+/* VK_NV_cooperative_matrix2 on a device that offers it: its features, its properties, and its
+ * flexible sizes (*n of them, to be freed; NULL where there are none) */
+static pc_coop_flexible_nv *coop2_query(VkPhysicalDevice pd, pc_coop2_features_nv *f, pc_coop2_properties_nv *p, uint32_t *n) {
+  *f = (pc_coop2_features_nv){.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = f};
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  *p = (pc_coop2_properties_nv){.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = p};
+  vkGetPhysicalDeviceProperties2(pd, &p2);
+  pc_coop_flexible_fn get = (pc_coop_flexible_fn)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  *n = 0;
+  if (!get || get(pd, n, NULL) != VK_SUCCESS || !*n) return NULL;
+  pc_coop_flexible_nv *s = calloc(*n, sizeof *s);
+  for (uint32_t i = 0; s && i < *n; i++) s[i].sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+  if (s && get(pd, n, s) == VK_SUCCESS) return s;
+  free(s);
+  *n = 0;
+  return NULL;
+}
+
 /* VK_NV_cooperative_matrix2's workgroup scope and flexible sizes with f16 x f16 + f32 -> f32 on
  * work groups of 256 (matmul_wg.c): the sizes' steps and the shared memory the driver keeps */
 static bool coop_matrix_wg(VkPhysicalDevice pd, uint32_t step[3], uint32_t *reserved) {
   if (!has_device_ext(pd, PC_NV_COOPERATIVE_MATRIX2_NAME)) return false;
-  pc_coop2_features_nv f = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV};
-  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f};
-  vkGetPhysicalDeviceFeatures2(pd, &f2);
-  pc_coop2_properties_nv p = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_PROPERTIES_NV};
-  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
-  vkGetPhysicalDeviceProperties2(pd, &p2);
-  pc_coop_flexible_fn get = (pc_coop_flexible_fn)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
-  uint32_t n = 0;
-  if (!f.workgroupScope || !f.flexibleDimensions || p.workgroupScopeMaxWorkgroupSize < VK_WG_THREADS || !get || get(pd, &n, NULL) != VK_SUCCESS || !n)
-    return false;
-  pc_coop_flexible_nv *s = calloc(n, sizeof *s);
+  pc_coop2_features_nv f;
+  pc_coop2_properties_nv p;
+  uint32_t n;
+  pc_coop_flexible_nv *s = coop2_query(pd, &f, &p, &n);
   bool found = false;
-  for (uint32_t i = 0; s && i < n; i++) s[i].sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
-  if (s && get(pd, &n, s) == VK_SUCCESS)
-    for (uint32_t i = 0; i < n && !found; i++)
-      if ((found = s[i].AType == PC_COMPONENT_FLOAT16_KHR && s[i].BType == PC_COMPONENT_FLOAT16_KHR && s[i].CType == PC_COMPONENT_FLOAT32_KHR &&
-                   s[i].ResultType == PC_COMPONENT_FLOAT32_KHR && !s[i].saturatingAccumulation && s[i].scope == PC_SCOPE_WORKGROUP_KHR &&
-                   s[i].workgroupInvocations == VK_WG_THREADS && s[i].MGranularity && s[i].NGranularity && s[i].KGranularity))
-        step[0] = s[i].MGranularity, step[1] = s[i].NGranularity, step[2] = s[i].KGranularity;
+  for (uint32_t i = 0; f.workgroupScope && f.flexibleDimensions && p.workgroupScopeMaxWorkgroupSize >= VK_WG_THREADS && i < n && !found; i++)
+    if ((found = s[i].AType == PC_COMPONENT_FLOAT16_KHR && s[i].BType == PC_COMPONENT_FLOAT16_KHR && s[i].CType == PC_COMPONENT_FLOAT32_KHR &&
+                 s[i].ResultType == PC_COMPONENT_FLOAT32_KHR && !s[i].saturatingAccumulation && s[i].scope == PC_SCOPE_WORKGROUP_KHR &&
+                 s[i].workgroupInvocations == VK_WG_THREADS && s[i].MGranularity && s[i].NGranularity && s[i].KGranularity))
+      step[0] = s[i].MGranularity, step[1] = s[i].NGranularity, step[2] = s[i].KGranularity;
   free(s);
   *reserved = p.workgroupScopeReservedSharedMemory;
   return found;
@@ -234,31 +245,23 @@ static void describe_coop2(FILE *out, VkPhysicalDevice pd) {
     fprintf(out, "      cooperative matrix 2 (NV): no\n");
     return;
   }
-  pc_coop2_features_nv f = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_FEATURES_NV};
-  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f};
-  vkGetPhysicalDeviceFeatures2(pd, &f2);
-  pc_coop2_properties_nv p = {.sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX2_PROPERTIES_NV};
-  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
-  vkGetPhysicalDeviceProperties2(pd, &p2);
+  pc_coop2_features_nv f;
+  pc_coop2_properties_nv p;
+  uint32_t n;
+  pc_coop_flexible_nv *s = coop2_query(pd, &f, &p, &n);
   fprintf(out,
           "      cooperative matrix 2 (NV): workgroup scope %s (work groups up to %u, %u bytes of shared memory reserved), flexible "
           "sizes %s (up to %u), reductions %s, conversions %s, per-element operations %s, tensor addressing %s, block loads %s\n",
           f.workgroupScope ? "yes" : "no", p.workgroupScopeMaxWorkgroupSize, p.workgroupScopeReservedSharedMemory,
           f.flexibleDimensions ? "yes" : "no", p.flexibleDimensionsMaxDimension, f.reductions ? "yes" : "no", f.conversions ? "yes" : "no",
           f.perElementOperations ? "yes" : "no", f.tensorAddressing ? "yes" : "no", f.blockLoads ? "yes" : "no");
-  pc_coop_flexible_fn get = (pc_coop_flexible_fn)vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
-  uint32_t n = 0;
-  if (!get || get(pd, &n, NULL) != VK_SUCCESS || !n) return;
-  pc_coop_flexible_nv *s = calloc(n, sizeof *s);
-  for (uint32_t i = 0; s && i < n; i++) s[i].sType = (VkStructureType)PC_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
-  if (s && get(pd, &n, s) == VK_SUCCESS)
-    for (uint32_t i = 0; i < n; i++) {
-      char a[16], b[16], c[16], r[16];
-      fprintf(out, "        %s x %s + %s -> %s%s, %s scope, %u invocations: sizes in steps of %ux%ux%u\n", component_name(s[i].AType, a, sizeof a),
-              component_name(s[i].BType, b, sizeof b), component_name(s[i].CType, c, sizeof c), component_name(s[i].ResultType, r, sizeof r),
-              s[i].saturatingAccumulation ? " (saturating)" : "", s[i].scope == PC_SCOPE_WORKGROUP_KHR ? "workgroup" : "subgroup",
-              s[i].workgroupInvocations, s[i].MGranularity, s[i].NGranularity, s[i].KGranularity);
-    }
+  for (uint32_t i = 0; i < n; i++) {
+    char a[16], b[16], c[16], r[16];
+    fprintf(out, "        %s x %s + %s -> %s%s, %s scope, %u invocations: sizes in steps of %ux%ux%u\n", component_name(s[i].AType, a, sizeof a),
+            component_name(s[i].BType, b, sizeof b), component_name(s[i].CType, c, sizeof c), component_name(s[i].ResultType, r, sizeof r),
+            s[i].saturatingAccumulation ? " (saturating)" : "", s[i].scope == PC_SCOPE_WORKGROUP_KHR ? "workgroup" : "subgroup",
+            s[i].workgroupInvocations, s[i].MGranularity, s[i].NGranularity, s[i].KGranularity);
+  }
   free(s);
 }
 
