@@ -1104,8 +1104,14 @@ void gpu_gemm_sum(emitter *e, int slices) {
   emit_line(e, "const int m = t / N, n = t %% N;");
   if (slices > 1) {
     slice_sum(e, "acc0", slices);
-  } else {
+  } else if (slices == 1) {
     emit_line(e, "const float acc0 = pc_acc[t];");
+  } else { /* the product, in the output itself */
+    const int out = k->store[0].buf;
+    char load[160];
+    const char *f = dialect_spelling(e->d, DT_LOAD, e->m->buf[out].dt);
+    snprintf(load, sizeof load, f ? f : "%s[%s]", emit_buf(e, out), "t");
+    emit_line(e, "const float acc0 = %s;", load);
   }
   gpu_gemm_store(e);
   gpu_loop_end(e);

@@ -155,7 +155,8 @@ void gpu_gemm_indices(emitter *e, const char **oidx);
 /* the epilogue of a matmul's output element (m, n), whose sum is acc0, and its store */
 void gpu_gemm_store(emitter *e);
 /* a GEMM's epilogue from f32 sums in pc_acc[slices][M][N] (a vendor library's product, or a
- * split-K kernel's partial sums, added): a grid-stride loop over the M x N outputs */
+ * split-K kernel's partial sums, added), or with slices 0 from the product a vendor library wrote
+ * into the output itself: a grid-stride loop over the M x N outputs */
 void gpu_gemm_sum(emitter *e, int slices);
 
 #endif

@@ -58,10 +58,11 @@ static void epilogue_begin(emitter *e, int index) {
   e->indent++;
 }
 
-/* the epilogue of a matmul whose product cuBLASLt wrote to pc_acc (f32, M x N, row-major) */
+/* the epilogue of a matmul whose product cuBLASLt wrote to pc_acc (f32, M x N, row-major), or
+ * (library 3) into the output itself, whose elements it finishes in place */
 static void blaslt_epilogue(emitter *e, int index) {
   epilogue_begin(e, index);
-  gpu_gemm_sum(e, 1);
+  gpu_gemm_sum(e, e->k->sched.library == 3 ? 0 : 1);
   gpu_loop_end(e);
 }
 
@@ -96,7 +97,7 @@ static void kernel(emitter *e, int index) {
     gpu_body(e);
   }
   gpu_loop_end(e);
-  if (k->sched.library == 2) blaslt_epilogue(e, index);
+  if (k->sched.library >= 2) blaslt_epilogue(e, index);
   if (cu_wgmma_tf32(e->m, k)) cu_emit_tf32_split(e, index);
   if (split) split_epilogue(e, index);
   sb_printf(&e->out, "\n");

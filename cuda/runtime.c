@@ -154,7 +154,7 @@ static portc_status get_functions(cu_module *m) {
     char name[32];
     snprintf(name, sizeof name, "k%d", i);
     if ((r = CU.cuModuleGetFunction(&k->f, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
-    if (sc->library == 2 || gpu_conv_split(&m->km->k[i]) > 1) {
+    if (sc->library >= 2 || gpu_conv_split(&m->km->k[i]) > 1) {
       snprintf(name, sizeof name, "k%d_epi", i);
       if ((r = CU.cuModuleGetFunction(&k->epi, m->mod, name))) return cu_fail(r, "cuModuleGetFunction");
     }
@@ -330,10 +330,10 @@ static portc_status run_blaslt(cu_module *m, int i, const gpu_launch *l) {
   char why[400];
   cu_blaslt *b = cu_blaslt_get(m->c, why, sizeof why);
   if (!b) return err_set(PORTC_ERR_DEVICE, "cuda: %s", why);
-  bool direct = sc->library == 1;
+  bool direct = sc->library == 1, into_output = direct || sc->library == 3;
   portc_dtype t = m->km->buf[kk->in_buf[0]].dt;
-  portc_dtype dt = direct ? m->km->buf[kk->store[0].buf].dt : PORTC_F32;
-  CUdeviceptr D = direct ? buf_ptr(m, i, l, kk->store[0].buf) : m->scratch;
+  portc_dtype dt = into_output ? m->km->buf[kk->store[0].buf].dt : PORTC_F32;
+  CUdeviceptr D = into_output ? buf_ptr(m, i, l, kk->store[0].buf) : m->scratch;
   if (!m->blas_ws) return err_set(PORTC_ERR_INTERNAL, "cuda: kernel %d runs cuBLASLt before its workspace was made", i);
   bool ta, tb;
   cu_blaslt_view(m->km, i, &ta, &tb);
@@ -404,7 +404,7 @@ static portc_status choose(cu_module *m, int i) {
   const char *force = getenv("PORTC_CUDA_MATMUL");
   char why[400];
   bool have = cu_blaslt_get(m->c, why, sizeof why) != NULL;
-  portc_status st = kk->sched.library == 1 || !have ? PORTC_OK : ensure_scratch(m, (size_t)(mnk[0] * mnk[1] * 4));
+  portc_status st = kk->sched.library != 2 || !have ? PORTC_OK : ensure_scratch(m, (size_t)(mnk[0] * mnk[1] * 4));
   if (!st && have) st = ensure_workspace(m); /* before a CUDA graph's capture, which may not allocate */
   if (force && strcmp(force, "own") == 0) {
     k->choice = RUN_OWN;
@@ -721,7 +721,10 @@ const target_gpu cu_gpu = {.alloc = dev_alloc,
                            .flush_cache = cu_flush_cache};
 
 static const char *blaslt_how(const kir_schedule *s) {
-  return s->library == 2 ? " + epilogue kernel" : s->library_bias >= 0 ? " with its bias epilogue" : "";
+  return s->library == 2   ? " + epilogue kernel"
+         : s->library == 3 ? " into the output, finished in place by an epilogue kernel"
+         : s->library_bias >= 0 ? " with its bias epilogue"
+                                : "";
 }
 
 static void kernel_note(void *handle, int i, char *buf, size_t len) {

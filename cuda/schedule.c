@@ -173,10 +173,13 @@ static bool bias_load(const kir_module *m, const kir_kernel *k, const kir_val *v
 
 /* kernel i can also run as cuBLASLt plus an epilogue kernel (a GEMM of one float dtype);
  * *direct when the epilogue is only the store, or the addition of a bias vector of the output's
- * dtype (*bias: its buffer, else -1), so cuBLASLt writes the output itself */
-static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias) {
+ * dtype (*bias: its buffer, else -1), so cuBLASLt writes the output itself; *inplace where the
+ * output has the operands' dtype and lies as the product does, so cuBLASLt writes the product
+ * there and the epilogue kernel finishes each element in place (no f32 scratch to write and read:
+ * torch.compile's addmm and pointwise kernel do the same) */
+static bool blaslt_eligible(const kir_module *m, int i, bool *direct, bool *inplace, int *bias) {
   const kir_kernel *k = &m->k[i];
-  *direct = false, *bias = -1;
+  *direct = *inplace = false, *bias = -1;
   bool ta, tb;
   if (!cu_blaslt_view(m, i, &ta, &tb) || k->nstore != 1) return false;
   portc_dtype a = m->buf[k->in_buf[0]].dt, b = m->buf[k->in_buf[1]].dt, o = m->buf[k->store[0].buf].dt;
@@ -188,15 +191,16 @@ static bool blaslt_eligible(const kir_module *m, int i, bool *direct, int *bias)
     if (y->kind == KV_ACC) x = y, y = &k->val[v->arg[0]];
     if (x->kind == KV_ACC && bias_load(m, k, y, o)) *bias = y->buf, v = x;
   }
-  *direct = v->kind == KV_ACC && (o == a || o == PORTC_F32) && m->buf[k->store[0].buf].sh.rank == k->dom.rank &&
-            path_is_identity(k, k->store[0].path);
+  const bool as_product = m->buf[k->store[0].buf].sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
+  *direct = v->kind == KV_ACC && (o == a || o == PORTC_F32) && as_product;
+  *inplace = !*direct && o == a && as_product;
   if (!*direct) *bias = -1;
   return true;
 }
 
 static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own, int sms) {
   const kir_kernel *k = &m->k[i];
-  bool direct;
+  bool direct, inplace;
   int bias;
   if (mma_eligible(m, i) && (own & CU_OWN_WGMMA)) {
     s->variant = KS_WGMMA, s->fold_batch = true;
@@ -219,7 +223,7 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own, int sms)
   /* float matmuls: registers for two blocks per SM (measured without spills); Hopper's takes the
    * whole SM's shared memory and registers */
   if (dtype_is_float(m->buf[k->in_buf[0]].dt)) s->min_groups = s->variant == KS_WGMMA ? 1 : 2;
-  if (blaslt_eligible(m, i, &direct, &bias)) s->library = direct ? 1 : 2, s->library_bias = bias;
+  if (blaslt_eligible(m, i, &direct, &inplace, &bias)) s->library = direct ? 1 : inplace ? 3 : 2, s->library_bias = bias;
 }
 
 /* the device's context (-1: the default device), NULL where there is none */

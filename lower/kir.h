@@ -107,7 +107,9 @@ typedef struct kir_schedule {
   int wg_matrices;       /* MATMUL (MMA, Vulkan): 1 on cooperative matrices of the whole work group,
                           * staged by the driver (VK_NV_cooperative_matrix2); 0 the subgroup's */
   /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with
-   * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads */
+   * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads,
+   * 3 writing the product into the output (of the operands' dtype, as the output lies), which an
+   * epilogue kernel then finishes in place */
   int library, library_bias;
   int library_algo;      /* which of the library's algorithms for the shape: 0 its heuristic's first choice */
   int run;               /* CONV (PLAIN): consecutive outputs of a row per invocation (0 or 1: one) */

@@ -446,9 +446,12 @@ TEST_P(Gpu, TrainingStepKeepsParametersOnTheDevice) {
 }
 
 TEST_P(Cuda, MatmulBothPathsMatchTheCpu) {
-  /* an epilogue cuBLASLt cannot do (bias + gelu: an epilogue kernel after it), and one it can (a bias) */
-  const struct { const char *tail, *blaslt; } cases[] = {{"z = add(h, c)\ny = gelu(z)\n", "cuBLASLt + epilogue kernel"},
-                                                        {"y = add(c, h)\n", "cuBLASLt with its bias epilogue"}};
+  /* an epilogue cuBLASLt cannot do (bias + gelu: an epilogue kernel after it, in place where the
+   * output has the operands' dtype, else from an f32 product), and one it can (a bias) */
+  const struct { const char *tail, *blaslt; } cases[] = {
+      {"z = add(h, c)\ny = gelu(z)\n", "cuBLASLt into the output, finished in place by an epilogue kernel"},
+      {"z = add(h, c)\nw = gelu(z)\ny = cast(w, to=f32)\n", "cuBLASLt + epilogue kernel"},
+      {"y = add(c, h)\n", "cuBLASLt with its bias epilogue"}};
   for (const auto &c : cases) {
     Graph g = parse((std::string("input a: f16[96, 64]\ninput b: f16[64, 136]\ninput c: f16[136]\nh = matmul(a, b)\n") + c.tail +
                      "output y\n").c_str());
