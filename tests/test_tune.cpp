@@ -870,7 +870,8 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
   EXPECT_EQ(vk_own_kernels("coopconv"), (unsigned)VK_OWN_COOPCONV);
   EXPECT_EQ(vk_own_kernels("none"), 0u);
   EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)VK_OWN_DEFAULT);
-  EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)VK_OWN_COOPATTENTION) << "attention on cooperative matrices by default, convolutions not";
+  EXPECT_EQ(vk_own_kernels(nullptr), (unsigned)(VK_OWN_COOPATTENTION | VK_OWN_COOPWG))
+      << "attention and plain GEMMs of the work group's matrices on cooperative matrices by default, convolutions not";
   EXPECT_TRUE(vk_own_kernels_known("coopconv,coopattention,none", why, sizeof why));
   EXPECT_FALSE(vk_own_kernels_known("coopconv,flash", why, sizeof why));
   EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention, coopwg or none");
@@ -880,6 +881,67 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
 // multiples of 16 that the device's shared memory holds (64 in 48 KiB: 45056 bytes), in 64x64
 // tiles of 128 invocations, with Q, K and V read in 16-byte words; other tiles, heads of 24, f32,
 // and heads of 96 on 48 KiB (61440 bytes) are refused (those stay on the SIMT kernel)
+// Vulkan's f16 GEMMs on cooperative matrices of the whole work group (vulkan/matmul_wg.c): the
+// rule takes plain outputs only; a tile in the device's steps, at least a tile of the matrix each
+// way and k-steps that divide K fit; an epilogue's sums must fit what the driver leaves of shared
+// memory; the tune entry's knob is wg_matrices, 0 or 1.
+TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
+  static const uint32_t step[3] = {32, 32, 16};
+  char why[256];
+  Graph plain = parse("graph mm\ninput a: f16[200, 96]\ninput b: f16[96, 328]\ny = matmul(a, b)\noutput y\n");
+  Graph gelu = parse("graph mm\ninput a: f16[200, 96]\ninput b: f16[96, 328]\ninput c: f16[328]\nh = matmul(a, b)\nz = add(h, c)\n"
+                     "y = gelu(z)\noutput y\n");
+  ASSERT_TRUE(plain && gelu);
+  kir_module *km = vulkan_schedules(plain);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  EXPECT_TRUE(vk_coop_wg_rule(km, 0));
+  kir_schedule &s = km->k[0].sched;
+  vk_coop_wg_schedule(&s);
+  EXPECT_EQ(s.threads[0], VK_WG_THREADS);
+  s.tile_m = 128, s.tile_n = 256, s.tile_k = 32;
+  EXPECT_TRUE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why)) << why;
+  EXPECT_TRUE(vk_coop_wg_stores_matrices(km, &km->k[0])) << "a plain f16 output is stored from the matrices";
+  s.tile_n = 96;
+  EXPECT_TRUE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why)) << why;
+  s.tile_n = 80;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why));
+  EXPECT_NE(strstr(why, "steps of 32x32x16"), nullptr) << why;
+  s.tile_n = 128, s.tile_m = 256;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why)) << "256 rows of tile for a matrix of 200";
+  s.tile_m = 128, s.tile_k = 64;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why)) << "k-steps of 64 do not divide K = 96";
+  s.tile_k = 32, s.stages = 3;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why));
+  kir_module_free(km);
+  km = vulkan_schedules(gelu);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  EXPECT_FALSE(vk_coop_wg_rule(km, 0)) << "an epilogue: the subgroup's matrices by rule";
+  kir_schedule &e = km->k[0].sched;
+  vk_coop_wg_schedule(&e);
+  e.tile_m = 128, e.tile_n = 128, e.tile_k = 32;
+  EXPECT_FALSE(vk_coop_wg_stores_matrices(km, &km->k[0]));
+  EXPECT_TRUE(vk_coop_wg_fit(km, 0, &e, step, 40960, why, sizeof why)) << "two accumulators of 128x64 sums, 32 KiB each";
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &e, step, 16384, why, sizeof why));
+  EXPECT_NE(strstr(why, "shared memory the driver leaves"), nullptr) << why;
+  char *src = emit_module(&vulkan_dialect, km);
+  ASSERT_NE(src, nullptr);
+  const std::string glsl(src);
+  free(src);
+  EXPECT_NE(glsl.find("fcoopmatNV<32, 2, PC_WG_M, 64> c[2]"), std::string::npos) << "the work group's scope, two accumulators";
+  EXPECT_NE(glsl.find("if (m < mt || n < n0) continue;"), std::string::npos) << "a tile moved back inside stores what no other tile does";
+  kir_module_free(km);
+  int problems = 0;
+  std::string err;
+  tune_table tt = parse_text("api=vulkan kind=matmul tile=128x256 tile_k=64 wg_matrices=1 prov=heuristic source=a\n"
+                             "api=vulkan kind=matmul wg_matrices=2 prov=heuristic source=b\n",
+                             &problems, &err);
+  EXPECT_EQ(problems, 1) << err;
+  EXPECT_NE(err.find("wg_matrices"), std::string::npos) << err;
+  ASSERT_EQ(tt.n, 1) << err;
+  EXPECT_EQ(tt.e[0].knobs.v.wg_matrices, 1);
+  tune_table_free(&tt);
+}
+
 TEST(TuneTables, VulkansF16AttentionRunsOnCooperativeMatricesWhereItsHeadsFit) {
   const char *shapes[][2] = {{"f16[2, 4, 100, 64]", "taken"}, {"f16[2, 4, 100, 24]", "heads of 24"}, {"f32[2, 4, 100, 64]", "f32"},
                              {"f16[2, 4, 100, 96]", "heads of 96"}};

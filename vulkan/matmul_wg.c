@@ -18,7 +18,7 @@
  * On the H100 (driver 580) the rule's 128x256 tiles in k-steps of 64 ran the plain f16 matmul
  * 8192^3 in 3.45 ms against the subgroup kernel's 3.83, but 128x128 tiles took 5.4-8.9 ms, and an
  * epilogue through shared memory (four accumulators of 128x64) more than doubled the time: the rule
- * takes only plain outputs, and only where PORTC_VULKAN_KERNELS lists coopwg.
+ * takes only plain outputs (by default; PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
  * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
  * specialization constant PC_WG_K and the f16 sums' rows PC_WG_M, which is how the rewrite tells
