@@ -156,6 +156,23 @@ done
 coop2=$(grep -m1 -A4 'cooperative matrix 2' "$out/devices.txt" | grep -E 'cooperative matrix 2| x .* -> ' | tr -s ' ' | paste -sd ';' -)
 [ -n "$coop2" ] && summary+=("vulkan device:$coop2")
 
+# Hopper's matmul in a form a site tune table forces: the matmul-bearing cases, then memcheck and
+# racecheck on the f16/bf16 matmul cases, under the command prefix in the array named $1 (env
+# PORTC_TUNE_PATH=... PORTC_CUDA_MATMUL=own timeout N); logs NAME ($2), the form described as $3
+hopper_form_checks() {
+  local -n run=$1
+  "${run[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' \
+    >"$out/verify_$2.txt" 2>&1
+  local rc=$?
+  grep -E '^FAIL' "$out/verify_$2.txt" | head -10
+  summary+=("verify cuda, $3 (rc $rc): $(tail -1 "$out/verify_$2.txt")")
+  for tool in memcheck racecheck; do
+    "${run[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
+      --quiet >"$out/${tool}_$2.txt" 2>&1
+    summary+=("$tool, $3 (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_$2.txt" | tail -1)")
+  done
+}
+
 # the fused median, min and max of the last `portc bench --json $out/copygap.json`
 copy_ms() {
   python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fused"]; print("median %.3f min %.3f max %.3f ms" % (f["median_s"]*1e3, f["min_s"]*1e3, f["max_s"]*1e3))' \
@@ -273,16 +290,7 @@ for step in $steps; do
       done
       summary+=("$line")
     done
-    "${pp[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' \
-      >"$out/verify_pingpong.txt" 2>&1
-    rc=$?
-    grep -E '^FAIL' "$out/verify_pingpong.txt" | head -10
-    summary+=("verify cuda, the ping-pong form (rc $rc): $(tail -1 "$out/verify_pingpong.txt")")
-    for tool in memcheck racecheck; do
-      "${pp[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
-        --quiet >"$out/${tool}_pingpong.txt" 2>&1
-      summary+=("$tool, the ping-pong form (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_pingpong.txt" | tail -1)")
-    done
+    hopper_form_checks pp pingpong "the ping-pong form"
     ;;
   rowpairs)
     # Hopper's 128x256 matmul in clusters of 2 on neighbouring row tiles (forced by a site tune table)
@@ -306,16 +314,7 @@ for step in $steps; do
       done
       summary+=("$line")
     done
-    "${rp[@]}" "$portc" verify -t cuda --examples examples --filter 'matmul|linear|model|fusion|dynamic|grad|transformer|mlp' \
-      >"$out/verify_rowpairs.txt" 2>&1
-    rc=$?
-    grep -E '^FAIL' "$out/verify_rowpairs.txt" | head -10
-    summary+=("verify cuda, 128x256 in clusters of 2 (rc $rc): $(tail -1 "$out/verify_rowpairs.txt")")
-    for tool in memcheck racecheck; do
-      "${rp[@]}" "$sanitizer" --tool $tool --error-exitcode 3 "$portc" verify -t cuda --no-eager --filter '^matmul/(f16|bf16)|^fusion/matmul' \
-        --quiet >"$out/${tool}_rowpairs.txt" 2>&1
-      summary+=("$tool, 128x256 in clusters of 2 (rc $?): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/${tool}_rowpairs.txt" | tail -1)")
-    done
+    hopper_form_checks rp rowpairs "128x256 in clusters of 2"
     ;;
   coopwg)
     # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg)
