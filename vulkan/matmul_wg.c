@@ -5,7 +5,7 @@
  * class of instruction. A work group's matrices let the driver stage the operands through shared
  * memory itself and pick the instruction the GPU is fastest with (Hopper's wgmma).
  *
- * One 2-D GEMM (matmul_gemm_view) with static N and K, 256 invocations per BM x BN tile:
+ * One 2-D GEMM (matmul_gemm_view) of static sizes, 256 invocations per BM x BN tile:
  *  - per k-step of BK, A's BM x BK panel and B's BK x BN one are loaded straight from the storage
  *    buffers (row-major, as they lie) and multiplied into NA accumulators of BM x BN/NA f32 sums;
  *    with stages = 2 the next step's panels are loaded before this step's products are issued;
@@ -16,7 +16,7 @@
  *    epilogue reads one accumulator at a time from shared memory, an element per invocation, as
  *    the subgroup kernel's does (NA keeps that tile within what the driver leaves of shared memory).
  * On the H100 (driver 580) the rule's 128x256 tiles in k-steps of 64 ran the plain f16 matmul
- * 8192^3 in 3.45 ms against the subgroup kernel's 3.83, but 128x128 tiles took 5.4-8.9 ms, and an
+ * 8192^3 in 3.36-3.45 ms against the subgroup kernel's 3.83-3.86 (bench/gpu/NOTES.md), but 128x128 tiles took 5.4-8.9 ms, and an
  * epilogue through shared memory (four accumulators of 128x64) more than doubled the time: the rule
  * takes only plain outputs (by default; PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
@@ -32,7 +32,12 @@
 #include "vk.h"
 
 /* whether the kernel's only store is its sums as an f16 output that lies as the output does */
-static bool plain_store(const kir_module *m, const kir_kernel *k);
+static bool plain_store(const kir_module *m, const kir_kernel *k) {
+  if (k->nstore != 1 || m->buf[k->store[0].buf].dt != PORTC_F16) return false;
+  const kir_val *v = &k->val[k->store[0].val];
+  if (v->kind == KV_OP && v->op == OP_cast) v = &k->val[v->arg[0]];
+  return v->kind == KV_ACC && m->buf[k->store[0].buf].sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
+}
 
 /* the accumulators of a tile: one where the output is plain, else as few as keep one of them
  * (BM x BN / NA f32 sums) within VK_WG_EPILOGUE bytes */
@@ -40,13 +45,6 @@ static int accumulators(const kir_module *m, const kir_kernel *k) {
   int na = 1;
   while (!plain_store(m, k) && na < 8 && (size_t)k->sched.tile_m * (size_t)(k->sched.tile_n / na) * 4 > VK_WG_EPILOGUE) na *= 2;
   return na;
-}
-
-static bool plain_store(const kir_module *m, const kir_kernel *k) {
-  if (k->nstore != 1 || m->buf[k->store[0].buf].dt != PORTC_F16) return false;
-  const kir_val *v = &k->val[k->store[0].val];
-  if (v->kind == KV_OP && v->op == OP_cast) v = &k->val[v->arg[0]];
-  return v->kind == KV_ACC && m->buf[k->store[0].buf].sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
 }
 
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k) {

@@ -286,7 +286,7 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
   int n = 0, sub = d->subgroup ? d->subgroup : 32, from = 0, tiles[3];
   while (from < 5 && sizes[from] < sub) from++;
   if (s->variant == KS_MMA && s->wg_matrices) { /* the work group's matrices: tile, k-step, steps loaded at once; or the subgroup's */
-    static const int wg[][3] = {{128, 128, 32}, {128, 128, 64}, {128, 256, 32}, {128, 256, 64}, {128, 256, 64}, {256, 128, 32}, {256, 128, 64}, {64, 128, 32}, {128, 64, 32}};
+    static const int wg[][3] = {{128, 128, 32}, {128, 128, 64}, {128, 256, 32}, {128, 256, 64}, {256, 128, 32}, {256, 128, 64}, {64, 128, 32}, {128, 64, 32}};
     const unsigned mask = tune_knob_bit("tile") | tune_knob_bit("tile_k") | tune_knob_bit("stages");
     for (size_t t = 0; t < sizeof wg / sizeof *wg; t++)
       for (int stages = 1; stages <= 2 && n < max; stages++) {
