@@ -1107,10 +1107,8 @@ void gpu_gemm_sum(emitter *e, int slices) {
   } else if (slices == 1) {
     emit_line(e, "const float acc0 = pc_acc[t];");
   } else { /* the product, in the output itself */
-    const int out = k->store[0].buf;
     char load[160];
-    const char *f = dialect_spelling(e->d, DT_LOAD, e->m->buf[out].dt);
-    snprintf(load, sizeof load, f ? f : "%s[%s]", emit_buf(e, out), "t");
+    emit_load(e, k->store[0].buf, "t", load, sizeof load);
     emit_line(e, "const float acc0 = %s;", load);
   }
   gpu_gemm_store(e);

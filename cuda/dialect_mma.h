@@ -28,6 +28,9 @@ void cu_wgmma_lambda(emitter *e, int bn, bool f32, bool sums_arg);
  * the previous position's stage given back once its MMAs are done (from the second k-step), by
  * the function `release` of its "empty" barrier */
 void cu_wgmma_kstep(emitter *e, const char *pos, int stages, const char *release, void (*mmas)(emitter *e));
+/* that function's name for a block in a cluster of cl blocks (1: alone), whose consumers give a
+ * stage back to every block of the cluster */
+void cu_wgmma_release(int cl, char *out, size_t len);
 /* the f32 form's second function, kN_split(b, out, K, N): B's two TF32 parts, transposed */
 void cu_emit_tf32_split(emitter *e, int index);
 /* the body of an attention kernel whose schedule is KS_MMA (dialect_flash.c: mma.sync, sm_80) */

@@ -142,8 +142,8 @@ static void epilogue(emitter *e) {
 
 void cu_emit_wgmma_pingpong(emitter *e) {
   const int cl = e->k->sched.cluster > 1 ? e->k->sched.cluster : 1;
-  char release[48] = "pc_mbar_arrive";
-  if (cl > 1) snprintf(release, sizeof release, "pc_mbar_arrive_cluster<%d>", cl);
+  char release[48];
+  cu_wgmma_release(cl, release, sizeof release);
   cu_wgmma_begin(e);
   emit_line(e, "T *const As = (T *)base, *const Bs = As + %d;", STAGES * A_STAGE);
   emit_line(e, "float *const Es = (float *)(Bs + %d); /* the 8 consumer warps' epilogue rows */", STAGES * B_STAGE);

@@ -125,6 +125,11 @@ static void producer(emitter *e, bool f32, int cl) {
   emit_line(e, "} else { /* one if/else of the two roles: setmaxnreg takes effect so */");
 }
 
+void cu_wgmma_release(int cl, char *out, size_t len) {
+  if (cl > 1) snprintf(out, len, "pc_mbar_arrive_cluster<%d>", cl);
+  else snprintf(out, len, "pc_mbar_arrive");
+}
+
 void cu_wgmma_kstep(emitter *e, const char *pos, int stages, const char *release, void (*mmas)(emitter *e)) {
   emit_line(e, "const int s = %s %% %d;", pos, stages);
   emit_line(e, "pc_mbar_wait(&full[s], (%s / %d) & 1);", pos, stages);
@@ -249,8 +254,8 @@ void cu_emit_wgmma(emitter *e) {
   }
   const bool f32 = e->m->buf[k->in_buf[0]].dt == PORTC_F32;
   const int bk = f32 ? CU_WT_BK : CU_WG_BK, stages = STAGES, cl = !f32 && k->sched.cluster > 1 ? k->sched.cluster : 1;
-  char release[48] = "pc_mbar_arrive";
-  if (cl > 1) snprintf(release, sizeof release, "pc_mbar_arrive_cluster<%d>", cl);
+  char release[48];
+  cu_wgmma_release(cl, release, sizeof release);
   const int CS = BN + 8; /* the sums' padded row in shared memory, in floats */
   cu_wgmma_begin(e);
   if (f32) {
@@ -261,16 +266,13 @@ void cu_emit_wgmma(emitter *e) {
     emit_line(e, "uint64_t *const full = (uint64_t *)(Bs + %d), *const empty = full + %d;", stages * bk * BN, stages);
   }
   emit_line(e, "const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;");
-  if (cl > 1) { /* a cluster's blocks take the row tiles 2 u and 2 u + 1 of unit u: groups of 4 units, column by column */
-    emit_line(e, "const int rank = blockIdx.x %% %d, pid = blockIdx.y * (gridDim.x / %d) + blockIdx.x / %d, width = 4 * (gridDim.x / %d);", cl, cl,
-              cl, cl);
-    emit_line(e, "const int first = pid / width * 4, gsz = min((int)gridDim.y - first, 4);");
-    emit_line(e, "const int m0 = ((first + pid %% width %% gsz) * %d + rank) * %d, n0 = pid %% width / gsz * %d;", cl, CU_WG_BM, BN);
-  } else {
-    emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
-    emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
-    emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_WG_BM, BN);
-  }
+  /* tiles in groups of 8 row tiles, column by column; a cluster's cl blocks (a block alone: 1) take
+   * the row tiles cl u to cl u + cl - 1 of its unit u, the block's the rank-th of them */
+  const int G = 8 / cl; /* units a group */
+  emit_line(e, "const int rank = blockIdx.x %% %d, pid = blockIdx.y * (gridDim.x / %d) + blockIdx.x / %d, width = %d * (gridDim.x / %d);", cl, cl, cl,
+            G, cl);
+  emit_line(e, "const int first = pid / width * %d, gsz = min((int)gridDim.y - first, %d);", G, G);
+  emit_line(e, "const int m0 = ((first + pid %% width %% gsz) * %d + rank) * %d, n0 = pid %% width / gsz * %d;", cl, CU_WG_BM, BN);
   emit_line(e, "const int KT = (K + %d) / %d;", bk - 1, bk);
   emit_line(e, "if (threadIdx.x == 0) {");
   emit_line(e, "  _Pragma(\"unroll\") for (int s = 0; s < %d; s++) pc_mbar_init(&full[s], 1), pc_mbar_init(&empty[s], %d);", stages, 2 * cl);

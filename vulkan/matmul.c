@@ -591,11 +591,7 @@ static void matmul_coop(emitter *e) {
     gpu_conv_element(e, "sum");
   } else {
     emit_line(e, "const float acc0 = pc_C[sg * 256 + q];");
-    emit_scope_push(e);
-    const char *oidx[PORTC_MAX_RANK];
-    gpu_gemm_indices(e, oidx);
-    emit_store_at(e, &k->store[0], &k->dom, oidx);
-    emit_scope_pop(e);
+    gpu_gemm_store(e);
   }
   gpu_loop_end(e);
   emit_line(e, "subgroupBarrier(); /* every lane has read the fragment before the next is stored */");
@@ -609,21 +605,14 @@ bool vk_matmul_own(const kir_kernel *k) {
 }
 
 void vk_matmul(emitter *e, int index) {
-  const bool coop = e->k->sched.variant == KS_MMA, conv = e->k->kind == KK_CONV;
-  if (coop && e->k->sched.wg_matrices) { /* the work group's matrices (matmul_wg.c) */
-    vk_coop_wg_declare(e, index);
-    emit_line(e, "void main() {");
-    e->indent++;
-    vk_coop_wg(e);
-    e->indent--;
-    emit_line(e, "}");
-    return;
-  }
-  if (coop) coop_declare(e, index);
+  const bool coop = e->k->sched.variant == KS_MMA, wg = coop && e->k->sched.wg_matrices, conv = e->k->kind == KK_CONV;
+  if (wg) vk_coop_wg_declare(e, index); /* the work group's matrices (matmul_wg.c) */
+  else if (coop) coop_declare(e, index);
   else words_declare(e, index);
   emit_line(e, "void main() {");
   e->indent++;
-  if (coop && vk_split(e->k) > 1) vk_split_phases(e, matmul_coop, gpu_conv_split_sum); /* convolutions split */
+  if (wg) vk_coop_wg(e);
+  else if (coop && vk_split(e->k) > 1) vk_split_phases(e, matmul_coop, gpu_conv_split_sum); /* convolutions split */
   else if (coop) matmul_coop(e);
   else if (conv && vk_split(e->k) > 1) vk_split_phases(e, conv_words, gpu_conv_split_sum);
   else if (conv) conv_words(e);

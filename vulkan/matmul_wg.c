@@ -16,9 +16,10 @@
  *    epilogue reads one accumulator at a time from shared memory, an element per invocation, as
  *    the subgroup kernel's does (NA keeps that tile within what the driver leaves of shared memory).
  * On the H100 (driver 580) the rule's 128x256 tiles in k-steps of 64 ran the plain f16 matmul
- * 8192^3 in 3.36-3.45 ms against the subgroup kernel's 3.83-3.86 (bench/gpu/NOTES.md), but 128x128 tiles took 5.4-8.9 ms, and an
- * epilogue through shared memory (four accumulators of 128x64) more than doubled the time: the rule
- * takes only plain outputs (by default; PORTC_VULKAN_KERNELS without coopwg: never).
+ * 8192^3 in 3.36-3.45 ms against the subgroup kernel's 3.83-3.86 (bench/gpu/NOTES.md), but
+ * 128x128 tiles took 5.4-8.9 ms, and an epilogue through shared memory (four accumulators of
+ * 128x64) more than doubled the time: the rule takes only plain outputs (by default;
+ * PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
  * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
  * specialization constant PC_WG_K and the f16 sums' rows PC_WG_M, which is how the rewrite tells
@@ -39,11 +40,11 @@ static bool plain_store(const kir_module *m, const kir_kernel *k) {
   return v->kind == KV_ACC && m->buf[k->store[0].buf].sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
 }
 
-/* the accumulators of a tile: one where the output is plain, else as few as keep one of them
- * (BM x BN / NA f32 sums) within VK_WG_EPILOGUE bytes */
-static int accumulators(const kir_module *m, const kir_kernel *k) {
+/* the accumulators of schedule s's tile: one where the output is plain, else as few as keep one
+ * of them (BM x BN / NA f32 sums) within VK_WG_EPILOGUE bytes */
+static int accumulators(const kir_schedule *s, bool plain) {
   int na = 1;
-  while (!plain_store(m, k) && na < 8 && (size_t)k->sched.tile_m * (size_t)(k->sched.tile_n / na) * 4 > VK_WG_EPILOGUE) na *= 2;
+  while (!plain && na < 8 && (size_t)s->tile_m * (size_t)(s->tile_n / na) * 4 > VK_WG_EPILOGUE) na *= 2;
   return na;
 }
 
@@ -75,9 +76,7 @@ bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uin
     return snprintf(why, len, "tile %dx%d, k-step %d: the matmul's %lldx%lldx%lld needs at least a tile each way and k-steps that divide K",
                     s->tile_m, s->tile_n, s->tile_k, (long long)M, (long long)N, (long long)K), false;
   if (s->stages != 1 && s->stages != 2) return snprintf(why, len, "stages=%d: the work group's matrices load 1 or 2 k-steps at once", s->stages), false;
-  kir_kernel as = *k;
-  as.sched = *s;
-  const int na = accumulators(m, &as), cols = s->tile_n / na;
+  const int na = accumulators(s, plain_store(m, k)), cols = s->tile_n / na;
   if (cols % (int)step[1]) return snprintf(why, len, "tile %dx%d: its sums in %d matrices of %d columns, not in steps of %u", s->tile_m, s->tile_n, na, cols, step[1]), false;
   if (na > 1 && (size_t)s->tile_m * (size_t)cols * 4 > shared)
     return snprintf(why, len, "tile %dx%d: the epilogue's %d bytes of sums exceed the %zu bytes of shared memory the driver leaves", s->tile_m, s->tile_n,
@@ -99,14 +98,14 @@ void vk_coop_wg_declare(emitter *e, int index) {
   vk_declare_buffers(e, index, true);
   emit_line(e, "layout(constant_id = 4) const int PC_WG_K = %d; /* B's rows: the k-step */", s->tile_k);
   emit_line(e, "layout(constant_id = 5) const int PC_WG_M = %d; /* the sums' rows: the tile's */", s->tile_m);
-  if (!plain_store(e->m, e->k)) emit_line(e, "shared float pc_C[%d]; /* one accumulator's sums */", s->tile_m * s->tile_n / accumulators(e->m, e->k));
+  if (!plain_store(e->m, e->k)) emit_line(e, "shared float pc_C[%d]; /* one accumulator's sums */", s->tile_m * s->tile_n / accumulators(s, false));
 }
 
 void vk_coop_wg(emitter *e) {
   const kir_kernel *k = e->k;
   const kir_schedule *s = &k->sched;
-  const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(e->m, k), CW = BN / NA;
   const bool plain = plain_store(e->m, k), ahead = s->stages == 2;
+  const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(s, plain), CW = BN / NA;
   char a[16], b[16];
   snprintf(a, sizeof a, "%sv", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%sv", emit_buf(e, k->in_buf[1]));
@@ -168,11 +167,7 @@ void vk_coop_wg(emitter *e) {
     emit_line(e, "const int m = m0 + q / %d, n = c0 + %d * j + q %% %d;", CW, CW, CW);
     emit_line(e, "if (m < mt || n < n0) continue;");
     emit_line(e, "const float acc0 = pc_C[q];");
-    emit_scope_push(e);
-    const char *oidx[PORTC_MAX_RANK];
-    gpu_gemm_indices(e, oidx);
-    emit_store_at(e, &k->store[0], &k->dom, oidx);
-    emit_scope_pop(e);
+    gpu_gemm_store(e);
     e->indent--;
     emit_line(e, "}");
     emit_line(e, "barrier(); /* every invocation has read the sums before the next are stored */");
