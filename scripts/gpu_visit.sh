@@ -25,10 +25,13 @@
 #             128x256 form alone and with cuBLASLt, then the matmul-bearing cases, memcheck and
 #             racecheck on the f16/bf16 matmul cases, each command under a time limit
 #   coopwg    Vulkan's f16 matmul on a work group's matrices (vulkan/matmul_wg.c, taken with
-#             PORTC_VULKAN_KERNELS=coopattention,coopwg): explain, the matmul-bearing cases on vulkan,
-#             the f16 matmul+bias+GELU and MLP graphs of bench/gpu/ run against the subgroup kernel's
-#             outputs, then those, the plain f16 matmul and the transformer example timed with the
-#             subgroup kernel, the rule's shape and the others a site tune table forces
+#             PORTC_VULKAN_KERNELS=coopattention,coopwg): explain, the matmul-bearing cases on vulkan
+#             with a shape forced on every f16 GEMM (so epilogues run on them too), the
+#             f16 matmul+bias+GELU and MLP graphs of bench/gpu/ run against the subgroup kernel's
+#             outputs, then those, the plain f16 matmul and the transformer example (--autocast f16)
+#             timed with the subgroup kernel, the rule's shape and the shapes of $COOPWG_SHAPES
+#   clocks    the SM clock and power draw (nvidia-smi, every 50 ms) while the f16 matmul graphs run
+#             2000 times with portc's own kernel and with cuBLASLt (PORTC_CUDA_MATMUL), per graph
 #   tf32x3    Hopper's matmul in f32 as three TF32 products (PORTC_CUDA_KERNELS=...,tf32x3, own
 #             kernels forced): explain, the Cuda unit tests (where build/bin/portc_tests is
 #             carried), the matmul-bearing cases and the models fused and eager,
@@ -317,33 +320,44 @@ for step in $steps; do
     hopper_form_checks rp rowpairs "128x256 in clusters of 2"
     ;;
   coopwg)
-    # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg)
+    # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg);
+    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES ...), each forced on every f16 GEMM
+    # by a site tune table, as is $COOPWG_VERIFY_SHAPE for the cases (theirs are small GEMMs) and
+    # 128x256:64:1 for the large graphs' outputs
     wgk=coopattention,coopwg
-    for v in 128x128:32:2 128x128:64:1 128x256:32:1 128x256:64:1 256x128:32:1 256x128:64:1 256x128:64:2; do
-      IFS=: read -r tile tk st <<<"$v"
-      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st wg_matrices=1 prov=heuristic source=\"work group $v\"" \
+    wg_table() { # TILE:K-STEP:STAGES -> the table's path
+      local tile tk st
+      IFS=: read -r tile tk st <<<"$1"
+      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st wg_matrices=1 prov=heuristic source=\"work group $1\"" \
         >"$out/coopwg_table_${tile}_${tk}_$st.txt"
-    done
-    PORTC_VULKAN_KERNELS=$wgk PORTC_LOG=tune timeout 120 "$portc" explain bench/gpu/mlp_8192_f16.ptg -t vulkan >"$out/explain_coopwg.txt" 2>&1
-    summary+=("explain with coopwg (rc $?): $(grep -c 'whole work group' "$out/explain_coopwg.txt") kernels on a work group's matrices")
-    PORTC_VULKAN_KERNELS=$wgk timeout 600 "$portc" verify -t vulkan --examples examples --filter 'matmul|linear|model|fusion|transformer|mlp' \
-      >"$out/verify_coopwg.txt" 2>&1
+      echo "$out/coopwg_table_${tile}_${tk}_$st.txt"
+    }
+    for v in ${COOPWG_SHAPES:-128x256:64:1 128x256:128:1 128x256:64:2 128x128:64:1}; do wg_table "$v" >/dev/null; done
+    vshape=$(wg_table "${COOPWG_VERIFY_SHAPE:-128x128:32:1}")
+    large=$(wg_table 128x256:64:1)
+    PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$large PORTC_LOG=tune timeout 120 "$portc" explain bench/gpu/mlp_8192_f16.ptg -t vulkan \
+      >"$out/explain_coopwg.txt" 2>&1
+    summary+=("explain with coopwg, 128x256 forced (rc $?): $(grep -c 'whole work group' "$out/explain_coopwg.txt") kernels on a work group's matrices")
+    PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$vshape timeout 400 "$portc" verify -t vulkan --examples examples \
+      --filter 'matmul|linear|model|fusion|transformer|mlp' >"$out/verify_coopwg.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_coopwg.txt" | head -10
-    summary+=("verify vulkan, coopwg (rc $rc): $(tail -1 "$out/verify_coopwg.txt")")
+    summary+=("verify vulkan, coopwg, ${COOPWG_VERIFY_SHAPE:-128x128:32:1} forced (rc $rc): $(tail -1 "$out/verify_coopwg.txt")")
     for g in matmul_bias_gelu_8192_f16 mlp_8192_f16; do # the large graphs against the subgroup kernel's outputs
-      for k in coopattention $wgk; do
-        PORTC_VULKAN_KERNELS=$k timeout 120 "$portc" run "bench/gpu/$g.ptg" -t vulkan --seed 5 --out "$out/run_${g}_${k//,/_}" >>"$out/run_coopwg.txt" 2>&1
-      done
-      summary+=("$g, work group vs subgroup, rel. difference: $(python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]).astype(n.float64); b=n.load(sys.argv[2]).astype(n.float64); print('%.2e' % (n.linalg.norm(a-b)/n.linalg.norm(a)))" \
-        "$out/run_${g}_coopattention/y.npy" "$out/run_${g}_${wgk//,/_}/y.npy" 2>&1 | tail -1)")
+      PORTC_VULKAN_KERNELS=coopattention timeout 120 "$portc" run "bench/gpu/$g.ptg" -t vulkan --seed 5 --out "$out/run_${g}_subgroup" >>"$out/run_coopwg.txt" 2>&1
+      PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$large timeout 120 "$portc" run "bench/gpu/$g.ptg" -t vulkan --seed 5 --out "$out/run_${g}_wg" \
+        >>"$out/run_coopwg.txt" 2>&1
+      summary+=("$g, work group (128x256) vs subgroup, rel. difference: $(python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]).astype(n.float64); b=n.load(sys.argv[2]).astype(n.float64); print('%.2e' % (n.linalg.norm(a-b)/n.linalg.norm(a)))" \
+        "$out/run_${g}_subgroup/y.npy" "$out/run_${g}_wg/y.npy" 2>&1 | tail -1)")
     done
     for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer; do
       args=("bench/gpu/$g.ptg")
-      [ "$g" = transformer ] && args=("${transformer[@]}")
+      [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
       line="$g, ms:"
       hows=("coopattention|/dev/null|subgroup" "$wgk|/dev/null|wg-rule")
-      for f in "$out"/coopwg_table_*.txt; do n=${f##*coopwg_table_} && n=${n%.txt} && hows+=("$wgk|$f|wg-${n//_/-}"); done
+      for v in ${COOPWG_SHAPES:-128x256:64:1 128x256:128:1 128x256:64:2 128x128:64:1}; do
+        hows+=("$wgk|$out/coopwg_table_${v//:/_}.txt|wg-${v//:/-}")
+      done
       for how in "${hows[@]}"; do
         IFS='|' read -r k table name <<<"$how"
         PORTC_VULKAN_KERNELS=$k PORTC_TUNE_PATH=$table timeout 120 "$portc" bench "${args[@]}" -t vulkan --no-eager --iters 30 --warmup 3 \
@@ -351,6 +365,28 @@ for step in $steps; do
         line+=" $name $(awk '/^fused/ {print $5}' "$out/bench_coopwg_${g}_$name.txt")"
       done
       summary+=("$line")
+    done
+    ;;
+  clocks)
+    # the SM clock and the power each f16 matmul path of the CUDA target runs at: nvidia-smi
+    # sampled every 50 ms while `portc bench` runs $CLOCKS_GRAPHS (default matmul_8192_f16 and
+    # matmul_bias_gelu_8192_f16) for 2000 runs, with portc's own kernel and with cuBLASLt forced
+    for g in ${CLOCKS_GRAPHS:-matmul_8192_f16 matmul_bias_gelu_8192_f16}; do
+      for how in own cublaslt; do
+        nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits -lms 50 >"$out/clocks_${g}_$how.csv" 2>&1 &
+        smi=$!
+        PORTC_CUDA_MATMUL=$how timeout 120 "$portc" bench "bench/gpu/$g.ptg" -t cuda --no-eager --iters 2000 --warmup 100 >"$out/bench_clocks_${g}_$how.txt" 2>&1
+        kill $smi 2>/dev/null
+        wait $smi 2>/dev/null
+        # the samples drawn while the GPU ran (over half the largest power), their median clock and power
+        summary+=("$g, $how: $(awk '/^fused/ {print $5}' "$out/bench_clocks_${g}_$how.txt") ms; $(python3 -c '
+import sys, statistics as st
+rows = [[float(x) for x in l.split(",")] for l in open(sys.argv[1]) if l.count(",") == 2 and "N/A" not in l]
+top = max((r[1] for r in rows), default=0)
+busy = [r for r in rows if r[1] > top / 2]
+print("%d samples busy: SM clock %.0f MHz, power %.0f W, %.0f C at the end" % (len(busy), st.median(r[0] for r in busy), st.median(r[1] for r in busy), busy[-1][2])
+      if busy else "no samples")' "$out/clocks_${g}_$how.csv" 2>&1 | tail -1)")
+      done
     done
     ;;
   tf32x3)

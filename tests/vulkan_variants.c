@@ -35,7 +35,11 @@ typedef struct unit {
   char *src, needs[128], name[160];
   bool coop_conv;      /* a convolution on cooperative matrices */
   bool coop_attention; /* attention on cooperative matrices (vulkan/attention.c) */
+  int wg_sums;         /* on a work group's matrices, how its sums leave them: WG_SUMS_* */
 } unit;
+
+/* stored from the matrices; stored and read back for the epilogue; through shared memory */
+enum { WG_SUMS_NONE, WG_SUMS_STORED, WG_SUMS_READ_BACK, WG_SUMS_SHARED, WG_SUMS_KINDS };
 
 static unit *units;
 static int nunits, capunits, failures, compile_failures;
@@ -76,6 +80,11 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
     snprintf(u->name, sizeof u->name, "%s%s.kernel%d%s", name, eager ? " (eager)" : "", i, variant);
     u->coop_conv = km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_MMA;
     u->coop_attention = gpu_is_attention(km, i) && km->k[i].sched.variant == KS_MMA;
+    const kir_kernel *k = &km->k[i];
+    u->wg_sums = !(k->sched.variant == KS_MMA && k->sched.wg_matrices) ? WG_SUMS_NONE
+                 : vk_coop_wg_reads_back(km, k)                         ? WG_SUMS_READ_BACK
+                 : vk_coop_wg_stores_matrices(km, k)                    ? WG_SUMS_STORED
+                                                                        : WG_SUMS_SHARED;
   }
   if (pc) kernel_pieces_free(pc, km->nk);
   free(src);
@@ -91,8 +100,9 @@ static lower_options device_lowering(bool eager) {
 }
 
 /* the schedules of the work group's matrices tried here (the rule's 128x256 needs N >= 256, which
- * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, and a tile whose sums pass
- * through shared memory in four parts */
+ * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, and a tile whose sums,
+ * where an epilogue follows and tiles are moved back inside, pass through shared memory in four
+ * parts */
 static const struct { int tile_m, tile_n, tile_k, stages; } wg_shapes[] = {{128, 128, 32, 1}, {128, 128, 32, 2}, {256, 128, 64, 1}};
 
 /* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
@@ -279,8 +289,9 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0;
+  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0, wg_sums[WG_SUMS_KINDS] = {0};
   for (int i = 0; i < nunits; i++) {
+    wg_sums[units[i].wg_sums]++;
     coop += needs(&units[i], "coopmat");
     coop_wg += needs(&units[i], "coopwg");
     coop_convs += units[i].coop_conv;
@@ -291,13 +302,16 @@ int main(int argc, char **argv) {
   run_parallel(nunits, compile_one, NULL); /* each failure is printed and counted by compile_one */
   int ok = nunits - compile_failures;
   failures += compile_failures;
-  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's, %d "
-         "convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_wg, coop_convs, coop_attentions, f16_stores, ok);
-  if (!coop || !coop_shapes || !coop_wg || !coop_convs || !coop_attentions || !f16_stores) {
+  printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's "
+         "[sums stored %d, read back %d, through shared memory %d], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_READ_BACK], wg_sums[WG_SUMS_SHARED], coop_convs,
+         coop_attentions, f16_stores, ok);
+  const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_READ_BACK] && wg_sums[WG_SUMS_SHARED];
+  if (!coop || !coop_shapes || !coop_wg || !wg_every || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"
                                                     : !coop_wg          ? "work-group cooperative-matrix"
+                                                    : !wg_every         ? "work-group kernel of each way out of the sums"
                                                     : !coop_convs       ? "cooperative-matrix convolution"
                                                     : !coop_attentions  ? "cooperative-matrix attention"
                                                                         : "f16-storing");

@@ -32,24 +32,49 @@
 #include "../codegen/grid.h"
 #include "vk.h"
 
-/* whether the kernel's only store is its sums as an f16 output that lies as the output does */
-static bool plain_store(const kir_module *m, const kir_kernel *k) {
-  if (k->nstore != 1 || m->buf[k->store[0].buf].dt != PORTC_F16) return false;
-  const kir_val *v = &k->val[k->store[0].val];
-  if (v->kind == KV_OP && v->op == OP_cast) v = &k->val[v->arg[0]];
-  return v->kind == KV_ACC && m->buf[k->store[0].buf].sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
+/* the ways a tile's sums leave the matrices: stored from them (a plain output); stored from them and
+ * read back by the epilogue, an element per invocation (an output of f16 or f32 that lies as the
+ * product, in tiles that cover it exactly); or an accumulator at a time through shared memory */
+typedef enum { WG_PLAIN, WG_IN_PLACE, WG_SHARED } wg_epilogue;
+
+/* whether kernel k's one store is to an output of f16 or f32 that lies as the product does */
+static bool output_as_product(const kir_module *m, const kir_kernel *k) {
+  if (k->nstore != 1) return false;
+  const kir_buf *o = &m->buf[k->store[0].buf];
+  return (o->dt == PORTC_F16 || o->dt == PORTC_F32) && o->sh.rank == k->dom.rank && path_is_identity(k, k->store[0].path);
 }
 
-/* the accumulators of schedule s's tile: one where the output is plain, else as few as keep one
- * of them (BM x BN / NA f32 sums) within VK_WG_EPILOGUE bytes */
-static int accumulators(const kir_schedule *s, bool plain) {
+/* whether that store is the sums themselves, rounded to the output's dtype */
+static bool plain_store(const kir_module *m, const kir_kernel *k) {
+  const kir_val *v = &k->val[k->store[0].val];
+  if (v->kind == KV_OP && v->op == OP_cast) v = &k->val[v->arg[0]];
+  return output_as_product(m, k) && v->kind == KV_ACC;
+}
+
+/* how kernel i's tiles of schedule s leave the matrices. Reading the sums back needs tiles that
+ * cover the output exactly: a tile moved back inside would store its sums over elements another
+ * work group has already finished. */
+static wg_epilogue epilogue(const kir_module *m, int i, const kir_schedule *s) {
+  const kir_kernel *k = &m->k[i];
+  if (plain_store(m, k)) return WG_PLAIN;
+  const bool cover = s->tile_m > 0 && s->tile_n > 0 && gpu_gemm_rows(m, i, NULL) % s->tile_m == 0 && k->mnk[1].c % s->tile_n == 0;
+  return output_as_product(m, k) && cover ? WG_IN_PLACE : WG_SHARED;
+}
+
+/* the accumulators of schedule s's tile: one where the sums leave from the matrices, else as few
+ * as keep one of them (BM x BN / NA f32 sums) within VK_WG_EPILOGUE bytes */
+static int accumulators(const kir_schedule *s, wg_epilogue how) {
   int na = 1;
-  while (!plain && na < 8 && (size_t)s->tile_m * (size_t)(s->tile_n / na) * 4 > VK_WG_EPILOGUE) na *= 2;
+  while (how == WG_SHARED && na < 8 && (size_t)s->tile_m * (size_t)(s->tile_n / na) * 4 > VK_WG_EPILOGUE) na *= 2;
   return na;
 }
 
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k) {
-  return k->sched.variant == KS_MMA && k->sched.wg_matrices && plain_store(m, k);
+  return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k), &k->sched) != WG_SHARED;
+}
+
+bool vk_coop_wg_reads_back(const kir_module *m, const kir_kernel *k) {
+  return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k), &k->sched) == WG_IN_PLACE;
 }
 
 bool vk_coop_wg_eligible(const kir_module *m, int i) {
@@ -76,7 +101,7 @@ bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uin
     return snprintf(why, len, "tile %dx%d, k-step %d: the matmul's %lldx%lldx%lld needs at least a tile each way and k-steps that divide K",
                     s->tile_m, s->tile_n, s->tile_k, (long long)M, (long long)N, (long long)K), false;
   if (s->stages != 1 && s->stages != 2) return snprintf(why, len, "stages=%d: the work group's matrices load 1 or 2 k-steps at once", s->stages), false;
-  const int na = accumulators(s, plain_store(m, k)), cols = s->tile_n / na;
+  const int na = accumulators(s, epilogue(m, i, s)), cols = s->tile_n / na;
   if (cols % (int)step[1]) return snprintf(why, len, "tile %dx%d: its sums in %d matrices of %d columns, not in steps of %u", s->tile_m, s->tile_n, na, cols, step[1]), false;
   if (na > 1 && (size_t)s->tile_m * (size_t)cols * 4 > shared)
     return snprintf(why, len, "tile %dx%d: the epilogue's %d bytes of sums exceed the %zu bytes of shared memory the driver leaves", s->tile_m, s->tile_n,
@@ -94,18 +119,32 @@ void vk_coop_wg_schedule(kir_schedule *s) {
 
 void vk_coop_wg_declare(emitter *e, int index) {
   const kir_schedule *s = &e->k->sched;
+  const wg_epilogue how = epilogue(e->m, index, s);
   emit_line(e, "layout(local_size_x = %d) in;", VK_WG_THREADS);
   vk_declare_buffers(e, index, true);
   emit_line(e, "layout(constant_id = 4) const int PC_WG_K = %d; /* B's rows: the k-step */", s->tile_k);
   emit_line(e, "layout(constant_id = 5) const int PC_WG_M = %d; /* the sums' rows: the tile's */", s->tile_m);
-  if (!plain_store(e->m, e->k)) emit_line(e, "shared float pc_C[%d]; /* one accumulator's sums */", s->tile_m * s->tile_n / accumulators(s, false));
+  if (how == WG_SHARED) emit_line(e, "shared float pc_C[%d]; /* one accumulator's sums */", s->tile_m * s->tile_n / accumulators(s, how));
+}
+
+/* accumulator j's sums (CW columns of them) stored into the output, rounded to its dtype, in its
+ * 16-byte words; a moved tile writes its overlap's same values again */
+static void store_matrix(emitter *e, int j, int CW) {
+  const portc_dtype dt = e->m->buf[e->k->store[0].buf].dt;
+  const int shift = dt == PORTC_F16 ? 3 : 2; /* elements a word: 8 f16, 4 f32 */
+  char o[16];
+  snprintf(o, sizeof o, "%sv", emit_buf(e, e->k->store[0].buf));
+  if (dt == PORTC_F16) emit_line(e, "coopMatStoreNV(fcoopmatNV<16, 2, PC_WG_M, %d>(c[%d]), %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);",
+                                  CW, j, o, CW * j, shift, shift);
+  else emit_line(e, "coopMatStoreNV(c[%d], %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);", j, o, CW * j, shift, shift);
 }
 
 void vk_coop_wg(emitter *e) {
   const kir_kernel *k = e->k;
   const kir_schedule *s = &k->sched;
-  const bool plain = plain_store(e->m, k), ahead = s->stages == 2;
-  const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(s, plain), CW = BN / NA;
+  const wg_epilogue how = epilogue(e->m, (int)(k - e->m->k), s);
+  const bool ahead = s->stages == 2;
+  const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(s, how), CW = BN / NA;
   char a[16], b[16];
   snprintf(a, sizeof a, "%sv", emit_buf(e, k->in_buf[0]));
   snprintf(b, sizeof b, "%sv", emit_buf(e, k->in_buf[1]));
@@ -150,12 +189,19 @@ void vk_coop_wg(emitter *e) {
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "#undef PC_LOAD");
-  if (plain) { /* the sums rounded to f16, stored from the matrices; a moved tile writes its overlap's same values again */
-    char o[16];
-    snprintf(o, sizeof o, "%sv", emit_buf(e, k->store[0].buf));
-    emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);
-    emit_line(e, "  fcoopmatNV<16, 2, PC_WG_M, %d> h = fcoopmatNV<16, 2, PC_WG_M, %d>(c[j]);", CW, CW);
-    emit_line(e, "  coopMatStoreNV(h, %s, (uint(m0) * uint(N) + uint(c0 + %d * j)) >> 3, uint(N >> 3), false);", o, CW);
+  if (how == WG_PLAIN) {
+    for (int j = 0; j < NA; j++) store_matrix(e, j, CW);
+  } else if (how == WG_IN_PLACE) { /* the sums go out as the output's dtype; each invocation finishes its elements from there */
+    store_matrix(e, 0, BN);
+    emit_line(e, "controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease); /* the whole tile is there */");
+    emit_line(e, "for (int q = tid; q < %d; q += %d) {", BM * BN, VK_WG_THREADS);
+    e->indent++;
+    emit_line(e, "const int m = m0 + q / %d, n = c0 + q %% %d, t = m * N + n;", BN, BN);
+    const int o = k->store[0].buf; /* the output as it is declared written: f16 in uint16_t */
+    if (e->m->buf[o].dt == PORTC_F16) emit_line(e, "const float acc0 = pc_ld_f16(uint(%s[t]));", emit_buf(e, o));
+    else emit_line(e, "const float acc0 = %s[t];", emit_buf(e, o));
+    gpu_gemm_store(e);
+    e->indent--;
     emit_line(e, "}");
   } else { /* an accumulator at a time through shared memory; the elements an earlier tile owns are left to it */
     emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);

@@ -132,9 +132,11 @@ void vk_coop_wg_schedule(kir_schedule *s);
 /* whether the rule takes them for kernel i: a GEMM they take whose output is plain (H100: with an
  * epilogue through shared memory they ran at half the subgroup kernel's speed) */
 bool vk_coop_wg_rule(const kir_module *m, int i);
-/* whether kernel k stores its output from those matrices (a plain f16 output), through the
- * output's 16-byte words `bIv` (vk_declare_buffers) */
+/* whether kernel k stores its output from those matrices (a plain output of f16 or f32, or its sums
+ * there, finished in place), through the output's 16-byte words `bIv` (vk_declare_buffers); whether
+ * its epilogue reads those sums back from the output (which is then coherent) */
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k);
+bool vk_coop_wg_reads_back(const kir_module *m, const kir_kernel *k);
 void vk_coop_wg_declare(emitter *e, int index);
 void vk_coop_wg(emitter *e);
 /* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
