@@ -930,6 +930,29 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   EXPECT_NE(glsl.find("fcoopmatNV<32, 2, PC_WG_M, 64> c[2]"), std::string::npos) << "the work group's scope, two accumulators";
   EXPECT_NE(glsl.find("if (m < mt || n < n0) continue;"), std::string::npos) << "a tile moved back inside stores what no other tile does";
   kir_module_free(km);
+  /* whole tiles: the sums go into the output from one matrix and the epilogue reads them back */
+  Graph whole = parse("graph mm\ninput a: f16[256, 96]\ninput b: f16[96, 256]\ninput c: f16[256]\nh = matmul(a, b)\nz = add(h, c)\n"
+                      "y = gelu(z)\noutput y\n");
+  ASSERT_TRUE(whole);
+  km = vulkan_schedules(whole);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  kir_schedule &w = km->k[0].sched;
+  vk_coop_wg_schedule(&w);
+  w.tile_m = 128, w.tile_n = 256, w.tile_k = 32;
+  EXPECT_TRUE(vk_coop_wg_fit(km, 0, &w, step, 8192, why, sizeof why)) << "one accumulator: no shared memory of its own. " << why;
+  EXPECT_TRUE(vk_coop_wg_stores_matrices(km, &km->k[0]));
+  EXPECT_TRUE(vk_coop_wg_reads_back(km, &km->k[0]));
+  src = emit_module(&vulkan_dialect, km);
+  ASSERT_NE(src, nullptr);
+  const std::string back(src);
+  free(src);
+  EXPECT_NE(back.find("fcoopmatNV<32, 2, PC_WG_M, 256> c[1]"), std::string::npos) << "one accumulator of the whole tile";
+  EXPECT_NE(back.find("coherent buffer"), std::string::npos) << "the output read back by other invocations";
+  EXPECT_NE(back.find("controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer"), std::string::npos);
+  EXPECT_EQ(back.find("pc_C["), std::string::npos) << "no sums through shared memory";
+  w.tile_n = 96; /* tiles moved back inside: through shared memory again */
+  EXPECT_FALSE(vk_coop_wg_reads_back(km, &km->k[0]));
+  kir_module_free(km);
   int problems = 0;
   std::string err;
   tune_table tt = parse_text("api=vulkan kind=matmul tile=128x256 tile_k=64 wg_matrices=1 prov=heuristic source=a\n"
