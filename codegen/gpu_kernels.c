@@ -1094,9 +1094,45 @@ void gpu_emit_gemm_rows(emitter *e) {
   emit_line(e, "const int M = %s;", M);
 }
 
+/* The product a vendor library wrote into the output, finished in place VEC elements at a time
+ * where N is a known multiple of a 16-byte vector: one vector load of the sums, the epilogue
+ * element by element, one vector store. (An element a thread, cuBLASLt's epilogue kept too few
+ * bytes in flight: a third of copy bandwidth on the H100.) False where it does not apply. */
+static bool gemm_sum_in_place_vector(emitter *e) {
+  const kir_kernel *k = e->k;
+  const int o = k->store[0].buf;
+  const portc_dtype t = e->m->buf[o].dt;
+  if (!G(e)->vload || !dtype_is_float(t) || portc_dtype_size(t) > 4 || k->mnk[1].sym >= 0 || k->mnk[1].c % (16 / portc_dtype_size(t)))
+    return false;
+  const char *oidx[PORTC_MAX_RANK];
+  char buf[16];
+  snprintf(buf, sizeof buf, "%s", emit_buf(e, o));
+  gpu_emit_gemm_rows(e);
+  emit_line(e, "const int N = %lld;", (long long)k->mnk[1].c);
+  emit_const(e, e->d->index_type, "PC_VEC", portc_dtype_size(t) == 2 ? "8" : "4");
+  emit_line(e, "for (int tv = %s; tv < M * N / PC_VEC; tv += %s) {", G(e)->global_id, G(e)->global_threads);
+  e->indent++;
+  emit_line(e, "const int gv = tv * PC_VEC;");
+  emit_line(e, "float sums[PC_VEC], sv[PC_VEC];");
+  emit_line(e, G(e)->vload, buf, "gv", "sums", "0");
+  emit_line(e, "%sfor (int c = 0; c < PC_VEC; c++) {", G(e)->unroll);
+  e->indent++;
+  emit_scope_push(e);
+  emit_line(e, "const int m = (gv + c) / N, n = (gv + c) %% N;");
+  emit_line(e, "const float acc0 = sums[c];");
+  gpu_gemm_indices(e, oidx);
+  emit_line(e, "sv[c] = %s;", emit_value(e, k->store[0].val, oidx));
+  emit_scope_pop(e);
+  gpu_loop_end(e);
+  emit_line(e, G(e)->vstore, buf, "gv", "sv");
+  gpu_loop_end(e);
+  return true;
+}
+
 void gpu_gemm_sum(emitter *e, int slices) {
   const kir_kernel *k = e->k;
   char N[32];
+  if (slices == 0 && gemm_sum_in_place_vector(e)) return;
   gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %s;", emit_dim(e, k->mnk[1], N, sizeof N));
   emit_line(e, "for (int t = %s; t < M * N; t += %s) {", G(e)->global_id, G(e)->global_threads);
