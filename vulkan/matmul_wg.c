@@ -58,7 +58,8 @@ static wg_epilogue epilogue(const kir_module *m, int i, const kir_schedule *s) {
   const kir_kernel *k = &m->k[i];
   if (plain_store(m, k)) return WG_PLAIN;
   const bool cover = s->tile_m > 0 && s->tile_n > 0 && gpu_gemm_rows(m, i, NULL) % s->tile_m == 0 && k->mnk[1].c % s->tile_n == 0;
-  return output_as_product(m, k) && cover ? WG_IN_PLACE : WG_SHARED;
+  const bool words = s->tile_m * s->tile_n % (VK_WG_THREADS * 8) == 0; /* every invocation finishes whole 16-byte words, as many each */
+  return output_as_product(m, k) && cover && words ? WG_IN_PLACE : WG_SHARED;
 }
 
 /* the accumulators of schedule s's tile: one where the sums leave from the matrices, else as few
@@ -139,6 +140,45 @@ static void store_matrix(emitter *e, int j, int CW) {
   else emit_line(e, "coopMatStoreNV(c[%d], %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);", j, o, CW * j, shift, shift);
 }
 
+/* The epilogue of a BM x BN tile whose sums are in the output (m0, c0 its corner), in the output's
+ * 16-byte words: each invocation loads all its words of the tile at once (an element at a time,
+ * each load waited for its L2 round trip before the next), finishes their elements, and stores
+ * them back whole. */
+static void read_back(emitter *e, int BM, int BN) {
+  const kir_kernel *k = e->k;
+  const bool f16 = e->m->buf[k->store[0].buf].dt == PORTC_F16;
+  const int epw = f16 ? 8 : 4, words = BM * BN / epw / VK_WG_THREADS, wpr = BN / epw; /* elements a word, words an invocation, a row */
+  const char *oidx[PORTC_MAX_RANK];
+  char o[16];
+  snprintf(o, sizeof o, "%sv", emit_buf(e, k->store[0].buf));
+  emit_line(e, "uvec4 w[%d];", words);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) { const int q = tid + %d * i; w[i] = %s[((m0 + q / %d) * N + c0 + q %% %d * %d) >> %d]; }", words,
+            VK_WG_THREADS, o, wpr, wpr, epw, f16 ? 3 : 2);
+  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) {", words);
+  e->indent++;
+  emit_line(e, "const int q = tid + %d * i, m = m0 + q / %d, nw = c0 + q %% %d * %d;", VK_WG_THREADS, wpr, wpr, epw);
+  emit_line(e, "uint h[%d];", epw);
+  for (int c = 0; c < epw; c++) {
+    emit_line(e, "{");
+    e->indent++;
+    emit_scope_push(e);
+    emit_line(e, "const int n = nw + %d;", c);
+    if (f16) emit_line(e, "const float acc0 = pc_ld_f16(w[i][%d] >> %d);", c / 2, 16 * (c % 2));
+    else emit_line(e, "const float acc0 = uintBitsToFloat(w[i][%d]);", c);
+    gpu_gemm_indices(e, oidx);
+    const char *v = emit_value(e, k->store[0].val, oidx);
+    if (f16) emit_line(e, "h[%d] = pc_st_f16(%s) & 0xffffu;", c, v);
+    else emit_line(e, "h[%d] = floatBitsToUint(%s);", c, v);
+    emit_scope_pop(e);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (f16) emit_line(e, "%s[(m * N + nw) >> 3] = uvec4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);", o);
+  else emit_line(e, "%s[(m * N + nw) >> 2] = uvec4(h[0], h[1], h[2], h[3]);", o);
+  e->indent--;
+  emit_line(e, "}");
+}
+
 void vk_coop_wg(emitter *e) {
   const kir_kernel *k = e->k;
   const kir_schedule *s = &k->sched;
@@ -191,18 +231,10 @@ void vk_coop_wg(emitter *e) {
   emit_line(e, "#undef PC_LOAD");
   if (how == WG_PLAIN) {
     for (int j = 0; j < NA; j++) store_matrix(e, j, CW);
-  } else if (how == WG_IN_PLACE) { /* the sums go out as the output's dtype; each invocation finishes its elements from there */
+  } else if (how == WG_IN_PLACE) {
     store_matrix(e, 0, BN);
     emit_line(e, "controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease); /* the whole tile is there */");
-    emit_line(e, "for (int q = tid; q < %d; q += %d) {", BM * BN, VK_WG_THREADS);
-    e->indent++;
-    emit_line(e, "const int m = m0 + q / %d, n = c0 + q %% %d, t = m * N + n;", BN, BN);
-    const int o = k->store[0].buf; /* the output as it is declared written: f16 in uint16_t */
-    if (e->m->buf[o].dt == PORTC_F16) emit_line(e, "const float acc0 = pc_ld_f16(uint(%s[t]));", emit_buf(e, o));
-    else emit_line(e, "const float acc0 = %s[t];", emit_buf(e, o));
-    gpu_gemm_store(e);
-    e->indent--;
-    emit_line(e, "}");
+    read_back(e, BM, BN);
   } else { /* an accumulator at a time through shared memory; the elements an earlier tile owns are left to it */
     emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);
     e->indent++;
