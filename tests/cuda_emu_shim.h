@@ -226,6 +226,20 @@ inline void pc_emu_entry() {
 
 /* runs body as every thread of every block of the grid, `cluster` blocks along x at a time (grid.x
  * a multiple of it); false on a deadlock */
+/* what cuBLASLt computes where the runtime calls it (cuda/blaslt.c): D = A B, A (M x K) and B
+ * (K x N) row-major, f32 sums, into an f32 scratch (library 2) or the output's dtype (library 3),
+ * for the epilogue kernel kN_epi after it */
+inline float pc_emu_tof(float x) { return x; }
+inline float pc_emu_tof(__half x) { return __half2float(x); }
+inline float pc_emu_tof(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class TA, class TD> void pc_emu_blas(const TA *a, const TA *b, TD *d, long M, long N, long K) {
+  for (long m = 0; m < M; m++)
+    for (long n = 0; n < N; n++) {
+      float s = 0;
+      for (long k = 0; k < K; k++) s += pc_emu_tof(a[m * K + k]) * pc_emu_tof(b[k * N + n]);
+      d[m * N + n] = TD(s);
+    }
+}
 inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function<void()> body, int cluster = 1) {
   pc_emu_grid = grid, pc_emu_bdim = block, pc_emu_body = body;
   const int cl = cluster > 1 ? cluster : 1, n = (int)(block.x * block.y * block.z), all = n * cl;
@@ -303,13 +317,21 @@ inline float pc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline float pc_ex2(float x) { return exp2f(x); }
 inline float __frcp_rn(float x) { return 1.0f / x; }
-/* N consecutive floats of a 16-byte aligned address, as the prelude's pc_ldv reads them */
-template <int N> inline void pc_ldv(const float *p, float *o) {
+/* N consecutive elements of a 16-byte aligned address as floats, as the prelude's pc_ldv reads
+ * them, and stored from floats, as its pc_stv does */
+inline void pc_emu_aligned(const void *p, const char *what) {
   if ((uintptr_t)p % 16) {
-    fprintf(stderr, "pc_ldv: a 16-byte load at an address that is not 16-byte aligned\n");
+    fprintf(stderr, "%s: a 16-byte access at an address that is not 16-byte aligned\n", what);
     abort();
   }
-  for (int i = 0; i < N; i++) o[i] = p[i];
+}
+template <int N, class T> inline void pc_ldv(const T *p, float *o) {
+  pc_emu_aligned(p, "pc_ldv");
+  for (int i = 0; i < N; i++) o[i] = pc_emu_tof(p[i]);
+}
+template <int N, class T> inline void pc_stv(T *p, const float *v) {
+  pc_emu_aligned(p, "pc_stv");
+  for (int i = 0; i < N; i++) p[i] = T(v[i]);
 }
 inline unsigned atomicOr(unsigned *p, unsigned v) {
   unsigned o = *p;

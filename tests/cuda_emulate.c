@@ -9,7 +9,7 @@
  * suite: they check the emulation itself (its fragment layouts, ldmatrix, the barriers). The
  * others are the kernels that have not run on a GPU yet, which are then checked against the
  * same emulation (Hopper's TMA and wgmma included, as the shim describes them; a split-K kernel
- * with its kN_epi after it). What it cannot show: speed, the memory model beyond the order of
+ * with its kN_epi after it; cuBLASLt's epilogue kernel after the product, computed on the host). What it cannot show: speed, the memory model beyond the order of
  * barriers and cp.async waits, and instructions it does not emulate.
  *
  * usage: cuda_emulate SHIM_DIR   (exit 77, a skip for ctest, where no C++ compiler is found)
@@ -31,8 +31,10 @@
 #include "../targets/target.h"
 
 /* in a case's `own`: lowered with every convolution NCHW (the gathering kernel), not channels-last;
- * Hopper's ping-pong form in clusters of 2 (with tile_n CU_PP_BN), or its 128x256 form (CU_WG_BN) */
-enum { EMU_NCHW = 1 << 8, EMU_PAIRS = 1 << 9 };
+ * Hopper's ping-pong form in clusters of 2 (with tile_n CU_PP_BN), or its 128x256 form (CU_WG_BN);
+ * the matmul through cuBLASLt (its product computed on the host, pc_emu_blas) and the epilogue
+ * kernel after it, where the schedule offers the library with one (library 2 or 3) */
+enum { EMU_NCHW = 1 << 8, EMU_PAIRS = 1 << 9, EMU_LIBRARY = 1 << 10 };
 
 typedef struct emu_case {
   const char *name, *text;
@@ -92,6 +94,12 @@ static const emu_case cases[] = {
     {"Hopper's matmul, 128x256 tiles in clusters of 2, bf16, batches folded into rows, one unit",
      "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 200]\ny = matmul(a, b)\noutput y\n", CU_OWN_WGMMA | EMU_PAIRS,
      "pc_mbar_arrive_cluster<2>", 1.5e-2, 1, CU_WG_BN},
+    {"cuBLASLt's f16 product in the output, finished in place 8 elements a thread (16-byte accesses), bias and GELU",
+     "graph mm\ninput a: f16[200, 136]\ninput b: f16[136, 264]\ninput c: f16[264]\nh = matmul(a, b)\nz = add(h, c)\ny = gelu(z)\noutput y\n",
+     EMU_LIBRARY, "tv * PC_VEC", 2e-3, 1, 0},
+    {"cuBLASLt's bf16 product in the output, batches folded into rows, finished in place, tanh",
+     "graph mm\ninput a: bf16[2, 70, 136]\ninput b: bf16[136, 200]\nh = matmul(a, b)\ny = tanh(h)\noutput y\n", EMU_LIBRARY, "tv * PC_VEC",
+     1.5e-2, 1, 0},
     {"tensor-core convolution, f16, stride 2, padding, bias and relu, 6 k-steps through 3 stages",
      "graph c\ninput x: f16[2, 40, 13, 11]\ninput w: f16[136, 40, 3, 3]\ninput b: f16[136]\nc = conv2d(x, w, b, stride=[2, 2], padding=[1, 1])\n"
      "y = relu(c)\noutput y\n",
@@ -247,6 +255,22 @@ static bool write_program(const kir_module *km, const char *path) {
               "    return 1;\n",
               (n + T - 1) / T, (kk + T - 1) / T, T, i, km->k[i].in_buf[1], i, kk, n);
     }
+    if (s->library >= 2) { /* cuBLASLt's product (here the host's), then kN_epi: a grid-stride loop, as runtime.c launches it */
+      const kir_kernel *k = &km->k[i];
+      static const char *const ctype[] = {[PORTC_F32] = "float", [PORTC_F16] = "__half", [PORTC_BF16] = "__nv_bfloat16"};
+      const portc_dtype ta = km->buf[k->in_buf[0]].dt, to = km->buf[k->store[0].buf].dt;
+      const long long rows = gpu_gemm_rows(km, i, S), n = k->mnk[1].c, kk = k->mnk[2].c;
+      if (s->library == 2) fprintf(f, "  std::vector<float> lib%d((size_t)%lld);\n", i, rows * n);
+      fprintf(f, "  pc_emu_blas((const %s *)b[%d], (const %s *)b[%d], ", ctype[ta], k->in_buf[0], ctype[ta], k->in_buf[1]);
+      if (s->library == 2) fprintf(f, "lib%d.data(), %lldL, %lldL, %lldL);\n", i, rows, n, kk);
+      else fprintf(f, "(%s *)b[%d], %lldL, %lldL, %lldL);\n", ctype[to], k->store[0].buf, rows, n, kk);
+      fprintf(f, "  if (!pc_emu_launch(pc_dim3{4, 1, 1}, pc_dim3{%d, 1, 1}, 0, [&] { k%d_epi(", CU_PW_THREADS, i);
+      if (s->library == 2) fprintf(f, "lib%d.data(), ", i);
+      else fprintf(f, "nullptr, ");
+      for (int j = 0; j < nb; j++) fprintf(f, "pc_emu_arg{b[%d]}, ", bufs[j]);
+      fprintf(f, "%sS); }))\n    return 1;\n", kernel_has_status(km, i) ? "&bad, " : "");
+      continue;
+    }
     fprintf(f, "  if (!pc_emu_launch(pc_dim3{%u, %u, %u}, pc_dim3{%d, %d, %d}, %d, [&] { k%d(", g[0], g[1], g[2], s->threads[0],
             s->threads[1] ? s->threads[1] : 1, s->threads[2] ? s->threads[2] : 1, s->shared_bytes, i);
     if (split > 1) fprintf(f, "acc%d.data(), ", i);
@@ -279,7 +303,7 @@ static int run_case(const emu_case *c, int index) {
   const target *T = target_find("cuda", &device);
   portc_graph *g = NULL;
   kir_module *km = NULL;
-  const unsigned own = c->own & ~(unsigned)(EMU_NCHW | EMU_PAIRS);
+  const unsigned own = c->own & ~(unsigned)(EMU_NCHW | EMU_PAIRS | EMU_LIBRARY);
   lower_options lo = {.attention = T->attention_kernel, .channels_last = c->own & EMU_NCHW ? 0 : cu_channels_last_as(own),
                       .copy_merged_rows = T->copy_merged_rows};
   if (portc_graph_parse(c->text, c->name, &g) || lower_graph(g, &lo, &km)) {
@@ -298,7 +322,12 @@ static int run_case(const emu_case *c, int index) {
       if (!cu_schedule_check(km, i, -1, why, sizeof why)) return fprintf(stderr, "%s: %s\n", c->name, why), 1;
     }
   }
-  for (int i = 0; i < km->nk; i++) km->k[i].sched.library = 0; /* portc's own kernels, never cuBLASLt */
+  for (int i = 0; i < km->nk; i++) { /* portc's own kernels, unless the case is of cuBLASLt's path with an epilogue kernel */
+    kir_schedule *s = &km->k[i].sched;
+    bool ta, tb;
+    if (!(c->own & EMU_LIBRARY) || s->library < 2) s->library = 0;
+    else if (cu_blaslt_view(km, i, &ta, &tb) && (ta || tb)) return fprintf(stderr, "%s: the host's product takes A and B as they lie\n", c->name), 1;
+  }
   char *src = emit_module(&cuda_dialect, km);
   bool marked = src && strstr(src, c->marks);
   free(src);
