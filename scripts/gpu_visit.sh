@@ -328,11 +328,11 @@ for step in $steps; do
     wg_table() { # TILE:K-STEP:STAGES -> the table's path
       local tile tk st
       IFS=: read -r tile tk st <<<"$1"
-      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st wg_matrices=1 prov=heuristic source=\"work group $1\"" \
+      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=256 wg_matrices=1 prov=heuristic source=\"work group $1\"" \
         >"$out/coopwg_table_${tile}_${tk}_$st.txt"
       echo "$out/coopwg_table_${tile}_${tk}_$st.txt"
     }
-    for v in ${COOPWG_SHAPES:-128x256:64:1 128x256:128:1 128x256:64:2 128x128:64:1}; do wg_table "$v" >/dev/null; done
+    for v in ${COOPWG_SHAPES:-128x256:64:1 128x128:64:1}; do wg_table "$v" >/dev/null; done
     vshape=$(wg_table "${COOPWG_VERIFY_SHAPE:-128x128:32:1}")
     large=$(wg_table 128x256:64:1)
     PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$large PORTC_LOG=tune timeout 120 "$portc" explain bench/gpu/mlp_8192_f16.ptg -t vulkan \
@@ -355,7 +355,7 @@ for step in $steps; do
       [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
       line="$g, ms:"
       hows=("coopattention|/dev/null|subgroup" "$wgk|/dev/null|wg-rule")
-      for v in ${COOPWG_SHAPES:-128x256:64:1 128x256:128:1 128x256:64:2 128x128:64:1}; do
+      for v in ${COOPWG_SHAPES:-128x256:64:1 128x128:64:1}; do
         hows+=("$wgk|$out/coopwg_table_${v//:/_}.txt|wg-${v//:/-}")
       done
       for how in "${hows[@]}"; do

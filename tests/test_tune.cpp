@@ -882,9 +882,10 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
 // tiles of 128 invocations, with Q, K and V read in 16-byte words; other tiles, heads of 24, f32,
 // and heads of 96 on 48 KiB (61440 bytes) are refused (those stay on the SIMT kernel)
 // Vulkan's f16 GEMMs on cooperative matrices of the whole work group (vulkan/matmul_wg.c): the
-// rule takes plain outputs only; a tile in the device's steps, at least a tile of the matrix each
-// way and k-steps that divide K fit; an epilogue's sums must fit what the driver leaves of shared
-// memory; the tune entry's knob is wg_matrices, 0 or 1.
+// rule takes outputs stored from the matrices: plain, or read back by the epilogue where the tiles
+// cover the output; a tile in the device's steps, at least a tile of the matrix each way and
+// k-steps that divide K fit; an epilogue's sums through shared memory (tiles moved back inside)
+// must fit what the driver leaves of it; the tune entry's knob is wg_matrices, 0 or 1.
 TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   static const uint32_t step[3] = {32, 32, 16};
   char why[256];
@@ -915,7 +916,7 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   kir_module_free(km);
   km = vulkan_schedules(gelu);
   ASSERT_NE(km, nullptr) << portc_last_error();
-  EXPECT_FALSE(vk_coop_wg_rule(km, 0)) << "an epilogue: the subgroup's matrices by rule";
+  EXPECT_FALSE(vk_coop_wg_rule(km, 0)) << "an epilogue on tiles moved back inside: the subgroup's matrices by rule";
   kir_schedule &e = km->k[0].sched;
   vk_coop_wg_schedule(&e);
   e.tile_m = 128, e.tile_n = 128, e.tile_k = 32;
@@ -939,6 +940,7 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   kir_schedule &w = km->k[0].sched;
   vk_coop_wg_schedule(&w);
   w.tile_m = 128, w.tile_n = 256, w.tile_k = 32;
+  EXPECT_TRUE(vk_coop_wg_rule(km, 0)) << "an epilogue finished in place: the rule takes it";
   EXPECT_TRUE(vk_coop_wg_fit(km, 0, &w, step, 8192, why, sizeof why)) << "one accumulator: no shared memory of its own. " << why;
   EXPECT_TRUE(vk_coop_wg_stores_matrices(km, &km->k[0]));
   EXPECT_TRUE(vk_coop_wg_reads_back(km, &km->k[0]));

@@ -129,8 +129,9 @@ bool vk_coop_schedule(kir_module *m, int i);
 bool vk_coop_wg_eligible(const kir_module *m, int i);
 bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len);
 void vk_coop_wg_schedule(kir_schedule *s);
-/* whether the rule takes them for kernel i: a GEMM they take whose output is plain (H100: with an
- * epilogue through shared memory they ran at half the subgroup kernel's speed) */
+/* whether the rule takes them for kernel i: a GEMM they take whose sums leave from the matrices
+ * in the rule's tiles, plain or read back by the epilogue (H100: with an epilogue through shared
+ * memory they ran at half the subgroup kernel's speed) */
 bool vk_coop_wg_rule(const kir_module *m, int i);
 /* whether kernel k stores its output from those matrices (a plain output of f16 or f32, or its sums
  * there, finished in place), through the output's 16-byte words `bIv` (vk_declare_buffers); whether
@@ -143,9 +144,9 @@ void vk_coop_wg(emitter *e);
  * (comma-separated; "none"), else by default: coopconv, f16 convolutions channels-last on the
  * cooperative-matrix kernel (matmul.c), opt-in until timed against the SIMT kernel on a GPU;
  * coopattention, f16 attention on cooperative matrices (attention.c), taken by default;
- * coopwg, f16 GEMMs with plain outputs on cooperative matrices of the whole work group
+ * coopwg, f16 GEMMs whose sums leave from cooperative matrices of the whole work group
  * (matmul_wg.c), taken by default (the H100's matmul_8192_f16: 3.36-3.45 ms against the subgroup
- * kernel's 3.83-3.86). A list naming another kernel is an error that names it (vk_own_kernels_known). */
+ * kernel's 3.83-3.86; with bias and GELU 3.57 against 4.05). A list naming another kernel is an error that names it (vk_own_kernels_known). */
 enum {
   VK_OWN_COOPCONV = 1u << 0,
   VK_OWN_COOPATTENTION = 1u << 1,
