@@ -114,9 +114,11 @@ const char *vk_compiler_id(void);
 enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREADS = 128, VK_COOP_K = 32, VK_MAX_SPLIT = 64,
        VK_MIN_SHARED = 16384, /* the shared memory every Vulkan device has, assumed where none is known */
        VK_COOP_SHARED = 48 << 10, /* what vk_coop_schedule takes a device to have: NVIDIA's 48 KiB */
-       /* the work group's matrices (matmul_wg.c): invocations, tile and k-step of the rule, the most
-        * bytes of one accumulator's sums in shared memory, the sizes' steps where no device is known */
-       VK_WG_THREADS = 256, VK_WG_TILE_M = 128, VK_WG_TILE_N = 256, VK_WG_K = 64, VK_WG_EPILOGUE = 32 << 10, VK_WG_STEP_MN = 32, VK_WG_STEP_K = 16 };
+       /* the work group's matrices (matmul_wg.c): invocations, tile (its columns where the tiles
+        * are fewer than the multiprocessors: narrow) and k-step of the rule, the most bytes of one
+        * accumulator's sums in shared memory, the sizes' steps where no device is known */
+       VK_WG_THREADS = 256, VK_WG_TILE_M = 128, VK_WG_TILE_N = 256, VK_WG_TILE_NARROW = 128, VK_WG_K = 64, VK_WG_EPILOGUE = 32 << 10,
+       VK_WG_STEP_MN = 32, VK_WG_STEP_K = 16 };
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies, and for attention kernel
  * i within VK_COOP_SHARED bytes (whatever the device: the runtime's hook calls it only on devices
  * with cooperative matrices, and schedules attention for the device's own shared memory); false
