@@ -372,9 +372,9 @@ static int by_value(const void *a, const void *b) {
 /* kernel i's own kernel and cuBLASLt timed in turn, CU_CHOICE_ROUNDS rounds after one of each
  * (which goes first alternates), the median of each's samples: timed one after the other, the
  * first ran at the clock an idle GPU starts with and the second at a lower one (8192^3 f16 with
- * bias and GELU: 1.46 ms own, 1.50 cuBLASLt at load; 1.73 and 1.51 over 30 runs after). *own_st:
- * the own kernel's failure; cuBLASLt's leaves its median at infinity (an algorithm it does not
- * offer for the shape), with its error set */
+ * bias and GELU: 1.46 ms own, 1.50 cuBLASLt at load; 1.73 and 1.51 over 30 runs after). Returns
+ * the own kernel's failure; cuBLASLt's goes to *blas_st, with its error set and its median at
+ * infinity (an algorithm it does not offer for the shape) */
 static portc_status time_both(cu_module *m, int i, double *own_ms, double *blas_ms, portc_status *blas_st) {
   double own[CU_CHOICE_ROUNDS], blas[CU_CHOICE_ROUNDS], warm;
   portc_status st = time_burst(m, i, true, &warm);
