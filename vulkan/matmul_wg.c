@@ -41,8 +41,8 @@
 #include "vk.h"
 
 /* the ways a tile's sums leave the matrices: stored from them (a plain output); stored from them and
- * read back by the epilogue, an element per invocation (an output of f16 or f32 that lies as the
- * product, in tiles that cover it exactly); or an accumulator at a time through shared memory */
+ * read back by the epilogue in 16-byte words (an output of f16 or f32 that lies as the product, in
+ * tiles that cover it exactly); or an accumulator at a time through shared memory */
 typedef enum { WG_PLAIN, WG_IN_PLACE, WG_SHARED } wg_epilogue;
 
 /* whether kernel k's one store is to an output of f16 or f32 that lies as the product does */
