@@ -325,6 +325,7 @@ for step in $steps; do
     # by a site tune table, as is $COOPWG_VERIFY_SHAPE for the cases (theirs are small GEMMs) and
     # 128x256:64:1 for the large graphs' outputs
     wgk=coopattention,coopwg
+    shapes=${COOPWG_SHAPES:-128x256:64:1 128x128:64:1} vspec=${COOPWG_VERIFY_SHAPE:-128x128:32:1}
     wg_table() { # TILE:K-STEP:STAGES -> the table's path
       local tile tk st
       IFS=: read -r tile tk st <<<"$1"
@@ -332,8 +333,8 @@ for step in $steps; do
         >"$out/coopwg_table_${tile}_${tk}_$st.txt"
       echo "$out/coopwg_table_${tile}_${tk}_$st.txt"
     }
-    for v in ${COOPWG_SHAPES:-128x256:64:1 128x128:64:1}; do wg_table "$v" >/dev/null; done
-    vshape=$(wg_table "${COOPWG_VERIFY_SHAPE:-128x128:32:1}")
+    for v in $shapes; do wg_table "$v" >/dev/null; done
+    vshape=$(wg_table "$vspec")
     large=$(wg_table 128x256:64:1)
     PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$large PORTC_LOG=tune timeout 120 "$portc" explain bench/gpu/mlp_8192_f16.ptg -t vulkan \
       >"$out/explain_coopwg.txt" 2>&1
@@ -342,7 +343,7 @@ for step in $steps; do
       --filter 'matmul|linear|model|fusion|transformer|mlp' >"$out/verify_coopwg.txt" 2>&1
     rc=$?
     grep -E '^FAIL' "$out/verify_coopwg.txt" | head -10
-    summary+=("verify vulkan, coopwg, ${COOPWG_VERIFY_SHAPE:-128x128:32:1} forced (rc $rc): $(tail -1 "$out/verify_coopwg.txt")")
+    summary+=("verify vulkan, coopwg, $vspec forced (rc $rc): $(tail -1 "$out/verify_coopwg.txt")")
     for g in matmul_bias_gelu_8192_f16 mlp_8192_f16; do # the large graphs against the subgroup kernel's outputs
       PORTC_VULKAN_KERNELS=coopattention timeout 120 "$portc" run "bench/gpu/$g.ptg" -t vulkan --seed 5 --out "$out/run_${g}_subgroup" >>"$out/run_coopwg.txt" 2>&1
       PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$large timeout 120 "$portc" run "bench/gpu/$g.ptg" -t vulkan --seed 5 --out "$out/run_${g}_wg" \
@@ -355,7 +356,7 @@ for step in $steps; do
       [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
       line="$g, ms:"
       hows=("coopattention|/dev/null|subgroup" "$wgk|/dev/null|wg-rule")
-      for v in ${COOPWG_SHAPES:-128x256:64:1 128x128:64:1}; do
+      for v in $shapes; do
         hows+=("$wgk|$out/coopwg_table_${v//:/_}.txt|wg-${v//:/-}")
       done
       for how in "${hows[@]}"; do

@@ -224,8 +224,6 @@ inline void pc_emu_entry() {
   pc_emu_t[pc_emu_cur].state = 2, pc_emu_progress++;
 }
 
-/* runs body as every thread of every block of the grid, `cluster` blocks along x at a time (grid.x
- * a multiple of it); false on a deadlock */
 /* what cuBLASLt computes where the runtime calls it (cuda/blaslt.c): D = A B, A (M x K) and B
  * (K x N) row-major, f32 sums, into an f32 scratch (library 2) or the output's dtype (library 3),
  * for the epilogue kernel kN_epi after it */
@@ -240,6 +238,8 @@ template <class TA, class TD> void pc_emu_blas(const TA *a, const TA *b, TD *d, 
       d[m * N + n] = TD(s);
     }
 }
+/* runs body as every thread of every block of the grid, `cluster` blocks along x at a time (grid.x
+ * a multiple of it); false on a deadlock */
 inline bool pc_emu_launch(pc_dim3 grid, pc_dim3 block, int shared, std::function<void()> body, int cluster = 1) {
   pc_emu_grid = grid, pc_emu_bdim = block, pc_emu_body = body;
   const int cl = cluster > 1 ? cluster : 1, n = (int)(block.x * block.y * block.z), all = n * cl;

@@ -9,8 +9,9 @@
  * suite: they check the emulation itself (its fragment layouts, ldmatrix, the barriers). The
  * others are the kernels that have not run on a GPU yet, which are then checked against the
  * same emulation (Hopper's TMA and wgmma included, as the shim describes them; a split-K kernel
- * with its kN_epi after it; cuBLASLt's epilogue kernel after the product, computed on the host). What it cannot show: speed, the memory model beyond the order of
- * barriers and cp.async waits, and instructions it does not emulate.
+ * with its kN_epi after it; cuBLASLt's epilogue kernel after the product, computed on the host).
+ * What it cannot show: speed, the memory model beyond the order of barriers and cp.async waits,
+ * and instructions it does not emulate.
  *
  * usage: cuda_emulate SHIM_DIR   (exit 77, a skip for ctest, where no C++ compiler is found)
  */

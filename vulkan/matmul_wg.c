@@ -145,11 +145,11 @@ void vk_coop_wg_declare(emitter *e, int index) {
 static void store_matrix(emitter *e, int j, int CW) {
   const portc_dtype dt = e->m->buf[e->k->store[0].buf].dt;
   const int shift = dt == PORTC_F16 ? 3 : 2; /* elements a word: 8 f16, 4 f32 */
-  char o[16];
+  char o[16], sums[64];
   snprintf(o, sizeof o, "%sv", emit_buf(e, e->k->store[0].buf));
-  if (dt == PORTC_F16) emit_line(e, "coopMatStoreNV(fcoopmatNV<16, 2, PC_WG_M, %d>(c[%d]), %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);",
-                                  CW, j, o, CW * j, shift, shift);
-  else emit_line(e, "coopMatStoreNV(c[%d], %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);", j, o, CW * j, shift, shift);
+  if (dt == PORTC_F16) snprintf(sums, sizeof sums, "fcoopmatNV<16, 2, PC_WG_M, %d>(c[%d])", CW, j);
+  else snprintf(sums, sizeof sums, "c[%d]", j);
+  emit_line(e, "coopMatStoreNV(%s, %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);", sums, o, CW * j, shift, shift);
 }
 
 /* The epilogue of a BM x BN tile whose sums are in the output (m0, c0 its corner), in the output's
