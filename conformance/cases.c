@@ -222,6 +222,10 @@ static void contraction_cases(conf_cases *cs) {
   text(add(cs, "ops", "matmul/f16-tiles-moved-inside"), "input a: f16[200, 96]\ninput b: f16[96, 328]\ny = matmul(a, b)\noutput y\n");
   text(add(cs, "ops", "matmul/f16-tiles-moved-inside-bias-gelu"),
        "input a: f16[200, 96]\ninput b: f16[96, 328]\ninput bias: f16[328]\nh = matmul(a, b)\nhb = add(h, bias)\ny = gelu(hb)\noutput y\n");
+  /* an output that does not lie as the product (bf16 sums of f16 operands): Vulkan's work-group
+   * matmul passes its sums through shared memory */
+  text(add(cs, "ops", "matmul/f16-tiles-moved-inside-to-bf16"),
+       "input a: f16[200, 96]\ninput b: f16[96, 328]\nh = matmul(a, b)\ny = cast(h, to=bf16)\noutput y\n");
   /* tensor-core GEMMs of the CUDA target with partial tiles: wide (1040 columns: 256-column
    * tiles), bf16, and a rank-3 left operand whose leading dims fold into the rows */
   text(add(cs, "ops", "matmul/f16-wide-partial-tiles"),

@@ -38,8 +38,8 @@ typedef struct unit {
   int wg_sums;         /* on a work group's matrices, how its sums leave them: WG_SUMS_* */
 } unit;
 
-/* stored from the matrices; stored and read back for the epilogue; through shared memory */
-enum { WG_SUMS_NONE, WG_SUMS_STORED, WG_SUMS_READ_BACK, WG_SUMS_SHARED, WG_SUMS_KINDS };
+/* stored from the matrices; stored and finished by the second dispatch; through shared memory */
+enum { WG_SUMS_NONE, WG_SUMS_STORED, WG_SUMS_AFTER, WG_SUMS_SHARED, WG_SUMS_KINDS };
 
 static unit *units;
 static int nunits, capunits, failures, compile_failures;
@@ -82,7 +82,7 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
     u->coop_attention = gpu_is_attention(km, i) && km->k[i].sched.variant == KS_MMA;
     const kir_kernel *k = &km->k[i];
     u->wg_sums = !(k->sched.variant == KS_MMA && k->sched.wg_matrices) ? WG_SUMS_NONE
-                 : vk_coop_wg_reads_back(km, k)                         ? WG_SUMS_READ_BACK
+                 : vk_coop_wg_after(km, k)                              ? WG_SUMS_AFTER
                  : vk_coop_wg_stores_matrices(km, k)                    ? WG_SUMS_STORED
                                                                         : WG_SUMS_SHARED;
   }
@@ -303,10 +303,10 @@ int main(int argc, char **argv) {
   int ok = nunits - compile_failures;
   failures += compile_failures;
   printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's "
-         "[sums stored %d, read back %d, through shared memory %d], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_READ_BACK], wg_sums[WG_SUMS_SHARED], coop_convs,
+         "[sums stored %d, finished after %d, through shared memory %d], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], coop_convs,
          coop_attentions, f16_stores, ok);
-  const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_READ_BACK] && wg_sums[WG_SUMS_SHARED];
+  const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_AFTER] && wg_sums[WG_SUMS_SHARED];
   if (!coop || !coop_shapes || !coop_wg || !wg_every || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"

@@ -108,15 +108,14 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1] || (e->k->kind == KK_OPAQUE && b == e->k->in_buf[2])); /* attention's v too */
     bool sums = words && b == e->k->store[0].buf && vk_words_store_words(e->m, e->k); /* stored in 16-byte words */
     bool tiles = words && b == e->k->store[0].buf && vk_coop_wg_stores_matrices(e->m, e->k); /* stored as matrices, in 16-byte words */
-    bool back = tiles && vk_coop_wg_reads_back(e->m, e->k); /* and read back by other invocations of the work group */
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
     bool vec = vk_vector_kernel(e->k) && dtype_is_float(t);
-    emit_line(e, "layout(std430, binding = %d) %s%s%sbuffer B%d { %s b%d[]; };", i, vec || operand || sums || tiles ? "" : "restrict ", back ? "coherent " : "",
+    emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand || sums || tiles ? "" : "restrict ",
               written ? "" : "readonly ", i, narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
     if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
     if (sums) emit_line(e, "layout(std430, binding = %d) buffer B%dW { vec4 b%dw[]; };", i, i, i);
     if (operand) emit_line(e, "layout(std430, binding = %d) readonly buffer B%dV { uvec4 b%dv[]; };", i, i, i); /* staged in 16-byte words */
-    if (tiles) emit_line(e, "layout(std430, binding = %d) %sbuffer B%dV { uvec4 b%dv[]; };", i, back ? "coherent " : "", i, i);
+    if (tiles) emit_line(e, "layout(std430, binding = %d) buffer B%dV { uvec4 b%dv[]; };", i, i, i);
   }
   bool status = kernel_has_status(e->m, index);
   if (status) {

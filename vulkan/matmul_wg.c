@@ -13,21 +13,24 @@
  *    inside it (M >= BM, N >= BN), and stores only the elements no earlier tile owns; K is a
  *    multiple of BK;
  *  - a plain output of f16 or f32 (the sums, rounded) is stored from the matrices themselves;
- *  - an epilogue where the tiles cover the output exactly (none moved) and it lies as the product
- *    does: the sums are stored there from the one accumulator, and after a barrier over buffer
- *    memory each invocation reads its 16-byte words of the tile back, finishes their elements and
- *    stores them again (the product rounded to the output's dtype first, as cuBLASLt's library 3
- *    path and torch.compile's addmm do);
+ *  - an epilogue where the output lies as the product does (f16 or f32): the sums are stored there
+ *    from the one accumulator, rounded to the output's dtype (as cuBLASLt's library 3 path and
+ *    torch.compile's addmm do), and a second dispatch of the shader (PC_PHASE 1, made by the
+ *    runtime as a split-K kernel's sum is) reads the output back in 16-byte words, finishes their
+ *    elements and stores them again, with every invocation of the device's groups at work;
  *  - any other epilogue reads one accumulator at a time from shared memory, an element per
  *    invocation, as the subgroup kernel's does (NA keeps that tile within what the driver leaves
  *    of shared memory).
  * On the H100 (driver 580) the rule's 128x256 tiles in k-steps of 64 ran the plain f16 matmul
  * 8192^3 in 3.36-3.45 ms against the subgroup kernel's 3.83-3.86 (bench/gpu/NOTES.md), but
  * 128x128 tiles took 5.4-8.9 ms, and an epilogue through shared memory (four accumulators of
- * 128x64) more than doubled the time. With the sums read back from the output instead,
- * matmul+bias+GELU 8192 took 3.57 ms against 4.05 and the f16 MLP 0.602 against 0.676: the rule
- * takes the outputs stored from the matrices, plain or read back (by default; PORTC_VULKAN_KERNELS
- * without coopwg: never).
+ * 128x64) more than doubled the time. With the sums read back from the output by the tile's own
+ * work group after a barrier, matmul+bias+GELU 8192 took 3.57 ms against 4.05 and the f16 MLP
+ * 0.602 against 0.676; but a work group of 255 registers is alone on its multiprocessor, and the
+ * tensor cores idled while it stored, read back and finished a tile (about 17 us a tile, half of
+ * the MLP's first GEMM). The second dispatch reads and writes the output once at the device's
+ * bandwidth instead. The rule takes the outputs stored from the matrices, plain or finished after
+ * (by default; PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
  * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
  * specialization constant PC_WG_K and the f16 sums' rows PC_WG_M, which is how the rewrite tells
@@ -41,9 +44,9 @@
 #include "vk.h"
 
 /* the ways a tile's sums leave the matrices: stored from them (a plain output); stored from them and
- * read back by the epilogue in 16-byte words (an output of f16 or f32 that lies as the product, in
- * tiles that cover it exactly); or an accumulator at a time through shared memory */
-typedef enum { WG_PLAIN, WG_IN_PLACE, WG_SHARED } wg_epilogue;
+ * finished by the shader's second dispatch, in 16-byte words (an output of f16 or f32 that lies as
+ * the product); or an accumulator at a time through shared memory */
+typedef enum { WG_PLAIN, WG_AFTER, WG_SHARED } wg_epilogue;
 
 /* whether kernel k's one store is to an output of f16 or f32 that lies as the product does */
 static bool output_as_product(const kir_module *m, const kir_kernel *k) {
@@ -59,15 +62,12 @@ static bool plain_store(const kir_module *m, const kir_kernel *k) {
   return output_as_product(m, k) && v->kind == KV_ACC;
 }
 
-/* how kernel i's tiles of schedule s leave the matrices. Reading the sums back needs tiles that
- * cover the output exactly: a tile moved back inside would store its sums over elements another
- * work group has already finished. */
-static wg_epilogue epilogue(const kir_module *m, int i, const kir_schedule *s) {
+/* how kernel i's tiles leave the matrices. A tile moved back inside the matrix stores the same
+ * sums over its neighbour's again, all before the second dispatch finishes any; N is a multiple
+ * of 8 (vk_coop_wg_eligible), so the output's rows are whole 16-byte words. */
+static wg_epilogue epilogue(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  if (plain_store(m, k)) return WG_PLAIN;
-  const bool cover = s->tile_m > 0 && s->tile_n > 0 && gpu_gemm_rows(m, i, NULL) % s->tile_m == 0 && k->mnk[1].c % s->tile_n == 0;
-  const bool words = s->tile_m * s->tile_n % (VK_WG_THREADS * 8) == 0; /* every invocation finishes whole 16-byte words, as many each */
-  return output_as_product(m, k) && cover && words ? WG_IN_PLACE : WG_SHARED;
+  return plain_store(m, k) ? WG_PLAIN : output_as_product(m, k) ? WG_AFTER : WG_SHARED;
 }
 
 /* the accumulators of schedule s's tile: one where the sums leave from the matrices, else as few
@@ -79,11 +79,13 @@ static int accumulators(const kir_schedule *s, wg_epilogue how) {
 }
 
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k) {
-  return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k), &k->sched) != WG_SHARED;
+  return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k)) != WG_SHARED;
 }
 
-bool vk_coop_wg_reads_back(const kir_module *m, const kir_kernel *k) {
-  return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k), &k->sched) == WG_IN_PLACE;
+int64_t vk_coop_wg_after(const kir_module *m, const kir_kernel *k) {
+  if (!(k->kind == KK_MATMUL && k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k)) == WG_AFTER)) return 0;
+  const int per = m->buf[k->store[0].buf].dt == PORTC_F16 ? 8 : 4; /* elements a word */
+  return gpu_gemm_rows(m, (int)(k - m->k), NULL) * (k->mnk[1].c / per);
 }
 
 bool vk_coop_wg_eligible(const kir_module *m, int i) {
@@ -110,7 +112,7 @@ bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uin
     return snprintf(why, len, "tile %dx%d, k-step %d: the matmul's %lldx%lldx%lld needs at least a tile each way and k-steps that divide K",
                     s->tile_m, s->tile_n, s->tile_k, (long long)M, (long long)N, (long long)K), false;
   if (s->stages != 1 && s->stages != 2) return snprintf(why, len, "stages=%d: the work group's matrices load 1 or 2 k-steps at once", s->stages), false;
-  const int na = accumulators(s, epilogue(m, i, s)), cols = s->tile_n / na;
+  const int na = accumulators(s, epilogue(m, i)), cols = s->tile_n / na;
   if (cols % (int)step[1]) return snprintf(why, len, "tile %dx%d: its sums in %d matrices of %d columns, not in steps of %u", s->tile_m, s->tile_n, na, cols, step[1]), false;
   if (na > 1 && (size_t)s->tile_m * (size_t)cols * 4 > shared)
     return snprintf(why, len, "tile %dx%d: the epilogue's %d bytes of sums exceed the %zu bytes of shared memory the driver leaves", s->tile_m, s->tile_n,
@@ -118,11 +120,7 @@ bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uin
   return true;
 }
 
-bool vk_coop_wg_rule(const kir_module *m, int i) {
-  kir_schedule s = m->k[i].sched;
-  vk_coop_wg_schedule(&s);
-  return vk_coop_wg_eligible(m, i) && epilogue(m, i, &s) != WG_SHARED;
-}
+bool vk_coop_wg_rule(const kir_module *m, int i) { return vk_coop_wg_eligible(m, i) && epilogue(m, i) != WG_SHARED; }
 
 void vk_coop_wg_schedule(kir_schedule *s) {
   s->variant = KS_MMA, s->wg_matrices = 1, s->fold_batch = true, s->split_k = 1, s->vector = 0;
@@ -132,12 +130,14 @@ void vk_coop_wg_schedule(kir_schedule *s) {
 
 void vk_coop_wg_declare(emitter *e, int index) {
   const kir_schedule *s = &e->k->sched;
-  const wg_epilogue how = epilogue(e->m, index, s);
+  const wg_epilogue how = epilogue(e->m, index);
   emit_line(e, "layout(local_size_x = %d) in;", VK_WG_THREADS);
   vk_declare_buffers(e, index, true);
   emit_line(e, "layout(constant_id = 4) const int PC_WG_K = %d; /* B's rows: the k-step */", s->tile_k);
   emit_line(e, "layout(constant_id = 5) const int PC_WG_M = %d; /* the sums' rows: the tile's */", s->tile_m);
   if (how == WG_SHARED) emit_line(e, "shared float pc_C[%d]; /* one accumulator's sums */", s->tile_m * s->tile_n / accumulators(s, how));
+  /* id 3, as a split-K kernel's phase (vk_split is 1 here) */
+  if (how == WG_AFTER) emit_line(e, "layout(constant_id = 3) const int PC_PHASE = 0; /* 0: the tiles' sums stored; 1: the epilogue over them */");
 }
 
 /* accumulator j's sums (CW columns of them) stored into the output, rounded to its dtype, in its
@@ -152,31 +152,28 @@ static void store_matrix(emitter *e, int j, int CW) {
   emit_line(e, "coopMatStoreNV(%s, %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);", sums, o, CW * j, shift, shift);
 }
 
-/* The epilogue of a BM x BN tile whose sums are in the output (m0, c0 its corner), in the output's
- * 16-byte words: each invocation loads all its words of the tile at once (an element at a time,
- * each load waited for its L2 round trip before the next), finishes their elements, and stores
- * them back whole. */
-static void read_back(emitter *e, int BM, int BN) {
+/* The second dispatch (PC_PHASE 1): the epilogue over the sums in the output, a 16-byte word an
+ * invocation at a time (8 f16 or 4 f32 elements): the word loaded, its elements finished (bias,
+ * GELU, ...), and stored back whole. */
+static void finish_words(emitter *e) {
   const kir_kernel *k = e->k;
   const bool f16 = e->m->buf[k->store[0].buf].dt == PORTC_F16;
-  const int epw = f16 ? 8 : 4, words = BM * BN / epw / VK_WG_THREADS, wpr = BN / epw; /* elements a word, words an invocation, a row */
+  const int epw = f16 ? 8 : 4; /* elements a word */
   const char *oidx[PORTC_MAX_RANK];
   char o[16];
   snprintf(o, sizeof o, "%sv", emit_buf(e, k->store[0].buf));
-  emit_line(e, "uvec4 w[%d];", words);
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) { const int q = tid + %d * i; w[i] = %s[((m0 + q / %d) * N + c0 + q %% %d * %d) >> %d]; }", words,
-            VK_WG_THREADS, o, wpr, wpr, epw, f16 ? 3 : 2);
-  emit_line(e, "[[unroll]] for (int i = 0; i < %d; i++) {", words);
+  emit_line(e, "for (int q = int(gl_GlobalInvocationID.x); q < M * (N / %d); q += int(gl_NumWorkGroups.x) * %d) {", epw, VK_WG_THREADS);
   e->indent++;
-  emit_line(e, "const int q = tid + %d * i, m = m0 + q / %d, nw = c0 + q %% %d * %d;", VK_WG_THREADS, wpr, wpr, epw);
+  emit_line(e, "const int m = q / (N / %d), nw = q %% (N / %d) * %d;", epw, epw, epw);
+  emit_line(e, "const uvec4 w = %s[q];", o);
   emit_line(e, "uint h[%d];", epw);
   for (int c = 0; c < epw; c++) {
     emit_line(e, "{");
     e->indent++;
     emit_scope_push(e);
     emit_line(e, "const int n = nw + %d;", c);
-    if (f16) emit_line(e, "const float acc0 = pc_ld_f16(w[i][%d] >> %d);", c / 2, 16 * (c % 2));
-    else emit_line(e, "const float acc0 = uintBitsToFloat(w[i][%d]);", c);
+    if (f16) emit_line(e, "const float acc0 = pc_ld_f16(w[%d] >> %d);", c / 2, 16 * (c % 2));
+    else emit_line(e, "const float acc0 = uintBitsToFloat(w[%d]);", c);
     gpu_gemm_indices(e, oidx);
     const char *v = emit_value(e, k->store[0].val, oidx);
     if (f16) emit_line(e, "h[%d] = pc_st_f16(%s) & 0xffffu;", c, v);
@@ -185,8 +182,8 @@ static void read_back(emitter *e, int BM, int BN) {
     e->indent--;
     emit_line(e, "}");
   }
-  if (f16) emit_line(e, "%s[(m * N + nw) >> 3] = uvec4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);", o);
-  else emit_line(e, "%s[(m * N + nw) >> 2] = uvec4(h[0], h[1], h[2], h[3]);", o);
+  if (f16) emit_line(e, "%s[q] = uvec4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);", o);
+  else emit_line(e, "%s[q] = uvec4(h[0], h[1], h[2], h[3]);", o);
   e->indent--;
   emit_line(e, "}");
 }
@@ -194,7 +191,7 @@ static void read_back(emitter *e, int BM, int BN) {
 void vk_coop_wg(emitter *e) {
   const kir_kernel *k = e->k;
   const kir_schedule *s = &k->sched;
-  const wg_epilogue how = epilogue(e->m, (int)(k - e->m->k), s);
+  const wg_epilogue how = epilogue(e->m, (int)(k - e->m->k));
   const bool ahead = s->stages == 2;
   const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(s, how), CW = BN / NA;
   char a[16], b[16];
@@ -202,6 +199,14 @@ void vk_coop_wg(emitter *e) {
   snprintf(b, sizeof b, "%sv", emit_buf(e, k->in_buf[1]));
   gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
+  if (how == WG_AFTER) {
+    emit_line(e, "if (PC_PHASE == 1) { /* the second dispatch, over the output's words */");
+    e->indent++;
+    finish_words(e);
+    emit_line(e, "return;");
+    e->indent--;
+    emit_line(e, "}");
+  }
   /* work groups in order of their id take the tiles of 8 tile rows column by column (matmul.c) */
   emit_line(e, "const int gx = int(gl_NumWorkGroups.x), gy = int(gl_NumWorkGroups.y), pid = int(gl_WorkGroupID.y) * gx + int(gl_WorkGroupID.x);");
   emit_line(e, "const int first = pid / (8 * gx) * 8, rows = min(gy - first, 8), ty = first + pid %% (8 * gx) %% rows;");
@@ -241,12 +246,8 @@ void vk_coop_wg(emitter *e) {
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "#undef PC_LOAD");
-  if (how == WG_PLAIN) {
+  if (how != WG_SHARED) { /* plain, or finished by the second dispatch */
     for (int j = 0; j < NA; j++) store_matrix(e, j, CW);
-  } else if (how == WG_IN_PLACE) {
-    store_matrix(e, 0, BN);
-    emit_line(e, "controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease); /* the whole tile is there */");
-    read_back(e, BM, BN);
   } else { /* an accumulator at a time through shared memory; the elements an earlier tile owns are left to it */
     emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);
     e->indent++;

@@ -6,7 +6,8 @@
  * command buffer, with a barrier between dependent dispatches and timestamps around them, and
  * submits it and waits; in reduce-overhead mode the queue resubmits the command buffer while
  * the buffers and symbol values stay the same. A split-K kernel is two dispatches of one
- * shader (its phases, two pipelines) through the module's scratch buffer of partial sums.
+ * shader (its phases, two pipelines) through the module's scratch buffer of partial sums; so is
+ * a matmul on the work group's matrices whose epilogue follows over the output (matmul_wg.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ typedef struct vk_kernel {
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
   VkPipeline pipe;
-  VkPipeline sum;                /* a split-K kernel's second phase: the slices added, the epilogue */
+  VkPipeline sum;                /* the second phase: a split-K kernel's slices added, or a work group matmul's epilogue */
   int owner;                     /* the kernel whose shader and pipeline these are (identical kernels share them) */
   VkDescriptorSet set;          /* binding j is the kernel's buffer j; the status word is binding nbind */
   dev_buf bound[GPU_MAX_ARGS];   /* what the descriptor set holds now */
@@ -200,7 +201,7 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   vk_context *c = m->c;
   vk_kernel *k = &m->k[i];
   const gpu_args *a = &m->q.args[i];
-  const bool split = vk_split(&m->km->k[i]) > 1;
+  const bool split = vk_split(&m->km->k[i]) > 1, phases = split || vk_coop_wg_after(m->km, &m->km->k[i]);
   VkResult r;
   if ((uint32_t)(a->nbind + a->status + split) > c->props.limits.maxPerStageDescriptorStorageBuffers)
     return err_set(PORTC_ERR_DEVICE, "vulkan: kernel %d binds %d storage buffers; %s allows %u per shader stage", i, a->nbind + a->status + split,
@@ -224,10 +225,10 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
   VkPipelineLayoutCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &k->dsl,
                                    .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr};
   if ((r = c->d.vkCreatePipelineLayout(c->dev, &pi, NULL, &k->layout))) return vk_fail(r, "vkCreatePipelineLayout", c);
-  /* PC_WG, for 1-D kernels; PC_PHASE, for split-K kernels (0 here, 1 for the sum's pipeline) */
+  /* PC_WG, for 1-D kernels; PC_PHASE, for kernels of two phases (0 here, 1 for the second's pipeline) */
   uint32_t constants[2] = {(uint32_t)m->km->k[i].sched.threads[0], 0};
   VkSpecializationMapEntry entries[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 3, .offset = 4, .size = 4}};
-  VkSpecializationInfo spec = {.mapEntryCount = split ? 2 : 1, .pMapEntries = entries, .dataSize = split ? 8 : 4, .pData = constants};
+  VkSpecializationInfo spec = {.mapEntryCount = phases ? 2 : 1, .pMapEntries = entries, .dataSize = phases ? 8 : 4, .pData = constants};
   /* the cooperative-matrix matmul is written for subgroups of 32 */
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size32 = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT, .requiredSubgroupSize = 32};
@@ -240,7 +241,7 @@ static portc_status make_pipeline(vk_module *m, int i, const uint32_t *code, siz
       .flags = c->f.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0};
   pthread_mutex_lock(&c->lock); /* the pipeline cache is shared by the process's modules */
   r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->pipe);
-  if (!r && split) {
+  if (!r && phases) {
     constants[1] = 1;
     r = c->d.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &k->sum);
   }
@@ -516,10 +517,11 @@ static portc_status issue(void *rt, int i, const gpu_launch *l) {
   /* the next kernel may read what this one wrote */
   barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  if (vk_split(&m->km->k[i]) > 1) { /* the slices added: the kernel's work groups over M x N */
+  const int64_t words = vk_coop_wg_after(m->km, &m->km->k[i]);
+  if (vk_split(&m->km->k[i]) > 1 || words) { /* the slices added, or the epilogue: the kernel's work groups over M x N (its words) */
     int64_t mn[2];
     vk_split_mn(m->km, i, l->S, mn);
-    const int64_t threads = gpu_group_threads(&m->km->k[i]), groups = (mn[0] * mn[1] + threads - 1) / threads;
+    const int64_t items = words ? words : mn[0] * mn[1], threads = gpu_group_threads(&m->km->k[i]), groups = (items + threads - 1) / threads;
     d->vkCmdBindPipeline(m->cb, VK_PIPELINE_BIND_POINT_COMPUTE, k->sum);
     d->vkCmdDispatch(m->cb, (uint32_t)(groups < 1 ? 1 : groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : groups), 1, 1);
     barrier(m, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,

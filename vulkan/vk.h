@@ -131,15 +131,16 @@ bool vk_coop_schedule(kir_module *m, int i);
 bool vk_coop_wg_eligible(const kir_module *m, int i);
 bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len);
 void vk_coop_wg_schedule(kir_schedule *s);
-/* whether the rule takes them for kernel i: a GEMM they take whose sums leave from the matrices
- * in the rule's tiles, plain or read back by the epilogue (H100: with an epilogue through shared
- * memory they ran at half the subgroup kernel's speed) */
+/* whether the rule takes them for kernel i: a GEMM they take whose sums leave from the matrices,
+ * plain or finished by a second dispatch (H100: with an epilogue through shared memory they ran at
+ * half the subgroup kernel's speed) */
 bool vk_coop_wg_rule(const kir_module *m, int i);
 /* whether kernel k stores its output from those matrices (a plain output of f16 or f32, or its sums
- * there, finished in place), through the output's 16-byte words `bIv` (vk_declare_buffers); whether
- * its epilogue reads those sums back from the output (which is then coherent) */
+ * there, finished after), through the output's 16-byte words `bIv` (vk_declare_buffers); the
+ * invocations of its second dispatch, the epilogue over those sums (PC_PHASE 1: one a word of
+ * the output), 0 where it has none */
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k);
-bool vk_coop_wg_reads_back(const kir_module *m, const kir_kernel *k);
+int64_t vk_coop_wg_after(const kir_module *m, const kir_kernel *k);
 void vk_coop_wg_declare(emitter *e, int index);
 void vk_coop_wg(emitter *e);
 /* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
