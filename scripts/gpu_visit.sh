@@ -79,6 +79,9 @@
 #   replay    the transformer example at a small size, default mode against reduce-overhead
 #   torch     bench/vs_torch.py: the same graphs in torch eager and torch.compile, and the table;
 #             $TORCH_ONLY (substrings of graph names, comma-separated) limits it
+#   rounds    portc and torch.compile in turn, $ROUNDS times (default 3), per target, on the graphs
+#             of bench/gpu/ named in $ROUNDS_ONLY (comma-separated; default matmul_bias_gelu_8192_f16):
+#             one round's ratio moves with the card's clock, so each round's is printed, then their median
 #   onnx      bench/onnx_vs_torch.py: models exported there with its PyTorch, checked on each target
 #             against PyTorch's outputs (build/bin/onnx_compare) and timed against torch.compile;
 #             with $TUNE_BUDGET (seconds), also tuned (portc tune), checked and timed again; with
@@ -643,6 +646,23 @@ print("%d samples busy: SM clock %.0f MHz, power %.0f W, %.0f C at the end" % (l
     PYTHONUNBUFFERED=1 python3 bench/train_vs_torch.py "$out" --iters 20 --targets "${targets// /,}" ${TRAIN_ONLY:+--only "$TRAIN_ONLY"} \
       >"$out/train_vs_torch.txt" 2>&1
     summary+=("train vs torch (rc $?):" "$(grep -v Warning "$out/train_vs_torch.txt" | tail -12)")
+    ;;
+  rounds)
+    rd=/tmp/portc-rounds # vs_torch.py's layout: TARGET/NAME.json
+    only=${ROUNDS_ONLY:-matmul_bias_gelu_8192_f16}
+    for name in ${only//,/ }; do
+      for t in $targets; do
+        mkdir -p "$rd/$t"
+        ratios=()
+        for r in $(seq "${ROUNDS:-3}"); do
+          "$portc" bench "bench/gpu/$name.ptg" -t "$t" --no-eager --iters 30 --warmup 3 --json "$rd/$t/$name.json" >>"$out/rounds.txt" 2>&1
+          row=$(PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$rd" --iters 30 --targets "$t" --only "$name" 2>>"$out/rounds.txt" | grep "^$name ")
+          echo "round $r: $row" >>"$out/rounds.txt"
+          ratios+=("$(awk '{print $10}' <<<"$row" | tr -d x)")
+        done
+        summary+=("rounds $t $name, portc vs torch.compile: ${ratios[*]} (median $(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')x)")
+      done
+    done
     ;;
   torch)
     PYTHONUNBUFFERED=1 python3 bench/vs_torch.py "$out" --iters 30 --targets "${targets// /,}" ${TORCH_ONLY:+--only "$TORCH_ONLY"} \
