@@ -226,6 +226,10 @@ static void contraction_cases(conf_cases *cs) {
    * matmul passes its sums through shared memory */
   text(add(cs, "ops", "matmul/f16-tiles-moved-inside-to-bf16"),
        "input a: f16[200, 96]\ninput b: f16[96, 328]\nh = matmul(a, b)\ny = cast(h, to=bf16)\noutput y\n");
+  /* f32 sums of f16 operands with a bias, as autocast leaves them: the work-group matmul's
+   * second dispatch finishes them in words of 4 */
+  text(add(cs, "ops", "matmul/f16-to-f32-bias"),
+       "input a: f16[256, 96]\ninput b: f16[96, 256]\ninput c: f32[256]\nh = matmul(a, b)\nh32 = cast(h, to=f32)\ny = add(h32, c)\noutput y\n");
   /* tensor-core GEMMs of the CUDA target with partial tiles: wide (1040 columns: 256-column
    * tiles), bf16, and a rank-3 left operand whose leading dims fold into the rows */
   text(add(cs, "ops", "matmul/f16-wide-partial-tiles"),

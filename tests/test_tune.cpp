@@ -883,9 +883,10 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
 // and heads of 96 on 48 KiB (61440 bytes) are refused (those stay on the SIMT kernel)
 // Vulkan's f16 GEMMs on cooperative matrices of the whole work group (vulkan/matmul_wg.c): the
 // rule takes outputs stored from the matrices: plain, or finished by the shader's second dispatch
-// where the output lies as the product (tiles moved back inside too); a tile in the device's steps, at least a tile of the matrix each way and
-// k-steps that divide K fit; an epilogue's sums through shared memory (an output that does not lie
-// as the product) must fit what the driver leaves of it; the tune entry's knob is wg_matrices, 0 or 1.
+// where the output lies as the product (tiles moved back inside too); a tile in the device's
+// steps, at least a tile of the matrix each way and k-steps that divide K fit; an epilogue's sums
+// through shared memory (an output that does not lie as the product) must fit what the driver
+// leaves of it; the tune entry's knob is wg_matrices, 0 or 1.
 TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   static const uint32_t step[3] = {32, 32, 16};
   char why[256];
