@@ -119,8 +119,10 @@ bool conf_compare(const portc_tensor *out, const portc_tensor *ref, const tolera
              (long long)bad, (long long)n, (long long)first, portc_tensor_get(out, first), r, t->rtol, abs_tol);
     return false;
   }
-  /* the same scale as the elements: the reference's norm, plus the inputs' scale per element */
-  double scale = sqrt(sq) + in_scale * sqrt((double)finite);
+  /* the same scale as the elements: the reference's norm, the inputs' scale per element, and one
+   * element's allowance for cancellation (a loss summed from terms of either sign may land near
+   * zero; alone, or among few elements, it has no others to average its error with) */
+  double scale = sqrt(sq) + in_scale * sqrt((double)finite) + t->atol * rms;
   if (scale > 1e-30 && sqrt(err2) / scale > t->norm) {
     snprintf(msg, len, "norm error %.3g is more than %.3g times the scale %.3g", sqrt(err2), t->norm, scale);
     return false;
