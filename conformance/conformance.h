@@ -49,7 +49,7 @@ void conf_generate_grad(conf_cases *cs, const char *examples_dir);
 typedef struct tolerance {
   double rtol; /* per element: |out - ref| <= rtol * (|ref| + atol * rms(ref) + max|input|) */
   double atol; /* the absolute part, in units of rtol times the output's RMS */
-  double norm; /* ||out - ref|| <= norm * (||ref|| + max|input| sqrt(N) + atol * rms(ref)) */
+  double norm; /* ||out - ref|| / ||ref|| <= norm */
 } tolerance;
 void conf_tolerance(const portc_graph *g, portc_bindings *b, const char *target, bool eager, tolerance *t);
 /* the largest finite magnitude among the inputs and parameters a run used */

@@ -70,11 +70,11 @@ portc_status portc_reference_run(const portc_graph *g, portc_bindings *b, portc_
   return conf_reference_update(g, b, outputs, NULL);
 }
 
-portc_status conf_reference_update(const portc_graph *g, portc_bindings *b, portc_tensor **outputs, double *closest) {
+portc_status conf_reference_update(const portc_graph *g, portc_bindings *b, portc_tensor **outputs, conf_draw *draw) {
   portc_status pulled = b ? bindings_pull(b, NULL, -1) : PORTC_OK; /* values kept on a device */
   if (pulled) return pulled;
   bindings_lock(b);
-  portc_status st = conf_reference_run(g, b, false, outputs, closest);
+  portc_status st = conf_reference_run(g, b, false, outputs, draw);
   if (!st && (st = bindings_apply_updates(g, b, outputs)))
     for (int k = 0; k < g->nout; k++) portc_tensor_free(outputs[k]), outputs[k] = NULL;
   bindings_unlock(b);
@@ -111,8 +111,29 @@ static double closest_call(const portc_graph *g, const node *x, rval *const *in,
   return scale > 0 ? least / scale : INFINITY;
 }
 
-portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs, double *closest) {
-  if (closest) *closest = INFINITY;
+/* how far sum (or mean) x cancelled: the RMS of its results over the RMS of a sum of its terms
+ * with random signs, sqrt(n) times the terms' RMS for n terms a result (a mean's divided by n);
+ * +INF for terms with an infinity or a NaN, whose sums the bounds hold to exact specials */
+static double cancelled_sum(const node *x, const rval *in, const rval *out) {
+  if (!in->f || !out->f || !in->numel || !out->numel) return INFINITY;
+  for (int64_t k = 0; k < in->numel; k++)
+    if (!isfinite(in->f[k])) return INFINITY;
+  const double n = (double)in->numel / (double)out->numel;
+  const double terms = rms(in) * sqrt(n) / (x->op == OP_mean ? n : 1);
+  return terms > 0 ? rms(out) / terms : INFINITY;
+}
+
+/* the sums and means whose results are outputs, as they are or through views and casts */
+static void mark_output_sums(const portc_graph *g, bool *sum_out) {
+  for (int k = 0; k < g->nout; k++) {
+    int v = g->outputs[k];
+    while (g->nodes[v].nin > 0 && (op_get(g->nodes[v].op)->kind == K_VIEW || op_get(g->nodes[v].op)->kind == K_CAST)) v = g->nodes[v].in[0];
+    if (g->nodes[v].op == OP_sum || g->nodes[v].op == OP_mean) sum_out[v] = true;
+  }
+}
+
+portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool flush_denormals, portc_tensor **outputs, conf_draw *draw) {
+  if (draw) *draw = (conf_draw){INFINITY, INFINITY};
   if (!g || !b || !outputs) return err_set(PORTC_ERR_INVALID, "reference_run: NULL argument");
   char *report = NULL;
   if (portc_graph_verify(g, &report) != PORTC_OK) {
@@ -126,11 +147,14 @@ portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool fl
   size_t nn = (size_t)(g->n > 0 ? g->n : 1);
   int *last = malloc(sizeof(int) * nn);
   rval **vals = calloc(nn, sizeof *vals);
-  if (!last || !vals) {
+  bool *sum_out = calloc(nn, sizeof *sum_out);
+  if (!last || !vals || !sum_out) {
     free(last);
     free(vals);
+    free(sum_out);
     return err_set(PORTC_ERR_NOMEM, "reference_run: out of memory");
   }
+  mark_output_sums(g, sum_out);
   for (int i = 0; i < g->n; i++) last[i] = i;
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nin; k++) last[g->nodes[i].in[k]] = i;
@@ -151,8 +175,10 @@ portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool fl
       for (int k = 0; k < x->nin; k++) in[k] = vals[x->in[k]];
       if ((st = ref_eval(x, in, vals[i])))
         st = err_set(st, "node '%s' (%s): %s", x->name, op_get(x->op)->name, portc_last_error());
-      else if (closest && op_get(x->op)->kind == K_COMPARE)
-        *closest = fmin(*closest, closest_call(g, x, in, vals[i]));
+      else if (draw && op_get(x->op)->kind == K_COMPARE)
+        draw->closest = fmin(draw->closest, closest_call(g, x, in, vals[i]));
+      else if (draw && sum_out[i])
+        draw->cancelled = fmin(draw->cancelled, cancelled_sum(x, in[0], vals[i]));
     }
     for (int k = 0; k < x->nin; k++)
       if (last[x->in[k]] == i) rval_free(vals[x->in[k]]), vals[x->in[k]] = NULL;
@@ -164,5 +190,6 @@ portc_status conf_reference_run(const portc_graph *g, portc_bindings *b, bool fl
   for (int i = 0; i < g->n; i++) rval_free(vals[i]);
   free(vals);
   free(last);
+  free(sum_out);
   return st;
 }

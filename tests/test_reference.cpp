@@ -195,11 +195,11 @@ static double closest_call(const std::string &text) {
   Graph g = parse(text);
   portc_bindings *b = portc_bindings_new(g.get());
   portc_tensor *out = nullptr;
-  double closest = -1;
-  EXPECT_EQ(conf_reference_run(g.get(), b, false, &out, &closest), PORTC_OK) << portc_last_error();
+  conf_draw d = {-1, -1};
+  EXPECT_EQ(conf_reference_run(g.get(), b, false, &out, &d), PORTC_OK) << portc_last_error();
   portc_tensor_free(out);
   portc_bindings_free(b);
-  return closest;
+  return d.closest;
 }
 
 TEST(Reference, ClosestCallAmongComparisonsOfComputedValues) {
@@ -218,6 +218,39 @@ TEST(Reference, ClosestCallAmongComparisonsOfComputedValues) {
             INFINITY);
   EXPECT_EQ(closest_call("const x: f16[2] = [1, 0.5]\nconst e: f16[2] = [-0.999, 0.25]\ns = add(x, e)\nconst z: f16[] = 0\ny = gt(s, z)\noutput y\n"),
             INFINITY);
+}
+
+// how far the graph's output sums cancelled: their RMS over sqrt(n) times their terms' RMS
+static double cancelled(const std::string &text) {
+  Graph g = parse(text);
+  portc_bindings *b = portc_bindings_new(g.get());
+  std::vector<portc_tensor *> out(portc_graph_output_count(g.get()) + 1, nullptr);
+  conf_draw d = {-1, -1};
+  EXPECT_EQ(conf_reference_run(g.get(), b, false, out.data(), &d), PORTC_OK) << portc_last_error();
+  for (auto *t : out) portc_tensor_free(t);
+  portc_bindings_free(b);
+  return d.cancelled;
+}
+
+TEST(Reference, HowFarOutputSumsCancelled) {
+  // terms [3, -2.9, 1, -1.2]: RMS sqrt(19.85 / 4), a random-sign sum of them sqrt(19.85), the sum -0.1
+  const std::string x = "const x: f32[4] = [3, -2.9, 1, -1.2]\n";
+  EXPECT_NEAR(cancelled(x + "y = sum(x)\noutput y\n"), 0.1 / std::sqrt(19.85), 1e-6);
+  // a mean is the same sum divided by n; a cast or a view of the sum is still the sum
+  EXPECT_NEAR(cancelled(x + "y = mean(x)\noutput y\n"), 0.1 / std::sqrt(19.85), 1e-6);
+  EXPECT_NEAR(cancelled(x + "s = sum(x, axes=[0], keepdim=true)\nh = cast(s, to=f16)\ny = reshape(h, shape=[])\noutput y\n"),
+              0.1 / std::sqrt(19.85), 1e-6);
+  // two rows: [3, -2.9] sums to 0.1, [1, -1.2] to -0.2; the least over outputs is taken
+  const std::string rows = "const x: f32[2, 2] = [3, -2.9, 1, -1.2]\n";
+  EXPECT_NEAR(cancelled(rows + "y = sum(x, axes=[1])\noutput y\n"), std::sqrt(0.05 / 2) / (std::sqrt(19.85 / 4) * std::sqrt(2.0)), 1e-6);
+  EXPECT_NEAR(cancelled(rows + "y = sum(x, axes=[1])\nz = sum(x)\noutput y, z\n"), 0.1 / std::sqrt(19.85), 1e-6);
+  // terms of one sign: the sum is sqrt(n) times a random-sign sum's scale or more
+  EXPECT_GT(cancelled("const x: f32[4] = [1, 2, 3, 4]\ny = sum(x)\noutput y\n"), 1.0);
+  // a sum that feeds other ops, or no sum at all, is not reported
+  EXPECT_EQ(cancelled(x + "s = sum(x)\ny = exp(s)\noutput y\n"), INFINITY);
+  EXPECT_EQ(cancelled(x + "y = neg(x)\noutput y\n"), INFINITY);
+  // nor a sum of terms with an infinity or a NaN
+  EXPECT_EQ(cancelled("const x: f32[4] = [3, inf, -inf, 1]\ny = sum(x)\noutput y\n"), INFINITY);
 }
 
 TEST(Reference, Composites) {
