@@ -17,17 +17,17 @@ struct Tensor {
   void set(int64_t i, double v) { portc_tensor_set(t, i, v); }
 };
 
-tolerance bounds(const char *text, bool eager) {
+tolerance bounds(const char *text) {
   Graph g = parse(text);
   tolerance t{};
-  conf_tolerance(g.get(), nullptr, "cpu", eager, &t);
+  conf_tolerance(g.get(), nullptr, "cpu", false, &t); // fused
   return t;
 }
 
 } // namespace
 
 TEST(Compare, AnElementOutOfItsBoundIsNamed) {
-  tolerance t = bounds("input x: f32[64]\ny = exp(x)\noutput y\n", false);
+  tolerance t = bounds("input x: f32[64]\ny = exp(x)\noutput y\n");
   Tensor ref(PORTC_F32, {64}), out(PORTC_F32, {64});
   for (int i = 0; i < 64; i++) ref.set(i, 1 + i / 64.0), out.set(i, 1 + i / 64.0);
   char msg[256];
@@ -38,7 +38,7 @@ TEST(Compare, AnElementOutOfItsBoundIsNamed) {
 }
 
 TEST(Compare, ErrorsLeaningOneWayOverATensorFailTheNorm) {
-  tolerance t = bounds("input x: f32[4096]\ny = exp(x)\noutput y\n", false);
+  tolerance t = bounds("input x: f32[4096]\ny = exp(x)\noutput y\n");
   Tensor ref(PORTC_F32, {4096}), out(PORTC_F32, {4096});
   char msg[256];
   double sq = 0;
