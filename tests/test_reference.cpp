@@ -190,17 +190,20 @@ TEST(Reference, Views) {
   expect_near(eval(x + "const i: i32[1] = [1]\ny = gather(x, i, axis=0)\noutput y\n"), {4, 5, 6});
 }
 
-// the closest call among a graph's comparisons of computed f32 values, relative to the RMS
-static double closest_call(const std::string &text) {
+// how near the reference's draw came to what the bounds do not describe (conf_draw)
+static conf_draw draw_of(const std::string &text) {
   Graph g = parse(text);
   portc_bindings *b = portc_bindings_new(g.get());
-  portc_tensor *out = nullptr;
+  std::vector<portc_tensor *> out(portc_graph_output_count(g.get()) + 1, nullptr);
   conf_draw d = {-1, -1};
-  EXPECT_EQ(conf_reference_run(g.get(), b, false, &out, &d), PORTC_OK) << portc_last_error();
-  portc_tensor_free(out);
+  EXPECT_EQ(conf_reference_run(g.get(), b, false, out.data(), &d), PORTC_OK) << portc_last_error();
+  for (auto *t : out) portc_tensor_free(t);
   portc_bindings_free(b);
-  return d.closest;
+  return d;
 }
+
+// the closest call among a graph's comparisons of computed f32 values, relative to the RMS
+static double closest_call(const std::string &text) { return draw_of(text).closest; }
 
 TEST(Reference, ClosestCallAmongComparisonsOfComputedValues) {
   // 1 - f32(0.9999999) = 2^-23, beside 0.75: relative to their RMS, a call of 2.25e-7
@@ -221,16 +224,7 @@ TEST(Reference, ClosestCallAmongComparisonsOfComputedValues) {
 }
 
 // how far the graph's output sums cancelled: their RMS over sqrt(n) times their terms' RMS
-static double cancelled(const std::string &text) {
-  Graph g = parse(text);
-  portc_bindings *b = portc_bindings_new(g.get());
-  std::vector<portc_tensor *> out(portc_graph_output_count(g.get()) + 1, nullptr);
-  conf_draw d = {-1, -1};
-  EXPECT_EQ(conf_reference_run(g.get(), b, false, out.data(), &d), PORTC_OK) << portc_last_error();
-  for (auto *t : out) portc_tensor_free(t);
-  portc_bindings_free(b);
-  return d.cancelled;
-}
+static double cancelled(const std::string &text) { return draw_of(text).cancelled; }
 
 TEST(Reference, HowFarOutputSumsCancelled) {
   // terms [3, -2.9, 1, -1.2]: RMS sqrt(19.85 / 4), a random-sign sum of them sqrt(19.85), the sum -0.1
