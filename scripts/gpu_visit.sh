@@ -118,7 +118,8 @@
 #             are the table, the tuned entries go to $out/shapes_TARGET.txt
 #   ab        this build against another one in $BASELINE (its bin/portc and lib/): every graph of
 #             bench/gpu/ and the transformer example, per target, each timed three times by each
-#             build in turn (medians of 30 runs); the table gives the best of each and their ratio
+#             build in turn (medians of 30 runs); the table gives the best of each and their ratio;
+#             $AB_ONLY (substrings of graph names, comma-separated) limits the graphs
 # Logs and JSON go to $OUT (or /tmp/portc-visit), and all of them into $OUT/visit.tar.gz as well;
 # the last lines printed are the short tables.
 # Usage: scripts/gpu_visit.sh [STEP]...   (default: verify bench torch)
@@ -749,6 +750,7 @@ print("%d samples busy: SM clock %.0f MHz, power %.0f W, %.0f C at the end" % (l
     for t in $targets; do
       for g in bench/gpu/*.ptg examples/transformer.ptg; do
         name=$(basename "$g" .ptg)
+        if [ -n "${AB_ONLY:-}" ] && ! grep -qF -e "${AB_ONLY//,/$'\n'}" <<<"$name"; then continue; fi
         flags=(--iters 30 --warmup 3 --no-eager)
         [[ $name == transformer ]] && flags+=(--set B=16 --set S=512)
         for round in 1 2 3; do

@@ -29,7 +29,8 @@
  * 0.602 against 0.676; but a work group of 255 registers is alone on its multiprocessor, and the
  * tensor cores idled while it stored, read back and finished a tile (about 17 us a tile, half of
  * the MLP's first GEMM). The second dispatch reads and writes the output once at the device's
- * bandwidth instead. The rule takes the outputs stored from the matrices, plain or finished after
+ * bandwidth instead: 3.50 ms against 3.55 in place, and the MLP 0.551 against 0.602, in one run.
+ * The rule takes the outputs stored from the matrices, plain or finished after
  * (by default; PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
  * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
