@@ -325,17 +325,17 @@ for step in $steps; do
     ;;
   coopwg)
     # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg);
-    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES ...), each forced on every f16 GEMM
-    # by a site tune table, as is $COOPWG_VERIFY_SHAPE for the cases (theirs are small GEMMs) and
-    # 128x256:64:1 for the large graphs' outputs
+    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES[:INVOCATIONS, default 256] ...), each
+    # forced on every f16 GEMM by a site tune table, as is $COOPWG_VERIFY_SHAPE for the cases
+    # (theirs are small GEMMs) and 128x256:64:1 for the large graphs' outputs
     wgk=coopattention,coopwg
     shapes=${COOPWG_SHAPES:-128x256:64:1 128x128:64:1} vspec=${COOPWG_VERIFY_SHAPE:-128x128:32:1}
-    wg_table() { # TILE:K-STEP:STAGES -> the table's path
-      local tile tk st
-      IFS=: read -r tile tk st <<<"$1"
-      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=256 wg_matrices=1 prov=heuristic source=\"work group $1\"" \
-        >"$out/coopwg_table_${tile}_${tk}_$st.txt"
-      echo "$out/coopwg_table_${tile}_${tk}_$st.txt"
+    wg_table() { # TILE:K-STEP:STAGES[:INVOCATIONS] -> the table's path
+      local tile tk st th
+      IFS=: read -r tile tk st th <<<"$1"
+      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=${th:-256} wg_matrices=1 prov=heuristic source=\"work group $1\"" \
+        >"$out/coopwg_table_${1//:/_}.txt"
+      echo "$out/coopwg_table_${1//:/_}.txt"
     }
     for v in $shapes; do wg_table "$v" >/dev/null; done
     vshape=$(wg_table "$vspec")

@@ -886,9 +886,11 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
 // where the output lies as the product (tiles moved back inside too); a tile in the device's
 // steps, at least a tile of the matrix each way and k-steps that divide K fit; an epilogue's sums
 // through shared memory (an output that does not lie as the product) must fit what the driver
-// leaves of it; the tune entry's knob is wg_matrices, 0 or 1.
+// leaves of it; work groups of 128 invocations take the device's steps for that size, where it
+// offers them; the tune entry's knob is wg_matrices, 0 or 1.
 TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
-  static const uint32_t step[3] = {32, 32, 16};
+  const vk_wg_steps *step = vk_coop_wg_default_steps();
+  static const vk_wg_steps only256 = {{{0, 0, 0}, {32, 32, 16}}};
   char why[256];
   Graph plain = parse("graph mm\ninput a: f16[200, 96]\ninput b: f16[96, 328]\ny = matmul(a, b)\noutput y\n");
   Graph gelu = parse("graph mm\ninput a: f16[200, 96]\ninput b: f16[96, 328]\ninput c: f16[328]\nh = matmul(a, b)\nz = add(h, c)\n"
@@ -914,6 +916,19 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why)) << "k-steps of 64 do not divide K = 96";
   s.tile_k = 32, s.stages = 3;
   EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why));
+  /* 128 invocations: the H100's steps for them are 32x16x16 */
+  s.stages = 1, s.threads[0] = 128, s.tile_n = 80;
+  EXPECT_TRUE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why)) << why;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, &only256, 40960, why, sizeof why)) << "a device without matrices of 128 invocations";
+  EXPECT_NE(strstr(why, "no cooperative matrices of a work group of that size"), nullptr) << why;
+  s.threads[0] = 192;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, step, 40960, why, sizeof why));
+  EXPECT_NE(strstr(why, "128 or 256 invocations"), nullptr) << why;
+  s.threads[0] = 128, s.tile_n = 128;
+  char *wg128 = emit_module(&vulkan_dialect, km);
+  ASSERT_NE(wg128, nullptr);
+  EXPECT_NE(std::string(wg128).find("layout(local_size_x = 128) in;"), std::string::npos) << "the schedule's invocations";
+  free(wg128);
   kir_module_free(km);
   /* an epilogue, tiles moved back inside: the sums go into the output from one matrix, and the
    * second dispatch finishes its 200 x 328 / 8 words */

@@ -100,22 +100,23 @@ static lower_options device_lowering(bool eager) {
 }
 
 /* the schedules of the work group's matrices tried here (the rule's 128x256 needs N >= 256, which
- * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, and a tile whose sums,
- * where an epilogue follows and tiles are moved back inside, pass through shared memory in four
- * parts */
-static const struct { int tile_m, tile_n, tile_k, stages; } wg_shapes[] = {{128, 128, 32, 1}, {128, 128, 32, 2}, {256, 128, 64, 1}};
+ * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, a tile whose sums, where an
+ * epilogue follows and tiles are moved back inside, pass through shared memory in four parts, and
+ * 128x128 on a work group of 128 invocations */
+static const struct { int tile_m, tile_n, tile_k, stages, threads; } wg_shapes[] = {
+  {128, 128, 32, 1, 256}, {128, 128, 32, 2, 256}, {256, 128, 64, 1, 256}, {128, 128, 32, 1, 128}};
 
 /* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
  * runs them (the H100's steps, no shared memory kept by the driver), in each of wg_shapes that
  * fits; returns whether kernel i was so scheduled */
 static bool schedule_workgroup(kir_module *km, int i, int shape) {
-  static const uint32_t step[3] = {VK_WG_STEP_MN, VK_WG_STEP_MN, VK_WG_STEP_K};
   if (!vk_coop_wg_eligible(km, i)) return false;
   kir_schedule s = km->k[i].sched;
   vk_coop_wg_schedule(&s);
   s.tile_m = wg_shapes[shape].tile_m, s.tile_n = wg_shapes[shape].tile_n, s.tile_k = wg_shapes[shape].tile_k, s.stages = wg_shapes[shape].stages;
+  s.threads[0] = wg_shapes[shape].threads;
   char why[200];
-  if (!vk_coop_wg_fit(km, i, &s, step, VK_COOP_SHARED, why, sizeof why)) return false;
+  if (!vk_coop_wg_fit(km, i, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) return false;
   km->k[i].sched = s;
   return true;
 }
@@ -127,8 +128,8 @@ static void add_workgroup_units(kir_module *km, bool eager, const char *name) {
     bool any = false;
     for (int i = 0; i < km->nk; i++) any = schedule_workgroup(km, i, (int)v) || any;
     char variant[64];
-    snprintf(variant, sizeof variant, " [work group, %dx%d, k-step %d, %d stages]", wg_shapes[v].tile_m, wg_shapes[v].tile_n, wg_shapes[v].tile_k,
-             wg_shapes[v].stages);
+    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages]", wg_shapes[v].threads, wg_shapes[v].tile_m,
+             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages);
     if (any) add_units(km, eager, name, variant);
     for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
   }

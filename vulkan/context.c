@@ -219,22 +219,25 @@ static pc_coop_flexible_nv *coop2_query(VkPhysicalDevice pd, pc_coop2_features_n
 }
 
 /* VK_NV_cooperative_matrix2's workgroup scope and flexible sizes with f16 x f16 + f32 -> f32 on
- * work groups of 256 (matmul_wg.c): the sizes' steps and the shared memory the driver keeps */
-static bool coop_matrix_wg(VkPhysicalDevice pd, uint32_t step[3], uint32_t *reserved) {
+ * work groups of 256 (matmul_wg.c), and of 128 where offered too: the sizes' steps and the shared
+ * memory the driver keeps */
+static bool coop_matrix_wg(VkPhysicalDevice pd, vk_wg_steps *steps, uint32_t *reserved) {
+  *steps = (vk_wg_steps){0};
   if (!has_device_ext(pd, PC_NV_COOPERATIVE_MATRIX2_NAME)) return false;
   pc_coop2_features_nv f;
   pc_coop2_properties_nv p;
   uint32_t n;
   pc_coop_flexible_nv *s = coop2_query(pd, &f, &p, &n);
-  bool found = false;
-  for (uint32_t i = 0; f.workgroupScope && f.flexibleDimensions && p.workgroupScopeMaxWorkgroupSize >= VK_WG_THREADS && i < n && !found; i++)
-    if ((found = s[i].AType == PC_COMPONENT_FLOAT16_KHR && s[i].BType == PC_COMPONENT_FLOAT16_KHR && s[i].CType == PC_COMPONENT_FLOAT32_KHR &&
-                 s[i].ResultType == PC_COMPONENT_FLOAT32_KHR && !s[i].saturatingAccumulation && s[i].scope == PC_SCOPE_WORKGROUP_KHR &&
-                 s[i].workgroupInvocations == VK_WG_THREADS && s[i].MGranularity && s[i].NGranularity && s[i].KGranularity))
+  for (uint32_t i = 0; f.workgroupScope && f.flexibleDimensions && p.workgroupScopeMaxWorkgroupSize >= VK_WG_THREADS && i < n; i++)
+    if (s[i].AType == PC_COMPONENT_FLOAT16_KHR && s[i].BType == PC_COMPONENT_FLOAT16_KHR && s[i].CType == PC_COMPONENT_FLOAT32_KHR &&
+        s[i].ResultType == PC_COMPONENT_FLOAT32_KHR && !s[i].saturatingAccumulation && s[i].scope == PC_SCOPE_WORKGROUP_KHR &&
+        (s[i].workgroupInvocations == 128 || s[i].workgroupInvocations == 256) && s[i].MGranularity && s[i].NGranularity && s[i].KGranularity) {
+      uint32_t *step = steps->of[s[i].workgroupInvocations == 256];
       step[0] = s[i].MGranularity, step[1] = s[i].NGranularity, step[2] = s[i].KGranularity;
+    }
   free(s);
   *reserved = p.workgroupScopeReservedSharedMemory;
-  return found;
+  return steps->of[1][0] != 0;
 }
 
 /* VK_NV_cooperative_matrix2 as `portc devices` tells it: whether the device offers workgroup-scope
@@ -373,7 +376,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
   const unsigned own = vk_own_kernels(getenv("PORTC_VULKAN_KERNELS"));
   di->f.coop_conv = own & VK_OWN_COOPCONV, di->f.coop_attention = own & VK_OWN_COOPATTENTION;
-  di->f.coop_workgroup = (own & VK_OWN_COOPWG) && coop_matrix_wg(pd, di->f.coop_wg_step, &di->f.coop_wg_reserved);
+  di->f.coop_workgroup = (own & VK_OWN_COOPWG) && coop_matrix_wg(pd, &di->f.coop_wg_steps, &di->f.coop_wg_reserved);
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},

@@ -5,7 +5,10 @@
  * class of instruction. A work group's matrices let the driver stage the operands through shared
  * memory itself and pick the instruction the GPU is fastest with (Hopper's wgmma).
  *
- * One 2-D GEMM (matmul_gemm_view) of static sizes, 256 invocations per BM x BN tile:
+ * One 2-D GEMM (matmul_gemm_view) of static sizes, 256 invocations per BM x BN tile (128 where a
+ * tune table says threads=128 and the device offers matrices of that size: two work groups then
+ * share a multiprocessor's registers; on the H100 every such shape was slower, 3.70 ms at best on
+ * the plain 8192^3 product against the rule's 3.42, bench/gpu/NOTES.md):
  *  - per k-step of BK, A's BM x BK panel and B's BK x BN one are loaded straight from the storage
  *    buffers (row-major, as they lie) and multiplied into NA accumulators of BM x BN/NA f32 sums;
  *    with stages = 2 the next step's panels are loaded before this step's products are issued;
@@ -98,13 +101,21 @@ bool vk_coop_wg_eligible(const kir_module *m, int i) {
   return k->mnk[1].sym < 0 && k->mnk[2].sym < 0 && k->mnk[1].c % 8 == 0;
 }
 
-bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len) {
+const vk_wg_steps *vk_coop_wg_default_steps(void) {
+  static const vk_wg_steps h100 = {{{VK_WG_STEP_MN, VK_WG_STEP_N128, VK_WG_STEP_K}, {VK_WG_STEP_MN, VK_WG_STEP_MN, VK_WG_STEP_K}}};
+  return &h100;
+}
+
+bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const vk_wg_steps *steps, size_t shared, char *why, size_t len) {
   const kir_kernel *k = &m->k[i];
   const int64_t M = gpu_gemm_rows(m, i, NULL), N = k->mnk[1].c, K = k->mnk[2].c;
   if (!vk_coop_wg_eligible(m, i))
     return snprintf(why, len, "wg_matrices=1 takes one f16 GEMM of static sizes whose N is a multiple of 8"), false;
-  if (s->threads[0] != VK_WG_THREADS || s->threads[1] > 1 || s->threads[2] > 1)
-    return snprintf(why, len, "threads=%d: the work group's matrices are written for %d invocations", s->threads[0], VK_WG_THREADS), false;
+  if ((s->threads[0] != 128 && s->threads[0] != 256) || s->threads[1] > 1 || s->threads[2] > 1)
+    return snprintf(why, len, "threads=%d: the work group's matrices are written for 128 or 256 invocations", s->threads[0]), false;
+  const uint32_t *step = steps->of[s->threads[0] == 256];
+  if (!step[0] || !step[1] || !step[2])
+    return snprintf(why, len, "threads=%d: the device offers no cooperative matrices of a work group of that size", s->threads[0]), false;
   if (s->tile_m % (int)step[0] || s->tile_n % (int)step[1] || s->tile_k % (int)step[2] || s->tile_m > 256 || s->tile_n > 256 || s->tile_k > 128 ||
       s->tile_k <= 0)
     return snprintf(why, len, "tile %dx%d, k-step %d: the device takes work-group matrices in steps of %ux%ux%u (here at most 256x256, k 128)",
@@ -132,7 +143,7 @@ void vk_coop_wg_schedule(kir_schedule *s) {
 void vk_coop_wg_declare(emitter *e, int index) {
   const kir_schedule *s = &e->k->sched;
   const wg_epilogue how = epilogue(e->m, index);
-  emit_line(e, "layout(local_size_x = %d) in;", VK_WG_THREADS);
+  emit_line(e, "layout(local_size_x = %d) in;", s->threads[0]);
   vk_declare_buffers(e, index, true);
   emit_line(e, "layout(constant_id = 4) const int PC_WG_K = %d; /* B's rows: the k-step */", s->tile_k);
   emit_line(e, "layout(constant_id = 5) const int PC_WG_M = %d; /* the sums' rows: the tile's */", s->tile_m);
@@ -163,7 +174,7 @@ static void finish_words(emitter *e) {
   const char *oidx[PORTC_MAX_RANK];
   char o[16];
   snprintf(o, sizeof o, "%sv", emit_buf(e, k->store[0].buf));
-  emit_line(e, "for (int q = int(gl_GlobalInvocationID.x); q < M * (N / %d); q += int(gl_NumWorkGroups.x) * %d) {", epw, VK_WG_THREADS);
+  emit_line(e, "for (int q = int(gl_GlobalInvocationID.x); q < M * (N / %d); q += int(gl_NumWorkGroups.x) * %d) {", epw, k->sched.threads[0]);
   e->indent++;
   emit_line(e, "const int m = q / (N / %d), nw = q %% (N / %d) * %d;", epw, epw, epw);
   emit_line(e, "const uvec4 w = %s[q];", o);
@@ -254,7 +265,7 @@ void vk_coop_wg(emitter *e) {
     e->indent++;
     emit_line(e, "coopMatStoreNV(c[j], pc_C, 0u, %du, false);", CW);
     emit_line(e, "barrier();");
-    emit_line(e, "for (int q = tid; q < %d; q += %d) {", BM * CW, VK_WG_THREADS);
+    emit_line(e, "for (int q = tid; q < %d; q += %d) {", BM * CW, s->threads[0]);
     e->indent++;
     emit_line(e, "const int m = m0 + q / %d, n = c0 + %d * j + q %% %d;", CW, CW, CW);
     emit_line(e, "if (m < mt || n < n0) continue;");

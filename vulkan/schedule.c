@@ -71,10 +71,7 @@ static size_t wg_shared(const vk_context *c) {
   return c && c->f.coop_wg_reserved < shared_max(c) ? shared_max(c) - c->f.coop_wg_reserved : c ? 0 : VK_COOP_SHARED;
 }
 /* the steps of their sizes: the device's, else the H100's */
-static const uint32_t *wg_step(const vk_context *c) {
-  static const uint32_t nvidia[3] = {VK_WG_STEP_MN, VK_WG_STEP_MN, VK_WG_STEP_K};
-  return c && c->f.coop_workgroup ? c->f.coop_wg_step : nvidia;
-}
+static const vk_wg_steps *wg_steps(const vk_context *c) { return c && c->f.coop_workgroup ? &c->f.coop_wg_steps : vk_coop_wg_default_steps(); }
 
 /* A float matmul's tiles. The f32 word matmul (words_eligible) takes 128x128 tiles where the
  * output has at least 128 of them (a wave of work groups on a large GPU), else 64x64 (the rows or
@@ -225,7 +222,7 @@ void vk_schedule(kir_module *m, int i, int device) {
        * its N = 256 GEMMs among them: 0.387 ms with 128x128 tiles, 0.413 with 128x256) */
       const int64_t tiles = (gpu_gemm_rows(m, i, NULL) + wg.tile_m - 1) / wg.tile_m * ((k->mnk[1].c + wg.tile_n - 1) / wg.tile_n);
       if (tiles < (int64_t)c->f.units) wg.tile_n = VK_WG_TILE_NARROW;
-      if (vk_coop_wg_fit(m, i, &wg, c->f.coop_wg_step, wg_shared(c), why, sizeof why)) *s = wg;
+      if (vk_coop_wg_fit(m, i, &wg, &c->f.coop_wg_steps, wg_shared(c), why, sizeof why)) *s = wg;
     }
   }
   if (gpu_is_attention(m, i) && !(c && c->f.coop_attention && vk_attention_coop_schedule(m, i, shared_max(c))))
@@ -258,7 +255,7 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
     return snprintf(why, len, "wg_matrices=1: %s", s->variant != KS_MMA ? "only the cooperative-matrix matmul (variant mma) takes it"
                                                     : "the device offers no cooperative matrices of a work group, or PORTC_VULKAN_KERNELS leaves them out"),
            false;
-  if (s->variant == KS_MMA && s->wg_matrices) return vk_coop_wg_fit(m, i, s, wg_step(c), wg_shared(c), why, len);
+  if (s->variant == KS_MMA && s->wg_matrices) return vk_coop_wg_fit(m, i, s, wg_steps(c), wg_shared(c), why, len);
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);
   if (!gpu_attention_fits(m, i, attention_shared(c), why, len)) return false;
   const int width = vk_vector_kernel(&m->k[i]) ? vector_rule(m, i) : 0;
@@ -299,7 +296,7 @@ int vk_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
         tune_knobs_apply(&k, &as);
         char why[200];
         const bool same = as.tile_m == s->tile_m && as.tile_n == s->tile_n && as.tile_k == s->tile_k && as.stages == s->stages;
-        if (!same && vk_coop_wg_fit(m, i, &as, wg_step(NULL), d->shared_bytes > 0 ? (size_t)d->shared_bytes : VK_COOP_SHARED, why, sizeof why))
+        if (!same && vk_coop_wg_fit(m, i, &as, wg_steps(NULL), d->shared_bytes > 0 ? (size_t)d->shared_bytes : VK_COOP_SHARED, why, sizeof why))
           out[n++] = k;
       }
     if (n < max)

@@ -12,6 +12,12 @@
 #include "../targets/target.h"
 #include "vk_api.h"
 
+/* the sizes' steps (M, N, K) of a device's cooperative matrices of a whole work group, for work
+ * groups of 128 invocations (of[0]) and of 256 (of[1]); zeros where it offers none of that size */
+typedef struct vk_wg_steps {
+  uint32_t of[2][3];
+} vk_wg_steps;
+
 /* what a device offers that kernels may need; a kernel that needs a missing one is refused at
  * compile time with the feature's name, or written without it */
 typedef struct vk_features {
@@ -26,11 +32,12 @@ typedef struct vk_features {
    * pipeline requires it (VK_EXT_subgroup_size_control), which the matmul's pipelines do */
   bool coop_khr, coop_size32;
   /* the f16 matmul on cooperative matrices of a whole work group of 256 (VK_NV_cooperative_matrix2's
-   * workgroup scope and flexible sizes, with coop_khr; where PORTC_VULKAN_KERNELS takes it):
-   * their sizes in steps of coop_wg_step (M, N, K); the driver keeps coop_wg_reserved bytes of the
-   * work group's shared memory for staging them */
+   * workgroup scope and flexible sizes, with coop_khr; where PORTC_VULKAN_KERNELS takes it), and
+   * of 128 where the device offers that too: their sizes' steps in coop_wg_steps; the driver keeps
+   * coop_wg_reserved bytes of the work group's shared memory for staging them */
   bool coop_workgroup;
-  uint32_t coop_wg_step[3], coop_wg_reserved;
+  vk_wg_steps coop_wg_steps;
+  uint32_t coop_wg_reserved;
   /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix, where
    * PORTC_VULKAN_KERNELS takes it: vk_own_kernels; else NCHW on the SIMT kernel) */
   bool coop_conv;
@@ -116,9 +123,10 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
        VK_COOP_SHARED = 48 << 10, /* what vk_coop_schedule takes a device to have: NVIDIA's 48 KiB */
        /* the work group's matrices (matmul_wg.c): invocations, tile (its columns where the tiles
         * are fewer than the multiprocessors: narrow) and k-step of the rule, the most bytes of one
-        * accumulator's sums in shared memory, the sizes' steps where no device is known */
+        * accumulator's sums in shared memory, the sizes' steps where no device is known (the H100's:
+        * 32x32x16 at 256 invocations, 32x16x16 at 128) */
        VK_WG_THREADS = 256, VK_WG_TILE_M = 128, VK_WG_TILE_N = 256, VK_WG_TILE_NARROW = 128, VK_WG_K = 64, VK_WG_EPILOGUE = 32 << 10,
-       VK_WG_STEP_MN = 32, VK_WG_STEP_K = 16 };
+       VK_WG_STEP_MN = 32, VK_WG_STEP_N128 = 16, VK_WG_STEP_K = 16 };
 /* the cooperative-matrix schedule for matmul kernel i where it qualifies, and for attention kernel
  * i within VK_COOP_SHARED bytes (whatever the device: the runtime's hook calls it only on devices
  * with cooperative matrices, and schedules attention for the device's own shared memory); false
@@ -126,10 +134,11 @@ enum { VK_MAX_GROUPS = 65535, VK_MM_TILE = 64, VK_COOP_TILE = 128, VK_COOP_THREA
 bool vk_coop_schedule(kir_module *m, int i);
 /* matmul_wg.c, the f16 matmul on cooperative matrices of the whole work group: whether matmul
  * kernel i is a GEMM it takes; whether schedule s fits it on a device whose matrices' sizes go in
- * steps of step (M, N, K) and that leaves `shared` bytes of shared memory beside the driver's (why
- * not, where not); the rule's schedule; its declarations and body */
+ * `steps` and that leaves `shared` bytes of shared memory beside the driver's (why not, where not);
+ * the steps where no device is known; the rule's schedule; its declarations and body */
 bool vk_coop_wg_eligible(const kir_module *m, int i);
-bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const uint32_t step[3], size_t shared, char *why, size_t len);
+bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const vk_wg_steps *steps, size_t shared, char *why, size_t len);
+const vk_wg_steps *vk_coop_wg_default_steps(void);
 void vk_coop_wg_schedule(kir_schedule *s);
 /* whether the rule takes them for kernel i: a GEMM they take whose sums leave from the matrices,
  * plain or finished by a second dispatch (H100: with an epilogue through shared memory they ran at
