@@ -89,7 +89,7 @@ static void schedule_line(const kir_kernel *k, strbuf *out) {
     sb_printf(out, "%s %dx%d", variants[s->variant], s->tile_m, s->tile_n);
     if (s->stages) sb_printf(out, "x%d, %d stages", s->tile_k, s->stages);
     if (s->split_k > 1) sb_printf(out, ", the reduction in %d slices added by an epilogue kernel", s->split_k);
-    if (s->wg_matrices) sb_printf(out, ", on matrices of the whole work group");
+    if (s->wg_matrices) sb_printf(out, ", on matrices of the whole work group%s", s->wg_matrices == 2 ? ", loaded through tensor layouts" : "");
   }
   if (k->kind == KK_OPAQUE && s->tile_m > 0) /* attention: its query rows per work group, its keys a step */
     sb_printf(out, "%s, %d queries by %d keys a step", variants[s->variant == KS_MMA ? KS_MMA : KS_PLAIN], s->tile_m, s->tile_n);

@@ -325,21 +325,23 @@ for step in $steps; do
     ;;
   coopwg)
     # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg);
-    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES[:INVOCATIONS, default 256] ...), each
-    # forced on every f16 GEMM by a site tune table, as is $COOPWG_VERIFY_SHAPE for the cases
-    # (theirs are small GEMMs) and 128x256:64:1 for the large graphs' outputs
-    wgk=coopattention,coopwg
+    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES[:INVOCATIONS[:WG]], invocations 256
+    # and wg_matrices 1 by default, 2: tensor loads), each forced on every f16 GEMM by a site tune
+    # table, as is $COOPWG_VERIFY_SHAPE for the cases (theirs are small GEMMs) and
+    # $COOPWG_LARGE_SHAPE (default 128x256:64:1) for the large graphs' outputs; $COOPWG_KERNELS is PORTC_VULKAN_KERNELS with the work
+    # group's matrices (default coopattention,coopwg; add coopwgtensor for tensor loads)
+    wgk=${COOPWG_KERNELS:-coopattention,coopwg}
     shapes=${COOPWG_SHAPES:-128x256:64:1 128x128:64:1} vspec=${COOPWG_VERIFY_SHAPE:-128x128:32:1}
-    wg_table() { # TILE:K-STEP:STAGES[:INVOCATIONS] -> the table's path
-      local tile tk st th
-      IFS=: read -r tile tk st th <<<"$1"
-      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=${th:-256} wg_matrices=1 prov=heuristic source=\"work group $1\"" \
+    wg_table() { # TILE:K-STEP:STAGES[:INVOCATIONS[:WG]] -> the table's path
+      local tile tk st th wg
+      IFS=: read -r tile tk st th wg <<<"$1"
+      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=${th:-256} wg_matrices=${wg:-1} prov=heuristic source=\"work group $1\"" \
         >"$out/coopwg_table_${1//:/_}.txt"
       echo "$out/coopwg_table_${1//:/_}.txt"
     }
     for v in $shapes; do wg_table "$v" >/dev/null; done
     vshape=$(wg_table "$vspec")
-    large=$(wg_table 128x256:64:1)
+    large=$(wg_table "${COOPWG_LARGE_SHAPE:-128x256:64:1}")
     PORTC_VULKAN_KERNELS=$wgk PORTC_TUNE_PATH=$large PORTC_LOG=tune timeout 120 "$portc" explain bench/gpu/mlp_8192_f16.ptg -t vulkan \
       >"$out/explain_coopwg.txt" 2>&1
     summary+=("explain with coopwg, 128x256 forced (rc $?): $(grep -c 'whole work group' "$out/explain_coopwg.txt") kernels on a work group's matrices")

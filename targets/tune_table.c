@@ -41,8 +41,9 @@ static const struct knob {
     {"split_k", KF_INT, offsetof(kir_schedule, split_k), 1, 64, "the reduction in N slices, summed by an epilogue kernel"},
     {"run", KF_INT, offsetof(kir_schedule, run), 0, 8, "the direct convolution: consecutive outputs of a row per invocation (0 or 1: one)"},
     {"cluster", KF_INT, offsetof(kir_schedule, cluster), 1, 2, "work groups per cluster, which share their operands' loads (CUDA on Hopper)"},
-    {"wg_matrices", KF_INT, offsetof(kir_schedule, wg_matrices), 0, 1,
-     "1: the matmul on cooperative matrices of the whole work group (Vulkan, VK_NV_cooperative_matrix2)"},
+    {"wg_matrices", KF_INT, offsetof(kir_schedule, wg_matrices), 0, 2,
+     "1: the matmul on cooperative matrices of the whole work group (Vulkan, VK_NV_cooperative_matrix2); 2: its panels loaded through "
+     "tensor layouts"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 

@@ -27,6 +27,7 @@ extern "C" {
 #include "cuda/cu.h"
 #include "driver/module.h"
 #include "lower/pipeline.h"
+#include "targets/regional.h"
 #include "targets/tune.h"
 #include "vulkan/vk.h"
 }
@@ -874,7 +875,7 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
       << "attention and plain GEMMs of the work group's matrices on cooperative matrices by default, convolutions not";
   EXPECT_TRUE(vk_own_kernels_known("coopconv,coopattention,none", why, sizeof why));
   EXPECT_FALSE(vk_own_kernels_known("coopconv,flash", why, sizeof why));
-  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention, coopwg or none");
+  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention, coopwg, coopwgtensor or none");
 }
 
 // Vulkan's f16 attention on cooperative matrices (vulkan/attention.c): taken where the heads are
@@ -976,13 +977,72 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   int problems = 0;
   std::string err;
   tune_table tt = parse_text("api=vulkan kind=matmul tile=128x256 tile_k=64 wg_matrices=1 prov=heuristic source=a\n"
-                             "api=vulkan kind=matmul wg_matrices=2 prov=heuristic source=b\n",
+                             "api=vulkan kind=matmul wg_matrices=3 prov=heuristic source=b\n",
                              &problems, &err);
   EXPECT_EQ(problems, 1) << err;
   EXPECT_NE(err.find("wg_matrices"), std::string::npos) << err;
   ASSERT_EQ(tt.n, 1) << err;
   EXPECT_EQ(tt.e[0].knobs.v.wg_matrices, 1);
   tune_table_free(&tt);
+}
+
+// wg_matrices=2: the work group's f16 GEMM loads its A and B panels through tensor layouts. The
+// shader reads them as f16 elements and compiles as any other; spirv_tensor.c then makes each
+// such load OpCooperativeMatrixLoadTensorNV (5367) over a layout (OpTypeTensorLayoutNV, 5370),
+// with the extension's capabilities; a module without such loads, or not SPIR-V, is refused by
+// name. A device without tensor addressing (or without coopwgtensor listed) refuses the schedule.
+TEST(TuneTables, VulkansWorkGroupMatricesLoadThroughTensorLayouts) {
+  Graph gelu = parse("graph mm\ninput a: f16[256, 128]\ninput b: f16[128, 256]\ninput c: f16[256]\nh = matmul(a, b)\nz = add(h, c)\n"
+                     "y = gelu(z)\noutput y\n");
+  ASSERT_TRUE(gelu);
+  kir_module *km = vulkan_schedules(gelu);
+  ASSERT_NE(km, nullptr) << portc_last_error();
+  kir_schedule &s = km->k[0].sched;
+  vk_coop_wg_schedule(&s);
+  s.tile_m = 128, s.tile_n = 128, s.wg_matrices = 2;
+  char *src = emit_module(&vulkan_dialect, km);
+  kernel_piece *pc = nullptr;
+  ASSERT_NE(src, nullptr);
+  ASSERT_EQ(kernel_pieces(src, km->nk, "vulkan", &pc), PORTC_OK) << portc_last_error();
+  free(src);
+  EXPECT_NE(std::string(pc[0].source).find("float16_t"), std::string::npos) << "an f16 view of the operands";
+  EXPECT_NE(std::string(pc[0].needs).find("coopwgtensor"), std::string::npos) << pc[0].needs;
+  vk_context every = {};
+  every.f.storage16 = every.f.int64 = every.f.coop_matrix = every.f.coop_khr = every.f.coop_workgroup = true;
+  every.f.subgroup_size = 32;
+  const char *defines[10];
+  int nd = 0;
+  EXPECT_NE(vk_kernel_defines(&every, 0, pc[0].needs, defines, &nd), PORTC_OK) << "a device without tensor addressing";
+  EXPECT_NE(std::string(portc_last_error()).find("tensor addressing"), std::string::npos) << portc_last_error();
+  every.f.coop_wg_tensor = true;
+  nd = 0;
+  ASSERT_EQ(vk_kernel_defines(&every, 0, pc[0].needs, defines, &nd), PORTC_OK) << portc_last_error();
+  uint32_t *spirv = nullptr;
+  size_t words = 0;
+  const portc_status compiled = vk_compile(&every, pc[0].source, "tensor", defines, &spirv, &words);
+  kernel_pieces_free(pc, km->nk);
+  ASSERT_EQ(compiled, PORTC_OK) << portc_last_error();
+  int tensor_loads = 0, khr_loads = 0, layouts = 0, caps = 0;
+  for (size_t i = 5; i < words; i += spirv[i] >> 16) {
+    const uint32_t op = spirv[i] & 0xffff;
+    tensor_loads += op == 5367, khr_loads += op == 4457, layouts += op == 5370;
+    caps += op == 17 && (spirv[i + 1] == 5433 || spirv[i + 1] == 5439);
+  }
+  EXPECT_EQ(tensor_loads, 2) << "A's panel and B's (one accumulator)";
+  EXPECT_EQ(khr_loads, 0);
+  EXPECT_EQ(layouts, 1);
+  EXPECT_EQ(caps, 2);
+  EXPECT_NE(vk_spirv_tensor_loads(&spirv, &words), PORTC_OK) << "nothing left to rewrite";
+  EXPECT_NE(std::string(portc_last_error()).find("no row-major load"), std::string::npos) << portc_last_error();
+  free(spirv);
+  uint32_t junk[6] = {1, 2, 3, 4, 5, 6};
+  uint32_t *j = (uint32_t *)malloc(sizeof junk);
+  memcpy(j, junk, sizeof junk);
+  size_t jw = 6;
+  EXPECT_NE(vk_spirv_tensor_loads(&j, &jw), PORTC_OK);
+  EXPECT_NE(std::string(portc_last_error()).find("not a SPIR-V module"), std::string::npos) << portc_last_error();
+  free(j);
+  kir_module_free(km);
 }
 
 TEST(TuneTables, VulkansF16AttentionRunsOnCooperativeMatricesWhereItsHeadsFit) {

@@ -13,7 +13,8 @@
  * kernels are compiled a second time for a device with only VK_KHR_cooperative_matrix, whose
  * rewritten SPIR-V is checked by khr_rewrite_wrong, and in every shape the tuner may give them.
  *
- * usage: vulkan_variants EXAMPLES_DIR
+ * usage: vulkan_variants EXAMPLES_DIR [--spirv DIR]   DIR: every KHR-rewritten module written there,
+ *                                         for a newer validator than Debian 12's (spirv-val)
  *        vulkan_variants --source G.ptg [--wg]   prints the graph's shaders as scheduled here (fused),
  *                                         the cooperative-matrix kernels where they qualify (--wg:
  *                                         f16 GEMMs on a work group's matrices)
@@ -101,10 +102,11 @@ static lower_options device_lowering(bool eager) {
 
 /* the schedules of the work group's matrices tried here (the rule's 128x256 needs N >= 256, which
  * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, a tile whose sums, where an
- * epilogue follows and tiles are moved back inside, pass through shared memory in four parts, and
- * 128x128 on a work group of 128 invocations */
-static const struct { int tile_m, tile_n, tile_k, stages, threads; } wg_shapes[] = {
-  {128, 128, 32, 1, 256}, {128, 128, 32, 2, 256}, {256, 128, 64, 1, 256}, {128, 128, 32, 1, 128}};
+ * epilogue follows and tiles are moved back inside, pass through shared memory in four parts,
+ * 128x128 on a work group of 128 invocations, and 128x128 with its panels loaded through tensor
+ * layouts (wg_matrices=2) */
+static const struct { int tile_m, tile_n, tile_k, stages, threads, wg; } wg_shapes[] = {
+  {128, 128, 32, 1, 256, 1}, {128, 128, 32, 2, 256, 1}, {256, 128, 64, 1, 256, 1}, {128, 128, 32, 1, 128, 1}, {128, 128, 32, 1, 256, 2}};
 
 /* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
  * runs them (the H100's steps, no shared memory kept by the driver), in each of wg_shapes that
@@ -114,7 +116,7 @@ static bool schedule_workgroup(kir_module *km, int i, int shape) {
   kir_schedule s = km->k[i].sched;
   vk_coop_wg_schedule(&s);
   s.tile_m = wg_shapes[shape].tile_m, s.tile_n = wg_shapes[shape].tile_n, s.tile_k = wg_shapes[shape].tile_k, s.stages = wg_shapes[shape].stages;
-  s.threads[0] = wg_shapes[shape].threads;
+  s.threads[0] = wg_shapes[shape].threads, s.wg_matrices = wg_shapes[shape].wg;
   char why[200];
   if (!vk_coop_wg_fit(km, i, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) return false;
   km->k[i].sched = s;
@@ -127,9 +129,9 @@ static void add_workgroup_units(kir_module *km, bool eager, const char *name) {
   for (size_t v = 0; rules && v < sizeof wg_shapes / sizeof *wg_shapes; v++) {
     bool any = false;
     for (int i = 0; i < km->nk; i++) any = schedule_workgroup(km, i, (int)v) || any;
-    char variant[64];
-    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages]", wg_shapes[v].threads, wg_shapes[v].tile_m,
-             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages);
+    char variant[96];
+    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages%s]", wg_shapes[v].threads, wg_shapes[v].tile_m,
+             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages, wg_shapes[v].wg == 2 ? ", tensor loads" : "");
     if (any) add_units(km, eager, name, variant);
     for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
   }
@@ -163,7 +165,7 @@ static void add_module(const portc_graph *g, bool eager, const char *name) {
     for (int i = 0; i < km->nk; i++)
       if (km->k[i].sched.variant == KS_MMA) tune_knobs_apply(&shapes[v], &km->k[i].sched), km->k[i].sched.split_k = 1;
     const kir_schedule *s = &km->k[coop].sched;
-    char variant[64];
+    char variant[96];
     snprintf(variant, sizeof variant, " [%dx%d, %d threads, k-step %d]", s->tile_m, s->tile_n, s->threads[0], s->tile_k);
     add_units(km, eager, name, variant);
     for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
@@ -183,11 +185,13 @@ static bool needs(const unit *u, const char *word) {
 /* what the KHR rewrite of a cooperative-matrix kernel must hold (spirv_coop.c): no NV
  * instruction left, the KHR capability, and matrix types of all three uses (A, B, accumulator,
  * told apart by the constant each names), and for the work group's matrices (wg) that scope and
- * SPV_NV_cooperative_matrix2; NULL when it does, else what is wrong. Debian 12's
+ * SPV_NV_cooperative_matrix2; with tensor loads (spirv_tensor.c), their capabilities, extension and
+ * layout type, and every load of A or B made one; NULL when it does, else what is wrong. Debian 12's
  * SPIR-V validator predates the KHR extension, so this is the check CI can make. */
-static const char *khr_rewrite_wrong(const uint32_t *w, size_t n, bool wg) {
+static const char *khr_rewrite_wrong(const uint32_t *w, size_t n, bool wg, bool tensor) {
   bool capability = false, extension = false, wg_extension = false, wg_scope = false;
-  unsigned uses = 0, loads = 0, products = 0;
+  bool tensor_caps[2] = {false, false}, tensor_extension = false, layout_type = false;
+  unsigned uses = 0, loads = 0, tensor_loads = 0, products = 0;
   uint32_t *value = calloc(w[3], sizeof *value); /* 1 + the value of each 32-bit OpConstant */
   for (size_t i = 5; value && i < n; i += w[i] >> 16) {
     uint32_t op = w[i] & 0xffff, wc = w[i] >> 16;
@@ -198,13 +202,18 @@ static const char *khr_rewrite_wrong(const uint32_t *w, size_t n, bool wg) {
     wg_extension = wg_extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_NV_cooperative_matrix2") == 0);
     if (op == 4456 && wc == 7 && w[i + 6] < w[3] && value[w[i + 6]] >= 1 && value[w[i + 6]] <= 3) uses |= 1u << (value[w[i + 6]] - 1);
     wg_scope = wg_scope || (op == 4456 && wc == 7 && w[i + 3] < w[3] && value[w[i + 3]] == 3); /* Workgroup, 2 */
-    loads += op == 4457, products += op == 4459;
+    loads += op == 4457, products += op == 4459, tensor_loads += op == 5367, layout_type = layout_type || op == 5370;
+    for (int c = 0; c < 2; c++) tensor_caps[c] = tensor_caps[c] || (op == 17 && w[i + 1] == (c ? 5439u : 5433u));
+    tensor_extension = tensor_extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_NV_tensor_addressing") == 0);
   }
   free(value);
+  if (tensor && (!tensor_caps[0] || !tensor_caps[1] || !tensor_extension || !layout_type))
+    return "tensor loads without the TensorAddressingNV capabilities, SPV_NV_tensor_addressing or a tensor layout type";
+  if (tensor != (tensor_loads > 0) || (tensor && loads)) return tensor ? "a load of A or B not made a tensor load" : "a tensor load";
   if (!capability || !extension) return "no CooperativeMatrixKHR capability or extension";
   if (uses != 7) return "the matrix types do not name all three uses";
   if (wg != (wg_scope && wg_extension)) return wg ? "no workgroup-scope matrix, or no SPV_NV_cooperative_matrix2" : "a workgroup-scope matrix";
-  return !loads || !products ? "no KHR loads or products" : NULL;
+  return !(loads + tensor_loads) || !products ? "no KHR loads or products" : NULL;
 }
 
 static void report(const unit *u, const char *variant, const char *msg) {
@@ -212,6 +221,17 @@ static void report(const unit *u, const char *variant, const char *msg) {
   fprintf(stderr, "FAIL %s%s:\n%.4000s\n", u->name, variant, msg);
   compile_failures++;
   pthread_mutex_unlock(&lock);
+}
+
+/* --spirv's folder, where the rewritten modules go (unit i's as i.spv), or NULL */
+static const char *spirv_dir;
+
+static void write_spirv(int i, const uint32_t *spirv, size_t words) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%d.spv", spirv_dir, i);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(spirv, 4, words, f) != words) report(&units[i], " (writing its SPIR-V)", path);
+  if (f) fclose(f);
 }
 
 /* kernel i as for a device that offers every feature, with the macros the runtime would define;
@@ -226,14 +246,15 @@ static portc_status compile_one(void *ctx, int i) {
   const bool wg = needs(u, "coopwg"); /* the work group's matrices: KHR's, with VK_NV_cooperative_matrix2 */
   for (int khr = wg; khr < 1 + needs(u, "coopmat"); khr++) {
     vk_context every = {.f = all};
-    every.f.coop_khr = khr, every.f.coop_workgroup = wg;
-    const char *defines[8];
+    every.f.coop_khr = khr, every.f.coop_workgroup = wg, every.f.coop_wg_tensor = needs(u, "coopwgtensor");
+    const char *defines[10];
     int nd = 0;
     uint32_t *spirv = NULL;
     size_t words = 0;
     portc_status st = vk_kernel_defines(&every, i, u->needs, defines, &nd);
     if (!st) st = vk_compile(&every, u->src, u->name, defines, &spirv, &words);
-    const char *wrong = !st && khr ? khr_rewrite_wrong(spirv, words, wg) : NULL;
+    const char *wrong = !st && khr ? khr_rewrite_wrong(spirv, words, wg, every.f.coop_wg_tensor) : NULL;
+    if (!st && khr && spirv_dir) write_spirv(i, spirv, words);
     free(spirv);
     if (st || wrong) report(u, khr ? " (KHR)" : "", wrong ? wrong : portc_last_error());
   }
@@ -262,10 +283,11 @@ static int print_source(const char *path, bool wg) {
 
 int main(int argc, char **argv) {
   if ((argc == 3 || (argc == 4 && strcmp(argv[3], "--wg") == 0)) && strcmp(argv[1], "--source") == 0) return print_source(argv[2], argc == 4);
-  if (argc != 2) {
-    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR | --source G.ptg [--wg]\n");
+  if (argc != 2 && !(argc == 4 && strcmp(argv[2], "--spirv") == 0)) {
+    fprintf(stderr, "usage: vulkan_variants EXAMPLES_DIR [--spirv DIR] | --source G.ptg [--wg]\n");
     return 2;
   }
+  if (argc == 4) spirv_dir = argv[3];
   conf_cases cs = {0};
   conf_generate(&cs, argv[1]);
   for (int i = 0; i < cs.n; i++) {
@@ -290,11 +312,12 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0, wg_sums[WG_SUMS_KINDS] = {0};
+  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0, wg_tensor = 0, wg_sums[WG_SUMS_KINDS] = {0};
   for (int i = 0; i < nunits; i++) {
     wg_sums[units[i].wg_sums]++;
     coop += needs(&units[i], "coopmat");
     coop_wg += needs(&units[i], "coopwg");
+    wg_tensor += needs(&units[i], "coopwgtensor");
     coop_convs += units[i].coop_conv;
     coop_attentions += units[i].coop_attention;
     coop_shapes += needs(&units[i], "coopmat") && strchr(units[i].name, '[');
@@ -304,15 +327,16 @@ int main(int argc, char **argv) {
   int ok = nunits - compile_failures;
   failures += compile_failures;
   printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's "
-         "[sums stored %d, finished after %d, through shared memory %d], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], coop_convs,
-         coop_attentions, f16_stores, ok);
+         "[sums stored %d, finished after %d, through shared memory %d; %d with tensor loads], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], wg_tensor,
+         coop_convs, coop_attentions, f16_stores, ok);
   const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_AFTER] && wg_sums[WG_SUMS_SHARED];
-  if (!coop || !coop_shapes || !coop_wg || !wg_every || !coop_convs || !coop_attentions || !f16_stores) {
+  if (!coop || !coop_shapes || !coop_wg || !wg_every || !wg_tensor || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"
                                                     : !coop_wg          ? "work-group cooperative-matrix"
                                                     : !wg_every         ? "work-group kernel of each way out of the sums"
+                                                    : !wg_tensor        ? "work-group kernel with tensor loads"
                                                     : !coop_convs       ? "cooperative-matrix convolution"
                                                     : !coop_attentions  ? "cooperative-matrix attention"
                                                                         : "f16-storing");

@@ -107,7 +107,10 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
     } else {
       memcpy(*spirv, bin.code, n);
       *words = n / 4;
-      if (has_define(defines, "PC_COOPMAT_KHR") && (st = vk_spirv_coop_khr(spirv, words))) { /* validated as NV, above */
+      /* validated as NV, above */
+      if (has_define(defines, "PC_COOPMAT_KHR")) st = vk_spirv_coop_khr(spirv, words);
+      if (!st && has_define(defines, "PC_WG_TENSOR")) st = vk_spirv_tensor_loads(spirv, words);
+      if (st) {
         free(*spirv);
         *spirv = NULL, *words = 0;
       }

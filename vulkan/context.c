@@ -221,8 +221,9 @@ static pc_coop_flexible_nv *coop2_query(VkPhysicalDevice pd, pc_coop2_features_n
 /* VK_NV_cooperative_matrix2's workgroup scope and flexible sizes with f16 x f16 + f32 -> f32 on
  * work groups of 256 (matmul_wg.c), and of 128 where offered too: the sizes' steps and the shared
  * memory the driver keeps */
-static bool coop_matrix_wg(VkPhysicalDevice pd, vk_wg_steps *steps, uint32_t *reserved) {
+static bool coop_matrix_wg(VkPhysicalDevice pd, vk_wg_steps *steps, uint32_t *reserved, bool *tensor) {
   *steps = (vk_wg_steps){0};
+  *tensor = false;
   if (!has_device_ext(pd, PC_NV_COOPERATIVE_MATRIX2_NAME)) return false;
   pc_coop2_features_nv f;
   pc_coop2_properties_nv p;
@@ -237,6 +238,7 @@ static bool coop_matrix_wg(VkPhysicalDevice pd, vk_wg_steps *steps, uint32_t *re
     }
   free(s);
   *reserved = p.workgroupScopeReservedSharedMemory;
+  *tensor = f.tensorAddressing;
   return steps->of[1][0] != 0;
 }
 
@@ -376,7 +378,8 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_matrix = di->f.coop_matrix && (di->f.subgroup_size == 32 || di->f.coop_size32) && di->f.storage16;
   const unsigned own = vk_own_kernels(getenv("PORTC_VULKAN_KERNELS"));
   di->f.coop_conv = own & VK_OWN_COOPCONV, di->f.coop_attention = own & VK_OWN_COOPATTENTION;
-  di->f.coop_workgroup = (own & VK_OWN_COOPWG) && coop_matrix_wg(pd, &di->f.coop_wg_steps, &di->f.coop_wg_reserved);
+  bool tensor = false;
+  di->f.coop_workgroup = (own & VK_OWN_COOPWG) && coop_matrix_wg(pd, &di->f.coop_wg_steps, &di->f.coop_wg_reserved, &tensor);
   if (off) {
     struct { const char *name; bool *flag; } list[] = {{"int64", &di->f.int64}, {"storage16", &di->f.storage16}, {"storage8", &di->f.storage8},
                                                        {"subgroup", &di->f.subgroup_arith}, {"timestamps", &di->f.timestamps},
@@ -388,6 +391,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_khr = di->f.coop_khr && di->f.coop_matrix, di->f.coop_size32 = di->f.coop_size32 && di->f.coop_matrix;
   di->f.coop_conv = di->f.coop_conv && di->f.coop_matrix, di->f.coop_attention = di->f.coop_attention && di->f.coop_matrix;
   di->f.coop_workgroup = di->f.coop_workgroup && di->f.coop_khr && !(off && strstr(off, "wgcoop"));
+  di->f.coop_wg_tensor = di->f.coop_workgroup && (own & VK_OWN_COOPWG_TENSOR) && tensor;
   /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
    * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
@@ -620,7 +624,8 @@ bool vk_available(char *why, size_t len) {
   return r;
 }
 
-static const kernel_name own_names[] = {{"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}, {"coopwg", VK_OWN_COOPWG}};
+static const kernel_name own_names[] = {
+    {"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}, {"coopwg", VK_OWN_COOPWG}, {"coopwgtensor", VK_OWN_COOPWG_TENSOR}};
 
 enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
 

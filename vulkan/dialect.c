@@ -43,7 +43,8 @@ static void needs(emitter *e, int index, char *out, size_t len) {
   }
   for (int v = 0; v < k->nval; v++) i64 = i64 || !dtype_is_float(k->val[v].dt);
   snprintf(out, len, "%s%s%s%s%s%s", i64 ? " int64" : "", s16 ? " storage16" : "", s8 ? " storage8" : "", k->kind == KK_ROW ? " row" : "",
-           k->sched.variant == KS_MMA ? (k->sched.wg_matrices ? " coopmat coopwg" : " coopmat") : "", f16 && !f32 ? " exp16" : "");
+           k->sched.variant != KS_MMA ? "" : k->sched.wg_matrices == 2 ? " coopmat coopwg coopwgtensor" : k->sched.wg_matrices ? " coopmat coopwg" : " coopmat",
+           f16 && !f32 ? " exp16" : "");
 }
 
 /* Vector accesses (row kernels whose schedule has a vector width, PC_VEC): each float buffer is
@@ -115,6 +116,8 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
     if (sums) emit_line(e, "layout(std430, binding = %d) buffer B%dW { vec4 b%dw[]; };", i, i, i);
     if (operand) emit_line(e, "layout(std430, binding = %d) readonly buffer B%dV { uvec4 b%dv[]; };", i, i, i); /* staged in 16-byte words */
+    if (operand && e->k->sched.variant == KS_MMA && e->k->sched.wg_matrices == 2) /* in f16 elements, loaded through tensor layouts */
+      emit_line(e, "layout(std430, binding = %d) readonly buffer B%dH { float16_t b%dh[]; };", i, i, i);
     if (tiles) emit_line(e, "layout(std430, binding = %d) buffer B%dV { uvec4 b%dv[]; };", i, i, i);
   }
   bool status = kernel_has_status(e->m, index);

@@ -206,9 +206,10 @@ void vk_coop_wg(emitter *e) {
   const wg_epilogue how = epilogue(e->m, (int)(k - e->m->k));
   const bool ahead = s->stages == 2;
   const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(s, how), CW = BN / NA;
-  char a[16], b[16];
-  snprintf(a, sizeof a, "%sv", emit_buf(e, k->in_buf[0]));
-  snprintf(b, sizeof b, "%sv", emit_buf(e, k->in_buf[1]));
+  char a[16], b[16]; /* the operands' views: 16-byte words, or f16 elements for tensor loads */
+  const char view = s->wg_matrices == 2 ? 'h' : 'v';
+  snprintf(a, sizeof a, "%s%c", emit_buf(e, k->in_buf[0]), view);
+  snprintf(b, sizeof b, "%s%c", emit_buf(e, k->in_buf[1]), view);
   gpu_emit_gemm_rows(e);
   emit_line(e, "const int N = %lld, K = %lld;", (long long)k->mnk[1].c, (long long)k->mnk[2].c);
   if (how == WG_AFTER) {
@@ -231,10 +232,15 @@ void vk_coop_wg(emitter *e) {
   emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = fcoopmatNV<32, 2, PC_WG_M, %d>(0.0);", NA, CW);
   emit_line(e, "fcoopmatNV<16, 2, %d, PC_WG_K> fa;", BM);
   emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> fb[%d];", CW, NA);
-  /* PC_LOAD(k0): the step's panels, in 16-byte words (8 f16) */
-  emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, (uint(m0) * uint(K) + uint(k0)) >> 3, uint(K >> 3), false); \\", a);
-  emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, (uint(k0) * uint(N) + uint(c0 + %d * j)) >> 3, uint(N >> 3), false); }",
-            NA, b, CW);
+  if (s->wg_matrices == 2) { /* PC_LOAD(k0): the step's panels in f16 elements, which spirv_tensor.c makes tensor loads */
+    emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, uint(m0) * uint(K) + uint(k0), uint(K), false); \\", a);
+    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, uint(k0) * uint(N) + uint(c0 + %d * j), uint(N), false); }", NA, b,
+              CW);
+  } else { /* PC_LOAD(k0): the step's panels, in 16-byte words (8 f16) */
+    emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, (uint(m0) * uint(K) + uint(k0)) >> 3, uint(K >> 3), false); \\", a);
+    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, (uint(k0) * uint(N) + uint(c0 + %d * j)) >> 3, uint(N >> 3), false); }",
+              NA, b, CW);
+  }
   if (ahead) {
     emit_line(e, "fcoopmatNV<16, 2, %d, PC_WG_K> na;", BM);
     emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> nb[%d];", CW, NA);

@@ -99,6 +99,7 @@ portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, con
       {"coopmat", "PC_COOPMAT", "cooperative matrices (f16 16x16x16 on subgroups of 32)", c->f.coop_matrix},
       {"coopmat", "PC_COOPMAT_KHR", NULL, c->f.coop_khr}, /* through VK_KHR_cooperative_matrix */
       {"coopwg", "PC_COOPMAT_WG", "cooperative matrices of a work group of 256 (VK_NV_cooperative_matrix2)", c->f.coop_workgroup},
+      {"coopwgtensor", "PC_WG_TENSOR", "tensor addressing of a work group's cooperative matrices (VK_NV_cooperative_matrix2)", c->f.coop_wg_tensor},
   };
   for (size_t t = 0; t < sizeof table / sizeof *table; t++) {
     const char *w = strstr(line, table[t].word);
@@ -285,7 +286,7 @@ static portc_status make_frame(vk_module *m) {
 typedef struct vk_load {
   vk_module *m;
   kernel_piece *pc;
-  const char *(*defines)[8];
+  const char *(*defines)[10];
   const load_request *req;
   const char *graph_name;
   int *distinct; /* the kernels whose pieces are distinct, in order */

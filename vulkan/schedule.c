@@ -222,6 +222,7 @@ void vk_schedule(kir_module *m, int i, int device) {
        * its N = 256 GEMMs among them: 0.387 ms with 128x128 tiles, 0.413 with 128x256) */
       const int64_t tiles = (gpu_gemm_rows(m, i, NULL) + wg.tile_m - 1) / wg.tile_m * ((k->mnk[1].c + wg.tile_n - 1) / wg.tile_n);
       if (tiles < (int64_t)c->f.units) wg.tile_n = VK_WG_TILE_NARROW;
+      if (c->f.coop_wg_tensor) wg.wg_matrices = 2; /* the panels through tensor layouts, where asked for */
       if (vk_coop_wg_fit(m, i, &wg, &c->f.coop_wg_steps, wg_shared(c), why, sizeof why)) *s = wg;
     }
   }
@@ -252,8 +253,12 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
            false;
   if (s->variant == KS_MMA && gpu_is_attention(m, i)) return vk_attention_coop_check(m, i, shared_max(c), why, len);
   if (s->wg_matrices && (s->variant != KS_MMA || (c && !c->f.coop_workgroup)))
-    return snprintf(why, len, "wg_matrices=1: %s", s->variant != KS_MMA ? "only the cooperative-matrix matmul (variant mma) takes it"
-                                                    : "the device offers no cooperative matrices of a work group, or PORTC_VULKAN_KERNELS leaves them out"),
+    return snprintf(why, len, "wg_matrices=%d: %s", s->wg_matrices,
+                    s->variant != KS_MMA ? "only the cooperative-matrix matmul (variant mma) takes it"
+                                         : "the device offers no cooperative matrices of a work group, or PORTC_VULKAN_KERNELS leaves them out"),
+           false;
+  if (s->wg_matrices == 2 && c && !c->f.coop_wg_tensor)
+    return snprintf(why, len, "wg_matrices=2: the device offers no tensor addressing of them, or PORTC_VULKAN_KERNELS leaves out coopwgtensor"),
            false;
   if (s->variant == KS_MMA && s->wg_matrices) return vk_coop_wg_fit(m, i, s, wg_steps(c), wg_shared(c), why, len);
   if (s->variant == KS_MMA) return vk_coop_fit(s, shared_max(c), why, len);

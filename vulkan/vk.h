@@ -38,6 +38,9 @@ typedef struct vk_features {
   bool coop_workgroup;
   vk_wg_steps coop_wg_steps;
   uint32_t coop_wg_reserved;
+  /* their A and B panels loaded through tensor layouts (the extension's tensor addressing; where
+   * PORTC_VULKAN_KERNELS takes coopwgtensor: opt-in, not yet run on a GPU) */
+  bool coop_wg_tensor;
   /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix, where
    * PORTC_VULKAN_KERNELS takes it: vk_own_kernels; else NCHW on the SIMT kernel) */
   bool coop_conv;
@@ -103,13 +106,16 @@ portc_status vk_submit_wait(vk_context *c, VkCommandBuffer cb, VkFence fence);
 /* GLSL to validated SPIR-V for the device (words in *spirv, free with free()); defines is a
  * NULL-terminated list of macro names, each defined as 1 */
 /* the macros (PC_INT64, PC_ROW_KERNEL, ...) kernel i is built with on c, from its "needs" words
- * (line): up to 7 into defines, NULL-terminated, counted in *nd; an error names the first
+ * (line): up to 9 into defines, NULL-terminated, counted in *nd; an error names the first
  * feature the device lacks */
 portc_status vk_kernel_defines(const vk_context *c, int i, const char *line, const char **defines, int *nd);
 portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const char *const *defines, uint32_t **spirv, size_t *words);
 /* the cooperative-matrix matmul's SPIR-V, compiled for VK_NV_cooperative_matrix, rewritten for
  * VK_KHR_cooperative_matrix in place (spirv_coop.c) */
 portc_status vk_spirv_coop_khr(uint32_t **code, size_t *words);
+/* that module's loads of the work group's A and B panels (matmul_wg.c, wg_matrices=2) rewritten
+ * as loads through tensor layouts (SPV_NV_tensor_addressing), in place (spirv_tensor.c) */
+portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words);
 /* shaderc's options for a kernel, in glslc's spelling, exactly as vk_compile applies them (the
  * cache key covers them) */
 void vk_compile_options(const vk_context *c, const char *const *defines, build_args *a);
@@ -158,11 +164,14 @@ void vk_coop_wg(emitter *e);
  * coopattention, f16 attention on cooperative matrices (attention.c), taken by default;
  * coopwg, f16 GEMMs whose sums leave from cooperative matrices of the whole work group
  * (matmul_wg.c), taken by default (the H100's matmul_8192_f16: 3.36-3.45 ms against the subgroup
- * kernel's 3.83-3.86; with bias and GELU 3.57 against 4.05). A list naming another kernel is an error that names it (vk_own_kernels_known). */
+ * kernel's 3.83-3.86; with bias and GELU 3.57 against 4.05); coopwgtensor, those GEMMs' panels
+ * loaded through tensor layouts (spirv_tensor.c), opt-in: not yet run on a GPU. A list naming
+ * another kernel is an error that names it (vk_own_kernels_known). */
 enum {
   VK_OWN_COOPCONV = 1u << 0,
   VK_OWN_COOPATTENTION = 1u << 1,
   VK_OWN_COOPWG = 1u << 2,
+  VK_OWN_COOPWG_TENSOR = 1u << 3,
   VK_OWN_DEFAULT = VK_OWN_COOPATTENTION | VK_OWN_COOPWG
 };
 unsigned vk_own_kernels(const char *list);

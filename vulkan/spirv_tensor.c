@@ -1,0 +1,164 @@
+/*
+ * spirv_tensor.c: the work group's f16 matmul (matmul_wg.c, wg_matrices=2) loads its operands'
+ * panels through tensor layouts (SPV_NV_tensor_addressing with VK_NV_cooperative_matrix2), the
+ * loads llama.cpp's coopmat2 matmul uses: the driver is told the panel's rows and columns instead
+ * of a pointer and a stride, and may stage them its own way. Debian 12's glslang cannot write
+ * them, so the shader is written with plain loads from an f16 view of the buffer and rewritten
+ * here, after spirv_coop.c has made the module KHR's. Each load of a matrix of the work group's
+ * scope (use A or B, row-major) whose pointer is an access chain of f16 elements into a buffer's
+ * array,
+ *     %r = OpCooperativeMatrixLoadKHR %T (OpAccessChain %var %member %off) RowMajor %stride [memory operands]
+ * becomes
+ *     %base = the same chain with its last index 0
+ *     %row = OpUDiv %uint %off %stride, %col = OpUMod %uint %off %stride
+ *     %rows = OpUDiv %uint (OpArrayLength %var member) %stride: the buffer's whole rows
+ *     %l = OpCreateTensorLayoutNV, OpTensorLayoutSetDimensionNV (%rows, %stride),
+ *          OpTensorLayoutSliceNV (%row, T's rows, %col, T's columns)
+ *     %r = OpCooperativeMatrixLoadTensorNV %T %base (OpUndef %T) %l None None
+ * The layout is two-dimensional without clamping: the kernel's loads lie inside the matrices.
+ * The module, validated before the rewrite, is not validated after it:
+ * SPIRV-Tools 2023.1 does not know these instructions. (SPIRV-Tools 2025.1 accepts modules so
+ * rewritten: bench/gpu/NOTES.md.)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/graph.h"
+#include "vk.h"
+
+enum {
+  OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_TYPE_POINTER = 32, OP_CONSTANT = 43, OP_FUNCTION = 54,
+  OP_ACCESS_CHAIN = 65, OP_IN_BOUNDS_ACCESS_CHAIN = 66, OP_ARRAY_LENGTH = 68, OP_UNDEF = 1, OP_UDIV = 134, OP_UMOD = 137,
+  KHR_TYPE = 4456, KHR_LOAD = 4457,
+  TENSOR_LOAD = 5367, TYPE_TENSOR_LAYOUT = 5370, CREATE_TENSOR_LAYOUT = 5372, TENSOR_LAYOUT_SET_DIMENSION = 5373, TENSOR_LAYOUT_SLICE = 5375,
+  CAP_COOP_TENSOR_ADDRESSING = 5433, CAP_TENSOR_ADDRESSING = 5439,
+  SCOPE_WORKGROUP = 2, USE_ACCUMULATOR = 2, LAYOUT_ROW_MAJOR = 0,
+  WORDS_PER_LOAD = 6 + 5 + 5 + 5 + 5 + 3 + 6 + 8 + 3 + 8, /* chain, div, mod, length, div, create, dimension, slice, undef, load */
+};
+
+static const char ext[] = "SPV_NV_tensor_addressing";
+
+static portc_status bad(const char *what) { return err_set(PORTC_ERR_INTERNAL, "vulkan: the tensor-addressing rewrite: %s", what); }
+
+static void put(uint32_t *out, size_t *at, const uint32_t *w, size_t n) {
+  memcpy(out + *at, w, n * 4);
+  *at += n;
+}
+
+/* what the rewrite needs to know of each id: its defining instruction's offset; a 32-bit
+ * constant's value (+1, 0 where not one) */
+typedef struct {
+  size_t def;
+  uint32_t value;
+} id_info;
+
+/* whether the load at x (an OpCooperativeMatrixLoadKHR) is one the rewrite takes: a row-major
+ * load of A or B of the work group's scope through an access chain to f16 elements of a
+ * buffer's array (the variable, a constant member, the element) */
+static bool takes(const uint32_t *w, const id_info *id, uint32_t bound, uint32_t half_t, const uint32_t *x) {
+  const uint32_t wc = x[0] >> 16;
+  if (wc < 6 || x[1] >= bound || x[3] >= bound || x[4] >= bound) return false;
+  const uint32_t *t = w + id[x[1]].def, *p = w + id[x[3]].def;
+  if (!id[x[1]].def || (t[0] & 0xffff) != KHR_TYPE || (t[0] >> 16) != 7) return false;
+  const bool workgroup = t[3] < bound && id[t[3]].value == SCOPE_WORKGROUP + 1, ab = t[6] < bound && id[t[6]].value && id[t[6]].value != USE_ACCUMULATOR + 1;
+  if (!workgroup || !ab || t[2] != half_t || id[x[4]].value != LAYOUT_ROW_MAJOR + 1) return false;
+  if (!id[x[3]].def || ((p[0] & 0xffff) != OP_ACCESS_CHAIN && (p[0] & 0xffff) != OP_IN_BOUNDS_ACCESS_CHAIN) || (p[0] >> 16) != 6 ||
+      p[4] >= bound || !id[p[4]].value)
+    return false;
+  const uint32_t *ptr_t = p[1] < bound && id[p[1]].def ? w + id[p[1]].def : NULL; /* OpTypePointer: storage class, pointee */
+  return ptr_t && (ptr_t[0] & 0xffff) == OP_TYPE_POINTER && ptr_t[3] == half_t;
+}
+
+portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
+  const uint32_t *w = *code;
+  const size_t n = *words;
+  if (n < 5 || w[0] != 0x07230203u) return bad("not a SPIR-V module");
+  const uint32_t bound = w[3];
+  id_info *id = calloc(bound, sizeof *id);
+  if (!id) return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+  uint32_t uint_t = 0, half_t = 0, loads = 0;
+  size_t last_cap = 0, last_ext = 0, first_fn = 0;
+  for (size_t i = 5; i < n;) {
+    const uint32_t wc = w[i] >> 16, op = w[i] & 0xffff;
+    if (!wc || i + wc > n) {
+      free(id);
+      return bad("an instruction runs past the module's end");
+    }
+    if (op == OP_CAPABILITY) last_cap = i + wc;
+    if (op == OP_EXTENSION) last_ext = i + wc;
+    if (op == OP_FUNCTION && !first_fn) first_fn = i;
+    if (op == OP_TYPE_INT && wc == 4 && w[i + 2] == 32 && w[i + 3] == 0) uint_t = w[i + 1];
+    if (op == OP_TYPE_FLOAT && wc == 3 && w[i + 2] == 16) half_t = w[i + 1];
+    if ((op == OP_TYPE_POINTER || op == KHR_TYPE) && wc >= 2 && w[i + 1] < bound) id[w[i + 1]].def = i;
+    if ((op == OP_ACCESS_CHAIN || op == OP_IN_BOUNDS_ACCESS_CHAIN) && wc >= 4 && w[i + 2] < bound) id[w[i + 2]].def = i;
+    if (op == OP_CONSTANT && wc == 4 && w[i + 2] < bound) id[w[i + 2]].value = w[i + 3] + 1;
+    i += wc;
+  }
+  for (size_t i = 5; i < n; i += w[i] >> 16)
+    if ((w[i] & 0xffff) == KHR_LOAD && takes(w, id, bound, half_t, w + i)) loads++;
+  if (!uint_t || !half_t || !loads || !last_cap || !first_fn) {
+    free(id);
+    return bad(!uint_t ? "the module declares no 32-bit unsigned integer type"
+               : !half_t ? "the module declares no f16 type"
+               : !loads ? "no row-major load of the work group's matrices through a chain of f16 elements"
+                        : "the module has no capability or no function");
+  }
+  /* new ids: constants 0 and 2, the layout type; then 9 a load */
+  uint32_t next = bound;
+  const uint32_t c0 = next++, c2 = next++, layout_t = next++;
+  uint32_t *out = malloc((n + 64 + (size_t)loads * WORDS_PER_LOAD) * 4);
+  if (!out) {
+    free(id);
+    return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
+  }
+  size_t at = 0;
+  put(out, &at, w, 5);
+  for (size_t i = 5; i < n;) {
+    const uint32_t *x = w + i, wc = x[0] >> 16, op = x[0] & 0xffff;
+    if (i == first_fn) {
+      put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c0, 0}, 4);
+      put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c2, 2}, 4);
+      put(out, &at, (uint32_t[]){4u << 16 | TYPE_TENSOR_LAYOUT, layout_t, c2, c0}, 4); /* 2-D, clamp mode undefined */
+    }
+    if (op == KHR_LOAD && takes(w, id, bound, half_t, x)) {
+      const uint32_t *t = w + id[x[1]].def, *p = w + id[x[3]].def;
+      const uint32_t base = next++, row = next++, col = next++, length = next++, rows = next++, l0 = next++, l1 = next++, l2 = next++,
+                     obj = next++;
+      const uint32_t off = p[5], stride = x[5];
+      put(out, &at, (uint32_t[]){p[0], p[1], base, p[3], p[4], c0}, 6);
+      put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, row, off, stride}, 5);
+      put(out, &at, (uint32_t[]){5u << 16 | OP_UMOD, uint_t, col, off, stride}, 5);
+      put(out, &at, (uint32_t[]){5u << 16 | OP_ARRAY_LENGTH, uint_t, length, p[3], id[p[4]].value - 1}, 5);
+      put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, rows, length, stride}, 5);
+      put(out, &at, (uint32_t[]){3u << 16 | CREATE_TENSOR_LAYOUT, layout_t, l0}, 3);
+      put(out, &at, (uint32_t[]){6u << 16 | TENSOR_LAYOUT_SET_DIMENSION, layout_t, l1, l0, rows, stride}, 6);
+      put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LAYOUT_SLICE, layout_t, l2, l1, row, t[4], col, t[5]}, 8);
+      put(out, &at, (uint32_t[]){3u << 16 | OP_UNDEF, x[1], obj}, 3);
+      if (wc > 7) { /* memory operands with arguments (an alignment): the kernel writes none */
+        free(out), free(id);
+        return bad("a load with memory operands beyond their mask");
+      }
+      /* the load's memory operands (a mask), else None; tensor addressing operands None */
+      put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LOAD, x[1], x[2], base, obj, l2, wc > 6 ? x[6] : 0, 0}, 8);
+    } else {
+      put(out, &at, x, wc);
+    }
+    if (i + wc == last_cap) {
+      put(out, &at, (uint32_t[]){2u << 16 | OP_CAPABILITY, CAP_TENSOR_ADDRESSING}, 2);
+      put(out, &at, (uint32_t[]){2u << 16 | OP_CAPABILITY, CAP_COOP_TENSOR_ADDRESSING}, 2);
+    }
+    if (i + wc == (last_ext ? last_ext : last_cap)) {
+      uint32_t s[8] = {0};
+      memcpy(s + 1, ext, sizeof ext);
+      s[0] = (1 + (uint32_t)(sizeof ext + 3) / 4) << 16 | OP_EXTENSION;
+      put(out, &at, s, s[0] >> 16);
+    }
+    i += wc;
+  }
+  free(id);
+  out[3] = next;
+  free(*code);
+  *code = out;
+  *words = at;
+  return PORTC_OK;
+}
