@@ -990,7 +990,7 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
 // shader reads them as f16 elements and compiles as any other; spirv_tensor.c then makes each
 // such load OpCooperativeMatrixLoadTensorNV (5367) over a layout (OpTypeTensorLayoutNV, 5370),
 // with the extension's capabilities; a module without such loads, or not SPIR-V, is refused by
-// name. A device without tensor addressing (or without coopwgtensor listed) refuses the schedule.
+// name; so is the kernel on a device without tensor addressing (or without coopwgtensor listed).
 TEST(TuneTables, VulkansWorkGroupMatricesLoadThroughTensorLayouts) {
   Graph gelu = parse("graph mm\ninput a: f16[256, 128]\ninput b: f16[128, 256]\ninput c: f16[256]\nh = matmul(a, b)\nz = add(h, c)\n"
                      "y = gelu(z)\noutput y\n");
