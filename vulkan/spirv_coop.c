@@ -29,8 +29,7 @@ enum {
 static const char nv_ext[] = "SPV_NV_cooperative_matrix", khr_ext[] = "SPV_KHR_cooperative_matrix", wg_ext[] = "SPV_NV_cooperative_matrix2";
 enum { SCOPE_WORKGROUP = 2 };
 
-/* an OpExtension instruction naming `name`, NUL-padded to whole words, into s; its length */
-static uint32_t extension(uint32_t s[12], const char *name, size_t size) {
+uint32_t vk_spirv_extension(uint32_t s[12], const char *name, size_t size) {
   memset(s, 0, 12 * sizeof *s);
   memcpy(s + 1, name, size);
   uint32_t len = 1 + (uint32_t)(size + 3) / 4;
@@ -40,8 +39,7 @@ static uint32_t extension(uint32_t s[12], const char *name, size_t size) {
 
 static portc_status bad(const char *what) { return err_set(PORTC_ERR_INTERNAL, "vulkan: the cooperative-matrix rewrite to KHR: %s", what); }
 
-/* appends n words to out (capacity checked by the caller's sizing) */
-static void put(uint32_t *out, size_t *at, const uint32_t *w, size_t n) {
+void vk_spirv_put(uint32_t *out, size_t *at, const uint32_t *w, size_t n) {
   memcpy(out + *at, w, n * 4);
   *at += n;
 }
@@ -84,26 +82,26 @@ portc_status vk_spirv_coop_khr(uint32_t **code, size_t *words) {
   size_t at = 0;
   bool constants = false;
   portc_status st = PORTC_OK;
-  put(out, &at, w, 5);
+  vk_spirv_put(out, &at, w, 5);
   out[3] = bound + 3;
   for (size_t i = 5; i < n && !st;) {
     const uint32_t *x = w + i, wc = x[0] >> 16, op = x[0] & 0xffff;
     i += wc;
     if (op == OP_CAPABILITY && wc == 2 && x[1] == NV_CAPABILITY) {
-      put(out, &at, (uint32_t[]){x[0], KHR_CAPABILITY}, 2);
+      vk_spirv_put(out, &at, (uint32_t[]){x[0], KHR_CAPABILITY}, 2);
     } else if (op == OP_EXTENSION && (wc - 1) * 4 >= sizeof nv_ext && memcmp(x + 1, nv_ext, sizeof nv_ext) == 0) {
       uint32_t s[12];
-      put(out, &at, s, extension(s, khr_ext, sizeof khr_ext));
-      if (workgroup) put(out, &at, s, extension(s, wg_ext, sizeof wg_ext));
+      vk_spirv_put(out, &at, s, vk_spirv_extension(s, khr_ext, sizeof khr_ext));
+      if (workgroup) vk_spirv_put(out, &at, s, vk_spirv_extension(s, wg_ext, sizeof wg_ext));
     } else if (op == NV_TYPE && wc == 6) {
       if (!constants) {
-        for (uint32_t v = 0; v < 3; v++) put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c0 + v, v}, 4);
+        for (uint32_t v = 0; v < 3; v++) vk_spirv_put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c0 + v, v}, 4);
         constants = true;
       }
       uint32_t comp = x[2] < bound ? width[x[2]] : 0;
       if (comp != 16 && comp != 32) st = bad("a matrix of other than f16 or f32 elements");
       uint32_t use = comp == 32 || (spec_wm && x[4] == spec_wm) ? c2 : (spec_k && x[4] == spec_k) || (spec_wk && x[4] == spec_wk) ? c1 : c0;
-      put(out, &at, (uint32_t[]){7u << 16 | KHR_TYPE, x[1], x[2], x[3], x[4], x[5], use}, 7);
+      vk_spirv_put(out, &at, (uint32_t[]){7u << 16 | KHR_TYPE, x[1], x[2], x[3], x[4], x[5], use}, 7);
     } else if ((op == NV_LOAD && wc >= 6) || (op == NV_STORE && wc >= 5)) {
       /* load: type, result, pointer, stride, column-major; store: pointer, object, stride, column-major */
       uint32_t first = op == NV_LOAD ? 3 : 2, flag = x[first + 2];
@@ -120,12 +118,12 @@ portc_status vk_spirv_coop_khr(uint32_t **code, size_t *words) {
       y[0] = wc << 16 | (op == NV_LOAD ? KHR_LOAD : KHR_STORE);
       y[first + 1] = width[flag] == 2 ? c1 : c0; /* the layout, then the stride */
       y[first + 2] = x[first + 1];
-      put(out, &at, y, wc);
+      vk_spirv_put(out, &at, y, wc);
     } else if (op == NV_MULADD || op == NV_LENGTH) {
-      put(out, &at, x, wc);
+      vk_spirv_put(out, &at, x, wc);
       out[at - wc] = wc << 16 | (op == NV_MULADD ? KHR_MULADD : KHR_LENGTH);
     } else {
-      put(out, &at, x, wc);
+      vk_spirv_put(out, &at, x, wc);
     }
   }
   free(width);

@@ -41,11 +41,6 @@ static const char ext[] = "SPV_NV_tensor_addressing";
 
 static portc_status bad(const char *what) { return err_set(PORTC_ERR_INTERNAL, "vulkan: the tensor-addressing rewrite: %s", what); }
 
-static void put(uint32_t *out, size_t *at, const uint32_t *w, size_t n) {
-  memcpy(out + *at, w, n * 4);
-  *at += n;
-}
-
 /* what the rewrite needs to know of each id: its defining instruction's offset; a 32-bit
  * constant's value (+1, 0 where not one) */
 typedef struct {
@@ -113,46 +108,44 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   }
   size_t at = 0;
-  put(out, &at, w, 5);
+  vk_spirv_put(out, &at, w, 5);
   for (size_t i = 5; i < n;) {
     const uint32_t *x = w + i, wc = x[0] >> 16, op = x[0] & 0xffff;
     if (i == first_fn) {
-      put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c0, 0}, 4);
-      put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c2, 2}, 4);
-      put(out, &at, (uint32_t[]){4u << 16 | TYPE_TENSOR_LAYOUT, layout_t, c2, c0}, 4); /* 2-D, clamp mode undefined */
+      vk_spirv_put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c0, 0}, 4);
+      vk_spirv_put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c2, 2}, 4);
+      vk_spirv_put(out, &at, (uint32_t[]){4u << 16 | TYPE_TENSOR_LAYOUT, layout_t, c2, c0}, 4); /* 2-D, clamp mode undefined */
     }
     if (op == KHR_LOAD && takes(w, id, bound, half_t, x)) {
-      const uint32_t *t = w + id[x[1]].def, *p = w + id[x[3]].def;
-      const uint32_t base = next++, row = next++, col = next++, length = next++, rows = next++, l0 = next++, l1 = next++, l2 = next++,
-                     obj = next++;
-      const uint32_t off = p[5], stride = x[5];
-      put(out, &at, (uint32_t[]){p[0], p[1], base, p[3], p[4], c0}, 6);
-      put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, row, off, stride}, 5);
-      put(out, &at, (uint32_t[]){5u << 16 | OP_UMOD, uint_t, col, off, stride}, 5);
-      put(out, &at, (uint32_t[]){5u << 16 | OP_ARRAY_LENGTH, uint_t, length, p[3], id[p[4]].value - 1}, 5);
-      put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, rows, length, stride}, 5);
-      put(out, &at, (uint32_t[]){3u << 16 | CREATE_TENSOR_LAYOUT, layout_t, l0}, 3);
-      put(out, &at, (uint32_t[]){6u << 16 | TENSOR_LAYOUT_SET_DIMENSION, layout_t, l1, l0, rows, stride}, 6);
-      put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LAYOUT_SLICE, layout_t, l2, l1, row, t[4], col, t[5]}, 8);
-      put(out, &at, (uint32_t[]){3u << 16 | OP_UNDEF, x[1], obj}, 3);
       if (wc > 7) { /* memory operands with arguments (an alignment): the kernel writes none */
         free(out), free(id);
         return bad("a load with memory operands beyond their mask");
       }
+      const uint32_t *t = w + id[x[1]].def, *p = w + id[x[3]].def;
+      const uint32_t base = next++, row = next++, col = next++, length = next++, rows = next++, l0 = next++, l1 = next++, l2 = next++,
+                     obj = next++;
+      const uint32_t off = p[5], stride = x[5];
+      vk_spirv_put(out, &at, (uint32_t[]){p[0], p[1], base, p[3], p[4], c0}, 6);
+      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, row, off, stride}, 5);
+      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UMOD, uint_t, col, off, stride}, 5);
+      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_ARRAY_LENGTH, uint_t, length, p[3], id[p[4]].value - 1}, 5);
+      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, rows, length, stride}, 5);
+      vk_spirv_put(out, &at, (uint32_t[]){3u << 16 | CREATE_TENSOR_LAYOUT, layout_t, l0}, 3);
+      vk_spirv_put(out, &at, (uint32_t[]){6u << 16 | TENSOR_LAYOUT_SET_DIMENSION, layout_t, l1, l0, rows, stride}, 6);
+      vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LAYOUT_SLICE, layout_t, l2, l1, row, t[4], col, t[5]}, 8);
+      vk_spirv_put(out, &at, (uint32_t[]){3u << 16 | OP_UNDEF, x[1], obj}, 3);
       /* the load's memory operands (a mask), else None; tensor addressing operands None */
-      put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LOAD, x[1], x[2], base, obj, l2, wc > 6 ? x[6] : 0, 0}, 8);
+      vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LOAD, x[1], x[2], base, obj, l2, wc > 6 ? x[6] : 0, 0}, 8);
     } else {
-      put(out, &at, x, wc);
+      vk_spirv_put(out, &at, x, wc);
     }
     if (i + wc == last_cap) {
-      put(out, &at, (uint32_t[]){2u << 16 | OP_CAPABILITY, CAP_TENSOR_ADDRESSING}, 2);
-      put(out, &at, (uint32_t[]){2u << 16 | OP_CAPABILITY, CAP_COOP_TENSOR_ADDRESSING}, 2);
+      vk_spirv_put(out, &at, (uint32_t[]){2u << 16 | OP_CAPABILITY, CAP_TENSOR_ADDRESSING}, 2);
+      vk_spirv_put(out, &at, (uint32_t[]){2u << 16 | OP_CAPABILITY, CAP_COOP_TENSOR_ADDRESSING}, 2);
     }
     if (i + wc == (last_ext ? last_ext : last_cap)) {
-      uint32_t s[8] = {0};
-      memcpy(s + 1, ext, sizeof ext);
-      s[0] = (1 + (uint32_t)(sizeof ext + 3) / 4) << 16 | OP_EXTENSION;
-      put(out, &at, s, s[0] >> 16);
+      uint32_t s[12];
+      vk_spirv_put(out, &at, s, vk_spirv_extension(s, ext, sizeof ext));
     }
     i += wc;
   }

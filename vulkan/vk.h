@@ -113,6 +113,11 @@ portc_status vk_compile(vk_context *c, const char *glsl, const char *name, const
 /* the cooperative-matrix matmul's SPIR-V, compiled for VK_NV_cooperative_matrix, rewritten for
  * VK_KHR_cooperative_matrix in place (spirv_coop.c) */
 portc_status vk_spirv_coop_khr(uint32_t **code, size_t *words);
+/* what the two rewrites write with: n words appended at out[*at] (the caller sized out); an
+ * OpExtension naming `name` (size bytes, its NUL included), NUL-padded to whole words, into s,
+ * its length in words */
+void vk_spirv_put(uint32_t *out, size_t *at, const uint32_t *w, size_t n);
+uint32_t vk_spirv_extension(uint32_t s[12], const char *name, size_t size);
 /* that module's loads of the work group's A and B panels (matmul_wg.c, wg_matrices=2) rewritten
  * as loads through tensor layouts (SPV_NV_tensor_addressing), in place (spirv_tensor.c) */
 portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words);
