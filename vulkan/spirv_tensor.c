@@ -6,15 +6,17 @@
  * them, so the shader is written with plain loads from an f16 view of the buffer and rewritten
  * here, after spirv_coop.c has made the module KHR's. Each load of a matrix of the work group's
  * scope (use A or B, row-major) whose pointer is an access chain of f16 elements into a buffer's
- * array,
+ * array, with a constant stride,
  *     %r = OpCooperativeMatrixLoadKHR %T (OpAccessChain %var %member %off) RowMajor %stride [memory operands]
  * becomes
  *     %base = the same chain with its last index 0
  *     %row = OpUDiv %uint %off %stride, %col = OpUMod %uint %off %stride
- *     %rows = OpUDiv %uint (OpArrayLength %var member) %stride: the buffer's whole rows
- *     %l = OpCreateTensorLayoutNV, OpTensorLayoutSetDimensionNV (%rows, %stride),
- *          OpTensorLayoutSliceNV (%row, T's rows, %col, T's columns)
- *     %r = OpCooperativeMatrixLoadTensorNV %T %base (OpUndef %T) %l None None
+ *     %s = OpTensorLayoutSliceNV %L (%row, T's rows, %col, T's columns)
+ *     %r = OpCooperativeMatrixLoadTensorNV %T %base (OpUndef %T) %s None None
+ * where %L, the layout of the buffer's whole rows by the stride, is made once per buffer and stride
+ * at the function's entry, before any loop (as llama.cpp's kernel makes its layouts):
+ *     %rows = OpUDiv %uint (OpArrayLength %var member) %stride
+ *     %L = OpTensorLayoutSetDimensionNV (OpCreateTensorLayoutNV) %rows %stride
  * The layout is two-dimensional without clamping: the kernel's loads lie inside the matrices.
  * The module, validated before the rewrite, is not validated after it:
  * SPIRV-Tools 2023.1 does not know these instructions. (SPIRV-Tools 2025.1 accepts modules so
@@ -28,13 +30,15 @@
 #include "vk.h"
 
 enum {
-  OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_TYPE_POINTER = 32, OP_CONSTANT = 43, OP_FUNCTION = 54,
-  OP_ACCESS_CHAIN = 65, OP_IN_BOUNDS_ACCESS_CHAIN = 66, OP_ARRAY_LENGTH = 68, OP_UNDEF = 1, OP_UDIV = 134, OP_UMOD = 137,
+  OP_LINE = 8, OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_TYPE_POINTER = 32, OP_CONSTANT = 43,
+  OP_FUNCTION = 54, OP_FUNCTION_PARAMETER = 55, OP_VARIABLE = 59, OP_ACCESS_CHAIN = 65, OP_IN_BOUNDS_ACCESS_CHAIN = 66, OP_ARRAY_LENGTH = 68, OP_UNDEF = 1,
+  OP_UDIV = 134, OP_UMOD = 137, OP_LABEL = 248, OP_NO_LINE = 317,
   KHR_TYPE = 4456, KHR_LOAD = 4457,
   TENSOR_LOAD = 5367, TYPE_TENSOR_LAYOUT = 5370, CREATE_TENSOR_LAYOUT = 5372, TENSOR_LAYOUT_SET_DIMENSION = 5373, TENSOR_LAYOUT_SLICE = 5375,
   CAP_COOP_TENSOR_ADDRESSING = 5433, CAP_TENSOR_ADDRESSING = 5439,
   SCOPE_WORKGROUP = 2, USE_ACCUMULATOR = 2, LAYOUT_ROW_MAJOR = 0,
-  WORDS_PER_LOAD = 6 + 5 + 5 + 5 + 5 + 3 + 6 + 8 + 3 + 8, /* chain, div, mod, length, div, create, dimension, slice, undef, load */
+  WORDS_PER_LAYOUT = 5 + 5 + 3 + 6,     /* length, div, create, dimension */
+  WORDS_PER_LOAD = 6 + 5 + 5 + 8 + 3 + 8, /* chain, div, mod, slice, undef, load */
 };
 
 static const char ext[] = "SPV_NV_tensor_addressing";
@@ -63,6 +67,32 @@ static bool takes(const uint32_t *w, const id_info *id, uint32_t bound, uint32_t
     return false;
   const uint32_t *ptr_t = p[1] < bound && id[p[1]].def ? w + id[p[1]].def : NULL; /* OpTypePointer: storage class, pointee */
   return ptr_t && (ptr_t[0] & 0xffff) == OP_TYPE_POINTER && ptr_t[3] == half_t;
+}
+
+/* a layout made at the entry of function fn (its place among the module's functions) for the
+ * loads from member of buffer var by stride; id is its OpTensorLayoutSetDimensionNV's result */
+typedef struct {
+  uint32_t fn, var, member, stride, id;
+} entry_layout;
+
+static entry_layout *layout_of(entry_layout *l, uint32_t *nl, uint32_t fn, const uint32_t *chain, uint32_t stride) {
+  for (uint32_t i = 0; i < *nl; i++)
+    if (l[i].fn == fn && l[i].var == chain[3] && l[i].member == chain[4] && l[i].stride == stride) return &l[i];
+  l[*nl] = (entry_layout){fn, chain[3], chain[4], stride, 0};
+  return &l[(*nl)++];
+}
+
+/* the layouts of function fn, written where its entry block's variables end */
+static void put_layouts(uint32_t *out, size_t *at, const entry_layout *l, uint32_t nl, uint32_t fn, const id_info *id, uint32_t uint_t,
+                        uint32_t layout_t, uint32_t *next) {
+  for (uint32_t i = 0; i < nl; i++) {
+    if (l[i].fn != fn) continue;
+    const uint32_t length = (*next)++, rows = (*next)++, made = (*next)++;
+    vk_spirv_put(out, at, (uint32_t[]){5u << 16 | OP_ARRAY_LENGTH, uint_t, length, l[i].var, id[l[i].member].value - 1}, 5);
+    vk_spirv_put(out, at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, rows, length, l[i].stride}, 5);
+    vk_spirv_put(out, at, (uint32_t[]){3u << 16 | CREATE_TENSOR_LAYOUT, layout_t, made}, 3);
+    vk_spirv_put(out, at, (uint32_t[]){6u << 16 | TENSOR_LAYOUT_SET_DIMENSION, layout_t, l[i].id, made, rows, l[i].stride}, 6);
+  }
 }
 
 portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
@@ -99,15 +129,35 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
                : !loads ? "no row-major load of the work group's matrices through a chain of f16 elements"
                         : "the module has no capability or no function");
   }
-  /* new ids: constants 0 and 2, the layout type; then 9 a load */
-  uint32_t next = bound;
-  const uint32_t c0 = next++, c2 = next++, layout_t = next++;
-  uint32_t *out = malloc((n + 64 + (size_t)loads * WORDS_PER_LOAD) * 4);
-  if (!out) {
-    free(id);
+  /* the layouts: one per function, buffer and stride, the loads' strides constants (so defined
+   * before every function) */
+  entry_layout *layouts = calloc(loads, sizeof *layouts);
+  uint32_t *out = malloc((n + 64 + (size_t)loads * (WORDS_PER_LAYOUT + WORDS_PER_LOAD)) * 4);
+  if (!layouts || !out) {
+    free(layouts), free(out), free(id);
     return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   }
+  /* new ids: constants 0 and 2, the layout type, each layout's; then 3 a layout, 5 a load */
+  uint32_t next = bound, nl = 0, fn = 0;
+  const uint32_t c0 = next++, c2 = next++, layout_t = next++;
+  const char *refused = NULL;
+  for (size_t i = 5; i < n && !refused; i += w[i] >> 16) {
+    fn += (w[i] & 0xffff) == OP_FUNCTION;
+    if ((w[i] & 0xffff) != KHR_LOAD || !takes(w, id, bound, half_t, w + i)) continue;
+    if (w[i] >> 16 > 7) refused = "a load with memory operands beyond their mask"; /* an alignment: the kernel writes none */
+    else if (w[i + 5] >= bound || !id[w[i + 5]].value) refused = "a load whose stride is not a constant";
+    else {
+      entry_layout *l = layout_of(layouts, &nl, fn, w + id[w[i + 3]].def, w[i + 5]);
+      if (!l->id) l->id = next++;
+    }
+  }
+  if (refused) {
+    free(layouts), free(out), free(id);
+    return bad(refused);
+  }
   size_t at = 0;
+  bool entry = false; /* in a function before its first block's first instruction past its variables */
+  fn = 0;
   vk_spirv_put(out, &at, w, 5);
   for (size_t i = 5; i < n;) {
     const uint32_t *x = w + i, wc = x[0] >> 16, op = x[0] & 0xffff;
@@ -116,26 +166,23 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
       vk_spirv_put(out, &at, (uint32_t[]){4u << 16 | OP_CONSTANT, uint_t, c2, 2}, 4);
       vk_spirv_put(out, &at, (uint32_t[]){4u << 16 | TYPE_TENSOR_LAYOUT, layout_t, c2, c0}, 4); /* 2-D, clamp mode undefined */
     }
+    if (op == OP_FUNCTION) fn++;
+    if (entry && op != OP_FUNCTION_PARAMETER && op != OP_LABEL && op != OP_VARIABLE && op != OP_LINE && op != OP_NO_LINE) {
+      put_layouts(out, &at, layouts, nl, fn, id, uint_t, layout_t, &next);
+      entry = false;
+    }
+    if (op == OP_FUNCTION) entry = true;
     if (op == KHR_LOAD && takes(w, id, bound, half_t, x)) {
-      if (wc > 7) { /* memory operands with arguments (an alignment): the kernel writes none */
-        free(out), free(id);
-        return bad("a load with memory operands beyond their mask");
-      }
       const uint32_t *t = w + id[x[1]].def, *p = w + id[x[3]].def;
-      const uint32_t base = next++, row = next++, col = next++, length = next++, rows = next++, l0 = next++, l1 = next++, l2 = next++,
-                     obj = next++;
-      const uint32_t off = p[5], stride = x[5];
+      const uint32_t base = next++, row = next++, col = next++, slice = next++, obj = next++;
+      const uint32_t off = p[5], stride = x[5], layout = layout_of(layouts, &nl, fn, p, stride)->id;
       vk_spirv_put(out, &at, (uint32_t[]){p[0], p[1], base, p[3], p[4], c0}, 6);
       vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, row, off, stride}, 5);
       vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UMOD, uint_t, col, off, stride}, 5);
-      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_ARRAY_LENGTH, uint_t, length, p[3], id[p[4]].value - 1}, 5);
-      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, rows, length, stride}, 5);
-      vk_spirv_put(out, &at, (uint32_t[]){3u << 16 | CREATE_TENSOR_LAYOUT, layout_t, l0}, 3);
-      vk_spirv_put(out, &at, (uint32_t[]){6u << 16 | TENSOR_LAYOUT_SET_DIMENSION, layout_t, l1, l0, rows, stride}, 6);
-      vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LAYOUT_SLICE, layout_t, l2, l1, row, t[4], col, t[5]}, 8);
+      vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LAYOUT_SLICE, layout_t, slice, layout, row, t[4], col, t[5]}, 8);
       vk_spirv_put(out, &at, (uint32_t[]){3u << 16 | OP_UNDEF, x[1], obj}, 3);
       /* the load's memory operands (a mask), else None; tensor addressing operands None */
-      vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LOAD, x[1], x[2], base, obj, l2, wc > 6 ? x[6] : 0, 0}, 8);
+      vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LOAD, x[1], x[2], base, obj, slice, wc > 6 ? x[6] : 0, 0}, 8);
     } else {
       vk_spirv_put(out, &at, x, wc);
     }
@@ -149,7 +196,7 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     }
     i += wc;
   }
-  free(id);
+  free(layouts), free(id);
   out[3] = next;
   free(*code);
   *code = out;
