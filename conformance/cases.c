@@ -302,6 +302,12 @@ static void contraction_cases(conf_cases *cs) {
        "input x: f32[2, 16, 9, 7]\ninput w: f32[16, 16, 3, 3]\ninput v: f32[16, 16, 1, 1]\n"
        "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nautocast off\ns = add(c, x)\ny = relu(s)\n"
        "autocast f16\nd = conv2d(y, v)\nautocast off\nz = add(d, y)\noutput z\n");
+  /* autocast's residual stream in f16 (cast_sink.c): additions of two autocast results add in
+   * f16, as torch.autocast's; one of an autocast result and an f32 input stays f32 */
+  text(add(cs, "ops", "conv2d/channels-last/f16-autocast-f16-stream"),
+       "input x: f32[2, 16, 9, 7]\ninput w: f32[16, 16, 3, 3]\ninput v: f32[16, 16, 1, 1]\ninput b: f32[16]\n"
+       "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, b)\ns = add(d, r)\nt = relu(s)\n"
+       "e = conv2d(t, w, padding=[1, 1])\ny = add(e, t)\nz = add(e, x)\noutput y\noutput z\n");
   text(add(cs, "ops", "conv2d/implicit-gemm/residual-relu"),
        "input x: f32[2, 16, 10, 10]\ninput w: f32[16, 16, 3, 3]\ninput b: f32[16]\nc = conv2d(x, w, b, padding=[1, 1])\nr = add(c, x)\n"
        "y = relu(r)\noutput y\n");

@@ -341,6 +341,7 @@ static portc_node graph_add_autocast(portc_graph *g, node_spec *s) {
       back.a[attr_index(OP_cast, "to")] = (attr){.set = true, .v = {PORTC_F32}};
       back.name = s->name;
       r = graph_add(g, &back);
+      if (r >= 0) g->nodes[r].autocast_widening = true;
     }
   }
   g->in_autocast = false;

@@ -108,6 +108,10 @@ typedef struct node {
    * (lower/matmul_rows.c) a view fusion copies into memory of its own: a weight matmul's rows that
    * would not lie as a matrix */
   bool stored, recomputed, copied;
+  /* a widening to f32 that autocast made: the cast back of a matmul, conv2d or attention computed
+   * in f16/bf16, or (lower/cast_sink.c) the widening of an op over such values; an addition of
+   * two of one dtype adds in that dtype, as under torch.autocast */
+  bool autocast_widening;
 } node;
 
 struct portc_graph {

@@ -10,7 +10,15 @@
  *   after:  r' = relu(y); p' = max_pool2d(r'); conv2d(p', ..)        (y f16: the same bits)
  *
  * An op that rounds (an addition) is left in f32: its 16-bit result would round where the
- * graph's f32 one does not. A graph output keeps its node, so its name stays.
+ * graph's f32 one does not. The exception is autocast's own: an addition of two values autocast
+ * widened (node.autocast_widening) adds in their 16-bit dtype, as torch.autocast adds two f16
+ * tensors, so a residual network's stream stays f16 from block to block:
+ *
+ *   before: c = cast(conv2d(..), f32); s = add(c, r); t = relu(s); x = cast(t, f16); conv2d(x, ..)
+ *   after:  s' = add(conv2d(..), r'); t' = relu(s'); conv2d(t', ..)      (r' the f16 of r)
+ *
+ * Their f16 sum rounds once more than the f32 one: within autocast's bounds, and what PyTorch
+ * computes. A graph output keeps its node, so its name stays.
  */
 #include "passes.h"
 
@@ -32,10 +40,19 @@ static bool moves_only(enum op op) {
   }
 }
 
-/* an f32 op that only moves values, all of its operands widened from one 16-bit dtype */
+/* every operand of node n a widening autocast made */
+static bool autocast_operands(const portc_graph *g, const node *n) {
+  for (int j = 0; j < n->nin; j++)
+    if (!g->nodes[n->in[j]].autocast_widening) return false;
+  return true;
+}
+
+/* an f32 op that only moves values, or an addition of autocast's widenings, all of its operands
+ * widened from one 16-bit dtype */
 static bool sinks(const portc_graph *g, int i) {
   const node *n = &g->nodes[i];
-  if (n->dt != PORTC_F32 || !moves_only(n->op) || n->nin < 1) return false;
+  if (n->dt != PORTC_F32 || n->nin < 1) return false;
+  if (!moves_only(n->op) && !(n->op == OP_add && autocast_operands(g, n))) return false;
   portc_dtype t0 = PORTC_F32, t;
   for (int j = 0; j < n->nin; j++) {
     if (!widened(g, n->in[j], &t) || (j && t != t0)) return false;
@@ -64,7 +81,9 @@ static portc_node rewrite(portc_graph *out, const portc_graph *g, int i, const i
   spec_init(&back, OP_cast, 1, &narrow);
   back.a[attr_index(OP_cast, "to")] = (attr){.set = true, .v = {PORTC_F32}};
   back.name = n->name; /* the f32 value under the op's own name, for whatever still reads f32 */
-  return graph_add(out, &back);
+  portc_node r = graph_add(out, &back);
+  if (r >= 0) out->nodes[r].autocast_widening = autocast_operands(g, n); /* so the stream's next addition sinks too */
+  return r;
 }
 
 portc_status cast_sink(portc_graph **g, bool *changed) {

@@ -63,6 +63,7 @@ portc_node copy_op_onto(portc_graph *dst, const portc_graph *src, int i, const i
   portc_node n = graph_add(dst, &s);
   if (n >= 0) dst->nodes[n].line = x->line, dst->nodes[n].stored = x->stored, dst->nodes[n].recomputed = x->recomputed;
   if (n >= 0) dst->nodes[n].copied = x->copied;
+  if (n >= 0 && x->autocast_widening) dst->nodes[n].autocast_widening = true; /* or graph_add made it one (an autocast copy) */
   return n;
 }
 

@@ -284,6 +284,38 @@ TEST(Passes, WideningCastsSinkPastOpsThatOnlyMoveValues) {
   portc_graph_free(c);
 }
 
+// Under autocast a residual network's stream stays f16: an addition of two values autocast
+// widened adds in their dtype (torch.autocast's f16 add), relu follows it, and the next
+// convolution's narrowing cancels. An addition of an autocast value and the f32 input stays f32.
+TEST(Passes, AutocastsResidualAdditionsSinkAndKeepTheStreamSixteenBit) {
+  Graph g = parse("input x: f32[2, 8, 6, 6]\ninput w: f32[8, 8, 3, 3]\ninput v: f32[8, 8, 1, 1]\nautocast f16\n"
+                  "c = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v)\ns = add(d, r)\nt = relu(s)\n"
+                  "e = conv2d(t, v)\ny = add(e, t)\nz = add(e, x)\noutput y\noutput z\n");
+  ASSERT_TRUE(g);
+  portc_graph *c = nullptr;
+  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+  bool changed = false;
+  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK) << portc_last_error();
+  EXPECT_TRUE(changed);
+  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  EXPECT_EQ(count_dtype(c, OP_add, PORTC_F16), 2) << "s and y add in f16";
+  EXPECT_EQ(count_dtype(c, OP_add, PORTC_F32), 1) << "z reads the f32 input: it stays f32";
+  EXPECT_EQ(count_dtype(c, OP_relu, PORTC_F16), 2);
+  EXPECT_EQ(count_dtype(c, OP_conv2d, PORTC_F16), 3);
+  EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "y");
+  EXPECT_EQ(c->nodes[portc_graph_output(c, 0)].dt, PORTC_F32) << "the output is the graph's f32";
+  portc_graph_free(c);
+  // the same graph written with explicit casts (no autocast): its additions stay f32
+  Graph h = parse("input y: f16[8]\ninput u: f16[8]\nc = cast(y, to=f32)\nd = cast(u, to=f32)\ns = add(c, d)\n"
+                  "t = cast(s, to=f16)\no = add(t, t)\noutput o\n");
+  ASSERT_TRUE(h);
+  ASSERT_EQ(graph_copy(h.get(), nullptr, &c), PORTC_OK);
+  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK);
+  EXPECT_EQ(count_dtype(c, OP_add, PORTC_F32), 1) << "a cast the graph wrote is not autocast's";
+  portc_graph_free(c);
+}
+
 // Where the target runs f16 convolutions channels-last, a chain of them keeps its activations
 // NHWC: relu and the residual add move with them, the permutes between the convolutions cancel,
 // and only the input, the weights and the output are transposed. An f32 convolution beside them

@@ -42,8 +42,8 @@ int cmd_explain(int argc, char **argv) {
     } else {
       char *text = portc_module_explain(m, b);
       if (ga.autocast != PORTC_F32)
-        printf("autocast %s: %d matmul, conv2d and attention nodes of f32 operands compute in %s (operands cast, sums in f32, results cast back to f32)\n",
-               portc_dtype_name(ga.autocast), ga.autocast_nodes, portc_dtype_name(ga.autocast));
+        printf("autocast %s: %d matmul, conv2d and attention nodes of f32 operands compute in %s (operands cast, sums in f32, results cast back to f32, additions of two results in %s)\n",
+               portc_dtype_name(ga.autocast), ga.autocast_nodes, portc_dtype_name(ga.autocast), portc_dtype_name(ga.autocast));
       fputs(text ? text : "", stdout);
       free(text);
       portc_module_free(m);

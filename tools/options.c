@@ -67,7 +67,8 @@ const char compile_options_help[] =
     "                       keep it in the user's table)\n"
     "  --autocast T         mixed precision, as torch.autocast: the graph's matmuls, convolutions and\n"
     "                       attention of f32 operands compute in T (f16 or bf16; off: as written),\n"
-    "                       their sums in f32, their results cast back to f32\n"
+    "                       their sums in f32, their results cast back to f32 (an addition of two\n"
+    "                       such results in T, as torch.autocast's)\n"
     "  --dump DIR           write the generated kernel source into DIR\n"
     "  --dump-after PASS    print the graph after PASS: specialize form_attention decompose cast_sink channels_last split_concat\n"
     "                       split_reduce fold_batch_sum matmul_rows fold cse dce fuse\n";

@@ -313,7 +313,8 @@ PORTC_API portc_status portc_graph_grad(portc_graph *g, portc_node loss, int n, 
 
 /* Mixed precision, as torch.autocast: from this call on, matmul, conv2d and attention nodes added
  * to g with f32 operands compute in t (f16 or bf16; PORTC_F32 turns it off): their operands are
- * cast to t, their sums stay f32 on every target, their result is cast back to f32. Parameters
+ * cast to t, their sums stay f32 on every target, their result is cast back to f32; a compiled
+ * graph adds two such results in t (a residual stream, as torch.autocast adds). Parameters
  * stay f32 (the master weights); the gradients flow back through the casts, so the backward
  * pass's matmuls run in t too. Call it before building the forward pass. */
 PORTC_API portc_status portc_graph_autocast(portc_graph *g, portc_dtype t);

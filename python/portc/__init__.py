@@ -209,7 +209,8 @@ class Graph:
     def autocast(self, dtype="f16"):
         """A mixed-precision copy, as torch.autocast: matmuls, convolutions and attention of float32
         operands compute in dtype ("f16" or "bf16"), their sums in float32, their results cast back
-        to float32 under their own names. Returns (graph, number of nodes converted)."""
+        to float32 under their own names (compiled, an addition of two such results adds in dtype, as
+        torch.autocast's). Returns (graph, number of nodes converted)."""
         codes = {"f16": 1, "bf16": _BF16}
         if dtype not in codes:
             raise Error("autocast takes 'f16' or 'bf16', not %r" % (dtype,))
