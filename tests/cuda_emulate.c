@@ -132,6 +132,12 @@ static const emu_case cases[] = {
      "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nautocast off\ns = add(c, x)\ny = relu(s)\n"
      "autocast f16\nd = conv2d(y, v)\nautocast off\nz = add(d, y)\noutput z\n",
      CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
+    {"channels-last convolutions under autocast f16: the residual stream in f16 (additions of two autocast results add in f16), "
+     "one convolution taking the add and the relu",
+     "graph c\ninput x: f32[2, 16, 9, 7]\ninput w: f32[16, 16, 3, 3]\ninput v: f32[16, 16, 1, 1]\ninput b: f32[16]\n"
+     "autocast f16\nc = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v, b)\ns = add(d, r)\nt = relu(s)\n"
+     "e = conv2d(t, w, padding=[1, 1])\ny = add(e, t)\noutput y\n",
+     CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
     {"channels-last convolution of an RGB image, f16: its 3 channels padded to 8 (a 7x7 window, stride 2)",
      "graph c\ninput x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\ny = relu(c)\noutput y\n",
      CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
