@@ -252,6 +252,19 @@ static int count_dtype(const portc_graph *g, enum op op, portc_dtype dt) {
   return n;
 }
 
+// a copy of g after cast_sink, which changed it, and DCE; the copy verifies (NULL on failure)
+static portc_graph *sunk(const portc_graph *g) {
+  portc_graph *c = nullptr;
+  bool changed = false;
+  if (graph_copy(g, nullptr, &c) || cast_sink(&c, &changed) || !changed || opt_dce(c, &changed) ||
+      portc_graph_verify(c, nullptr)) {
+    ADD_FAILURE() << "cast_sink: " << (changed ? portc_last_error() : "nothing changed");
+    portc_graph_free(c);
+    return nullptr;
+  }
+  return c;
+}
+
 // Autocast's f16 values stay f16 through ops that only select or move them: the widening to f32
 // moves past relu, max-pooling and a reshape, and cancels against the narrowing after them; an
 // addition (it rounds) stays f32, and a widening that something else still reads stays too.
@@ -260,13 +273,8 @@ TEST(Passes, WideningCastsSinkPastOpsThatOnlyMoveValues) {
                   "v = reshape(p, shape=[2, 64])\nx = cast(v, to=f16)\no = add(x, x)\n"
                   "s = add(c, c)\nt = cast(s, to=f16)\noutput o\noutput t\n");
   ASSERT_TRUE(g);
-  portc_graph *c = nullptr;
-  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
-  bool changed = false;
-  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK) << portc_last_error();
-  EXPECT_TRUE(changed);
-  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
-  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  portc_graph *c = sunk(g.get());
+  ASSERT_NE(c, nullptr);
   EXPECT_EQ(count_dtype(c, OP_relu, PORTC_F16), 1);
   EXPECT_EQ(count_dtype(c, OP_max_pool2d, PORTC_F16), 1);
   EXPECT_EQ(count_dtype(c, OP_reshape, PORTC_F16), 1);
@@ -277,8 +285,8 @@ TEST(Passes, WideningCastsSinkPastOpsThatOnlyMoveValues) {
   portc_graph_free(c);
   // an output keeps its node (and name), even where its narrowing would cancel
   Graph h = parse("input y: f16[8]\nc = cast(y, to=f32)\nr = relu(c)\nx = cast(r, to=f16)\noutput x\n");
-  ASSERT_EQ(graph_copy(h.get(), nullptr, &c), PORTC_OK);
-  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK);
+  ASSERT_TRUE(h);
+  ASSERT_NE(c = sunk(h.get()), nullptr);
   EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "x");
   EXPECT_EQ(count_dtype(c, OP_relu, PORTC_F16), 1);
   portc_graph_free(c);
@@ -292,13 +300,8 @@ TEST(Passes, AutocastsResidualAdditionsSinkAndKeepTheStreamSixteenBit) {
                   "c = conv2d(x, w, padding=[1, 1])\nr = relu(c)\nd = conv2d(r, v)\ns = add(d, r)\nt = relu(s)\n"
                   "e = conv2d(t, v)\ny = add(e, t)\nz = add(e, x)\noutput y\noutput z\n");
   ASSERT_TRUE(g);
-  portc_graph *c = nullptr;
-  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
-  bool changed = false;
-  ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK) << portc_last_error();
-  EXPECT_TRUE(changed);
-  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
-  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  portc_graph *c = sunk(g.get());
+  ASSERT_NE(c, nullptr);
   EXPECT_EQ(count_dtype(c, OP_add, PORTC_F16), 2) << "s and y add in f16";
   EXPECT_EQ(count_dtype(c, OP_add, PORTC_F32), 1) << "z reads the f32 input: it stays f32";
   EXPECT_EQ(count_dtype(c, OP_relu, PORTC_F16), 2);
@@ -306,10 +309,11 @@ TEST(Passes, AutocastsResidualAdditionsSinkAndKeepTheStreamSixteenBit) {
   EXPECT_STREQ(portc_node_name(c, portc_graph_output(c, 0)), "y");
   EXPECT_EQ(c->nodes[portc_graph_output(c, 0)].dt, PORTC_F32) << "the output is the graph's f32";
   portc_graph_free(c);
-  // the same graph written with explicit casts (no autocast): its additions stay f32
+  // a graph that writes its casts itself (no autocast): its addition stays f32
   Graph h = parse("input y: f16[8]\ninput u: f16[8]\nc = cast(y, to=f32)\nd = cast(u, to=f32)\ns = add(c, d)\n"
                   "t = cast(s, to=f16)\no = add(t, t)\noutput o\n");
   ASSERT_TRUE(h);
+  bool changed = false;
   ASSERT_EQ(graph_copy(h.get(), nullptr, &c), PORTC_OK);
   ASSERT_EQ(cast_sink(&c, &changed), PORTC_OK);
   EXPECT_EQ(count_dtype(c, OP_add, PORTC_F32), 1) << "a cast the graph wrote is not autocast's";
