@@ -138,7 +138,8 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     free(layouts), free(out), free(id);
     return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   }
-  /* new ids: constants 0 and 2, the layout type, each layout's; then 3 a layout, 5 a load */
+  /* new ids: constants 0 and 2, the layout type, each layout's result; then 3 more a layout (at its
+   * function's entry) and 5 a load */
   uint32_t next = bound, nl = 0, fn = 0;
   const uint32_t c0 = next++, c2 = next++, layout_t = next++;
   const char *refused = NULL;
