@@ -60,22 +60,25 @@ static void pool(emitter *e, const node *n, int xb, int ob) {
   const int64_t *st = sa->set ? sa->v : ka->v;
   const char *it = e->d->index_type;
   bool mx = n->op == OP_max_pool2d, f = dtype_is_float(e->m->buf[xb].dt);
-  char ld[512], count[300], nc[256], zero[64], area[64];
-  emit_count(e, xs, 0, 2, nc, sizeof nc);
+  const conv_axes a = conv_axes_of(n); /* channels last: [N, H, W, C], a thread's neighbours the next channels */
+  char ld[512], count[300], nc[256], zero[64], area[64], ch[64];
+  emit_count(e, xs, 0, 1, nc, sizeof nc);
+  emit_dim(e, xs->d[a.c], ch, sizeof ch);
   emit_float(e->d, 0.0, zero, sizeof zero);
   emit_float(e->d, (double)(ka->v[0] * ka->v[1]), area, sizeof area);
-  emit_line(e, "const %s H = %lld, W = %lld, OH = %lld, OW = %lld;", it, (long long)xs->d[2].c, (long long)xs->d[3].c,
-            (long long)e->k->dom.d[2].c, (long long)e->k->dom.d[3].c);
-  snprintf(count, sizeof count, "(%s) * OH * OW", nc);
+  emit_line(e, "const %s C = %s, H = %lld, W = %lld, OH = %lld, OW = %lld;", it, ch, (long long)xs->d[a.h].c, (long long)xs->d[a.w].c,
+            (long long)e->k->dom.d[a.h].c, (long long)e->k->dom.d[a.w].c);
+  snprintf(count, sizeof count, "(%s) * C * OH * OW", nc);
   emit_parallel_loop(e, count);
-  emit_line(e, "const %s nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;", it);
+  if (a.c == 3) emit_line(e, "const %s c = t %% C, ow = t / C %% OW, oh = t / (C * OW) %% OH, img = t / (C * OW * OH);", it);
+  else emit_line(e, "const %s nc = t / (OH * OW), oh = t / OW %% OH, ow = t %% OW;", it);
   emit_line(e, "%s acc = %s;", compute_type(e->m->buf[xb].dt), mx ? (f ? "(-INFINITY)" : "INT64_MIN") : zero);
   emit_line(e, "for (%s kh = 0; kh < %lld; kh++)", it, (long long)ka->v[0]);
   emit_line(e, "  for (%s kw = 0; kw < %lld; kw++) {", it, (long long)ka->v[1]);
   emit_line(e, "    const %s ih = oh * %lld - %lld + kh, iw = ow * %lld - %lld + kw;", it, (long long)st[0], (long long)pa->v[0],
             (long long)st[1], (long long)pa->v[1]);
   emit_line(e, "    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;");
-  emit_load(e, xb, "(nc * H + ih) * W + iw", ld, sizeof ld);
+  emit_load(e, xb, a.c == 3 ? "((img * H + ih) * W + iw) * C + c" : "(nc * H + ih) * W + iw", ld, sizeof ld);
   if (!mx) emit_line(e, "    acc += %s;", ld);
   else if (f) emit_line(e, "    { const float v = %s; if (!isnan(acc) && (isnan(v) || v > acc)) acc = v; }", ld);
   else emit_line(e, "    { const int64_t v = %s; if (v > acc) acc = v; }", ld);

@@ -286,6 +286,11 @@ static void contraction_cases(conf_cases *cs) {
   text(add(cs, "ops", "conv2d/channels-last/f16-rgb-stem"),
        "input x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\ny = relu(c)\n"
        "m = max_pool2d(y, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\noutput m\n");
+  /* ResNet's stem: the pooling between two convolutions pools their NHWC values as they lie */
+  text(add(cs, "ops", "conv2d/channels-last/f16-stem-pool-conv"),
+       "input x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\ninput v: f16[24, 16, 1, 1]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\n"
+       "r = relu(c)\nm = max_pool2d(r, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\nd = conv2d(m, v)\n"
+       "a = avg_pool2d(d, kernel=[2, 2])\ny = relu(a)\noutput y\n");
   text(add(cs, "ops", "conv2d/channels-last/f32-groups"),
        "input x: f32[2, 7, 9, 8]\ninput w: f32[3, 3, 4, 6]\ny = conv2d(x, w, padding=[1, 1], groups=2, channels_last=true)\noutput y\n");
   text(add(cs, "ops", "conv2d/channels-last/f16-chain-residual"),
@@ -326,6 +331,10 @@ static void contraction_cases(conf_cases *cs) {
   for (int p = 0; p < 3; p++) {
     text(add(cs, "ops", "max_pool2d/%d", p), "input x: f32[2, 3, 9, 9]\ny = max_pool2d(x, %s)\noutput y\n", pools[p]);
     text(add(cs, "ops", "avg_pool2d/%d", p), "input x: f32[2, 3, 9, 9]\ny = avg_pool2d(x, %s)\noutput y\n", pools[p]);
+    text(add(cs, "ops", "max_pool2d/channels-last/%d", p), "input x: f32[2, 9, 9, 3]\ny = max_pool2d(x, %s, channels_last=true)\noutput y\n",
+         pools[p]);
+    text(add(cs, "ops", "avg_pool2d/channels-last/%d", p), "input x: f32[2, 9, 9, 3]\ny = avg_pool2d(x, %s, channels_last=true)\noutput y\n",
+         pools[p]);
   }
 }
 

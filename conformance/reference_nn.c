@@ -102,23 +102,26 @@ portc_status ref_conv2d(const node *n, const rval *x, const rval *w, const rval 
 portc_status ref_pool2d(const node *n, const rval *x, rval *out) {
   const attr *k = attr_get(n, "kernel"), *pd = attr_get(n, "padding"), *sa = attr_get(n, "stride");
   const int64_t *s = sa->set ? sa->v : k->v;
-  int64_t H = x->shape[2], W = x->shape[3], OH = out->shape[2], OW = out->shape[3];
+  const bool last = attr_i(n, "channels_last"); /* x [N,H,W,C] and out [N,OH,OW,C] */
+  const int64_t C = x->shape[last ? 3 : 1], H = x->shape[last ? 1 : 2], W = x->shape[last ? 2 : 3];
+  const int64_t OH = out->shape[last ? 1 : 2], OW = out->shape[last ? 2 : 3];
   bool is_max = n->op == OP_max_pool2d;
-  for (int64_t nc = 0; nc < x->shape[0] * x->shape[1]; nc++)
+  for (int64_t nc = 0; nc < x->shape[0] * C; nc++)
     for (int64_t oh = 0; oh < OH; oh++)
       for (int64_t ow = 0; ow < OW; ow++) {
+        const int64_t b = nc / C, ch = nc % C;
         double acc = is_max ? -INFINITY : 0;
         int64_t iacc = INT64_MIN;
         for (int64_t kh = 0; kh < k->v[0]; kh++)
           for (int64_t kw = 0; kw < k->v[1]; kw++) {
             int64_t ih = oh * s[0] - pd->v[0] + kh, iw = ow * s[1] - pd->v[1] + kw;
             if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue; /* padding: -inf for max, 0 for avg */
-            int64_t at = (nc * H + ih) * W + iw;
+            int64_t at = last ? ((b * H + ih) * W + iw) * C + ch : (nc * H + ih) * W + iw;
             if (!x->f) iacc = x->i[at] > iacc ? x->i[at] : iacc;
             else if (!is_max) acc += x->f[at];
             else if (isnan(x->f[at]) || x->f[at] > acc) acc = isnan(acc) ? acc : x->f[at];
           }
-        int64_t o = (nc * OH + oh) * OW + ow;
+        int64_t o = last ? ((b * OH + oh) * OW + ow) * C + ch : (nc * OH + oh) * OW + ow;
         if (!x->f) out->i[o] = iacc;
         else out->f[o] = is_max ? acc : acc / (double)(k->v[0] * k->v[1]);
       }

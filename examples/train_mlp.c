@@ -60,7 +60,7 @@ static portc_node cnn(portc_graph *g, int64_t n, int64_t f, int64_t c) {
   portc_node fw = portc_param_init(g, "fw", PORTC_F32, 2, fwd, PORTC_INIT_UNIFORM, 2, -0.088, 0.088);
   portc_node fb = portc_param_init(g, "fb", PORTC_F32, 1, fbd, PORTC_INIT_ZEROS, 0, 0, 0);
   portc_conv2d_opts co = {sizeof co, {1, 1}, {1, 1}, {1, 1}, 1, false};
-  portc_pool2d_opts po = {sizeof po, {2, 2}, {2, 2}, {0, 0}};
+  portc_pool2d_opts po = {sizeof po, {2, 2}, {2, 2}, {0, 0}, false};
   portc_node h = portc_max_pool2d(g, portc_relu(g, portc_conv2d(g, x, cw, cb, &co)), &po);
   return portc_add(g, portc_matmul(g, portc_reshape(g, h, 2, flat), fw), fb);
 }

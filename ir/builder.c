@@ -153,6 +153,7 @@ static portc_node pool(portc_graph *g, enum op op, portc_node x, const portc_poo
     set_ints(&s, "stride", 2, st);
   }
   set_ints(&s, "padding", 2, o->padding);
+  if (o->channels_last) set_int(&s, "channels_last", 1);
   return add(g, &s);
 }
 portc_node portc_max_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *o) { return pool(g, OP_max_pool2d, x, o); }

@@ -173,6 +173,14 @@ static void pool_params(const node *x, convp *q) {
   q->groups = 1;
 }
 
+/* the rules below spread NCHW windows: a channels-last pooling (which the lowering makes, after
+ * the gradient is built) has none */
+static bool pool_first(gctx *c, const node *x) {
+  if (!attr_i(x, "channels_last")) return true;
+  gfail(c, PORTC_ERR_INVALID, "a channels-last pooling has no gradient rule; build it channels-first (x [N, C, H, W]) to train it");
+  return false;
+}
+
 static portc_node avg_pool_grad(gctx *c, const node *x, portc_node gy) {
   shape sx = g_shape(c, x->in[0]), sy = g_shape(c, gy);
   convp q;
@@ -299,8 +307,8 @@ bool grad_rule_nn(gctx *c, int i, portc_node gy, portc_node *gin) {
   switch (x.op) {
   case OP_matmul: return matmul_rule(c, &x, gy, gin);
   case OP_conv2d: return conv_rule(c, &x, gy, gin);
-  case OP_avg_pool2d: gin[0] = avg_pool_grad(c, &x, gy); return !c->b.st;
-  case OP_max_pool2d: gin[0] = max_pool_grad(c, i, &x, gy); return !c->b.st;
+  case OP_avg_pool2d: gin[0] = pool_first(c, &x) ? avg_pool_grad(c, &x, gy) : PORTC_NONE; return !c->b.st;
+  case OP_max_pool2d: gin[0] = pool_first(c, &x) ? max_pool_grad(c, i, &x, gy) : PORTC_NONE; return !c->b.st;
   case OP_softmax: gin[0] = softmax_grad(c, i, gy, attr_i(&x, "axis")); return !c->b.st;
   case OP_log_softmax: {
     int64_t axis = attr_i(&x, "axis");

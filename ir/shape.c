@@ -254,7 +254,9 @@ static portc_status pool2d(const ctx *c, portc_dtype *dt, shape *sh) {
   portc_status st = PORTC_OK;
   if (x->dt == PORTC_BOOL || (c->n->op == OP_avg_pool2d && (st = need_float(c, x))))
     return x->dt == PORTC_BOOL ? fail(c, PORTC_ERR_DTYPE, "does not take bool") : st;
-  if (x->sh.rank != 4) return fail(c, PORTC_ERR_SHAPE, "input must be [N, C, H, W], got %s", shp(c, &x->sh));
+  const conv_axes a = conv_axes_of(c->n); /* channels_last: [N, H, W, C] */
+  if (x->sh.rank != 4)
+    return fail(c, PORTC_ERR_SHAPE, "input must be %s, got %s", a.c == 3 ? "[N, H, W, C]" : "[N, C, H, W]", shp(c, &x->sh));
   int64_t k[2], s[2], p[2];
   if ((st = pair_attr(c, "kernel", k, 1)) || (st = pair_attr(c, "padding", p, 0))) return st;
   if (attr_get(c->n, "stride")->set) {
@@ -264,11 +266,11 @@ static portc_status pool2d(const ctx *c, portc_dtype *dt, shape *sh) {
   }
   *sh = x->sh;
   for (int i = 0; i < 2; i++) {
-    if (!is_const(x->sh.d[2 + i])) return fail(c, PORTC_ERR_SHAPE, "spatial dimension %s is symbolic", dimstr(c, x->sh.d[2 + i]));
+    if (!is_const(x->sh.d[a.h + i])) return fail(c, PORTC_ERR_SHAPE, "spatial dimension %s is symbolic", dimstr(c, x->sh.d[a.h + i]));
     if (2 * p[i] > k[i]) return fail(c, PORTC_ERR_SHAPE, "padding %lld is more than half the kernel %lld", (long long)p[i], (long long)k[i]);
-    int64_t in = x->sh.d[2 + i].c;
+    int64_t in = x->sh.d[a.h + i].c;
     if (in + 2 * p[i] < k[i]) return fail(c, PORTC_ERR_SHAPE, "kernel %lld is larger than the padded input %lld", (long long)k[i], (long long)(in + 2 * p[i]));
-    sh->d[2 + i] = (dim){(in + 2 * p[i] - k[i]) / s[i] + 1, -1};
+    sh->d[a.h + i] = (dim){(in + 2 * p[i] - k[i]) / s[i] + 1, -1};
   }
   *dt = x->dt;
   return PORTC_OK;

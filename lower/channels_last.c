@@ -13,8 +13,10 @@
  *           d = permute(d', [0,3,1,2])
  *
  * so activations between convolutions stay NHWC, and only the network's ends (and ops that are
- * not elementwise: pooling, concat, reductions, which read NCHW through a permuted view) pay a
- * transpose. Each rewritten node keeps an NCHW view of itself under its own name, which DCE drops
+ * not elementwise: concat, reductions, which read NCHW through a permuted view) pay a transpose.
+ * A pooling of an NHWC value pools it channels-last (ResNet's max_pool2d between its first
+ * convolution and the next: an opaque op, which read NCHW, took a transpose of its input there
+ * and another of its result after). Each rewritten node keeps an NCHW view of itself under its own name, which DCE drops
  * where nothing reads it; graph outputs keep their node. A channels-last convolution the target
  * cannot run natively (one a user wrote, on another target, or in another dtype) goes back to NCHW
  * between permutes, so every target takes the attribute.
@@ -136,11 +138,28 @@ static portc_node to_first(clctx *c, int i) {
 /* node i is a convolution the target runs channels-last (one of `dtypes`, and it fits) */
 static bool native(const portc_graph *g, int i, unsigned dtypes) { return (dtypes >> g->nodes[i].dt & 1u) && kir_channels_last_fits(g, i); }
 
+/* pooling i of the old graph, whose input is NHWC in out: the same pooling channels-last */
+static bool pools_last(const clctx *c, int i) {
+  const node *n = &c->g->nodes[i];
+  return (n->op == OP_max_pool2d || n->op == OP_avg_pool2d) && !attr_i(n, "channels_last") && c->last[n->in[0]] >= 0 &&
+         !graph_is_output(c->g, i);
+}
+
+static portc_node pool_last(clctx *c, int i) {
+  const node *n = &c->g->nodes[i];
+  node_spec s;
+  spec_init(&s, n->op, 1, &c->last[n->in[0]]);
+  for (int a = 0; a < op_get(n->op)->nattrs; a++) s.a[a] = n->a[a];
+  s.a[attr_index(n->op, "channels_last")] = (attr){.set = true, .v = {1}};
+  return keep_last(c, i, graph_add(c->out, &s));
+}
+
 static portc_node rewrite(clctx *c, int i, unsigned dtypes, bool convert) {
   const node *n = &c->g->nodes[i];
   if (n->op == OP_conv2d && attr_i(n, "channels_last"))
     return native(c->g, i, dtypes) ? copy_node(c->out, c->g, i, c->remap, NULL) : to_first(c, i);
   if (convert && n->op == OP_conv2d && native(c->g, i, dtypes) && !graph_is_output(c->g, i)) return to_last(c, i);
+  if (convert && pools_last(c, i)) return pool_last(c, i);
   if (convert && sinks(c, i)) {
     int32_t in[3];
     for (int j = 0; j < n->nin; j++)

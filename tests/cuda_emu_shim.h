@@ -44,6 +44,7 @@
 
 using std::max;
 using std::min;
+using std::isnan; /* CUDA's device isnan, as the pooling templates call it */
 
 #define PC_KERNEL extern "C"
 #define __global__

@@ -141,6 +141,10 @@ static const emu_case cases[] = {
     {"channels-last convolution of an RGB image, f16: its 3 channels padded to 8 (a 7x7 window, stride 2)",
      "graph c\ninput x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\ny = relu(c)\noutput y\n",
      CU_OWN_CONV, "channels last: this thread's rows", 2e-3, 1, 0},
+    {"ResNet's stem channels-last, f16: the max pooling between two convolutions pools their NHWC values as they lie",
+     "graph c\ninput x: f16[2, 3, 19, 17]\ninput w: f16[16, 3, 7, 7]\ninput v: f16[24, 16, 1, 1]\nc = conv2d(x, w, stride=[2, 2], padding=[3, 3])\n"
+     "r = relu(c)\nm = max_pool2d(r, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\nd = conv2d(m, v)\ny = relu(d)\noutput y\n",
+     CU_OWN_CONV, "img = t / (C * OW * OH)", 2e-3, 1, 0},
     {"channels-last convolution as written, bf16, dilation, 160 output channels, a 2x2 window",
      "graph c\ninput x: bf16[3, 9, 10, 24]\ninput w: bf16[2, 2, 24, 160]\ny = conv2d(x, w, dilation=[2, 2], padding=[2, 1], channels_last=true)\n"
      "output y\n",

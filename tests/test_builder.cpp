@@ -103,7 +103,7 @@ TEST(Builder, EveryOpCallBuilds) {
   portc_conv2d_opts co = {sizeof co, {1, 1}, {1, 1}, {1, 1}, 1, false};
   EXPECT_GE(portc_conv2d(G, x, w, b, &co), 0) << portc_last_error();
   EXPECT_GE(portc_conv2d(G, x, w, PORTC_NONE, nullptr), 0) << portc_last_error();
-  portc_pool2d_opts po = {0, {2, 2}, {0, 0}, {0, 0}};
+  portc_pool2d_opts po = {0, {2, 2}, {0, 0}, {0, 0}, false};
   EXPECT_GE(portc_max_pool2d(G, x, &po), 0);
   EXPECT_GE(portc_avg_pool2d(G, x, &po), 0);
   EXPECT_LT(portc_max_pool2d(G, x, nullptr), 0);

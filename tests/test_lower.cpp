@@ -374,6 +374,41 @@ TEST(Passes, ConvolutionChainsRunChannelsLastBetweenPermutes) {
   portc_graph_free(c);
 }
 
+// ResNet's stem: a convolution, relu, a max pooling, the next convolution. The pooling of an NHWC
+// value pools it channels-last, so nothing between the two convolutions is transposed; a pooling
+// that is an output (or reads an NCHW value) stays as written.
+TEST(Passes, PoolingsOfChannelsLastValuesPoolChannelsLast) {
+  Graph g = parse("input x: f16[2, 8, 16, 16]\ninput w: f16[16, 8, 3, 3]\ninput v: f16[16, 16, 1, 1]\n"
+                  "c = conv2d(x, w, stride=[2, 2], padding=[1, 1])\nr = relu(c)\n"
+                  "p = max_pool2d(r, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\nd = conv2d(p, v)\n"
+                  "q = avg_pool2d(d, kernel=[2, 2])\no = max_pool2d(x, kernel=[2, 2])\noutput q\noutput o\n");
+  ASSERT_TRUE(g);
+  portc_graph *c = nullptr;
+  ASSERT_EQ(graph_copy(g.get(), nullptr, &c), PORTC_OK);
+  bool changed = false;
+  ASSERT_EQ(channels_last(&c, 1u << PORTC_F16, true, &changed), PORTC_OK) << portc_last_error();
+  ASSERT_EQ(opt_dce(c, &changed), PORTC_OK);
+  EXPECT_EQ(portc_graph_verify(c, nullptr), PORTC_OK);
+  const node *p = nullptr;
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].op == OP_max_pool2d && attr_i(&c->nodes[i], "channels_last")) p = &c->nodes[i];
+  ASSERT_NE(p, nullptr) << "p pools channels-last";
+  EXPECT_EQ(c->nodes[p->in[0]].op, OP_relu) << "and reads the relu as it is";
+  EXPECT_EQ(p->sh.d[1].c, 4);
+  EXPECT_EQ(p->sh.d[3].c, 16) << "[N, OH, OW, C]";
+  int later = 0; // the second convolution reads p as it is
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].op == OP_conv2d && attr_i(&c->nodes[i], "channels_last") && &c->nodes[c->nodes[i].in[0]] == p) later++;
+  EXPECT_EQ(later, 1);
+  const node *q = &c->nodes[portc_graph_output(c, 0)], *o = &c->nodes[portc_graph_output(c, 1)];
+  EXPECT_EQ(q->op, OP_avg_pool2d) << "an output keeps its node";
+  EXPECT_EQ(attr_i(q, "channels_last"), 0);
+  EXPECT_EQ(o->op, OP_max_pool2d);
+  EXPECT_EQ(attr_i(o, "channels_last"), 0) << "x is NCHW: its pooling stays so";
+  EXPECT_EQ(count_op(c, OP_permute), 4) << "x and the two weights in, d back out for q";
+  portc_graph_free(c);
+}
+
 TEST(Passes, PerChannelReductionsRunPixelsFirst) {
   // batch norm's statistics: 16 rows of 32,768 become 128 rows of 4,096, then 16 of 8
   struct { const char *text; int64_t part; } cases[] = {

@@ -25,15 +25,17 @@ static void output_loop(emitter *e) {
 }
 
 /* "for (var kh ...) { let ih = ...; if (outside) { continue; }" and the same for kw: the
- * window's rows and columns over the input, stride st, padding pad and dilation dil */
-static void window_loops(emitter *e, int64_t kh, int64_t kw, const int64_t st[2], const int64_t pad[2], const int64_t dil[2]) {
+ * window's rows and columns over the input, stride st, padding pad and dilation dil, from the
+ * output's row and column oh and ow (index names) */
+static void window_loops(emitter *e, int64_t kh, int64_t kw, const int64_t st[2], const int64_t pad[2], const int64_t dil[2],
+                         const char *oh, const char *ow) {
   emit_line(e, "for (var kh: i32 = 0; kh < %lld; kh++) {", (long long)kh);
   e->indent++;
-  emit_line(e, "let ih: i32 = i2 * %lld - %lld + kh * %lld;", (long long)st[0], (long long)pad[0], (long long)dil[0]);
+  emit_line(e, "let ih: i32 = %s * %lld - %lld + kh * %lld;", oh, (long long)st[0], (long long)pad[0], (long long)dil[0]);
   emit_line(e, "if (ih < 0 || ih >= H) { continue; }");
   emit_line(e, "for (var kw: i32 = 0; kw < %lld; kw++) {", (long long)kw);
   e->indent++;
-  emit_line(e, "let iw: i32 = i3 * %lld - %lld + kw * %lld;", (long long)st[1], (long long)pad[1], (long long)dil[1]);
+  emit_line(e, "let iw: i32 = %s * %lld - %lld + kw * %lld;", ow, (long long)st[1], (long long)pad[1], (long long)dil[1]);
   emit_line(e, "if (iw < 0 || iw >= W) { continue; }");
 }
 
@@ -55,7 +57,7 @@ void wg_conv(emitter *e) {
   e->indent++;
   const int64_t st[2] = {attr_or_one(n, "stride", 0), attr_or_one(n, "stride", 1)};
   const int64_t dil[2] = {attr_or_one(n, "dilation", 0), attr_or_one(n, "dilation", 1)};
-  window_loops(e, ws->d[2].c, ws->d[3].c, st, attr_get(n, "padding")->v, dil);
+  window_loops(e, ws->d[2].c, ws->d[3].c, st, attr_get(n, "padding")->v, dil, "i2", "i3");
   emit_load(e, k->in_buf[0], "((i0 * C + g * CG + c) * H + ih) * W + iw", xv, sizeof xv);
   char woff[128];
   snprintf(woff, sizeof woff, "((i1 * CG + c) * %lld + kh) * %lld + kw", (long long)ws->d[2].c, (long long)ws->d[3].c);
@@ -77,15 +79,16 @@ void wg_pool(emitter *e) {
   const shape *xs = &e->m->buf[k->in_buf[0]].sh;
   const attr *ka = attr_get(n, "kernel"), *sa = attr_get(n, "stride");
   const int64_t *st = sa->set ? sa->v : ka->v, one[2] = {1, 1};
-  bool mx = n->op == OP_max_pool2d;
-  emit_line(e, "let H: i32 = %lld;", (long long)xs->d[2].c);
-  emit_line(e, "let W: i32 = %lld;", (long long)xs->d[3].c);
+  bool mx = n->op == OP_max_pool2d, last = conv_axes_of(n).c == 3; /* channels last: i1, i2 the row and column, i3 the channel */
+  emit_line(e, "let H: i32 = %lld;", (long long)xs->d[last ? 1 : 2].c);
+  emit_line(e, "let W: i32 = %lld;", (long long)xs->d[last ? 2 : 3].c);
   output_loop(e);
   emit_line(e, "var acc: f32 = %s;", mx ? "-INFINITY" : "0.0f");
-  window_loops(e, ka->v[0], ka->v[1], st, attr_get(n, "padding")->v, one);
+  window_loops(e, ka->v[0], ka->v[1], st, attr_get(n, "padding")->v, one, last ? "i1" : "i2", last ? "i2" : "i3");
   char ld[512];
   char off[160];
-  snprintf(off, sizeof off, "((i0 * %lld + i1) * H + ih) * W + iw", (long long)xs->d[1].c);
+  if (last) snprintf(off, sizeof off, "((i0 * H + ih) * W + iw) * %lld + i3", (long long)xs->d[3].c);
+  else snprintf(off, sizeof off, "((i0 * %lld + i1) * H + ih) * W + iw", (long long)xs->d[1].c);
   emit_load(e, k->in_buf[0], off, ld, sizeof ld);
   emit_line(e, "let v: f32 = %s;", ld);
   if (mx) emit_line(e, "if (!pc_isnan(acc) && (pc_isnan(v) || v > acc)) { acc = v; }");

@@ -269,9 +269,12 @@ PORTC_API portc_node portc_conv2d(portc_graph *g, portc_node x, portc_node w, po
 typedef struct portc_pool2d_opts {
   size_t size; /* sizeof(portc_pool2d_opts), or 0 */
   int64_t kernel[2], stride[2], padding[2]; /* stride 0: the kernel size */
+  bool channels_last; /* x [N,H,W,C] and the result [N,OH,OW,C] */
 } portc_pool2d_opts;
 PORTC_API portc_node portc_max_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts);
 PORTC_API portc_node portc_avg_pool2d(portc_graph *g, portc_node x, const portc_pool2d_opts *opts); /* padding counts */
+/* x [N,C,H,W] and the result [N,C,OH,OW] (channels_last: see above); a pooling's padding reads as
+ * nothing (max: skipped; avg: adds 0, divided by the whole window) */
 
 /* Views. dims may hold one -1 (reshape: inferred; expand: kept) and symbols. */
 PORTC_API portc_node portc_reshape(portc_graph *g, portc_node x, int rank, const portc_dim *dims);
