@@ -52,7 +52,7 @@ const char *cu_compiler_id(char *why, size_t len);
 /* ---- limits, and the tensor-core kernel's tiles (schedule.c, dialect_mma.c) ---- */
 enum {
   CU_PW_THREADS = 256,
-  CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x64 tiles, 8 warps of 64x32, 3 stages */
+  CU_MMA_BM = 128,    /* tensor-core matmul: 128x128x64 tiles, 8 warps of 64x32 (128x64: 32x32), 3 stages */
   CU_MMA_BN = 128,
   CU_MMA_BK = 64,
   CU_MMA_STAGES = 3,

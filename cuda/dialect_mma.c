@@ -4,7 +4,8 @@
  * 8 warps computes a 128x128 tile: the operands' 128x64 and 64x128 panels stream through
  * CU_MMA_STAGES shared-memory stages with cp.async (zeros past the edges), warps load their
  * fragments with ldmatrix (padded rows: no bank conflicts) and each computes 64x32 of the tile
- * with mma.sync.m16n8k16; the epilogue is applied to the accumulators as they are stored. Tiles
+ * with mma.sync.m16n8k16 (a channels-last convolution of 64 output channels or fewer: a 128x64
+ * tile, 4 x 2 warps of 32x32); the sums then go through shared memory to the epilogue. Tiles
  * are visited in groups of 8 tile rows so that the panels a wave of blocks reads stay in L2.
  * Convolutions (groups 1, f16/bf16) run the same kernel as their implicit GEMM: the weights are A,
  * and B's panels are gathered from the input, each thread one output pixel's column. Where its
@@ -110,15 +111,16 @@ static void conv_last_load(emitter *e) {
  * pairs: a quarter of each sector it wrote, which kept ResNet-50's 1x1 convolutions with a residual
  * (memory-bound: one or a few k-steps) at 500-770 GB/s on the H100. A tile inside the matrix takes
  * a loop without bounds checks. */
-enum { CS = CU_MMA_BN + 8 }; /* Cs's row stride in floats: a half-warp's float2 stores of 4 rows hit 32 banks */
-_Static_assert(CU_MMA_BM * CS * 4 <= CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2,
+_Static_assert(CU_MMA_BM * (CU_MMA_BN + 8) * 4 <= CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2,
                "the tile's sums fit in the stages' shared memory");
 
-static void epilogue_rows(emitter *e, bool conv, bool edge) {
+/* Cs's rows are BN + 8 floats apart: a half-warp's float2 stores of 4 rows then hit 32 banks */
+static void epilogue_rows(emitter *e, int BN, bool conv, bool edge) {
+  const int CS = BN + 8;
   e->indent++;
-  emit_line(e, "_Pragma(\"unroll 8\") for (int i = 0; i < %d; i++) {", CU_MMA_BM * CU_MMA_BN / CU_MMA_THREADS);
+  emit_line(e, "_Pragma(\"unroll 8\") for (int i = 0; i < %d; i++) {", CU_MMA_BM * BN / CU_MMA_THREADS);
   e->indent++;
-  emit_line(e, "const int r = i * %d + tid / %d, m = m0 + r;", CU_MMA_THREADS / CU_MMA_BN, CU_MMA_BN);
+  emit_line(e, "const int r = i * %d + tid / %d, m = m0 + r;", CU_MMA_THREADS / BN, BN);
   if (edge) emit_line(e, "if (m >= M || n >= N) continue;");
   if (conv) {
     char sum[32];
@@ -133,22 +135,23 @@ static void epilogue_rows(emitter *e, bool conv, bool edge) {
   e->indent--;
 }
 
-static void epilogue(emitter *e, int NJ, int WN, bool conv) {
+static void epilogue(emitter *e, int BN, int MI, int WM, int NJ, int WN, bool conv) {
+  const int CS = BN + 8;
   emit_line(e, "__syncthreads(); /* every warp is done with the stages: the sums go through their space */");
   emit_line(e, "float *const Cs = (float *)pc_smem;");
   /* accumulator h of tile (i, j): row lane/4 (+8 for h >= 2), column 2 (lane % 4) + h % 2 */
-  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 4; i++)");
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++)", MI);
   emit_line(e, "_Pragma(\"unroll\") for (int j = 0; j < %d; j++) {", NJ);
-  emit_line(e, "  const int r = wm * 64 + i * 16 + (lane >> 2), c = wn * %d + j * 8 + (lane & 3) * 2;", WN);
+  emit_line(e, "  const int r = wm * %d + i * 16 + (lane >> 2), c = wn * %d + j * 8 + (lane & 3) * 2;", WM, WN);
   emit_line(e, "  *(float2 *)&Cs[r * %d + c] = make_float2(acc[i][j][0], acc[i][j][1]);", CS);
   emit_line(e, "  *(float2 *)&Cs[(r + 8) * %d + c] = make_float2(acc[i][j][2], acc[i][j][3]);", CS);
   emit_line(e, "}");
   emit_line(e, "__syncthreads();");
-  emit_line(e, "const int j = tid %% %d, n = n0 + j;", CU_MMA_BN);
-  emit_line(e, "if (m0 + %d <= M && n0 + %d <= N) {", CU_MMA_BM, CU_MMA_BN);
-  epilogue_rows(e, conv, false);
+  emit_line(e, "const int j = tid %% %d, n = n0 + j;", BN);
+  emit_line(e, "if (m0 + %d <= M && n0 + %d <= N) {", CU_MMA_BM, BN);
+  epilogue_rows(e, BN, conv, false);
   emit_line(e, "} else {");
-  epilogue_rows(e, conv, true);
+  epilogue_rows(e, BN, conv, true);
   emit_line(e, "}");
 }
 
@@ -162,7 +165,9 @@ void cu_emit_mma(emitter *e) {
   const bool gather = conv && !last && !cu_conv_direct(e->m, (int)(k - e->m->k));
   int a = k->in_buf[conv && !last ? 1 : 0], b = k->in_buf[conv && !last ? 0 : 1];
   const char *T = dialect_spelling(e->d, DT_STORAGE, e->m->buf[a].dt);
-  const int BN = CU_MMA_BN, WN = BN / 4, NJ = WN / 8; /* warp tile 64 x WN: 4 x NJ mma tiles */
+  /* the tile's columns (the schedule's: 128, or 64 for a channels-last convolution of 64 output
+   * channels or fewer) and the warps over it: 2 x 4 warps of 64x32, or 4 x 2 of 32x32 */
+  const int BN = k->sched.tile_n, WGM = BN == 64 ? 4 : 2, WM = CU_MMA_BM / WGM, MI = WM / 16, WN = BN * WGM / 8, NJ = WN / 8;
   const int AS = CU_MMA_BK + 8, BS = BN + 8;                             /* padded row strides in elements */
   char N[32], K[32];
   if (conv) {
@@ -177,7 +182,7 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "typedef %s T;", T);
   emit_line(e, "T *const As = (T *)pc_smem, *const Bs = As + %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS);
   emit_line(e, "const T *const A = %s, *const B = %s;", emit_buf(e, a), emit_buf(e, b));
-  emit_line(e, "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 1, wn = warp >> 1;");
+  emit_line(e, "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp %% %d, wn = warp / %d;", WGM, WGM);
   emit_line(e, "const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = 8 * gridDim.x, first = pid / width * 8;");
   emit_line(e, "const int gsz = min((int)gridDim.y - first, 8);");
   emit_line(e, "const int m0 = (first + pid %% width %% gsz) * %d, n0 = pid %% width / gsz * %d;", CU_MMA_BM, BN);
@@ -190,8 +195,8 @@ void cu_emit_mma(emitter *e) {
     emit_line(e, "const T *const xb = B + (int64_t)(cn < N ? cimg : 0) * C * H * W;");
     emit_line(e, "const int corner = ih0 * W + iw0; /* the window's top left in the image (outside it where padded) */");
   }
-  emit_line(e, "float acc[4][%d][4];", NJ);
-  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 16 * NJ);
+  emit_line(e, "float acc[%d][%d][4];", MI, NJ);
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++) (&acc[0][0][0])[i] = 0.0f;", 4 * MI * NJ);
   emit_line(e, "const int KT = KE > KB ? (KE - KB + %d) / %d : 0;", CU_MMA_BK - 1, CU_MMA_BK);
   if (gather) conv_gather(e, BS);
   if (last) conv_last_rows(e);
@@ -240,15 +245,15 @@ void cu_emit_mma(emitter *e) {
   emit_line(e, "const T *as = As + kt %% %d * %d, *bs = Bs + kt %% %d * %d;", CU_MMA_STAGES, CU_MMA_BM * AS, CU_MMA_STAGES, CU_MMA_BK * BS);
   emit_line(e, "_Pragma(\"unroll\") for (int kk = 0; kk < %d; kk += 16) {", CU_MMA_BK);
   e->indent++;
-  emit_line(e, "unsigned af[4][4], bf[%d][2];", NJ);
-  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 4; i++)");
-  emit_line(e, "  pc_ldsm_x4(af[i], as + (wm * 64 + i * 16 + (lane & 15)) * %d + kk + (lane >> 4) * 8);", AS);
+  emit_line(e, "unsigned af[%d][4], bf[%d][2];", MI, NJ);
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++)", MI);
+  emit_line(e, "  pc_ldsm_x4(af[i], as + (wm * %d + i * 16 + (lane & 15)) * %d + kk + (lane >> 4) * 8);", WM, AS);
   emit_line(e, "_Pragma(\"unroll\") for (int j = 0; j < %d; j++) {", NJ / 2);
   emit_line(e, "  unsigned r[4];");
   emit_line(e, "  pc_ldsm_x4_t(r, bs + (kk + (lane & 7) + (lane >> 3 & 1) * 8) * %d + wn * %d + j * 16 + (lane >> 4) * 8);", BS, WN);
   emit_line(e, "  bf[2 * j][0] = r[0], bf[2 * j][1] = r[1], bf[2 * j + 1][0] = r[2], bf[2 * j + 1][1] = r[3];");
   emit_line(e, "}");
-  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < 4; i++)");
+  emit_line(e, "_Pragma(\"unroll\") for (int i = 0; i < %d; i++)", MI);
   emit_line(e, "  _Pragma(\"unroll\") for (int j = 0; j < %d; j++) pc_mma(acc[i][j], af[i], bf[j], T());", NJ);
   e->indent--;
   emit_line(e, "}");
@@ -263,5 +268,5 @@ void cu_emit_mma(emitter *e) {
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "pc_cp_wait<0>();");
-  epilogue(e, NJ, WN, conv);
+  epilogue(e, BN, MI, WM, NJ, WN, conv);
 }

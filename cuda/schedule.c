@@ -155,12 +155,30 @@ static bool mma_conv_eligible(const kir_module *m, int i) {
   return ws->d[0].sym < 0 && ws->d[1].c * ws->d[2].c * ws->d[3].c % 8 == 0 && xs->d[1].c * xs->d[2].c * xs->d[3].c < INT32_MAX;
 }
 
-/* the mma.sync kernel's fixed tiles, threads and shared memory */
-static void mma_tiles(kir_schedule *s) {
+/* the mma.sync kernel's shared memory: its stages of 128 x tile_k and tile_k x tile_n panels
+ * (padded rows), and a gathered convolution's tables of its panels' rows */
+static int mma_shared(const kir_module *m, int i, int tile_n) {
+  const kir_kernel *k = &m->k[i];
+  const bool gather = k->kind == KK_CONV && !cu_conv_direct(m, i) && !gpu_conv_last(m, k);
+  return CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (tile_n + 8)) * 2 + (gather ? CU_MMA_GATHER_TABLES : 0);
+}
+
+/* the tile widths the kernel takes: 128 columns, and 64 for a channels-last convolution (whose
+ * columns are its output channels: ResNet's first layers have 64, and a 128-column tile computed
+ * zeros on half its warps) */
+static bool mma_width_fits(const kir_module *m, int i, int tile_n) {
+  return tile_n == CU_MMA_BN || (tile_n == CU_MMA_BN / 2 && gpu_conv_last(m, &m->k[i]));
+}
+
+/* the mma.sync kernel's tiles, threads and shared memory: the narrow tile where the columns fit
+ * in it */
+static void mma_tiles(const kir_module *m, int i, kir_schedule *s) {
+  const dim n = m->k[i].kind == KK_CONV && gpu_conv_last(m, &m->k[i]) ? m->k[i].dom.d[3] : (dim){0, 0};
   s->variant = KS_MMA;
-  s->tile_m = CU_MMA_BM, s->tile_n = CU_MMA_BN, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
+  s->tile_m = CU_MMA_BM, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
+  s->tile_n = n.sym < 0 && n.c <= CU_MMA_BN / 2 ? CU_MMA_BN / 2 : CU_MMA_BN;
   s->threads[0] = CU_MMA_THREADS;
-  s->shared_bytes = CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2;
+  s->shared_bytes = mma_shared(m, i, s->tile_n);
 }
 
 /* value v is a load of a vector of n elements that every row of the output reads whole (a bias) */
@@ -213,7 +231,7 @@ static void matmul(kir_module *m, int i, kir_schedule *s, unsigned own, int sms)
     s->threads[0] = CU_WG_THREADS;
     s->shared_bytes = wt_shared(s->tile_n);
   } else if (mma_eligible(m, i)) {
-    mma_tiles(s);
+    mma_tiles(m, i, s);
     s->fold_batch = true;
   } else {
     s->variant = KS_TILED;
@@ -293,8 +311,7 @@ void cu_schedule_as(kir_module *m, int i, int device, unsigned own) {
      * shipped table), for devices and shapes that no table covers */
     /* a channels-last convolution is there only because this kernel takes it (cu_channels_last) */
     if (mma_conv_eligible(m, i) && (own & CU_OWN_CONV || gpu_conv_last(m, k))) {
-      mma_tiles(s);
-      if (!cu_conv_direct(m, i) && !gpu_conv_last(m, k)) s->shared_bytes += CU_MMA_GATHER_TABLES;
+      mma_tiles(m, i, s);
       s->min_groups = 2;
       /* split-K where the 128x128 tiles leave SMs idle (ResNet's 7x7 layers at batch 32: 52 tiles
        * on 132 SMs): slices that fill the two blocks each SM runs, each at least 4 k-steps */
@@ -336,8 +353,11 @@ bool cu_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
         return snprintf(why, len, "attention on tensor cores runs %d threads over %dx%d tiles", CU_FA_THREADS, CU_FA_BQ, CU_FA_BK), false;
       return true;
     }
-    if (s->tile_m != CU_MMA_BM || s->tile_n != CU_MMA_BN || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES || s->threads[0] != CU_MMA_THREADS)
-      return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d in %d stages", CU_MMA_BM, CU_MMA_BN, CU_MMA_BK, CU_MMA_STAGES), false;
+    if (s->tile_m != CU_MMA_BM || !mma_width_fits(m, i, s->tile_n) || s->tile_k != CU_MMA_BK || s->stages != CU_MMA_STAGES ||
+        s->threads[0] != CU_MMA_THREADS)
+      return snprintf(why, len, "the tensor-core kernel's tile is %dx%dx%d (%dx%d for a channels-last convolution) in %d stages", CU_MMA_BM,
+                      CU_MMA_BN, CU_MMA_BK, CU_MMA_BM, CU_MMA_BN / 2, CU_MMA_STAGES), false;
+    m->k[i].sched.shared_bytes = mma_shared(m, i, s->tile_n); /* what follows from the tile */
     return true;
   case KS_WGMMA: {
     if (!gpu_knobs_fit(&m->k[i], 1, why, len)) return false;
@@ -387,6 +407,9 @@ int cu_tune_space(const kir_module *m, int i, const tune_device *d, tune_knobs *
     for (int j = 0; j < 6 && n < max; j++)
       if (splits[j] != now && (splits[j] == 1 || (sized && K / splits[j] >= 2 * CU_MMA_BK)))
         out[n++] = (tune_knobs){.mask = tune_knob_bit("split_k"), .v.split_k = splits[j]};
+    const int other = s->tile_n == CU_MMA_BN ? CU_MMA_BN / 2 : CU_MMA_BN; /* a channels-last one: the other width */
+    if (mma_width_fits(m, i, other) && n < max)
+      out[n++] = (tune_knobs){.mask = tune_knob_bit("tile"), .v.tile_m = CU_MMA_BM, .v.tile_n = other};
   }
   if (s->variant == KS_WGMMA && cu_wgmma_tf32(m, k)) /* the f32 form's narrower tiles, in more stages */
     for (int bn = 256; bn >= 128 && n < max; bn -= 64)
