@@ -256,13 +256,16 @@ static int count_dtype(const portc_graph *g, enum op op, portc_dtype dt) {
 static portc_graph *sunk(const portc_graph *g) {
   portc_graph *c = nullptr;
   bool changed = false;
-  if (graph_copy(g, nullptr, &c) || cast_sink(&c, &changed) || !changed || opt_dce(c, &changed) ||
-      portc_graph_verify(c, nullptr)) {
-    ADD_FAILURE() << "cast_sink: " << (changed ? portc_last_error() : "nothing changed");
-    portc_graph_free(c);
-    return nullptr;
-  }
-  return c;
+  const char *failed = nullptr; // the step that failed
+  if (graph_copy(g, nullptr, &c)) failed = "graph_copy";
+  else if (cast_sink(&c, &changed)) failed = "cast_sink";
+  else if (!changed) ADD_FAILURE() << "cast_sink changed nothing";
+  else if (opt_dce(c, &changed)) failed = "opt_dce";
+  else if (portc_graph_verify(c, nullptr)) failed = "verify";
+  else return c;
+  if (failed) ADD_FAILURE() << failed << ": " << portc_last_error();
+  portc_graph_free(c);
+  return nullptr;
 }
 
 // Autocast's f16 values stay f16 through ops that only select or move them: the widening to f32

@@ -103,7 +103,7 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
   const uint32_t bound = w[3];
   id_info *id = calloc(bound, sizeof *id);
   if (!id) return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
-  uint32_t uint_t = 0, half_t = 0, loads = 0;
+  uint32_t uint_t = 0, half_t = 0, coop_loads = 0, loads = 0; /* every cooperative-matrix load; those rewritten */
   size_t last_cap = 0, last_ext = 0, first_fn = 0;
   for (size_t i = 5; i < n;) {
     const uint32_t wc = w[i] >> 16, op = w[i] & 0xffff;
@@ -119,21 +119,19 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     if ((op == OP_TYPE_POINTER || op == KHR_TYPE) && wc >= 2 && w[i + 1] < bound) id[w[i + 1]].def = i;
     if ((op == OP_ACCESS_CHAIN || op == OP_IN_BOUNDS_ACCESS_CHAIN) && wc >= 4 && w[i + 2] < bound) id[w[i + 2]].def = i;
     if (op == OP_CONSTANT && wc == 4 && w[i + 2] < bound) id[w[i + 2]].value = w[i + 3] + 1;
+    coop_loads += op == KHR_LOAD;
     i += wc;
   }
-  for (size_t i = 5; i < n; i += w[i] >> 16)
-    if ((w[i] & 0xffff) == KHR_LOAD && takes(w, id, bound, half_t, w + i)) loads++;
-  if (!uint_t || !half_t || !loads || !last_cap || !first_fn) {
+  if (!uint_t || !half_t || !last_cap || !first_fn) {
     free(id);
     return bad(!uint_t ? "the module declares no 32-bit unsigned integer type"
                : !half_t ? "the module declares no f16 type"
-               : !loads ? "no row-major load of the work group's matrices through a chain of f16 elements"
                         : "the module has no capability or no function");
   }
   /* the layouts: one per function, buffer and stride, the loads' strides constants (so defined
-   * before every function) */
-  entry_layout *layouts = calloc(loads, sizeof *layouts);
-  uint32_t *out = malloc((n + 64 + (size_t)loads * (WORDS_PER_LAYOUT + WORDS_PER_LOAD)) * 4);
+   * before every function); at most one a load */
+  entry_layout *layouts = calloc(coop_loads + 1, sizeof *layouts);
+  uint32_t *out = malloc((n + 64 + (size_t)coop_loads * (WORDS_PER_LAYOUT + WORDS_PER_LOAD)) * 4);
   if (!layouts || !out) {
     free(layouts), free(out), free(id);
     return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
@@ -146,6 +144,7 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
   for (size_t i = 5; i < n && !refused; i += w[i] >> 16) {
     fn += (w[i] & 0xffff) == OP_FUNCTION;
     if ((w[i] & 0xffff) != KHR_LOAD || !takes(w, id, bound, half_t, w + i)) continue;
+    loads++;
     if (w[i] >> 16 > 7) refused = "a load with memory operands beyond their mask"; /* an alignment: the kernel writes none */
     else if (w[i + 5] >= bound || !id[w[i + 5]].value) refused = "a load whose stride is not a constant";
     else {
@@ -153,9 +152,9 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
       if (!l->id) l->id = next++;
     }
   }
-  if (refused) {
+  if (refused || !loads) {
     free(layouts), free(out), free(id);
-    return bad(refused);
+    return bad(refused ? refused : "no row-major load of the work group's matrices through a chain of f16 elements");
   }
   size_t at = 0;
   bool entry = false; /* in a function before its first block's first instruction past its variables */
