@@ -173,10 +173,11 @@ static bool mma_width_fits(const kir_module *m, int i, int tile_n) {
 /* the mma.sync kernel's tiles, threads and shared memory: the narrow tile where the columns fit
  * in it */
 static void mma_tiles(const kir_module *m, int i, kir_schedule *s) {
-  const dim n = m->k[i].kind == KK_CONV && gpu_conv_last(m, &m->k[i]) ? m->k[i].dom.d[3] : (dim){0, 0};
+  const kir_kernel *k = &m->k[i];
+  const dim o = k->dom.d[k->dom.rank - 1]; /* a channels-last convolution's output channels */
   s->variant = KS_MMA;
   s->tile_m = CU_MMA_BM, s->tile_k = CU_MMA_BK, s->stages = CU_MMA_STAGES;
-  s->tile_n = n.sym < 0 && n.c <= CU_MMA_BN / 2 ? CU_MMA_BN / 2 : CU_MMA_BN;
+  s->tile_n = mma_width_fits(m, i, CU_MMA_BN / 2) && o.sym < 0 && o.c <= CU_MMA_BN / 2 ? CU_MMA_BN / 2 : CU_MMA_BN;
   s->threads[0] = CU_MMA_THREADS;
   s->shared_bytes = mma_shared(m, i, s->tile_n);
 }

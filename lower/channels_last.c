@@ -16,8 +16,8 @@
  * not elementwise: concat, reductions, which read NCHW through a permuted view) pay a transpose.
  * A pooling of an NHWC value pools it channels-last (ResNet's max_pool2d between its first
  * convolution and the next: an opaque op, which read NCHW, took a transpose of its input there
- * and another of its result after). Each rewritten node keeps an NCHW view of itself under its own name, which DCE drops
- * where nothing reads it; graph outputs keep their node. A channels-last convolution the target
+ * and another of its result after). Each rewritten node keeps an NCHW view of itself under its
+ * own name, which DCE drops where nothing reads it; graph outputs keep their node. A channels-last convolution the target
  * cannot run natively (one a user wrote, on another target, or in another dtype) goes back to NCHW
  * between permutes, so every target takes the attribute.
  */
