@@ -114,20 +114,19 @@ static void conv_last_load(emitter *e) {
 _Static_assert(CU_MMA_BM * (CU_MMA_BN + 8) * 4 <= CU_MMA_STAGES * (CU_MMA_BM * (CU_MMA_BK + 8) + CU_MMA_BK * (CU_MMA_BN + 8)) * 2,
                "the tile's sums fit in the stages' shared memory");
 
-/* Cs's rows are BN + 8 floats apart: a half-warp's float2 stores of 4 rows then hit 32 banks */
-static void epilogue_rows(emitter *e, int BN, bool conv, bool edge) {
-  const int CS = BN + 8;
+/* Cs's rows are bn + 8 floats apart: a half-warp's float2 stores of 4 rows then hit 32 banks */
+void cu_epilogue_rows(emitter *e, int rows, int rows_a_pass, int bn, bool conv, bool edge) {
+  char sum[48];
+  snprintf(sum, sizeof sum, "Cs[r * %d + j %% %d]", bn + 8, bn);
   e->indent++;
-  emit_line(e, "_Pragma(\"unroll 8\") for (int i = 0; i < %d; i++) {", CU_MMA_BM * BN / CU_MMA_THREADS);
+  emit_line(e, "_Pragma(\"unroll 8\") for (int i = 0; i < %d; i++) {", rows / rows_a_pass);
   e->indent++;
-  emit_line(e, "const int r = i * %d + tid / %d, m = m0 + r;", CU_MMA_THREADS / BN, BN);
+  emit_line(e, "const int r = i * %d + j / %d, m = m0 + r;", rows_a_pass, bn);
   if (edge) emit_line(e, "if (m >= M || n >= N) continue;");
   if (conv) {
-    char sum[32];
-    snprintf(sum, sizeof sum, "Cs[r * %d + j]", CS);
     gpu_conv_element(e, sum);
   } else {
-    emit_line(e, "const float acc0 = Cs[r * %d + j];", CS);
+    emit_line(e, "const float acc0 = %s;", sum);
     gpu_gemm_store(e);
   }
   e->indent--;
@@ -147,11 +146,11 @@ static void epilogue(emitter *e, int BN, int MI, int WM, int NJ, int WN, bool co
   emit_line(e, "  *(float2 *)&Cs[(r + 8) * %d + c] = make_float2(acc[i][j][2], acc[i][j][3]);", CS);
   emit_line(e, "}");
   emit_line(e, "__syncthreads();");
-  emit_line(e, "const int j = tid %% %d, n = n0 + j;", BN);
+  emit_line(e, "const int j = tid, n = n0 + j %% %d;", BN);
   emit_line(e, "if (m0 + %d <= M && n0 + %d <= N) {", CU_MMA_BM, BN);
-  epilogue_rows(e, BN, conv, false);
+  cu_epilogue_rows(e, CU_MMA_BM, CU_MMA_THREADS / BN, BN, conv, false);
   emit_line(e, "} else {");
-  epilogue_rows(e, BN, conv, true);
+  cu_epilogue_rows(e, CU_MMA_BM, CU_MMA_THREADS / BN, BN, conv, true);
   emit_line(e, "}");
 }
 

@@ -12,6 +12,11 @@ void cu_emit_mma(emitter *e);
 /* convolution kernel i on that kernel copies its input panels as they lie (a 1x1 convolution of
  * stride 1 and no padding over images of whole 16-byte runs of pixels) instead of gathering them */
 bool cu_conv_direct(const kir_module *m, int i);
+/* the epilogue's loop over a tile's `rows` rows, rows_a_pass of them a pass, from the sums in
+ * shared memory Cs (rows bn + 8 floats apart): the thread at j (which the kernel defines, with
+ * n = n0 + j % bn) takes column j % bn of row j / bn of each pass, and makes the kernel's stores
+ * (a convolution's, `conv`, through its epilogue), checking the matrix's edges where `edge` */
+void cu_epilogue_rows(emitter *e, int rows, int rows_a_pass, int bn, bool conv, bool edge);
 /* the body of one whose schedule is KS_WGMMA (dialect_wgmma.c: TMA and wgmma, sm_90a) */
 void cu_emit_wgmma(emitter *e);
 /* the start both forms of Hopper's matmul share: M, N and K, the sm_90a guard, `base` (the dynamic

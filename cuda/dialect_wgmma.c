@@ -14,7 +14,7 @@
  * The sums then go through shared memory (the stages' space, free once both consumers are past
  * their last stage), so that the epilogue runs as a loop over the tile's rows whose stores are
  * coalesced, as in the other matmul kernels (without bounds checks where the tile lies inside the
- * matrix: epilogue_rows). The tensor maps of A and B are the kernel's last two
+ * matrix: cu_epilogue_rows). The tensor maps of A and B are the kernel's last two
  * parameters; the runtime encodes them at each launch (runtime.c).
  *
  * The f32 form (tf32x3 in PORTC_CUDA_KERNELS) computes each product a b as three TF32 products
@@ -214,21 +214,6 @@ static void consumer_tf32(emitter *e) {
   emit_line(e, "}");
 }
 
-/* the epilogue's loop over the tile's rows, each thread at column j: the kernel's stores of the
- * sums in Cs (rows CS floats apart), with bounds checks at the matrix's edges where `edge` */
-static void epilogue_rows(emitter *e, int rows_a_pass, int CS, bool edge) {
-  e->indent++;
-  emit_line(e, "_Pragma(\"unroll 8\") for (int i = 0; i < %d; i++) {", CU_WG_BM / rows_a_pass);
-  e->indent++;
-  emit_line(e, "const int r = i * %d + j / %d, m = m0 + r;", rows_a_pass, BN);
-  if (edge) emit_line(e, "if (m >= M || n >= N) continue;");
-  emit_line(e, "const float acc0 = Cs[r * %d + j %% %d];", CS, BN);
-  gpu_gemm_store(e);
-  e->indent--;
-  emit_line(e, "}");
-  e->indent--;
-}
-
 void cu_wgmma_begin(emitter *e) {
   const kir_kernel *k = e->k;
   char N[32], K[32];
@@ -302,9 +287,9 @@ void cu_emit_wgmma(emitter *e) {
   const int RP = 256 / BN;
   emit_line(e, "const int j = threadIdx.x - 128, n = n0 + j %% %d;", BN);
   emit_line(e, "if (j < %d && m0 + %d <= M && n0 + %d <= N) {", RP * BN, CU_WG_BM, BN);
-  epilogue_rows(e, RP, CS, false);
+  cu_epilogue_rows(e, CU_WG_BM, RP, BN, false, false);
   emit_line(e, "} else if (j < %d) {", RP * BN);
-  epilogue_rows(e, RP, CS, true);
+  cu_epilogue_rows(e, CU_WG_BM, RP, BN, false, true);
   emit_line(e, "}");
   e->indent--;
   emit_line(e, "}");

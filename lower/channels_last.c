@@ -17,9 +17,9 @@
  * A pooling of an NHWC value pools it channels-last (ResNet's max_pool2d between its first
  * convolution and the next: an opaque op, which read NCHW, took a transpose of its input there
  * and another of its result after). Each rewritten node keeps an NCHW view of itself under its
- * own name, which DCE drops where nothing reads it; graph outputs keep their node. A channels-last convolution the target
- * cannot run natively (one a user wrote, on another target, or in another dtype) goes back to NCHW
- * between permutes, so every target takes the attribute.
+ * own name, which DCE drops where nothing reads it; graph outputs keep their node. A
+ * channels-last convolution the target cannot run natively (one a user wrote, on another target,
+ * or in another dtype) goes back to NCHW between permutes, so every target takes the attribute.
  */
 #include <stdlib.h>
 
@@ -104,14 +104,15 @@ static portc_node padded(portc_graph *out, portc_node x, int axis, int64_t to) {
   return graph_add(out, &s);
 }
 
-/* convolution i of the old graph on the operands `in` of out, in the layout `last` */
-static portc_node conv_onto(clctx *c, int i, const int32_t *in, bool last) {
+/* convolution or pooling i of the old graph on the operands `in` of out, in the layout `last` */
+static portc_node layout_onto(clctx *c, int i, const int32_t *in, bool last) {
   const node *n = &c->g->nodes[i];
-  if (in[0] < 0 || in[1] < 0) return in[0] < 0 ? in[0] : in[1];
+  for (int j = 0; j < n->nin; j++)
+    if (in[j] < 0) return in[j];
   node_spec s;
-  spec_init(&s, OP_conv2d, n->nin, in);
-  for (int a = 0; a < op_get(OP_conv2d)->nattrs; a++) s.a[a] = n->a[a];
-  s.a[attr_index(OP_conv2d, "channels_last")] = (attr){.set = true, .v = {last}};
+  spec_init(&s, n->op, n->nin, in);
+  for (int a = 0; a < op_get(n->op)->nattrs; a++) s.a[a] = n->a[a];
+  s.a[attr_index(n->op, "channels_last")] = (attr){.set = true, .v = {last}};
   return graph_add(c->out, &s);
 }
 
@@ -123,7 +124,7 @@ static portc_node to_last(clctx *c, int i) {
   int32_t in[3] = {c->last[n->in[0]] >= 0 ? c->last[n->in[0]] : permuted(c->out, c->remap[n->in[0]], TO_LAST, NULL),
                    permuted(c->out, c->remap[n->in[1]], W_TO_LAST, NULL), n->nin > 2 ? c->remap[n->in[2]] : 0};
   in[0] = padded(c->out, in[0], 3, C), in[1] = padded(c->out, in[1], 2, C);
-  return keep_last(c, i, conv_onto(c, i, in, true));
+  return keep_last(c, i, layout_onto(c, i, in, true));
 }
 
 /* a channels-last convolution the target does not run: NCHW between permutes */
@@ -131,7 +132,7 @@ static portc_node to_first(clctx *c, int i) {
   const node *n = &c->g->nodes[i];
   int32_t in[3] = {permuted(c->out, c->remap[n->in[0]], TO_FIRST, NULL), permuted(c->out, c->remap[n->in[1]], W_TO_FIRST, NULL),
                    n->nin > 2 ? c->remap[n->in[2]] : 0};
-  portc_node y = conv_onto(c, i, in, false);
+  portc_node y = layout_onto(c, i, in, false);
   return y < 0 ? y : permuted(c->out, y, TO_LAST, n->name);
 }
 
@@ -145,21 +146,12 @@ static bool pools_last(const clctx *c, int i) {
          !graph_is_output(c->g, i);
 }
 
-static portc_node pool_last(clctx *c, int i) {
-  const node *n = &c->g->nodes[i];
-  node_spec s;
-  spec_init(&s, n->op, 1, &c->last[n->in[0]]);
-  for (int a = 0; a < op_get(n->op)->nattrs; a++) s.a[a] = n->a[a];
-  s.a[attr_index(n->op, "channels_last")] = (attr){.set = true, .v = {1}};
-  return keep_last(c, i, graph_add(c->out, &s));
-}
-
 static portc_node rewrite(clctx *c, int i, unsigned dtypes, bool convert) {
   const node *n = &c->g->nodes[i];
   if (n->op == OP_conv2d && attr_i(n, "channels_last"))
     return native(c->g, i, dtypes) ? copy_node(c->out, c->g, i, c->remap, NULL) : to_first(c, i);
   if (convert && n->op == OP_conv2d && native(c->g, i, dtypes) && !graph_is_output(c->g, i)) return to_last(c, i);
-  if (convert && pools_last(c, i)) return pool_last(c, i);
+  if (convert && pools_last(c, i)) return keep_last(c, i, layout_onto(c, i, &c->last[n->in[0]], true));
   if (convert && sinks(c, i)) {
     int32_t in[3];
     for (int j = 0; j < n->nin; j++)
