@@ -1000,6 +1000,12 @@ TEST(TuneTables, VulkansWorkGroupMatricesLoadThroughTensorLayouts) {
   kir_schedule &s = km->k[0].sched;
   vk_coop_wg_schedule(&s);
   s.tile_m = 128, s.tile_n = 128, s.wg_matrices = 2;
+  char why[200];
+  s.unroll = 3;
+  EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) << "3 k-steps of 64 do not divide K = 128";
+  EXPECT_NE(std::string(why).find("unroll=3"), std::string::npos) << why;
+  s.unroll = 2; /* both of K's k-steps written out in one pass */
+  ASSERT_TRUE(vk_coop_wg_fit(km, 0, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) << why;
   char *src = emit_module(&vulkan_dialect, km);
   kernel_piece *pc = nullptr;
   ASSERT_NE(src, nullptr);
@@ -1022,22 +1028,25 @@ TEST(TuneTables, VulkansWorkGroupMatricesLoadThroughTensorLayouts) {
   const portc_status compiled = vk_compile(&every, pc[0].source, "tensor", defines, &spirv, &words);
   kernel_pieces_free(pc, km->nk);
   ASSERT_EQ(compiled, PORTC_OK) << portc_last_error();
-  int tensor_loads = 0, khr_loads = 0, layouts = 0, caps = 0, made = 0, made_in_loop = 0, slices = 0;
+  int tensor_loads = 0, khr_loads = 0, layouts = 0, caps = 0, made = 0, made_in_loop = 0, slices = 0, divisions = 0, remainders = 0;
   bool looped = false;
   for (size_t i = 5; i < words; i += spirv[i] >> 16) {
     const uint32_t op = spirv[i] & 0xffff;
     tensor_loads += op == 5367, khr_loads += op == 4457, layouts += op == 5370, slices += op == 5375;
+    divisions += op == 134, remainders += op == 137; /* OpUDiv, OpUMod */
     caps += op == 17 && (spirv[i + 1] == 5433 || spirv[i + 1] == 5439);
     looped |= op == 246; /* OpLoopMerge */
     made += op == 5372, made_in_loop += op == 5372 && looped;
   }
-  EXPECT_EQ(tensor_loads, 2) << "A's panel and B's (one accumulator)";
+  EXPECT_EQ(tensor_loads, 4) << "A's panel and B's (one accumulator), for each of the pass's two k-steps";
   EXPECT_EQ(khr_loads, 0);
   EXPECT_EQ(layouts, 1);
   EXPECT_EQ(caps, 2);
   EXPECT_EQ(made, 2) << "a layout for A and one for B";
   EXPECT_EQ(made_in_loop, 0) << "the layouts are made before the loops, once";
-  EXPECT_EQ(slices, 2) << "each load slices its layout";
+  EXPECT_EQ(slices, 4) << "each load slices its layout";
+  EXPECT_EQ(divisions, 2) << "each layout's rows: the buffer's length by the stride; the loads' rows and columns are the offsets' own operands";
+  EXPECT_EQ(remainders, 0) << "no column divided out of an offset";
   EXPECT_NE(vk_spirv_tensor_loads(&spirv, &words), PORTC_OK) << "nothing left to rewrite";
   EXPECT_NE(std::string(portc_last_error()).find("no row-major load"), std::string::npos) << portc_last_error();
   free(spirv);

@@ -37,6 +37,7 @@ typedef struct unit {
   bool coop_conv;      /* a convolution on cooperative matrices */
   bool coop_attention; /* attention on cooperative matrices (vulkan/attention.c) */
   int wg_sums;         /* on a work group's matrices, how its sums leave them: WG_SUMS_* */
+  bool unrolled;       /* on a work group's matrices, its k-loop unrolled (unroll > 1) */
 } unit;
 
 /* stored from the matrices; stored and finished by the second dispatch; through shared memory */
@@ -82,6 +83,7 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
     u->coop_conv = km->k[i].kind == KK_CONV && km->k[i].sched.variant == KS_MMA;
     u->coop_attention = gpu_is_attention(km, i) && km->k[i].sched.variant == KS_MMA;
     const kir_kernel *k = &km->k[i];
+    u->unrolled = k->sched.variant == KS_MMA && k->sched.wg_matrices && k->sched.unroll > 1;
     u->wg_sums = !(k->sched.variant == KS_MMA && k->sched.wg_matrices) ? WG_SUMS_NONE
                  : vk_coop_wg_after(km, k)                              ? WG_SUMS_AFTER
                  : vk_coop_wg_stores_matrices(km, k)                    ? WG_SUMS_STORED
@@ -103,10 +105,12 @@ static lower_options device_lowering(bool eager) {
 /* the schedules of the work group's matrices tried here (the rule's 128x256 needs N >= 256, which
  * the cases' GEMMs do not reach): 128x128, loading two k-steps at once, a tile whose sums, where an
  * epilogue follows and tiles are moved back inside, pass through shared memory in four parts,
- * 128x128 on a work group of 128 invocations, and 128x128 with its panels loaded through tensor
- * layouts (wg_matrices=2) */
-static const struct { int tile_m, tile_n, tile_k, stages, threads, wg; } wg_shapes[] = {
-  {128, 128, 32, 1, 256, 1}, {128, 128, 32, 2, 256, 1}, {256, 128, 64, 1, 256, 1}, {128, 128, 32, 1, 128, 1}, {128, 128, 32, 1, 256, 2}};
+ * 128x128 on a work group of 128 invocations, 128x128 with its panels loaded through tensor
+ * layouts (wg_matrices=2), and both ways with three k-steps (the cases' K of 96) written out a
+ * pass of the k-loop */
+static const struct { int tile_m, tile_n, tile_k, stages, threads, wg, unroll; } wg_shapes[] = {
+  {128, 128, 32, 1, 256, 1, 1}, {128, 128, 32, 2, 256, 1, 1}, {256, 128, 64, 1, 256, 1, 1}, {128, 128, 32, 1, 128, 1, 1},
+  {128, 128, 32, 1, 256, 2, 1}, {128, 128, 32, 1, 256, 2, 3}, {128, 128, 32, 1, 256, 1, 3}};
 
 /* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
  * runs them (the H100's steps, no shared memory kept by the driver), in each of wg_shapes that
@@ -116,7 +120,7 @@ static bool schedule_workgroup(kir_module *km, int i, int shape) {
   kir_schedule s = km->k[i].sched;
   vk_coop_wg_schedule(&s);
   s.tile_m = wg_shapes[shape].tile_m, s.tile_n = wg_shapes[shape].tile_n, s.tile_k = wg_shapes[shape].tile_k, s.stages = wg_shapes[shape].stages;
-  s.threads[0] = wg_shapes[shape].threads, s.wg_matrices = wg_shapes[shape].wg;
+  s.threads[0] = wg_shapes[shape].threads, s.wg_matrices = wg_shapes[shape].wg, s.unroll = wg_shapes[shape].unroll;
   char why[200];
   if (!vk_coop_wg_fit(km, i, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) return false;
   km->k[i].sched = s;
@@ -130,8 +134,8 @@ static void add_workgroup_units(kir_module *km, bool eager, const char *name) {
     bool any = false;
     for (int i = 0; i < km->nk; i++) any = schedule_workgroup(km, i, (int)v) || any;
     char variant[96];
-    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages%s]", wg_shapes[v].threads, wg_shapes[v].tile_m,
-             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages, wg_shapes[v].wg == 2 ? ", tensor loads" : "");
+    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages, %d a pass%s]", wg_shapes[v].threads, wg_shapes[v].tile_m,
+             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages, wg_shapes[v].unroll, wg_shapes[v].wg == 2 ? ", tensor loads" : "");
     if (any) add_units(km, eager, name, variant);
     for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
   }
@@ -312,12 +316,13 @@ int main(int argc, char **argv) {
   }
   nunits = n;
   /* the variants this test is for must be reached, or it checks less than it says */
-  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0, wg_tensor = 0, wg_sums[WG_SUMS_KINDS] = {0};
+  int coop = 0, coop_shapes = 0, coop_convs = 0, coop_attentions = 0, f16_stores = 0, coop_wg = 0, wg_tensor = 0, wg_unrolled = 0, wg_sums[WG_SUMS_KINDS] = {0};
   for (int i = 0; i < nunits; i++) {
     wg_sums[units[i].wg_sums]++;
     coop += needs(&units[i], "coopmat");
     coop_wg += needs(&units[i], "coopwg");
     wg_tensor += needs(&units[i], "coopwgtensor");
+    wg_unrolled += units[i].unrolled;
     coop_convs += units[i].coop_conv;
     coop_attentions += units[i].coop_attention;
     coop_shapes += needs(&units[i], "coopmat") && strchr(units[i].name, '[');
@@ -327,16 +332,17 @@ int main(int argc, char **argv) {
   int ok = nunits - compile_failures;
   failures += compile_failures;
   printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's "
-         "[sums stored %d, finished after %d, through shared memory %d; %d with tensor loads], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], wg_tensor,
+         "[sums stored %d, finished after %d, through shared memory %d; %d with tensor loads, %d unrolled], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], wg_tensor, wg_unrolled,
          coop_convs, coop_attentions, f16_stores, ok);
   const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_AFTER] && wg_sums[WG_SUMS_SHARED];
-  if (!coop || !coop_shapes || !coop_wg || !wg_every || !wg_tensor || !coop_convs || !coop_attentions || !f16_stores) {
+  if (!coop || !coop_shapes || !coop_wg || !wg_every || !wg_tensor || !wg_unrolled || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"
                                                     : !coop_wg          ? "work-group cooperative-matrix"
                                                     : !wg_every         ? "work-group kernel of each way out of the sums"
                                                     : !wg_tensor        ? "work-group kernel with tensor loads"
+                                                    : !wg_unrolled      ? "work-group kernel with an unrolled k-loop"
                                                     : !coop_convs       ? "cooperative-matrix convolution"
                                                     : !coop_attentions  ? "cooperative-matrix attention"
                                                                         : "f16-storing");

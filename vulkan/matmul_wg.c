@@ -12,6 +12,9 @@
  *  - per k-step of BK, A's BM x BK panel and B's BK x BN one are loaded straight from the storage
  *    buffers (row-major, as they lie) and multiplied into NA accumulators of BM x BN/NA f32 sums;
  *    with stages = 2 the next step's panels are loaded before this step's products are issued;
+ *    with unroll = U (a tune table's), U k-steps are written out in each pass of the k-loop, so the
+ *    driver may issue one step's loads while another's products run, as llama.cpp's coopmat2
+ *    kernel unrolls its loop;
  *  - loads have no bounds: a tile that would cross the matrix's last row or column is moved back
  *    inside it (M >= BM, N >= BN), and stores only the elements no earlier tile owns; K is a
  *    multiple of BK;
@@ -82,6 +85,9 @@ static int accumulators(const kir_schedule *s, wg_epilogue how) {
   return na;
 }
 
+/* the k-steps one pass of the k-loop issues */
+static int unrolled(const kir_schedule *s) { return s->unroll > 1 ? s->unroll : 1; }
+
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k) {
   return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k)) != WG_SHARED;
 }
@@ -124,6 +130,10 @@ bool vk_coop_wg_fit(const kir_module *m, int i, const kir_schedule *s, const vk_
     return snprintf(why, len, "tile %dx%d, k-step %d: the matmul's %lldx%lldx%lld needs at least a tile each way and k-steps that divide K",
                     s->tile_m, s->tile_n, s->tile_k, (long long)M, (long long)N, (long long)K), false;
   if (s->stages != 1 && s->stages != 2) return snprintf(why, len, "stages=%d: the work group's matrices load 1 or 2 k-steps at once", s->stages), false;
+  const int unroll = unrolled(s);
+  if (unroll > 1 && (s->stages != 1 || K % ((int64_t)s->tile_k * unroll)))
+    return snprintf(why, len, "unroll=%d: the k-loop unrolls with stages=1 only, into passes of %d k-steps of %d that divide K (%lld)", unroll, unroll,
+                    s->tile_k, (long long)K), false;
   const int na = accumulators(s, epilogue(m, i)), cols = s->tile_n / na;
   if (cols % (int)step[1]) return snprintf(why, len, "tile %dx%d: its sums in %d matrices of %d columns, not in steps of %u", s->tile_m, s->tile_n, na, cols, step[1]), false;
   if (na > 1 && (size_t)s->tile_m * (size_t)cols * 4 > shared)
@@ -232,10 +242,14 @@ void vk_coop_wg(emitter *e) {
   emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = fcoopmatNV<32, 2, PC_WG_M, %d>(0.0);", NA, CW);
   emit_line(e, "fcoopmatNV<16, 2, %d, PC_WG_K> fa;", BM);
   emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> fb[%d];", CW, NA);
-  if (s->wg_matrices == 2) { /* PC_LOAD(k0): the step's panels in f16 elements, which spirv_tensor.c makes tensor loads */
-    emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, uint(m0) * uint(K) + uint(k0), uint(K), false); \\", a);
-    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, uint(k0) * uint(N) + uint(c0 + %d * j), uint(N), false); }", NA, b,
-              CW);
+  if (s->wg_matrices == 2) {
+    /* PC_LOAD(k0): the step's panels in f16 elements, which spirv_tensor.c makes tensor loads; each
+     * offset is spelled row * stride + column, which the rewrite takes apart, and the columns are
+     * masked to the multiples they are (of the k-step; of 8: N is one, and so is BN), which tells
+     * the driver the panels' rows start on 16-byte words */
+    emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, uint(m0) * uint(K) + (uint(k0) & ~%du), uint(K), false); \\", a, BK - 1);
+    emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, uint(k0) * uint(N) + (uint(c0 + %d * j) & ~7u), uint(N), false); }",
+              NA, b, CW);
   } else { /* PC_LOAD(k0): the step's panels, in 16-byte words (8 f16) */
     emit_line(e, "#define PC_LOAD(k0) { coopMatLoadNV(fa, %s, (uint(m0) * uint(K) + uint(k0)) >> 3, uint(K >> 3), false); \\", a);
     emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) coopMatLoadNV(fb[j], %s, (uint(k0) * uint(N) + uint(c0 + %d * j)) >> 3, uint(N >> 3), false); }",
@@ -246,7 +260,7 @@ void vk_coop_wg(emitter *e) {
     emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> nb[%d];", CW, NA);
     emit_line(e, "PC_LOAD(0);");
   }
-  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", BK);
+  emit_line(e, "for (int kk = 0; kk < K; kk += %d) {", BK * unrolled(s));
   e->indent++;
   if (ahead) { /* the next step's panels are in flight while this step's products are issued */
     emit_line(e, "if (kk + %d < K) {", BK);
@@ -257,9 +271,12 @@ void vk_coop_wg(emitter *e) {
     emit_line(e, "} else {");
     emit_line(e, "  [[unroll]] for (int j = 0; j < %d; j++) c[j] = coopMatMulAddNV(fa, fb[j], c[j]);", NA);
     emit_line(e, "}");
-  } else {
-    emit_line(e, "PC_LOAD(kk);");
-    emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = coopMatMulAddNV(fa, fb[j], c[j]);", NA);
+  } else { /* unroll steps a pass, written out (not left to the driver's choice) */
+    for (int u = 0; u < unrolled(s); u++) {
+      if (u) emit_line(e, "PC_LOAD(kk + %d);", u * BK);
+      else emit_line(e, "PC_LOAD(kk);");
+      emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = coopMatMulAddNV(fa, fb[j], c[j]);", NA);
+    }
   }
   e->indent--;
   emit_line(e, "}");

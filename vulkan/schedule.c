@@ -257,6 +257,8 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
                     s->variant != KS_MMA ? "only the cooperative-matrix matmul (variant mma) takes it"
                                          : "the device offers no cooperative matrices of a work group, or PORTC_VULKAN_KERNELS leaves them out"),
            false;
+  if (s->unroll > 1 && !(s->variant == KS_MMA && s->wg_matrices))
+    return snprintf(why, len, "unroll=%d: only the matmul on a work group's matrices (wg_matrices=1 or 2) unrolls its k-loop", s->unroll), false;
   if (s->wg_matrices == 2 && c && !c->f.coop_wg_tensor)
     return snprintf(why, len, "wg_matrices=2: the device offers no tensor addressing of them, or PORTC_VULKAN_KERNELS leaves out coopwgtensor"),
            false;

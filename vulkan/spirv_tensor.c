@@ -10,7 +10,10 @@
  *     %r = OpCooperativeMatrixLoadKHR %T (OpAccessChain %var %member %off) RowMajor %stride [memory operands]
  * becomes
  *     %base = the same chain with its last index 0
- *     %row = OpUDiv %uint %off %stride, %col = OpUMod %uint %off %stride
+ *     %row, %col = the operands of %off where it is spelled OpIAdd (OpIMul %row %stride) %col (as
+ *                  matmul_wg.c writes it, its columns masked to multiples of 8, so the driver
+ *                  knows each row starts on a 16-byte word), else
+ *                  OpUDiv %uint %off %stride and OpUMod %uint %off %stride
  *     %s = OpTensorLayoutSliceNV %L (%row, T's rows, %col, T's columns)
  *     %r = OpCooperativeMatrixLoadTensorNV %T %base (OpUndef %T) %s None None
  * where %L, the layout of the buffer's whole rows by the stride, is made once per buffer and stride
@@ -22,7 +25,8 @@
  * SPIRV-Tools 2023.1 does not know these instructions. (SPIRV-Tools 2025.1 accepts modules so
  * rewritten: bench/gpu/NOTES.md.) On the H100 and the H200 (driver 580) the outputs were the same
  * bits as the plain loads', in 2.4-2.5x the time, whether each load made its layout or the
- * function's entry made them once: opt-in only.
+ * function's entry made them once, with the rows and columns divided out of the offset: opt-in
+ * only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +37,7 @@
 enum {
   OP_LINE = 8, OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_TYPE_POINTER = 32, OP_CONSTANT = 43,
   OP_FUNCTION = 54, OP_FUNCTION_PARAMETER = 55, OP_VARIABLE = 59, OP_ACCESS_CHAIN = 65, OP_IN_BOUNDS_ACCESS_CHAIN = 66, OP_ARRAY_LENGTH = 68, OP_UNDEF = 1,
-  OP_UDIV = 134, OP_UMOD = 137, OP_LABEL = 248, OP_NO_LINE = 317,
+  OP_IADD = 128, OP_IMUL = 132, OP_UDIV = 134, OP_UMOD = 137, OP_LABEL = 248, OP_NO_LINE = 317,
   KHR_TYPE = 4456, KHR_LOAD = 4457,
   TENSOR_LOAD = 5367, TYPE_TENSOR_LAYOUT = 5370, CREATE_TENSOR_LAYOUT = 5372, TENSOR_LAYOUT_SET_DIMENSION = 5373, TENSOR_LAYOUT_SLICE = 5375,
   CAP_COOP_TENSOR_ADDRESSING = 5433, CAP_TENSOR_ADDRESSING = 5439,
@@ -68,6 +72,24 @@ static bool takes(const uint32_t *w, const id_info *id, uint32_t bound, uint32_t
     return false;
   const uint32_t *ptr_t = p[1] < bound && id[p[1]].def ? w + id[p[1]].def : NULL; /* OpTypePointer: storage class, pointee */
   return ptr_t && (ptr_t[0] & 0xffff) == OP_TYPE_POINTER && ptr_t[3] == half_t;
+}
+
+/* whether ids a and b are one value: the same id, or constants of one value */
+static bool same_value(const id_info *id, uint32_t a, uint32_t b) { return a == b || (id[a].value && id[a].value == id[b].value); }
+
+/* the row and the column of offset off where it is spelled OpIAdd (OpIMul row stride) col, in
+ * either order of either instruction's operands */
+static bool split_offset(const uint32_t *w, const id_info *id, uint32_t bound, uint32_t off, uint32_t stride, uint32_t *row, uint32_t *col) {
+  const uint32_t *add = off < bound && id[off].def ? w + id[off].def : NULL;
+  if (!add || add[0] != (5u << 16 | OP_IADD)) return false;
+  for (int side = 0; side < 2; side++) {
+    const uint32_t product = add[3 + side], other = add[4 - side];
+    const uint32_t *mul = product < bound && id[product].def ? w + id[product].def : NULL;
+    if (!mul || mul[0] != (5u << 16 | OP_IMUL) || mul[3] >= bound || mul[4] >= bound) continue;
+    for (int f = 0; f < 2; f++)
+      if (same_value(id, mul[4 - f], stride)) return *row = mul[3 + f], *col = other, true;
+  }
+  return false;
 }
 
 /* a layout made at the entry of function fn (its place among the module's functions) for the
@@ -117,7 +139,7 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     if (op == OP_TYPE_INT && wc == 4 && w[i + 2] == 32 && w[i + 3] == 0) uint_t = w[i + 1];
     if (op == OP_TYPE_FLOAT && wc == 3 && w[i + 2] == 16) half_t = w[i + 1];
     if ((op == OP_TYPE_POINTER || op == KHR_TYPE) && wc >= 2 && w[i + 1] < bound) id[w[i + 1]].def = i;
-    if ((op == OP_ACCESS_CHAIN || op == OP_IN_BOUNDS_ACCESS_CHAIN) && wc >= 4 && w[i + 2] < bound) id[w[i + 2]].def = i;
+    if ((op == OP_ACCESS_CHAIN || op == OP_IN_BOUNDS_ACCESS_CHAIN || op == OP_IADD || op == OP_IMUL) && wc >= 4 && w[i + 2] < bound) id[w[i + 2]].def = i;
     if (op == OP_CONSTANT && wc == 4 && w[i + 2] < bound) id[w[i + 2]].value = w[i + 3] + 1;
     coop_loads += op == KHR_LOAD;
     i += wc;
@@ -137,7 +159,7 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     return err_set(PORTC_ERR_NOMEM, "vulkan: out of memory");
   }
   /* new ids: constants 0 and 2, the layout type, each layout's result; then 3 more a layout (at its
-   * function's entry) and 5 a load */
+   * function's entry) and 3 a load (5 where its offset is divided into row and column) */
   uint32_t next = bound, nl = 0, fn = 0;
   const uint32_t c0 = next++, c2 = next++, layout_t = next++;
   const char *refused = NULL;
@@ -175,11 +197,15 @@ portc_status vk_spirv_tensor_loads(uint32_t **code, size_t *words) {
     if (op == OP_FUNCTION) entry = true;
     if (op == KHR_LOAD && takes(w, id, bound, half_t, x)) {
       const uint32_t *t = w + id[x[1]].def, *p = w + id[x[3]].def;
-      const uint32_t base = next++, row = next++, col = next++, slice = next++, obj = next++;
+      const uint32_t base = next++, slice = next++, obj = next++;
       const uint32_t off = p[5], stride = x[5], layout = layout_of(layouts, &nl, fn, p, stride)->id;
+      uint32_t row, col;
       vk_spirv_put(out, &at, (uint32_t[]){p[0], p[1], base, p[3], p[4], c0}, 6);
-      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, row, off, stride}, 5);
-      vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UMOD, uint_t, col, off, stride}, 5);
+      if (!split_offset(w, id, bound, off, stride, &row, &col)) {
+        row = next++, col = next++;
+        vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UDIV, uint_t, row, off, stride}, 5);
+        vk_spirv_put(out, &at, (uint32_t[]){5u << 16 | OP_UMOD, uint_t, col, off, stride}, 5);
+      }
       vk_spirv_put(out, &at, (uint32_t[]){8u << 16 | TENSOR_LAYOUT_SLICE, layout_t, slice, layout, row, t[4], col, t[5]}, 8);
       vk_spirv_put(out, &at, (uint32_t[]){3u << 16 | OP_UNDEF, x[1], obj}, 3);
       /* the load's memory operands (a mask), else None; tensor addressing operands None */
