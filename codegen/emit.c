@@ -307,6 +307,12 @@ const char *emit_value(emitter *e, int v, const char *const *idx) {
   return var(v);
 }
 
+const char *emit_bind(emitter *e, int v, const char *expr) {
+  emit_const(e, emit_type(e, e->k->val[v].dt), var(v), expr);
+  e->done[v] = e->scope;
+  return var(v);
+}
+
 const char *emit_buf(emitter *e, int buf) {
   static _Thread_local char names[8][16];
   static _Thread_local int k;

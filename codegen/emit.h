@@ -44,6 +44,9 @@ void emit_offset(emitter *e, int path, const shape *space, const char *const *id
 /* writes value v and everything it needs that is not yet written in the scope, in the index space
  * named by idx; returns the variable name */
 const char *emit_value(emitter *e, int v, const char *const *idx);
+/* writes value v as expr, a value the kernel already holds (a matrix's element, say), so that the
+ * values written after it in the scope read it; returns the variable name */
+const char *emit_bind(emitter *e, int v, const char *expr);
 void emit_scope_push(emitter *e);
 void emit_scope_pop(emitter *e);
 /* writes, in the current scope, the values behind v that do not depend on the row position

@@ -41,7 +41,7 @@ typedef struct unit {
 } unit;
 
 /* stored from the matrices; stored and finished by the second dispatch; through shared memory */
-enum { WG_SUMS_NONE, WG_SUMS_STORED, WG_SUMS_AFTER, WG_SUMS_SHARED, WG_SUMS_KINDS };
+enum { WG_SUMS_NONE, WG_SUMS_STORED, WG_SUMS_ELEMENTS, WG_SUMS_AFTER, WG_SUMS_SHARED, WG_SUMS_KINDS };
 
 static unit *units;
 static int nunits, capunits, failures, compile_failures;
@@ -85,6 +85,7 @@ static void add_units(kir_module *km, bool eager, const char *name, const char *
     const kir_kernel *k = &km->k[i];
     u->unrolled = k->sched.variant == KS_MMA && k->sched.wg_matrices && k->sched.unroll > 1;
     u->wg_sums = !(k->sched.variant == KS_MMA && k->sched.wg_matrices) ? WG_SUMS_NONE
+                 : vk_coop_wg_on_elements(km, k)                        ? WG_SUMS_ELEMENTS
                  : vk_coop_wg_after(km, k)                              ? WG_SUMS_AFTER
                  : vk_coop_wg_stores_matrices(km, k)                    ? WG_SUMS_STORED
                                                                         : WG_SUMS_SHARED;
@@ -190,27 +191,31 @@ static bool needs(const unit *u, const char *word) {
  * instruction left, the KHR capability, and matrix types of all three uses (A, B, accumulator,
  * told apart by the constant each names), and for the work group's matrices (wg) that scope and
  * SPV_NV_cooperative_matrix2; with tensor loads (spirv_tensor.c), their capabilities, extension and
- * layout type, and every load of A or B made one; NULL when it does, else what is wrong. Debian 12's
+ * layout type, and every load of A or B made one (an accumulator's, a bias, stays); NULL when it does, else what is wrong. Debian 12's
  * SPIR-V validator predates the KHR extension, so this is the check CI can make. */
 static const char *khr_rewrite_wrong(const uint32_t *w, size_t n, bool wg, bool tensor) {
   bool capability = false, extension = false, wg_extension = false, wg_scope = false;
   bool tensor_caps[2] = {false, false}, tensor_extension = false, layout_type = false;
   unsigned uses = 0, loads = 0, tensor_loads = 0, products = 0;
   uint32_t *value = calloc(w[3], sizeof *value); /* 1 + the value of each 32-bit OpConstant */
-  for (size_t i = 5; value && i < n; i += w[i] >> 16) {
+  uint8_t *use = calloc(w[3], 1);                  /* 1 + the use of each KHR matrix type */
+  for (size_t i = 5; value && use && i < n; i += w[i] >> 16) {
     uint32_t op = w[i] & 0xffff, wc = w[i] >> 16;
-    if (op >= 5357 && op <= 5362) return free(value), "an NV cooperative-matrix instruction is left";
+    if (op >= 5357 && op <= 5362) return free(value), free(use), "an NV cooperative-matrix instruction is left";
     if (op == 43 && wc == 4 && w[i + 2] < w[3]) value[w[i + 2]] = w[i + 3] + 1;
     capability = capability || (op == 17 && w[i + 1] == 6022);
     extension = extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_KHR_cooperative_matrix") == 0);
     wg_extension = wg_extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_NV_cooperative_matrix2") == 0);
-    if (op == 4456 && wc == 7 && w[i + 6] < w[3] && value[w[i + 6]] >= 1 && value[w[i + 6]] <= 3) uses |= 1u << (value[w[i + 6]] - 1);
+    if (op == 4456 && wc == 7 && w[i + 6] < w[3] && value[w[i + 6]] >= 1 && value[w[i + 6]] <= 3) {
+      uses |= 1u << (value[w[i + 6]] - 1);
+      if (w[i + 1] < w[3]) use[w[i + 1]] = (uint8_t)value[w[i + 6]];
+    }
     wg_scope = wg_scope || (op == 4456 && wc == 7 && w[i + 3] < w[3] && value[w[i + 3]] == 3); /* Workgroup, 2 */
-    loads += op == 4457, products += op == 4459, tensor_loads += op == 5367, layout_type = layout_type || op == 5370;
+    loads += op == 4457 && w[i + 1] < w[3] && use[w[i + 1]] != 3, products += op == 4459, tensor_loads += op == 5367, layout_type = layout_type || op == 5370;
     for (int c = 0; c < 2; c++) tensor_caps[c] = tensor_caps[c] || (op == 17 && w[i + 1] == (c ? 5439u : 5433u));
     tensor_extension = tensor_extension || (op == 10 && strcmp((const char *)(w + i + 1), "SPV_NV_tensor_addressing") == 0);
   }
-  free(value);
+  free(value), free(use);
   if (tensor && (!tensor_caps[0] || !tensor_caps[1] || !tensor_extension || !layout_type))
     return "tensor loads without the TensorAddressingNV capabilities, SPV_NV_tensor_addressing or a tensor layout type";
   if (tensor != (tensor_loads > 0) || (tensor && loads)) return tensor ? "a load of A or B not made a tensor load" : "a tensor load";
@@ -332,10 +337,10 @@ int main(int argc, char **argv) {
   int ok = nunits - compile_failures;
   failures += compile_failures;
   printf("%d distinct kernels of %d cases (%d on cooperative matrices, %d of them in the tuner's other shapes, %d on a work group's "
-         "[sums stored %d, finished after %d, through shared memory %d; %d with tensor loads, %d unrolled], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
-         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], wg_tensor, wg_unrolled,
+         "[sums stored %d, finished on the elements %d, finished after %d, through shared memory %d; %d with tensor loads, %d unrolled], %d convolutions, %d attentions; %d with 16-bit data), %d compiled and validated\n",
+         nunits, cs.n, coop, coop_shapes, coop_wg, wg_sums[WG_SUMS_STORED], wg_sums[WG_SUMS_ELEMENTS], wg_sums[WG_SUMS_AFTER], wg_sums[WG_SUMS_SHARED], wg_tensor, wg_unrolled,
          coop_convs, coop_attentions, f16_stores, ok);
-  const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_AFTER] && wg_sums[WG_SUMS_SHARED];
+  const bool wg_every = wg_sums[WG_SUMS_STORED] && wg_sums[WG_SUMS_ELEMENTS] && wg_sums[WG_SUMS_AFTER] && wg_sums[WG_SUMS_SHARED];
   if (!coop || !coop_shapes || !coop_wg || !wg_every || !wg_tensor || !wg_unrolled || !coop_convs || !coop_attentions || !f16_stores) {
     printf("FAIL: the suite reached no %s kernel\n", !coop              ? "cooperative-matrix"
                                                     : !coop_shapes      ? "differently shaped cooperative-matrix"

@@ -107,15 +107,16 @@ void vk_declare_buffers(emitter *e, int index, bool words) {
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1] || (e->k->kind == KK_OPAQUE && b == e->k->in_buf[2])); /* attention's v too */
+    bool start = words && e->k->kind == KK_MATMUL && b == vk_coop_wg_row_vector(e->m, e->k); /* the work group's sums start from it */
     bool sums = words && b == e->k->store[0].buf && vk_words_store_words(e->m, e->k); /* stored in 16-byte words */
     bool tiles = words && b == e->k->store[0].buf && vk_coop_wg_stores_matrices(e->m, e->k); /* stored as matrices, in 16-byte words */
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */
     bool vec = vk_vector_kernel(e->k) && dtype_is_float(t);
-    emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand || sums || tiles ? "" : "restrict ",
+    emit_line(e, "layout(std430, binding = %d) %s%sbuffer B%d { %s b%d[]; };", i, vec || operand || start || sums || tiles ? "" : "restrict ",
               written ? "" : "readonly ", i, narrow && !written ? "uint" : dialect_spelling(e->d, DT_STORAGE, t), i);
     if (vec) declare_vectors(e, i, t, written, e->k->sched.vector);
     if (sums) emit_line(e, "layout(std430, binding = %d) buffer B%dW { vec4 b%dw[]; };", i, i, i);
-    if (operand) emit_line(e, "layout(std430, binding = %d) readonly buffer B%dV { uvec4 b%dv[]; };", i, i, i); /* staged in 16-byte words */
+    if (operand || start) emit_line(e, "layout(std430, binding = %d) readonly buffer B%dV { uvec4 b%dv[]; };", i, i, i); /* in 16-byte words */
     if (operand && e->k->sched.variant == KS_MMA && e->k->sched.wg_matrices == 2) /* in f16 elements, loaded through tensor layouts */
       emit_line(e, "layout(std430, binding = %d) readonly buffer B%dH { float16_t b%dh[]; };", i, i, i);
     if (tiles) emit_line(e, "layout(std430, binding = %d) buffer B%dV { uvec4 b%dv[]; };", i, i, i);

@@ -46,6 +46,7 @@
 #include <stdio.h>
 
 #include "../codegen/emit.h"
+#include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
 #include "../codegen/grid.h"
 #include "vk.h"
@@ -53,7 +54,7 @@
 /* the ways a tile's sums leave the matrices: stored from them (a plain output); stored from them and
  * finished by the shader's second dispatch, in 16-byte words (an output of f16 or f32 that lies as
  * the product); or an accumulator at a time through shared memory */
-typedef enum { WG_PLAIN, WG_AFTER, WG_SHARED } wg_epilogue;
+typedef enum { WG_PLAIN, WG_ELEMENTS, WG_AFTER, WG_SHARED } wg_epilogue;
 
 /* whether kernel k's one store is to an output of f16 or f32 that lies as the product does */
 static bool output_as_product(const kir_module *m, const kir_kernel *k) {
@@ -69,12 +70,58 @@ static bool plain_store(const kir_module *m, const kir_kernel *k) {
   return output_as_product(m, k) && v->kind == KV_ACC;
 }
 
+/* whether value v is a load of a row vector: an f16 or f32 buffer of N elements read at the
+ * output's column (the path a broadcast of the output's index onto it), as a bias is */
+static bool row_vector(const kir_module *m, const kir_kernel *k, int v) {
+  const kir_val *x = &k->val[v];
+  if (x->kind != KV_LOAD || (m->buf[x->buf].dt != PORTC_F16 && m->buf[x->buf].dt != PORTC_F32)) return false;
+  const kir_path *p = &k->path[x->path];
+  return p->n == 1 && p->s[0].kind == ST_BCAST && p->s[0].to.rank == 1 && p->s[0].to.d[0].sym < 0 && p->s[0].to.d[0].c == k->mnk[1].c &&
+         m->buf[x->buf].sh.rank == 1;
+}
+
+/* whether value v is computed from value from and constants alone, by elementwise ops */
+static bool only_from(const kir_kernel *k, int v, int from) {
+  const kir_val *x = &k->val[v];
+  if (v == from || x->kind == KV_CONST) return true;
+  if (x->kind != KV_OP) return false;
+  for (int a = 0; a < 3; a++)
+    if (x->arg[a] >= 0 && !only_from(k, x->arg[a], from)) return false;
+  return true;
+}
+
+/* where kernel k's epilogue is elementwise on its sums, with at most a row vector added to them
+ * first (matmul + bias, then GELU, say): the value the matrices' elements then hold (the sums,
+ * KV_ACC, or their add of the vector), and the vector's load (-1: none) */
+typedef struct {
+  int elements, bias;
+} wg_elementwise;
+
+static bool elementwise(const kir_kernel *k, const kir_module *m, wg_elementwise *out) {
+  int acc = -1;
+  for (int v = 0; v < k->nval; v++)
+    if (k->val[v].kind == KV_ACC) acc = v;
+  for (int v = 0; acc >= 0 && v < k->nval; v++) { /* the sums plus a row vector */
+    const kir_val *x = &k->val[v];
+    if (x->kind != KV_OP || x->op != OP_add || !dtype_is_float(x->dt)) continue;
+    for (int side = 0; side < 2; side++)
+      if (x->arg[side] == acc && row_vector(m, k, x->arg[1 - side]) && only_from(k, k->store[0].val, v))
+        return *out = (wg_elementwise){v, x->arg[1 - side]}, true;
+  }
+  return acc >= 0 && only_from(k, k->store[0].val, acc) && (*out = (wg_elementwise){acc, -1}, true);
+}
+
+
 /* how kernel i's tiles leave the matrices. A tile moved back inside the matrix stores the same
  * sums over its neighbour's again, all before the second dispatch finishes any; N is a multiple
  * of 8 (vk_coop_wg_eligible), so the output's rows are whole 16-byte words. */
 static wg_epilogue epilogue(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
-  return plain_store(m, k) ? WG_PLAIN : output_as_product(m, k) ? WG_AFTER : WG_SHARED;
+  wg_elementwise ew;
+  return plain_store(m, k)                                   ? WG_PLAIN
+         : output_as_product(m, k) && elementwise(k, m, &ew) ? WG_ELEMENTS
+         : output_as_product(m, k)                           ? WG_AFTER
+                                                             : WG_SHARED;
 }
 
 /* the accumulators of schedule s's tile: one where the sums leave from the matrices, else as few
@@ -90,6 +137,15 @@ static int unrolled(const kir_schedule *s) { return s->unroll > 1 ? s->unroll : 
 
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k) {
   return k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k)) != WG_SHARED;
+}
+
+bool vk_coop_wg_on_elements(const kir_module *m, const kir_kernel *k) {
+  return k->kind == KK_MATMUL && k->sched.variant == KS_MMA && k->sched.wg_matrices && epilogue(m, (int)(k - m->k)) == WG_ELEMENTS;
+}
+
+int vk_coop_wg_row_vector(const kir_module *m, const kir_kernel *k) {
+  wg_elementwise ew;
+  return vk_coop_wg_on_elements(m, k) && elementwise(k, m, &ew) && ew.bias >= 0 ? k->val[ew.bias].buf : -1;
 }
 
 int64_t vk_coop_wg_after(const kir_module *m, const kir_kernel *k) {
@@ -174,6 +230,22 @@ static void store_matrix(emitter *e, int j, int CW) {
   emit_line(e, "coopMatStoreNV(%s, %s, (uint(m0) * uint(N) + uint(c0 + %d)) >> %d, uint(N >> %d), false);", sums, o, CW * j, shift, shift);
 }
 
+/* The epilogue on the one accumulator's elements, each in turn, where it needs nothing but them
+ * (and constants): the value `elements` (the sums, or the sums plus a row vector, which the
+ * accumulator started from) is each element as it lies; which row and column it is does not
+ * matter. */
+static void finish_elements(emitter *e, int elements) {
+  emit_line(e, "[[unroll]] for (int i = 0; i < c[0].length(); i++) {");
+  e->indent++;
+  emit_scope_push(e);
+  emit_bind(e, elements, "c[0][i]");
+  const char *v = emit_value(e, e->k->store[0].val, NULL);
+  emit_line(e, "c[0][i] = %s;", v);
+  emit_scope_pop(e);
+  e->indent--;
+  emit_line(e, "}");
+}
+
 /* The second dispatch (PC_PHASE 1): the epilogue over the sums in the output, a 16-byte word an
  * invocation at a time (8 f16 or 4 f32 elements): the word loaded, its elements finished (bias,
  * GELU, ...), and stored back whole. */
@@ -239,7 +311,16 @@ void vk_coop_wg(emitter *e) {
   e->indent++;
   emit_line(e, "const int m0 = min(mt, M - %d);", BM);
   emit_line(e, "fcoopmatNV<32, 2, PC_WG_M, %d> c[%d];", CW, NA);
-  emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = fcoopmatNV<32, 2, PC_WG_M, %d>(0.0);", NA, CW);
+  wg_elementwise ew = {-1, -1};
+  if (how == WG_ELEMENTS) elementwise(k, e->m, &ew);
+  if (ew.bias >= 0) { /* the sums start from the row vector: its tile's columns, a row of stride 0 */
+    const int vb = k->val[ew.bias].buf, f16 = e->m->buf[vb].dt == PORTC_F16;
+    emit_line(e, "fcoopmatNV<%d, 2, PC_WG_M, %d> cv;", f16 ? 16 : 32, CW);
+    emit_line(e, "coopMatLoadNV(cv, %sv, uint(c0) >> %d, 0u, false);", emit_buf(e, vb), f16 ? 3 : 2);
+    emit_line(e, "c[0] = fcoopmatNV<32, 2, PC_WG_M, %d>(cv);", CW);
+  } else {
+    emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = fcoopmatNV<32, 2, PC_WG_M, %d>(0.0);", NA, CW);
+  }
   emit_line(e, "fcoopmatNV<16, 2, %d, PC_WG_K> fa;", BM);
   emit_line(e, "fcoopmatNV<16, 2, PC_WG_K, %d> fb[%d];", CW, NA);
   if (s->wg_matrices == 2) {
@@ -281,7 +362,8 @@ void vk_coop_wg(emitter *e) {
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "#undef PC_LOAD");
-  if (how != WG_SHARED) { /* plain, or finished by the second dispatch */
+  if (how == WG_ELEMENTS && k->store[0].val != ew.elements) finish_elements(e, ew.elements);
+  if (how != WG_SHARED) { /* plain, finished on the matrices' elements, or finished by the second dispatch */
     for (int j = 0; j < NA; j++) store_matrix(e, j, CW);
   } else { /* an accumulator at a time through shared memory; the elements an earlier tile owns are left to it */
     emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) {", NA);

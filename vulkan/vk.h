@@ -161,6 +161,11 @@ bool vk_coop_wg_rule(const kir_module *m, int i);
  * the output), 0 where it has none */
 bool vk_coop_wg_stores_matrices(const kir_module *m, const kir_kernel *k);
 int64_t vk_coop_wg_after(const kir_module *m, const kir_kernel *k);
+/* whether kernel k finishes its epilogue on the matrices' elements before it stores them (an
+ * epilogue elementwise on the sums, or on the sums plus a row vector, a bias: the sums then start
+ * from it); the buffer of that vector, -1 where none */
+bool vk_coop_wg_on_elements(const kir_module *m, const kir_kernel *k);
+int vk_coop_wg_row_vector(const kir_module *m, const kir_kernel *k);
 void vk_coop_wg_declare(emitter *e, int index);
 void vk_coop_wg(emitter *e);
 /* portc's own Vulkan kernels beyond the matmuls, taken where PORTC_VULKAN_KERNELS lists them
