@@ -883,8 +883,10 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
 // tiles of 128 invocations, with Q, K and V read in 16-byte words; other tiles, heads of 24, f32,
 // and heads of 96 on 48 KiB (61440 bytes) are refused (those stay on the SIMT kernel)
 // Vulkan's f16 GEMMs on cooperative matrices of the whole work group (vulkan/matmul_wg.c): the
-// rule takes outputs stored from the matrices: plain, or finished by the shader's second dispatch
-// where the output lies as the product (tiles moved back inside too); a tile in the device's
+// rule takes outputs stored from the matrices: plain, finished on the matrices' elements where
+// the epilogue is elementwise on the sums (a bias added first: the sums start from it), or
+// finished by the shader's second dispatch where the output lies as the product (tiles moved
+// back inside too); a tile in the device's
 // steps, at least a tile of the matrix each way and k-steps that divide K fit; an epilogue's sums
 // through shared memory (an output that does not lie as the product) must fit what the driver
 // leaves of it; work groups of 128 invocations take the device's steps for that size, where it
@@ -931,27 +933,57 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   EXPECT_NE(std::string(wg128).find("layout(local_size_x = 128) in;"), std::string::npos) << "the schedule's invocations";
   free(wg128);
   kir_module_free(km);
-  /* an epilogue, tiles moved back inside: the sums go into the output from one matrix, and the
-   * second dispatch finishes its 200 x 328 / 8 words */
+  /* bias and GELU, tiles moved back inside: the sums start from the bias (a row of stride 0),
+   * GELU runs on the matrix's elements, and the result is stored from it: no second dispatch */
   km = vulkan_schedules(gelu);
   ASSERT_NE(km, nullptr) << portc_last_error();
-  EXPECT_TRUE(vk_coop_wg_rule(km, 0)) << "an epilogue finished after: the rule takes it";
+  EXPECT_TRUE(vk_coop_wg_rule(km, 0)) << "an epilogue finished on the elements: the rule takes it";
   kir_schedule &w = km->k[0].sched;
   vk_coop_wg_schedule(&w);
   w.tile_m = 128, w.tile_n = 256, w.tile_k = 32;
   EXPECT_TRUE(vk_coop_wg_fit(km, 0, &w, step, 8192, why, sizeof why)) << "one accumulator: no shared memory of its own. " << why;
   EXPECT_TRUE(vk_coop_wg_stores_matrices(km, &km->k[0]));
-  EXPECT_EQ(vk_coop_wg_after(km, &km->k[0]), 200 * 328 / 8);
+  EXPECT_TRUE(vk_coop_wg_on_elements(km, &km->k[0]));
+  EXPECT_EQ(vk_coop_wg_after(km, &km->k[0]), 0);
+  const int bias = vk_coop_wg_row_vector(km, &km->k[0]);
+  ASSERT_GE(bias, 0);
+  EXPECT_EQ(km->buf[bias].sh.d[0].c, 328) << "the bias";
   char *src = emit_module(&vulkan_dialect, km);
   ASSERT_NE(src, nullptr);
-  const std::string after(src);
+  const std::string elements(src);
   free(src);
-  EXPECT_NE(after.find("fcoopmatNV<32, 2, PC_WG_M, 256> c[1]"), std::string::npos) << "one accumulator of the whole tile";
-  EXPECT_NE(after.find("layout(constant_id = 3) const int PC_PHASE"), std::string::npos) << "two phases";
-  EXPECT_NE(after.find("if (PC_PHASE == 1)"), std::string::npos);
-  EXPECT_EQ(after.find("pc_C["), std::string::npos) << "no sums through shared memory";
-  EXPECT_EQ(after.find("coherent"), std::string::npos) << "nothing read back within the dispatch";
+  EXPECT_NE(elements.find("fcoopmatNV<32, 2, PC_WG_M, 256> c[1]"), std::string::npos) << "one accumulator of the whole tile";
+  EXPECT_NE(elements.find(", uint(c0) >> 3, 0u, false);"), std::string::npos) << "the bias's columns of the tile, in every row";
+  EXPECT_NE(elements.find("c[0] = fcoopmatNV<32, 2, PC_WG_M, 256>(cv);"), std::string::npos) << "the sums start from it";
+  EXPECT_NE(elements.find("i < c[0].length()"), std::string::npos) << "the epilogue on each element";
+  EXPECT_NE(elements.find("pc_gelu("), std::string::npos);
+  EXPECT_EQ(elements.find("PC_PHASE"), std::string::npos) << "one phase";
+  EXPECT_EQ(elements.find("pc_C["), std::string::npos) << "no sums through shared memory";
   kir_module_free(km);
+  /* an epilogue that reads more than a row vector (a residual) or reads the bias after an op on the
+   * sums: they go into the output from one matrix, and the second dispatch finishes its
+   * 200 x 328 / 8 words */
+  for (const char *epilogue : {"input r: f16[200, 328]\nh = matmul(a, b)\nz = add(h, r)\n", "input c: f16[328]\nh = matmul(a, b)\ng = gelu(h)\nz = add(g, c)\n"}) {
+    Graph residual = parse(std::string("graph mm\ninput a: f16[200, 96]\ninput b: f16[96, 328]\n") + epilogue + "output z\n");
+    ASSERT_TRUE(residual);
+    km = vulkan_schedules(residual);
+    ASSERT_NE(km, nullptr) << portc_last_error();
+    EXPECT_TRUE(vk_coop_wg_rule(km, 0)) << "an epilogue finished after: the rule takes it";
+    kir_schedule &r = km->k[0].sched;
+    vk_coop_wg_schedule(&r);
+    r.tile_m = 128, r.tile_n = 256, r.tile_k = 32;
+    EXPECT_FALSE(vk_coop_wg_on_elements(km, &km->k[0])) << epilogue;
+    EXPECT_EQ(vk_coop_wg_row_vector(km, &km->k[0]), -1);
+    EXPECT_EQ(vk_coop_wg_after(km, &km->k[0]), 200 * 328 / 8) << epilogue;
+    src = emit_module(&vulkan_dialect, km);
+    ASSERT_NE(src, nullptr);
+    const std::string after(src);
+    free(src);
+    EXPECT_NE(after.find("layout(constant_id = 3) const int PC_PHASE"), std::string::npos) << "two phases";
+    EXPECT_NE(after.find("if (PC_PHASE == 1)"), std::string::npos);
+    EXPECT_EQ(after.find("coherent"), std::string::npos) << "nothing read back within the dispatch";
+    kir_module_free(km);
+  }
   /* an output that does not lie as the product (the sums in f16, the output bf16): an accumulator
    * at a time through shared memory, where it fits what the driver leaves */
   Graph cast = parse("graph mm\ninput a: f16[200, 96]\ninput b: f16[96, 328]\nh = matmul(a, b)\ny = cast(h, to=bf16)\noutput y\n");
@@ -1039,7 +1071,7 @@ TEST(TuneTables, VulkansWorkGroupMatricesLoadThroughTensorLayouts) {
     made += op == 5372, made_in_loop += op == 5372 && looped;
   }
   EXPECT_EQ(tensor_loads, 4) << "A's panel and B's (one accumulator), for each of the pass's two k-steps";
-  EXPECT_EQ(khr_loads, 0);
+  EXPECT_EQ(khr_loads, 1) << "the bias's, which the sums start from";
   EXPECT_EQ(layouts, 1);
   EXPECT_EQ(caps, 2);
   EXPECT_EQ(made, 2) << "a layout for A and one for B";
