@@ -226,8 +226,12 @@ static void contraction_cases(conf_cases *cs) {
    * matmul passes its sums through shared memory */
   text(add(cs, "ops", "matmul/f16-tiles-moved-inside-to-bf16"),
        "input a: f16[200, 96]\ninput b: f16[96, 328]\nh = matmul(a, b)\ny = cast(h, to=bf16)\noutput y\n");
-  /* f32 sums of f16 operands with a bias, as autocast leaves them: the work-group matmul's
-   * second dispatch finishes them in words of 4 */
+  /* a residual read at every output: the work-group matmul stores its sums and a second dispatch
+   * finishes them (a bias alone is added on the matrices' elements) */
+  text(add(cs, "ops", "matmul/f16-residual"),
+       "input a: f16[256, 96]\ninput b: f16[96, 256]\ninput r: f16[256, 256]\nh = matmul(a, b)\ny = add(h, r)\noutput y\n");
+  /* f32 sums of f16 operands with a bias, as autocast leaves them: the work-group matmul's sums
+   * start from the f32 bias */
   text(add(cs, "ops", "matmul/f16-to-f32-bias"),
        "input a: f16[256, 96]\ninput b: f16[96, 256]\ninput c: f32[256]\nh = matmul(a, b)\nh32 = cast(h, to=f32)\ny = add(h32, c)\noutput y\n");
   /* tensor-core GEMMs of the CUDA target with partial tiles: wide (1040 columns: 256-column

@@ -101,12 +101,15 @@ static bool elementwise(const kir_kernel *k, const kir_module *m, wg_elementwise
   int acc = -1;
   for (int v = 0; v < k->nval; v++)
     if (k->val[v].kind == KV_ACC) acc = v;
-  for (int v = 0; acc >= 0 && v < k->nval; v++) { /* the sums plus a row vector */
+  for (int v = 0; acc >= 0 && v < k->nval; v++) { /* the sums (or the sums as f32, which they are) plus a row vector */
     const kir_val *x = &k->val[v];
     if (x->kind != KV_OP || x->op != OP_add || !dtype_is_float(x->dt)) continue;
-    for (int side = 0; side < 2; side++)
-      if (x->arg[side] == acc && row_vector(m, k, x->arg[1 - side]) && only_from(k, k->store[0].val, v))
+    for (int side = 0; side < 2; side++) {
+      const kir_val *sums = &k->val[x->arg[side]];
+      const bool as_f32 = sums->kind == KV_OP && sums->op == OP_cast && sums->dt == PORTC_F32 && sums->arg[0] == acc;
+      if ((x->arg[side] == acc || as_f32) && row_vector(m, k, x->arg[1 - side]) && only_from(k, k->store[0].val, v))
         return *out = (wg_elementwise){v, x->arg[1 - side]}, true;
+    }
   }
   return acc >= 0 && only_from(k, k->store[0].val, acc) && (*out = (wg_elementwise){acc, -1}, true);
 }
@@ -314,10 +317,14 @@ void vk_coop_wg(emitter *e) {
   wg_elementwise ew = {-1, -1};
   if (how == WG_ELEMENTS) elementwise(k, e->m, &ew);
   if (ew.bias >= 0) { /* the sums start from the row vector: its tile's columns, a row of stride 0 */
-    const int vb = k->val[ew.bias].buf, f16 = e->m->buf[vb].dt == PORTC_F16;
-    emit_line(e, "fcoopmatNV<%d, 2, PC_WG_M, %d> cv;", f16 ? 16 : 32, CW);
-    emit_line(e, "coopMatLoadNV(cv, %sv, uint(c0) >> %d, 0u, false);", emit_buf(e, vb), f16 ? 3 : 2);
-    emit_line(e, "c[0] = fcoopmatNV<32, 2, PC_WG_M, %d>(cv);", CW);
+    const int vb = k->val[ew.bias].buf;
+    if (e->m->buf[vb].dt == PORTC_F16) { /* loaded as f16 sums, then widened */
+      emit_line(e, "fcoopmatNV<16, 2, PC_WG_M, %d> cv;", CW);
+      emit_line(e, "coopMatLoadNV(cv, %sv, uint(c0) >> 3, 0u, false);", emit_buf(e, vb));
+      emit_line(e, "c[0] = fcoopmatNV<32, 2, PC_WG_M, %d>(cv);", CW);
+    } else { /* (glslang 12 miscompiles a conversion of a matrix to its own type) */
+      emit_line(e, "coopMatLoadNV(c[0], %sv, uint(c0) >> 2, 0u, false);", emit_buf(e, vb));
+    }
   } else {
     emit_line(e, "[[unroll]] for (int j = 0; j < %d; j++) c[j] = fcoopmatNV<32, 2, PC_WG_M, %d>(0.0);", NA, CW);
   }
