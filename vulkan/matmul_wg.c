@@ -19,7 +19,10 @@
  *    inside it (M >= BM, N >= BN), and stores only the elements no earlier tile owns; K is a
  *    multiple of BK;
  *  - a plain output of f16 or f32 (the sums, rounded) is stored from the matrices themselves;
- *  - an epilogue where the output lies as the product does (f16 or f32): the sums are stored there
+ *  - so is one whose epilogue is elementwise on the sums, with at most a row vector (a bias) added
+ *    first: the sums start from that vector (loaded as a matrix whose rows are 0 elements apart),
+ *    and the rest runs on the accumulator's elements, each in turn, before the store;
+ *  - any other epilogue where the output lies as the product does (f16 or f32): the sums are stored there
  *    from the one accumulator, rounded to the output's dtype (as cuBLASLt's library 3 path and
  *    torch.compile's addmm do), and a second dispatch of the shader (PC_PHASE 1, made by the
  *    runtime as a split-K kernel's sum is) reads the output back in 16-byte words, finishes their
@@ -36,7 +39,7 @@
  * tensor cores idled while it stored, read back and finished a tile (about 17 us a tile, half of
  * the MLP's first GEMM). The second dispatch reads and writes the output once at the device's
  * bandwidth instead: 3.50 ms against 3.55 in place, and the MLP 0.551 against 0.602, in one run.
- * The rule takes the outputs stored from the matrices, plain or finished after
+ * The rule takes the outputs stored from the matrices, plain, finished on the elements or finished after
  * (by default; PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
  * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
@@ -51,9 +54,10 @@
 #include "../codegen/grid.h"
 #include "vk.h"
 
-/* the ways a tile's sums leave the matrices: stored from them (a plain output); stored from them and
- * finished by the shader's second dispatch, in 16-byte words (an output of f16 or f32 that lies as
- * the product); or an accumulator at a time through shared memory */
+/* the ways a tile's sums leave the matrices: stored from them (a plain output); finished on their
+ * elements and stored from them (an epilogue elementwise on the sums, or on the sums plus a row
+ * vector); stored from them and finished by the shader's second dispatch, in 16-byte words (an
+ * output of f16 or f32 that lies as the product); or an accumulator at a time through shared memory */
 typedef enum { WG_PLAIN, WG_ELEMENTS, WG_AFTER, WG_SHARED } wg_epilogue;
 
 /* whether kernel k's one store is to an output of f16 or f32 that lies as the product does */
