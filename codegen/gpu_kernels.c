@@ -800,6 +800,7 @@ bool gpu_knobs_fit(const kir_kernel *k, int max_split, char *why, size_t len) {
   if (s->run > 1 && !gpu_conv_takes_runs(k))
     return snprintf(why, len, "run=%d: only the direct convolution of a known output width takes runs", s->run), false;
   if (s->run > GPU_MAX_RUN) return snprintf(why, len, "run=%d: at most %d", s->run, GPU_MAX_RUN), false;
+  if (s->wg_elements) return snprintf(why, len, "wg_elements=1: only Vulkan's matmul on a work group's matrices finishes its epilogue so"), false;
   if (s->unroll > 1) return snprintf(why, len, "unroll=%d: only Vulkan's matmul on a work group's matrices unrolls its k-loop", s->unroll), false;
   if (s->cluster > 1 && (k->kind != KK_MATMUL || s->variant != KS_WGMMA))
     return snprintf(why, len, "cluster=%d: only Hopper's matmul runs in clusters", s->cluster), false;

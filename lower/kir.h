@@ -108,6 +108,9 @@ typedef struct kir_schedule {
                           * staged by the driver (VK_NV_cooperative_matrix2); 0 the subgroup's */
   int unroll;            /* MATMUL (MMA, Vulkan's work-group matrices): k-steps one pass of the
                           * k-loop issues, unrolled (0 or 1: one) */
+  int wg_elements;       /* MATMUL (MMA, Vulkan's work-group matrices): 1 finishes an elementwise
+                          * epilogue (after at most a bias, which the sums start from) on the
+                          * matrices' elements; 0 in a second dispatch */
   /* MATMUL: the vendor library may compute it instead: 0 no, 1 writing the output itself (with
    * the bias buffer library_bias, or -1), 2 into a scratch product that an epilogue kernel reads,
    * 3 writing the product into the output (of the operands' dtype, as the output lies), which an

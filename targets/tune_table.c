@@ -44,6 +44,9 @@ static const struct knob {
     {"wg_matrices", KF_INT, offsetof(kir_schedule, wg_matrices), 0, 2,
      "1: the matmul on cooperative matrices of the whole work group (Vulkan, VK_NV_cooperative_matrix2); 2: its panels loaded through "
      "tensor layouts"},
+    {"wg_elements", KF_INT, offsetof(kir_schedule, wg_elements), 0, 1,
+     "1: Vulkan's work-group matmul finishes an elementwise epilogue (after at most a bias) on its matrices' elements, 0: in a second "
+     "dispatch"},
     {"unroll", KF_INT, offsetof(kir_schedule, unroll), 1, 16, "k-steps one pass of the k-loop issues, unrolled (Vulkan's work-group matmul)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };

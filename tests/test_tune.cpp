@@ -875,7 +875,7 @@ TEST(TuneTables, VulkansChannelsLastConvolutionsRunOnCooperativeMatricesAndSplit
       << "attention and plain GEMMs of the work group's matrices on cooperative matrices by default, convolutions not";
   EXPECT_TRUE(vk_own_kernels_known("coopconv,coopattention,none", why, sizeof why));
   EXPECT_FALSE(vk_own_kernels_known("coopconv,flash", why, sizeof why));
-  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention, coopwg, coopwgtensor or none");
+  EXPECT_STREQ(why, "PORTC_VULKAN_KERNELS lists 'flash', which is not coopconv, coopattention, coopwg, coopwgtensor, coopwgelements or none");
 }
 
 // Vulkan's f16 attention on cooperative matrices (vulkan/attention.c): taken where the heads are
@@ -943,6 +943,9 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
   w.tile_m = 128, w.tile_n = 256, w.tile_k = 32;
   EXPECT_TRUE(vk_coop_wg_fit(km, 0, &w, step, 8192, why, sizeof why)) << "one accumulator: no shared memory of its own. " << why;
   EXPECT_TRUE(vk_coop_wg_stores_matrices(km, &km->k[0]));
+  EXPECT_FALSE(vk_coop_wg_on_elements(km, &km->k[0])) << "only where the schedule asks (wg_elements)";
+  EXPECT_EQ(vk_coop_wg_after(km, &km->k[0]), 200 * 328 / 8) << "else a second dispatch";
+  w.wg_elements = 1;
   EXPECT_TRUE(vk_coop_wg_on_elements(km, &km->k[0]));
   EXPECT_EQ(vk_coop_wg_after(km, &km->k[0]), 0);
   const int bias = vk_coop_wg_row_vector(km, &km->k[0]);
@@ -971,7 +974,7 @@ TEST(TuneTables, VulkansWorkGroupMatricesTakeGemmsInTheDevicesSteps) {
     EXPECT_TRUE(vk_coop_wg_rule(km, 0)) << "an epilogue finished after: the rule takes it";
     kir_schedule &r = km->k[0].sched;
     vk_coop_wg_schedule(&r);
-    r.tile_m = 128, r.tile_n = 256, r.tile_k = 32;
+    r.tile_m = 128, r.tile_n = 256, r.tile_k = 32, r.wg_elements = 1;
     EXPECT_FALSE(vk_coop_wg_on_elements(km, &km->k[0])) << epilogue;
     EXPECT_EQ(vk_coop_wg_row_vector(km, &km->k[0]), -1);
     EXPECT_EQ(vk_coop_wg_after(km, &km->k[0]), 200 * 328 / 8) << epilogue;
@@ -1031,7 +1034,7 @@ TEST(TuneTables, VulkansWorkGroupMatricesLoadThroughTensorLayouts) {
   ASSERT_NE(km, nullptr) << portc_last_error();
   kir_schedule &s = km->k[0].sched;
   vk_coop_wg_schedule(&s);
-  s.tile_m = 128, s.tile_n = 128, s.wg_matrices = 2;
+  s.tile_m = 128, s.tile_n = 128, s.wg_matrices = 2, s.wg_elements = 1;
   char why[200];
   s.unroll = 3;
   EXPECT_FALSE(vk_coop_wg_fit(km, 0, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) << "3 k-steps of 64 do not divide K = 128";

@@ -36,7 +36,7 @@ contains "cooperative matrix 2 (NV): no" "devices says lavapipe has no workgroup
 PORTC_VULKAN_DISABLE=f16convert expect 0 "devices without the device's f16 conversion" -- "$portc" devices
 contains "f32 to f16 by the device (nearest even, denormals kept) no (portc rounds in software)" "software f16 rounding named"
 PORTC_VULKAN_KERNELS=bogus expect 0 "devices with an unknown kernel of portc's own named" -- "$portc" devices
-contains "vulkan    not available: PORTC_VULKAN_KERNELS lists 'bogus', which is not coopconv, coopattention, coopwg, coopwgtensor or none" "the unknown kernel named"
+contains "vulkan    not available: PORTC_VULKAN_KERNELS lists 'bogus', which is not coopconv, coopattention, coopwg, coopwgtensor, coopwgelements or none" "the unknown kernel named"
 PORTC_VULKAN_KERNELS=bogus expect 1 "a run with an unknown kernel of portc's own named" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan --seed 1 --set N=3
 contains "PORTC_VULKAN_KERNELS lists 'bogus'" "the run says why"
 expect 0 "a device by index" -- "$portc" run "$src/examples/softmax.ptg" -t vulkan:0 --seed 1 --set N=3

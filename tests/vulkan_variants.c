@@ -108,10 +108,10 @@ static lower_options device_lowering(bool eager) {
  * epilogue follows and tiles are moved back inside, pass through shared memory in four parts,
  * 128x128 on a work group of 128 invocations, 128x128 with its panels loaded through tensor
  * layouts (wg_matrices=2), and both ways with three k-steps (the cases' K of 96) written out a
- * pass of the k-loop */
-static const struct { int tile_m, tile_n, tile_k, stages, threads, wg, unroll; } wg_shapes[] = {
-  {128, 128, 32, 1, 256, 1, 1}, {128, 128, 32, 2, 256, 1, 1}, {256, 128, 64, 1, 256, 1, 1}, {128, 128, 32, 1, 128, 1, 1},
-  {128, 128, 32, 1, 256, 2, 1}, {128, 128, 32, 1, 256, 2, 3}, {128, 128, 32, 1, 256, 1, 3}};
+ * pass of the k-loop and elementwise epilogues finished on the matrices' elements */
+static const struct { int tile_m, tile_n, tile_k, stages, threads, wg, unroll, elements; } wg_shapes[] = {
+  {128, 128, 32, 1, 256, 1, 1, 0}, {128, 128, 32, 2, 256, 1, 1, 0}, {256, 128, 64, 1, 256, 1, 1, 0}, {128, 128, 32, 1, 128, 1, 1, 0},
+  {128, 128, 32, 1, 256, 2, 1, 0}, {128, 128, 32, 1, 256, 2, 3, 1}, {128, 128, 32, 1, 256, 1, 3, 1}};
 
 /* f16 GEMMs on the work group's matrices (matmul_wg.c) as a device with VK_NV_cooperative_matrix2
  * runs them (the H100's steps, no shared memory kept by the driver), in each of wg_shapes that
@@ -122,6 +122,7 @@ static bool schedule_workgroup(kir_module *km, int i, int shape) {
   vk_coop_wg_schedule(&s);
   s.tile_m = wg_shapes[shape].tile_m, s.tile_n = wg_shapes[shape].tile_n, s.tile_k = wg_shapes[shape].tile_k, s.stages = wg_shapes[shape].stages;
   s.threads[0] = wg_shapes[shape].threads, s.wg_matrices = wg_shapes[shape].wg, s.unroll = wg_shapes[shape].unroll;
+  s.wg_elements = wg_shapes[shape].elements;
   char why[200];
   if (!vk_coop_wg_fit(km, i, &s, vk_coop_wg_default_steps(), VK_COOP_SHARED, why, sizeof why)) return false;
   km->k[i].sched = s;
@@ -134,9 +135,10 @@ static void add_workgroup_units(kir_module *km, bool eager, const char *name) {
   for (size_t v = 0; rules && v < sizeof wg_shapes / sizeof *wg_shapes; v++) {
     bool any = false;
     for (int i = 0; i < km->nk; i++) any = schedule_workgroup(km, i, (int)v) || any;
-    char variant[96];
-    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages, %d a pass%s]", wg_shapes[v].threads, wg_shapes[v].tile_m,
-             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages, wg_shapes[v].unroll, wg_shapes[v].wg == 2 ? ", tensor loads" : "");
+    char variant[128];
+    snprintf(variant, sizeof variant, " [work group of %d, %dx%d, k-step %d, %d stages, %d a pass%s%s]", wg_shapes[v].threads, wg_shapes[v].tile_m,
+             wg_shapes[v].tile_n, wg_shapes[v].tile_k, wg_shapes[v].stages, wg_shapes[v].unroll, wg_shapes[v].wg == 2 ? ", tensor loads" : "",
+             wg_shapes[v].elements ? ", on the elements" : "");
     if (any) add_units(km, eager, name, variant);
     for (int i = 0; i < km->nk; i++) km->k[i].sched = rules[i];
   }

@@ -392,6 +392,7 @@ static void query(VkPhysicalDevice pd, device_info *di) {
   di->f.coop_conv = di->f.coop_conv && di->f.coop_matrix, di->f.coop_attention = di->f.coop_attention && di->f.coop_matrix;
   di->f.coop_workgroup = di->f.coop_workgroup && di->f.coop_khr && !(off && strstr(off, "wgcoop"));
   di->f.coop_wg_tensor = di->f.coop_workgroup && (own & VK_OWN_COOPWG_TENSOR) && tensor;
+  di->f.coop_wg_elements = di->f.coop_workgroup && (own & VK_OWN_COOPWG_ELEMENTS);
   /* 16-bit stores need 16-bit storage; DenormPreserve for 16 bits alone conflicts with the
    * 32-bit default where the widths must agree (both as left after PORTC_VULKAN_DISABLE) */
   di->f.f16_convert = di->f.f16_convert && di->f.storage16 && (denorm_alone || di->f.denorm_preserve);
@@ -625,7 +626,8 @@ bool vk_available(char *why, size_t len) {
 }
 
 static const kernel_name own_names[] = {
-    {"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}, {"coopwg", VK_OWN_COOPWG}, {"coopwgtensor", VK_OWN_COOPWG_TENSOR}};
+    {"coopconv", VK_OWN_COOPCONV}, {"coopattention", VK_OWN_COOPATTENTION}, {"coopwg", VK_OWN_COOPWG}, {"coopwgtensor", VK_OWN_COOPWG_TENSOR},
+    {"coopwgelements", VK_OWN_COOPWG_ELEMENTS}};
 
 enum { OWN_NAMES = sizeof own_names / sizeof *own_names };
 

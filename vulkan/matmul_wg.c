@@ -19,9 +19,10 @@
  *    inside it (M >= BM, N >= BN), and stores only the elements no earlier tile owns; K is a
  *    multiple of BK;
  *  - a plain output of f16 or f32 (the sums, rounded) is stored from the matrices themselves;
- *  - so is one whose epilogue is elementwise on the sums, with at most a row vector (a bias) added
- *    first: the sums start from that vector (loaded as a matrix whose rows are 0 elements apart),
- *    and the rest runs on the accumulator's elements, each in turn, before the store;
+ *  - with wg_elements = 1 (PORTC_VULKAN_KERNELS' coopwgelements), so is one whose epilogue is
+ *    elementwise on the sums, with at most a row vector (a bias) added first: the sums start from
+ *    that vector (loaded as a matrix whose rows are 0 elements apart), and the rest runs on the
+ *    accumulator's elements, each in turn, before the store;
  *  - any other epilogue where the output lies as the product does (f16 or f32): the sums are stored there
  *    from the one accumulator, rounded to the output's dtype (as cuBLASLt's library 3 path and
  *    torch.compile's addmm do), and a second dispatch of the shader (PC_PHASE 1, made by the
@@ -39,7 +40,7 @@
  * tensor cores idled while it stored, read back and finished a tile (about 17 us a tile, half of
  * the MLP's first GEMM). The second dispatch reads and writes the output once at the device's
  * bandwidth instead: 3.50 ms against 3.55 in place, and the MLP 0.551 against 0.602, in one run.
- * The rule takes the outputs stored from the matrices, plain, finished on the elements or finished after
+ * The rule takes the outputs stored from the matrices, plain, finished after or (where asked) on the elements
  * (by default; PORTC_VULKAN_KERNELS without coopwg: never).
  * The matrices are declared in GL_NV_cooperative_matrix's spelling with scope 2 (the work group)
  * and rewritten to the KHR extension as the subgroup kernel is (spirv_coop.c); B's rows are the
@@ -125,10 +126,10 @@ static bool elementwise(const kir_kernel *k, const kir_module *m, wg_elementwise
 static wg_epilogue epilogue(const kir_module *m, int i) {
   const kir_kernel *k = &m->k[i];
   wg_elementwise ew;
-  return plain_store(m, k)                                   ? WG_PLAIN
-         : output_as_product(m, k) && elementwise(k, m, &ew) ? WG_ELEMENTS
-         : output_as_product(m, k)                           ? WG_AFTER
-                                                             : WG_SHARED;
+  return plain_store(m, k)                                                        ? WG_PLAIN
+         : output_as_product(m, k) && k->sched.wg_elements && elementwise(k, m, &ew) ? WG_ELEMENTS
+         : output_as_product(m, k)                                                ? WG_AFTER
+                                                                                  : WG_SHARED;
 }
 
 /* the accumulators of schedule s's tile: one where the sums leave from the matrices, else as few

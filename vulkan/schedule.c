@@ -223,6 +223,7 @@ void vk_schedule(kir_module *m, int i, int device) {
       const int64_t tiles = (gpu_gemm_rows(m, i, NULL) + wg.tile_m - 1) / wg.tile_m * ((k->mnk[1].c + wg.tile_n - 1) / wg.tile_n);
       if (tiles < (int64_t)c->f.units) wg.tile_n = VK_WG_TILE_NARROW;
       if (c->f.coop_wg_tensor) wg.wg_matrices = 2; /* the panels through tensor layouts, where asked for */
+      wg.wg_elements = c->f.coop_wg_elements;      /* an elementwise epilogue on the elements, where asked for */
       if (vk_coop_wg_fit(m, i, &wg, &c->f.coop_wg_steps, wg_shared(c), why, sizeof why)) *s = wg;
     }
   }
@@ -257,6 +258,8 @@ bool vk_schedule_check(kir_module *m, int i, int device, char *why, size_t len) 
                     s->variant != KS_MMA ? "only the cooperative-matrix matmul (variant mma) takes it"
                                          : "the device offers no cooperative matrices of a work group, or PORTC_VULKAN_KERNELS leaves them out"),
            false;
+  if (s->wg_elements && !(s->variant == KS_MMA && s->wg_matrices))
+    return snprintf(why, len, "wg_elements=1: only the matmul on a work group's matrices (wg_matrices=1 or 2) finishes its epilogue so"), false;
   if (s->unroll > 1 && !(s->variant == KS_MMA && s->wg_matrices))
     return snprintf(why, len, "unroll=%d: only the matmul on a work group's matrices (wg_matrices=1 or 2) unrolls its k-loop", s->unroll), false;
   if (s->wg_matrices == 2 && c && !c->f.coop_wg_tensor)

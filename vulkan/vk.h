@@ -41,6 +41,9 @@ typedef struct vk_features {
   /* their A and B panels loaded through tensor layouts (the extension's tensor addressing; where
    * PORTC_VULKAN_KERNELS takes coopwgtensor: opt-in, 2.4x slower on the H100) */
   bool coop_wg_tensor;
+  /* their elementwise epilogues (after at most a bias) finished on the matrices' elements, not in a
+   * second dispatch (where PORTC_VULKAN_KERNELS takes coopwgelements) */
+  bool coop_wg_elements;
   /* f16 convolutions channels-last on the cooperative-matrix kernel (with coop_matrix, where
    * PORTC_VULKAN_KERNELS takes it: vk_own_kernels; else NCHW on the SIMT kernel) */
   bool coop_conv;
@@ -176,13 +179,15 @@ void vk_coop_wg(emitter *e);
  * (matmul_wg.c), taken by default (the H100's matmul_8192_f16: 3.36-3.45 ms against the subgroup
  * kernel's 3.83-3.86; with bias and GELU 3.57 against 4.05); coopwgtensor, those GEMMs' panels
  * loaded through tensor layouts (spirv_tensor.c), opt-in: on the H100 the same outputs, 2.4x the
- * time (matmul_8192_f16 8.16 ms against 3.43). A list naming
+ * time (matmul_8192_f16 8.16 ms against 3.43); coopwgelements, their elementwise epilogues
+ * (after at most a bias) finished on the matrices' elements, opt-in until timed. A list naming
  * another kernel is an error that names it (vk_own_kernels_known). */
 enum {
   VK_OWN_COOPCONV = 1u << 0,
   VK_OWN_COOPATTENTION = 1u << 1,
   VK_OWN_COOPWG = 1u << 2,
   VK_OWN_COOPWG_TENSOR = 1u << 3,
+  VK_OWN_COOPWG_ELEMENTS = 1u << 4,
   VK_OWN_DEFAULT = VK_OWN_COOPATTENTION | VK_OWN_COOPWG
 };
 unsigned vk_own_kernels(const char *list);
