@@ -325,17 +325,18 @@ for step in $steps; do
     ;;
   coopwg)
     # the f16 matmul on a work group's matrices (vulkan/matmul_wg.c, PORTC_VULKAN_KERNELS=...,coopwg);
-    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES[:INVOCATIONS[:WG[:UNROLL]]], invocations 256,
-    # wg_matrices 1 (2: tensor loads) and unroll 1 by default), each forced on every f16 GEMM by a site tune
+    # the shapes timed: $COOPWG_SHAPES (TILE:K-STEP:STAGES[:INVOCATIONS[:WG[:UNROLL[:ELEMENTS]]]], invocations
+    # 256, wg_matrices 1 (2: tensor loads), unroll 1 and wg_elements 0 (1: an elementwise epilogue on the
+    # matrices' elements) by default), each forced on every f16 GEMM by a site tune
     # table, as is $COOPWG_VERIFY_SHAPE for the cases (theirs are small GEMMs) and
     # $COOPWG_LARGE_SHAPE (default 128x256:64:1) for the large graphs' outputs; $COOPWG_KERNELS is PORTC_VULKAN_KERNELS with the work
     # group's matrices (default coopattention,coopwg; add coopwgtensor for tensor loads)
     wgk=${COOPWG_KERNELS:-coopattention,coopwg}
     shapes=${COOPWG_SHAPES:-128x256:64:1 128x128:64:1} vspec=${COOPWG_VERIFY_SHAPE:-128x128:32:1}
-    wg_table() { # TILE:K-STEP:STAGES[:INVOCATIONS[:WG[:UNROLL]]] -> the table's path
-      local tile tk st th wg un
-      IFS=: read -r tile tk st th wg un <<<"$1"
-      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=${th:-256} wg_matrices=${wg:-1} unroll=${un:-1} prov=heuristic source=\"work group $1\"" \
+    wg_table() { # TILE:K-STEP:STAGES[:INVOCATIONS[:WG[:UNROLL[:ELEMENTS]]]] -> the table's path
+      local tile tk st th wg un el
+      IFS=: read -r tile tk st th wg un el <<<"$1"
+      echo "api=vulkan kind=matmul dtype=f16 tile=$tile tile_k=$tk stages=$st threads=${th:-256} wg_matrices=${wg:-1} unroll=${un:-1} wg_elements=${el:-0} prov=heuristic source=\"work group $1\"" \
         >"$out/coopwg_table_${1//:/_}.txt"
       echo "$out/coopwg_table_${1//:/_}.txt"
     }
