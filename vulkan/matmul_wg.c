@@ -50,9 +50,9 @@
 #include <stdio.h>
 
 #include "../codegen/emit.h"
-#include "../ir/dtype.h"
 #include "../codegen/gpu_kernels.h"
 #include "../codegen/grid.h"
+#include "../ir/dtype.h"
 #include "vk.h"
 
 /* the ways a tile's sums leave the matrices: stored from them (a plain output); finished on their
@@ -118,7 +118,6 @@ static bool elementwise(const kir_kernel *k, const kir_module *m, wg_elementwise
   }
   return acc >= 0 && only_from(k, k->store[0].val, acc) && (*out = (wg_elementwise){acc, -1}, true);
 }
-
 
 /* how kernel i's tiles leave the matrices. A tile moved back inside the matrix stores the same
  * sums over its neighbour's again, all before the second dispatch finishes any; N is a multiple
