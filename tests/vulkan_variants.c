@@ -40,7 +40,8 @@ typedef struct unit {
   bool unrolled;       /* on a work group's matrices, its k-loop unrolled (unroll > 1) */
 } unit;
 
-/* stored from the matrices; stored and finished by the second dispatch; through shared memory */
+/* stored from the matrices; finished on their elements and stored; stored and finished by the
+ * second dispatch; through shared memory */
 enum { WG_SUMS_NONE, WG_SUMS_STORED, WG_SUMS_ELEMENTS, WG_SUMS_AFTER, WG_SUMS_SHARED, WG_SUMS_KINDS };
 
 static unit *units;

@@ -101,13 +101,14 @@ bool vk_vector_dtypes(const kir_module *m, int index) {
 void vk_declare_buffers(emitter *e, int index, bool words) {
   int bufs[GPU_MAX_ARGS];
   int nb = kernel_buffers(e->m, index, bufs, GPU_MAX_ARGS);
+  const int start_from = words ? vk_coop_wg_row_vector(e->m, e->k) : -1; /* the work group's sums start from it */
   for (int i = 0; i < nb && i < GPU_MAX_ARGS; i++) {
     int b = bufs[i];
     bool written = kernel_writes(e->k, b);
     portc_dtype t = e->m->buf[b].dt;
     bool narrow = t == PORTC_F16 || t == PORTC_BF16 || t == PORTC_BOOL;
     bool operand = words && (b == e->k->in_buf[0] || b == e->k->in_buf[1] || (e->k->kind == KK_OPAQUE && b == e->k->in_buf[2])); /* attention's v too */
-    bool start = words && e->k->kind == KK_MATMUL && b == vk_coop_wg_row_vector(e->m, e->k); /* the work group's sums start from it */
+    bool start = b == start_from;
     bool sums = words && b == e->k->store[0].buf && vk_words_store_words(e->m, e->k); /* stored in 16-byte words */
     bool tiles = words && b == e->k->store[0].buf && vk_coop_wg_stores_matrices(e->m, e->k); /* stored as matrices, in 16-byte words */
     /* a buffer with a vector alias is not restrict: the two declarations name the same memory */

@@ -122,13 +122,19 @@ static bool elementwise(const kir_kernel *k, const kir_module *m, wg_elementwise
 /* how kernel i's tiles leave the matrices. A tile moved back inside the matrix stores the same
  * sums over its neighbour's again, all before the second dispatch finishes any; N is a multiple
  * of 8 (vk_coop_wg_eligible), so the output's rows are whole 16-byte words. */
-static wg_epilogue epilogue(const kir_module *m, int i) {
+static wg_epilogue epilogue_of(const kir_module *m, int i, wg_elementwise *ew) {
   const kir_kernel *k = &m->k[i];
+  *ew = (wg_elementwise){-1, -1};
+  return plain_store(m, k)                                                       ? WG_PLAIN
+         : output_as_product(m, k) && k->sched.wg_elements && elementwise(k, m, ew) ? WG_ELEMENTS
+         : output_as_product(m, k)                                               ? WG_AFTER
+                                                                                 : WG_SHARED;
+}
+
+/* the same, where what the elements hold does not matter */
+static wg_epilogue epilogue(const kir_module *m, int i) {
   wg_elementwise ew;
-  return plain_store(m, k)                                                        ? WG_PLAIN
-         : output_as_product(m, k) && k->sched.wg_elements && elementwise(k, m, &ew) ? WG_ELEMENTS
-         : output_as_product(m, k)                                                ? WG_AFTER
-                                                                                  : WG_SHARED;
+  return epilogue_of(m, i, &ew);
 }
 
 /* the accumulators of schedule s's tile: one where the sums leave from the matrices, else as few
@@ -152,7 +158,8 @@ bool vk_coop_wg_on_elements(const kir_module *m, const kir_kernel *k) {
 
 int vk_coop_wg_row_vector(const kir_module *m, const kir_kernel *k) {
   wg_elementwise ew;
-  return vk_coop_wg_on_elements(m, k) && elementwise(k, m, &ew) && ew.bias >= 0 ? k->val[ew.bias].buf : -1;
+  const bool wg = k->kind == KK_MATMUL && k->sched.variant == KS_MMA && k->sched.wg_matrices;
+  return wg && epilogue_of(m, (int)(k - m->k), &ew) == WG_ELEMENTS && ew.bias >= 0 ? k->val[ew.bias].buf : -1;
 }
 
 int64_t vk_coop_wg_after(const kir_module *m, const kir_kernel *k) {
@@ -292,7 +299,8 @@ static void finish_words(emitter *e) {
 void vk_coop_wg(emitter *e) {
   const kir_kernel *k = e->k;
   const kir_schedule *s = &k->sched;
-  const wg_epilogue how = epilogue(e->m, (int)(k - e->m->k));
+  wg_elementwise ew; /* where how is WG_ELEMENTS */
+  const wg_epilogue how = epilogue_of(e->m, (int)(k - e->m->k), &ew);
   const bool ahead = s->stages == 2;
   const int BM = s->tile_m, BN = s->tile_n, BK = s->tile_k, NA = accumulators(s, how), CW = BN / NA;
   char a[16], b[16]; /* the operands' views: 16-byte words, or f16 elements for tensor loads */
@@ -318,8 +326,6 @@ void vk_coop_wg(emitter *e) {
   e->indent++;
   emit_line(e, "const int m0 = min(mt, M - %d);", BM);
   emit_line(e, "fcoopmatNV<32, 2, PC_WG_M, %d> c[%d];", CW, NA);
-  wg_elementwise ew = {-1, -1};
-  if (how == WG_ELEMENTS) elementwise(k, e->m, &ew);
   if (ew.bias >= 0) { /* the sums start from the row vector: its tile's columns, a row of stride 0 */
     const int vb = k->val[ew.bias].buf;
     if (e->m->buf[vb].dt == PORTC_F16) { /* loaded as f16 sums, then widened */
