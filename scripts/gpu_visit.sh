@@ -330,7 +330,8 @@ for step in $steps; do
     # matrices' elements) by default), each forced on every f16 GEMM by a site tune
     # table, as is $COOPWG_VERIFY_SHAPE for the cases (theirs are small GEMMs) and
     # $COOPWG_LARGE_SHAPE (default 128x256:64:1) for the large graphs' outputs; $COOPWG_KERNELS is PORTC_VULKAN_KERNELS with the work
-    # group's matrices (default coopattention,coopwg; add coopwgtensor for tensor loads)
+    # group's matrices (default coopattention,coopwg; add coopwgtensor for tensor loads); $COOPWG_GRAPHS
+    # (default matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer) the graphs timed
     wgk=${COOPWG_KERNELS:-coopattention,coopwg}
     shapes=${COOPWG_SHAPES:-128x256:64:1 128x128:64:1} vspec=${COOPWG_VERIFY_SHAPE:-128x128:32:1}
     wg_table() { # TILE:K-STEP:STAGES[:INVOCATIONS[:WG[:UNROLL[:ELEMENTS]]]] -> the table's path
@@ -358,7 +359,7 @@ for step in $steps; do
       summary+=("$g, work group (128x256) vs subgroup, rel. difference: $(python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]).astype(n.float64); b=n.load(sys.argv[2]).astype(n.float64); print('%.2e' % (n.linalg.norm(a-b)/n.linalg.norm(a)))" \
         "$out/run_${g}_subgroup/y.npy" "$out/run_${g}_wg/y.npy" 2>&1 | tail -1)")
     done
-    for g in matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer; do
+    for g in ${COOPWG_GRAPHS:-matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer}; do
       args=("bench/gpu/$g.ptg")
       [ "$g" = transformer ] && args=("${transformer[@]}" --autocast f16)
       line="$g, ms:"
