@@ -39,7 +39,7 @@ typedef struct vk_features {
   vk_wg_steps coop_wg_steps;
   uint32_t coop_wg_reserved;
   /* their A and B panels loaded through tensor layouts (the extension's tensor addressing; where
-   * PORTC_VULKAN_KERNELS takes coopwgtensor: opt-in, 2.4x slower on the H100) */
+   * PORTC_VULKAN_KERNELS takes coopwgtensor: opt-in, not faster on the H100) */
   bool coop_wg_tensor;
   /* their elementwise epilogues (after at most a bias) finished on the matrices' elements, not in a
    * second dispatch (where PORTC_VULKAN_KERNELS takes coopwgelements) */
@@ -178,10 +178,11 @@ void vk_coop_wg(emitter *e);
  * coopwg, f16 GEMMs whose sums leave from cooperative matrices of the whole work group
  * (matmul_wg.c), taken by default (the H100's matmul_8192_f16: 3.36-3.45 ms against the subgroup
  * kernel's 3.83-3.86; with bias and GELU 3.57 against 4.05); coopwgtensor, those GEMMs' panels
- * loaded through tensor layouts (spirv_tensor.c), opt-in: on the H100 the same outputs, 2.4x the
- * time (matmul_8192_f16 8.16 ms against 3.43); coopwgelements, their elementwise epilogues
- * (after at most a bias) finished on the matrices' elements, opt-in until timed. A list naming
- * another kernel is an error that names it (vk_own_kernels_known). */
+ * loaded through tensor layouts (spirv_tensor.c), opt-in: on the H100 not faster (matmul_8192_f16
+ * 3.46 ms against 3.35 with plain loads unrolled 4; 8.16 before their offsets named rows and
+ * columns); coopwgelements, their elementwise epilogues (after at most a bias) finished on the
+ * matrices' elements, opt-in: on the H100 slower than the second dispatch (the f16 MLP 0.565 ms
+ * against 0.552). A list naming another kernel is an error that names it (vk_own_kernels_known). */
 enum {
   VK_OWN_COOPCONV = 1u << 0,
   VK_OWN_COOPATTENTION = 1u << 1,
