@@ -137,9 +137,10 @@ fi
 targets=${TARGETS:-cuda vulkan}
 steps=${*:-verify bench torch}
 summary=()
+print_summary() { printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"; }
 # stopped by a time limit (timeout's SIGTERM), the visit still prints and keeps what it has, once the
 # command then running ends
-trap 'printf "%s\n" "${summary[@]}" "stopped by SIGTERM during the step $step" | tee "$out/summary.txt"; exit 124' TERM
+trap 'summary+=("stopped by SIGTERM during the step $step"); print_summary; exit 124' TERM
 step=start
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 transformer=(examples/transformer.ptg --set B=16 --set S=512)
@@ -362,7 +363,7 @@ for step in $steps; do
         >>"$out/run_coopwg.txt" 2>&1
       summary+=("$g, work group (128x256) vs subgroup, rel. difference: $(python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]).astype(n.float64); b=n.load(sys.argv[2]).astype(n.float64); print('%.2e' % (n.linalg.norm(a-b)/n.linalg.norm(a)))" \
         "$out/run_${g}_subgroup/y.npy" "$out/run_${g}_wg/y.npy" 2>&1 | tail -1)")
-      rm -rf "$out/run_${g}_subgroup" "$out/run_${g}_wg" # 64 MiB outputs: $OUT's logs come back small
+      rm -rf "$out/run_${g}_subgroup" "$out/run_${g}_wg" # outputs of 16-128 MiB: $OUT's logs come back small
     done
     for g in ${COOPWG_GRAPHS:-matmul_8192_f16 matmul_bias_gelu_8192_f16 mlp_8192_f16 transformer}; do
       args=("bench/gpu/$g.ptg")
@@ -797,5 +798,5 @@ print("%d samples busy: SM clock %.0f MHz, power %.0f W, %.0f C at the end" % (l
   *) echo "unknown step $step (tests, verify, profile, matmul, split, sanitize, racecheck, bench, replay, torch, models, onnx, tune, artifact, ab)"; exit 2 ;;
   esac
 done
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+print_summary
 tar czf /tmp/portc-visit.tar.gz -C "$out" . && mv /tmp/portc-visit.tar.gz "$out/visit.tar.gz"

@@ -24,7 +24,7 @@
  *    elementwise on the sums, with at most a row vector (a bias) added first: the sums start from
  *    that vector (loaded as a matrix whose rows are 0 elements apart), and the rest runs on the
  *    accumulator's elements, each in turn, before the store (on the H100 the f16 MLP took 0.565 ms
- *    so, 0.552 with the second dispatch below: the tensor cores idle while the elements are done);
+ *    so, 0.552 with the second dispatch below; by arithmetic, the tensor cores wait meanwhile);
  *  - any other epilogue where the output lies as the product does (f16 or f32): the sums are stored there
  *    from the one accumulator, rounded to the output's dtype (as cuBLASLt's library 3 path and
  *    torch.compile's addmm do), and a second dispatch of the shader (PC_PHASE 1, made by the
